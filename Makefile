@@ -1,0 +1,45 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Everything else is their parts.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Downloads and builds (Kafka jars, the collector binary, helm) are cached outside the work tree.
+export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
+
+.PHONY: demo test test-unit test-e2e provision venv bench lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+## Install (once, cached) every real service the end-to-end tests start: Kafka, Redis,
+## Prometheus, the OpenTelemetry Collector, helm.
+provision:
+	scripts/provision.sh
+
+## The README's first command: the embedded evaluator on a bundled RAG app.
+demo: venv
+	$(VENV)/bin/ragtrace demo
+
+## The whole suite, unit and end-to-end, provisioning what it needs.
+test: venv provision
+	$(PY) -m pytest tests
+
+test-unit: venv
+	$(PY) -m pytest tests/unit
+
+test-e2e: venv provision
+	$(PY) -m pytest tests/e2e
+
+bench: venv provision
+	$(PY) bench/run_all.py
+
+lint: venv
+	$(VENV)/bin/ruff check ragtrace consumers tests bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,139 @@
+"""Values that flow between the consumer steps, and the small seams the steps talk through.
+
+The Kafka consumer (``ragtrace consume``) and the embedded evaluator (``ragtrace serve``) run the
+same steps over these types; they differ only in which implementation sits behind each seam
+(Redis or in-process/SQLite) and where spans come from (Kafka or an OTLP/HTTP receiver).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, Union
+
+__all__ = [
+    "AttributeValue",
+    "SpanRecord",
+    "Chunk",
+    "RagTrace",
+    "TraceStore",
+    "LabelStore",
+    "JudgeResultCache",
+    "IdempotencyStore",
+    "JudgeBudget",
+]
+
+AttributeValue = Union[str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class SpanRecord:
+    """One finished span as decoded from OTLP, independent of the wire format.
+
+    IDs are lower-case hex (32 characters for the trace, 16 for spans); ``parent_span_id`` is
+    ``None`` for a trace's root. ``scope`` is the instrumentation scope name and ``service`` the
+    resource's ``service.name`` (``"unknown_service"`` when absent).
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    scope: str
+    service: str
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    status_error: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.trace_id) != 32 or len(self.span_id) != 16:
+            raise ValueError(f"bad span IDs: trace {self.trace_id!r}, span {self.span_id!r}")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrieved or supplied context document: its ID, its text when captured, its score."""
+
+    id: str
+    text: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class RagTrace:
+    """The RAG view of one assembled trace: everything scoring needs and nothing else.
+
+    ``retrieved`` is the ranked list from the retrieval span(s); ``context`` is what the generation
+    span says it supplied (falling back to ``retrieved`` when it says nothing). ``target_span_id``
+    is the span evaluation results are parented to: the pipeline/root span when there is one,
+    else the generation span, else the retrieval span.
+    """
+
+    trace_id: str
+    service: str
+    target_span_id: str
+    pipeline: str | None = None
+    query: str | None = None
+    query_sha256: str | None = None
+    question_id: str | None = None
+    retrieved: tuple[Chunk, ...] = ()
+    context: tuple[Chunk, ...] = ()
+    answer: str | None = None
+    model: str | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    context_truncated: bool = False
+    has_retrieval: bool = False
+    has_generation: bool = False
+    ended_ns: int = 0
+
+
+class TraceStore(Protocol):
+    """Holds the spans of traces still being assembled, shared by every replica.
+
+    ``append`` is durable when it returns: after it, the Kafka offsets of those spans may be
+    committed. ``claim_due`` hands each due trace to exactly one caller for ``lease_s`` seconds;
+    a trace whose lease runs out (its claimant died) becomes due again.
+    """
+
+    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None: ...
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]: ...
+
+    def load(self, trace_id: str) -> list[SpanRecord]: ...
+
+    def release(self, trace_id: str) -> None: ...
+
+    def park(self, trace_id: str, retry_at: float, reason: str) -> None: ...
+
+
+class LabelStore(Protocol):
+    """Labelled questions, looked up by explicit ID or by normalised-question SHA-256."""
+
+    def by_id(self, qid: str) -> object | None: ...
+
+    def by_question_sha256(self, digest: str) -> object | None: ...
+
+    def version(self) -> str: ...
+
+
+class JudgeResultCache(Protocol):
+    """Judge results keyed by (answer, context, judge model, prompt hash) digests."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, value: bytes) -> None: ...
+
+
+class IdempotencyStore(Protocol):
+    """Remembers which (trace, metric) scores were already written back."""
+
+    def written(self, trace_id: str, metric: str) -> bool: ...
+
+    def mark_written(self, trace_id: str, metric: str) -> None: ...
+
+
+class JudgeBudget(Protocol):
+    """Judge calls and tokens per minute, shared by every replica; never exceeded."""
+
+    def try_acquire(self, calls: int, tokens: int) -> bool: ...

@@ -1,0 +1,277 @@
+"""Every span, attribute, event and metric name ragtrace emits or reads, in one place.
+
+Three vocabularies meet here:
+
+* OpenInference (``openinference.span.kind``, ``input.value``, ``retrieval.documents.{i}.…``) so
+  that Phoenix and every OpenInference-aware backend reads our spans, and so the consumers can
+  score traces produced by OpenInference instrumentors (LlamaIndex, LangChain) without our
+  decorators.
+* OpenTelemetry GenAI (``gen_ai.*``) where it has a name for the thing, including the
+  ``gen_ai.evaluation.result`` event the consumers write back.
+* ``ragtrace.*`` for what neither standard names.
+
+``docs/semantic-conventions.md`` documents each name, its type and when it is set; keep the two
+in step.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "INSTRUMENTATION_SCOPE",
+    "EVALUATION_SCOPE",
+    "SpanKind",
+    "SPAN_RETRIEVE",
+    "SPAN_GENERATE",
+    "SPAN_PIPELINE",
+    "SPAN_EVALUATION",
+    "OPENINFERENCE_SPAN_KIND",
+    "INPUT_VALUE",
+    "INPUT_MIME_TYPE",
+    "OUTPUT_VALUE",
+    "OUTPUT_MIME_TYPE",
+    "LLM_MODEL_NAME",
+    "METADATA",
+    "retrieval_document_id",
+    "retrieval_document_score",
+    "retrieval_document_content",
+    "RETRIEVAL_DOCUMENT_PREFIX",
+    "GEN_AI_OPERATION_NAME",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_REQUEST_TOP_K",
+    "GEN_AI_DATA_SOURCE_ID",
+    "GEN_AI_EVALUATION_RESULT",
+    "GEN_AI_EVALUATION_NAME",
+    "GEN_AI_EVALUATION_SCORE_VALUE",
+    "GEN_AI_EVALUATION_SCORE_LABEL",
+    "GEN_AI_EVALUATION_EXPLANATION",
+    "RAGTRACE_VERSION",
+    "RAGTRACE_QUERY_SHA256",
+    "RAGTRACE_QUESTION_ID",
+    "RAGTRACE_PIPELINE_NAME",
+    "RAGTRACE_RETRIEVAL_COUNT",
+    "RAGTRACE_CONTENT_CAPTURED",
+    "RAGTRACE_TRUNCATED",
+    "RAGTRACE_STREAMED",
+    "RAGTRACE_INSTRUMENTATION_ERRORS",
+    "RAGTRACE_CONTEXT_COUNT",
+    "RAGTRACE_CONTEXT_PREFIX",
+    "context_document_id",
+    "context_document_content",
+    "context_document_sha256",
+    "context_document_length",
+    "retrieval_document_sha256",
+    "retrieval_document_length",
+    "EVAL_MARKER",
+    "EVAL_TARGET_SPAN_ID",
+    "EVAL_GROUNDEDNESS",
+    "EVAL_GROUNDEDNESS_CLAIMS",
+    "EVAL_GROUNDEDNESS_UNSUPPORTED",
+    "EVAL_GROUNDEDNESS_NO_CLAIMS",
+    "EVAL_RECALL",
+    "EVAL_HIT_RATE",
+    "EVAL_PRECISION",
+    "EVAL_RECIPROCAL_RANK",
+    "EVAL_NDCG",
+    "EVAL_CONTEXT_RELEVANCY",
+    "EVAL_K",
+    "EVAL_RECALL_DEFINITION",
+    "EVAL_GOLD_SIZE",
+    "EVAL_QUESTION_ID",
+    "EVAL_MATCHED_BY",
+    "EVAL_LABELS_VERSION",
+    "EVAL_CELL",
+    "EVAL_JUDGE_NAME",
+    "EVAL_JUDGE_MODEL",
+    "EVAL_JUDGE_PROMPT_SHA256",
+    "EVAL_JUDGE_COST_USD",
+    "METRIC_GROUNDEDNESS",
+    "METRIC_RECALL",
+    "METRIC_HIT_RATE",
+    "METRIC_RECIPROCAL_RANK",
+    "METRIC_TRACES_SEEN",
+    "METRIC_TRACES_SAMPLED",
+    "METRIC_TRACES_SCORED",
+    "METRIC_TRACES_SKIPPED",
+    "METRIC_CELL",
+    "METRIC_JUDGE_CALLS",
+    "METRIC_JUDGE_ERRORS",
+    "METRIC_JUDGE_TOKENS",
+    "METRIC_JUDGE_COST",
+    "METRIC_JUDGE_LATENCY",
+    "METRIC_JUDGE_BUDGET_EXHAUSTED",
+    "METRIC_DLQ_MESSAGES",
+    "METRIC_SCORING_DELAY",
+    "METRIC_CONSUMER_LAG",
+    "METRIC_PARKED",
+    "METRIC_SDK_ERRORS",
+    "METRIC_SDK_DROPPED",
+    "ATTR_SERVICE",
+    "ATTR_PIPELINE",
+    "ATTR_JUDGE_MODEL",
+    "ATTR_REASON",
+    "ATTR_METRIC",
+    "ATTR_CELL",
+    "ATTR_TOKEN_TYPE",
+    "ATTR_OUTCOME",
+]
+
+# --- instrumentation scopes -------------------------------------------------------------------
+INSTRUMENTATION_SCOPE: Final = "ragtrace"
+"""Tracer name of the decorators: the consumers recognise our spans by it."""
+EVALUATION_SCOPE: Final = "ragtrace.evaluation"
+"""Tracer/meter name of the consumers' write-back; spans from it are never scored again."""
+
+
+class SpanKind:
+    """Values of ``openinference.span.kind`` that ragtrace emits or reads."""
+
+    RETRIEVER: Final = "RETRIEVER"
+    LLM: Final = "LLM"
+    CHAIN: Final = "CHAIN"
+    EVALUATOR: Final = "EVALUATOR"
+
+
+# --- span names (defaults; a decorator's name= replaces them) ----------------------------------
+SPAN_RETRIEVE: Final = "retrieve"
+SPAN_GENERATE: Final = "generate"
+SPAN_PIPELINE: Final = "rag.pipeline"
+SPAN_EVALUATION: Final = "ragtrace.evaluation"
+
+# --- OpenInference ------------------------------------------------------------------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+LLM_MODEL_NAME: Final = "llm.model_name"
+METADATA: Final = "metadata"
+RETRIEVAL_DOCUMENT_PREFIX: Final = "retrieval.documents."
+
+
+def retrieval_document_id(i: int) -> str:
+    return f"retrieval.documents.{i}.document.id"
+
+
+def retrieval_document_score(i: int) -> str:
+    return f"retrieval.documents.{i}.document.score"
+
+
+def retrieval_document_content(i: int) -> str:
+    return f"retrieval.documents.{i}.document.content"
+
+
+# --- OpenTelemetry GenAI -----------------------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+
+# --- ragtrace: instrumentation ------------------------------------------------------------------
+RAGTRACE_VERSION: Final = "ragtrace.version"
+RAGTRACE_QUERY_SHA256: Final = "ragtrace.query.sha256"
+"""SHA-256 of the normalised query (``ragtrace.normalize.normalize_question``): lets the
+consumers match labelled questions even when content capture is off."""
+RAGTRACE_QUESTION_ID: Final = "ragtrace.question.id"
+RAGTRACE_PIPELINE_NAME: Final = "ragtrace.pipeline.name"
+RAGTRACE_RETRIEVAL_COUNT: Final = "ragtrace.retrieval.documents.count"
+RAGTRACE_CONTENT_CAPTURED: Final = "ragtrace.content.captured"
+RAGTRACE_TRUNCATED: Final = "ragtrace.truncated"
+"""String array: the attribute keys whose values were cut to the size cap."""
+RAGTRACE_STREAMED: Final = "ragtrace.streamed"
+RAGTRACE_INSTRUMENTATION_ERRORS: Final = "ragtrace.instrumentation.errors"
+RAGTRACE_CONTEXT_COUNT: Final = "ragtrace.context.documents.count"
+RAGTRACE_CONTEXT_PREFIX: Final = "ragtrace.context.documents."
+
+
+def context_document_id(i: int) -> str:
+    """Chunk ID of the i-th context document supplied to a generation span."""
+    return f"ragtrace.context.documents.{i}.document.id"
+
+
+def context_document_content(i: int) -> str:
+    return f"ragtrace.context.documents.{i}.document.content"
+
+
+def context_document_sha256(i: int) -> str:
+    return f"ragtrace.context.documents.{i}.document.sha256"
+
+
+def context_document_length(i: int) -> str:
+    return f"ragtrace.context.documents.{i}.document.length"
+
+
+def retrieval_document_sha256(i: int) -> str:
+    return f"ragtrace.retrieval.documents.{i}.document.sha256"
+
+
+def retrieval_document_length(i: int) -> str:
+    return f"ragtrace.retrieval.documents.{i}.document.length"
+
+
+# --- ragtrace: evaluation write-back (flat attributes trace search can filter on) ---------------
+EVAL_MARKER: Final = "ragtrace.evaluation"
+"""``True`` on every span the consumers write; such spans are never scored."""
+EVAL_TARGET_SPAN_ID: Final = "ragtrace.eval.target.span_id"
+EVAL_GROUNDEDNESS: Final = "ragtrace.eval.groundedness"
+EVAL_GROUNDEDNESS_CLAIMS: Final = "ragtrace.eval.groundedness.claims"
+EVAL_GROUNDEDNESS_UNSUPPORTED: Final = "ragtrace.eval.groundedness.unsupported_claims"
+EVAL_GROUNDEDNESS_NO_CLAIMS: Final = "ragtrace.eval.groundedness.no_claims"
+EVAL_RECALL: Final = "ragtrace.eval.recall"
+EVAL_HIT_RATE: Final = "ragtrace.eval.hit_rate"
+EVAL_PRECISION: Final = "ragtrace.eval.precision"
+EVAL_RECIPROCAL_RANK: Final = "ragtrace.eval.reciprocal_rank"
+EVAL_NDCG: Final = "ragtrace.eval.ndcg"
+EVAL_CONTEXT_RELEVANCY: Final = "ragtrace.eval.context_relevancy"
+EVAL_K: Final = "ragtrace.eval.k"
+EVAL_RECALL_DEFINITION: Final = "ragtrace.eval.recall.definition"
+EVAL_GOLD_SIZE: Final = "ragtrace.eval.gold.size"
+EVAL_QUESTION_ID: Final = "ragtrace.eval.question.id"
+EVAL_MATCHED_BY: Final = "ragtrace.eval.question.matched_by"
+EVAL_LABELS_VERSION: Final = "ragtrace.eval.labels.version"
+EVAL_CELL: Final = "ragtrace.eval.cell"
+EVAL_JUDGE_NAME: Final = "ragtrace.eval.judge.name"
+EVAL_JUDGE_MODEL: Final = "ragtrace.eval.judge.model"
+EVAL_JUDGE_PROMPT_SHA256: Final = "ragtrace.eval.judge.prompt_sha256"
+EVAL_JUDGE_COST_USD: Final = "ragtrace.eval.judge.cost_usd"
+
+# --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
+METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"
+METRIC_RECALL: Final = "ragtrace.recall"
+METRIC_HIT_RATE: Final = "ragtrace.hit_rate"
+METRIC_RECIPROCAL_RANK: Final = "ragtrace.reciprocal_rank"
+METRIC_TRACES_SEEN: Final = "ragtrace.traces.seen"
+METRIC_TRACES_SAMPLED: Final = "ragtrace.traces.sampled"
+METRIC_TRACES_SCORED: Final = "ragtrace.traces.scored"
+METRIC_TRACES_SKIPPED: Final = "ragtrace.traces.skipped"
+METRIC_CELL: Final = "ragtrace.attribution"
+METRIC_JUDGE_CALLS: Final = "ragtrace.judge.calls"
+METRIC_JUDGE_ERRORS: Final = "ragtrace.judge.errors"
+METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"
+METRIC_JUDGE_COST: Final = "ragtrace.judge.cost"
+METRIC_JUDGE_LATENCY: Final = "ragtrace.judge.latency"
+METRIC_JUDGE_BUDGET_EXHAUSTED: Final = "ragtrace.judge.budget.exhausted"
+METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
+METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
+METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
+METRIC_PARKED: Final = "ragtrace.traces.parked"
+METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
+METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+
+# Metric attribute keys (bounded cardinality: never a trace ID, query or free text).
+ATTR_SERVICE: Final = "service"
+ATTR_PIPELINE: Final = "pipeline"
+ATTR_JUDGE_MODEL: Final = "judge_model"
+ATTR_REASON: Final = "reason"
+ATTR_METRIC: Final = "metric"
+ATTR_CELL: Final = "cell"
+ATTR_TOKEN_TYPE: Final = "token_type"
+ATTR_OUTCOME: Final = "outcome"
