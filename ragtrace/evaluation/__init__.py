@@ -1,0 +1,1 @@
+"""Evaluation core shared by the online consumers and the offline tools."""
