@@ -108,6 +108,7 @@ __all__ = [
     "METRIC_PARKED",
     "METRIC_SDK_ERRORS",
     "METRIC_SDK_DROPPED",
+    "METRIC_RECEIVER_REJECTED",
     "ATTR_SERVICE",
     "ATTR_PIPELINE",
     "ATTR_JUDGE_MODEL",
@@ -265,6 +266,8 @@ METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+METRIC_RECEIVER_REJECTED: Final = "ragtrace.receiver.rejected"
+"""Embedded OTLP/HTTP receiver: requests (or spans, on partial success) refused, by reason."""
 
 # Metric attribute keys (bounded cardinality: never a trace ID, query or free text).
 ATTR_SERVICE: Final = "service"
