@@ -1,0 +1,177 @@
+"""Labelled questions and retrieval runs, read from JSON Lines files.
+
+Labels: one object per line, ``{"qid": "q1", "question": "…", "gold": ["chunk-id", …]}``. An
+empty ``gold`` list marks a question the corpus cannot answer (scored NaN, excluded from means).
+Run: one object per line, ``{"qid": "q1", "retrieved": ["chunk-id", …]}`` in rank order.
+
+Other keys on a line are ignored. Blank lines are skipped. Every error is an ``InputFileError``
+naming the file, the (1-based) line and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragtrace.normalize import question_sha256
+
+__all__ = [
+    "InputFileError",
+    "LabelledQuestion",
+    "label_set_version",
+    "load_labels",
+    "load_run",
+]
+
+
+class InputFileError(ValueError):
+    """A problem in an input file, with where it is: ``path``, ``line`` (1-based, or None when the
+    problem is not on one line) and ``field`` (or None when no single field is at fault)."""
+
+    def __init__(self, path: str | Path, line: int | None, field: str | None, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}, line {line}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {reason}")
+
+
+@dataclass(frozen=True)
+class LabelledQuestion:
+    """A question with the chunk IDs that contain its answer (empty: unanswerable)."""
+
+    qid: str
+    question: str
+    gold: frozenset[str]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.qid, str) or not self.qid:
+            raise ValueError(f"qid must be a non-empty string, got {self.qid!r}")
+        if not isinstance(self.question, str):
+            raise TypeError(f"question must be a string, got {type(self.question).__name__}")
+        if not isinstance(self.gold, frozenset):
+            object.__setattr__(self, "gold", frozenset(self.gold))
+        if not all(isinstance(g, str) and g for g in self.gold):
+            raise ValueError("gold must hold non-empty string chunk IDs")
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.gold)
+
+    @property
+    def question_sha256(self) -> str:
+        """SHA-256 of the normalised question text (how live traces are matched to it)."""
+        return question_sha256(self.question)
+
+
+def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputFileError(path, None, None, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, None, None, f"cannot read: {exc}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(path, number, None, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InputFileError(
+                path, number, None, f"expected a JSON object, got {type(obj).__name__}"
+            )
+        yield number, obj
+
+
+def _string(path: Path, number: int, obj: Mapping[str, object], field: str) -> str:
+    if field not in obj:
+        raise InputFileError(path, number, field, "missing")
+    value = obj[field]
+    if not isinstance(value, str) or not value.strip():
+        raise InputFileError(path, number, field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _ids(path: Path, number: int, obj: Mapping[str, object], field: str) -> list[str]:
+    if field not in obj:
+        raise InputFileError(path, number, field, "missing")
+    value = obj[field]
+    if not isinstance(value, list):
+        raise InputFileError(
+            path, number, field, f"must be a list of chunk IDs, got {type(value).__name__}"
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            raise InputFileError(
+                path, number, f"{field}[{i}]", f"must be a non-empty string, got {item!r}"
+            )
+    return value
+
+
+def load_labels(path: str | Path) -> list[LabelledQuestion]:
+    """Read a labels file, in file order. Duplicate qids and an empty file are errors."""
+    path = Path(path)
+    questions: list[LabelledQuestion] = []
+    first_line: dict[str, int] = {}
+    for number, obj in _objects(path):
+        qid = _string(path, number, obj, "qid")
+        if qid in first_line:
+            raise InputFileError(
+                path, number, "qid", f"duplicate qid {qid!r} (first on line {first_line[qid]})"
+            )
+        first_line[qid] = number
+        question = _string(path, number, obj, "question")
+        gold = _ids(path, number, obj, "gold")
+        questions.append(LabelledQuestion(qid=qid, question=question, gold=frozenset(gold)))
+    if not questions:
+        raise InputFileError(path, None, None, "no labelled questions")
+    return questions
+
+
+def load_run(
+    path: str | Path, questions: Sequence[LabelledQuestion] | None = None
+) -> dict[str, list[str]]:
+    """Read a run file into ``{qid: retrieved IDs in rank order}``.
+
+    Duplicate qids are an error. With ``questions``, so is an entry for a qid that is not
+    labelled, and so is a labelled question with no entry (a question the retriever found
+    nothing for is written ``"retrieved": []``, never left out).
+    """
+    path = Path(path)
+    known = None if questions is None else {q.qid for q in questions}
+    run: dict[str, list[str]] = {}
+    first_line: dict[str, int] = {}
+    for number, obj in _objects(path):
+        qid = _string(path, number, obj, "qid")
+        if qid in first_line:
+            raise InputFileError(
+                path, number, "qid", f"duplicate qid {qid!r} (first on line {first_line[qid]})"
+            )
+        if known is not None and qid not in known:
+            raise InputFileError(path, number, "qid", f"unknown qid {qid!r} (not in the labels)")
+        first_line[qid] = number
+        run[qid] = _ids(path, number, obj, "retrieved")
+    if questions is not None:
+        missing = [q.qid for q in questions if q.qid not in run]
+        if missing:
+            shown = ", ".join(repr(m) for m in missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise InputFileError(
+                path, None, "qid", f"no entry for {len(missing)} labelled question(s): {shown}"
+            )
+    return run
+
+
+def label_set_version(questions: Sequence[LabelledQuestion]) -> str:
+    """A short hash of the label set's content (qids, questions, gold sets), independent of
+    order: two evaluations with the same version scored against the same labels."""
+    canonical = sorted((q.qid, q.question, sorted(q.gold)) for q in questions)
+    blob = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
