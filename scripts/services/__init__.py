@@ -1,0 +1,21 @@
+"""Run the project's real services (Redis, Kafka, the collector, Prometheus, an OTLP sink).
+
+Shared by the end-to-end test fixtures (``tests/e2e/conftest.py``) and the dev stack
+(``scripts/dev_stack.py``), so both start every service the same way. Binaries come from
+``scripts/provision.sh``; a missing one raises :class:`NotProvisioned` ("run `make provision`").
+"""
+
+from __future__ import annotations
+
+from .paths import NotProvisioned
+from .process import ServiceError, ServiceProcess, free_port
+from .redis import RedisServer, start_redis
+
+__all__ = [
+    "NotProvisioned",
+    "ServiceError",
+    "ServiceProcess",
+    "free_port",
+    "RedisServer",
+    "start_redis",
+]

@@ -1,0 +1,51 @@
+"""A private Redis server on loopback, data in its own directory, no persistence."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+from .process import ServiceProcess, free_port
+
+__all__ = ["RedisServer", "start_redis"]
+
+
+@dataclass
+class RedisServer:
+    """A running redis-server; ``url`` is ``redis://127.0.0.1:PORT/0``."""
+
+    port: int
+    process: ServiceProcess
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def _pong(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start_redis(workdir: Path, port: int | None = None, timeout: float = 15.0) -> RedisServer:
+    """Start redis-server on 127.0.0.1 (a free port unless given); return once it answers PING."""
+    binary = paths.redis_server()
+    port = port or free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir),
+        "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
+        "--logfile", "",  # log to stdout, which ServiceProcess captures
+    ]
+    proc = ServiceProcess("redis", argv, workdir, stop_grace_s=5.0).start()
+    proc.wait_ready(lambda: _pong(port), timeout, f"PING on 127.0.0.1:{port}")
+    return RedisServer(port, proc)

@@ -1,0 +1,70 @@
+"""Session fixtures that start the real services on free loopback ports (contract E).
+
+Each fixture starts its service once per test session with its data and log in a pytest temp
+directory and stops it (its whole process group) at the end. A service that is not installed
+makes the fixture FAIL with "run `make provision`" — never skip: a skipped end-to-end test would
+hide a missing service in CI. When an e2e test fails, the tail of every service's log is added to
+its report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[2]
+if str(_ROOT) not in sys.path:  # `scripts` is imported from the repository root
+    sys.path.insert(0, str(_ROOT))
+
+from scripts.services import (  # noqa: E402
+    NotProvisioned,
+    ServiceError,
+    ServiceProcess,
+    start_redis,
+)
+
+T = TypeVar("T")
+_started: list[ServiceProcess] = []
+
+
+def _start(what: str, starter: Callable[[], T]) -> T:
+    """Run a starter; turn a missing binary or a failed start into a test failure, never a skip."""
+    try:
+        return starter()
+    except NotProvisioned as exc:
+        message = str(exc)
+    except ServiceError as exc:
+        message = f"{what} did not start:\n{exc}"
+    pytest.fail(message, pytrace=False)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e is an e2e test, marked or not."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _started and item.get_closest_marker("e2e"):
+        for proc in _started:
+            report.sections.append(
+                (f"service log: {proc.name} ({proc.log_path})", proc.log_tail(30))
+            )
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of a private redis-server (no persistence)."""
+    server = _start("Redis", lambda: start_redis(tmp_path_factory.mktemp("redis")))
+    _started.append(server.process)
+    yield server.url
+    server.stop()
