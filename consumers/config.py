@@ -1,0 +1,377 @@
+"""Configuration of ``ragtrace consume``: one documented YAML file plus environment variables.
+
+Precedence per key: environment variable > file > default. The environment variable of key
+``judge.concurrency`` is ``RAGTRACE_JUDGE_CONCURRENCY`` (``RAGTRACE_`` + section + ``_`` + key,
+upper case); :func:`env_var` computes it. The file is found from the explicit ``path``, else
+``$RAGTRACE_CONSUMER_CONFIG``, else defaults only. The documented example, every key commented,
+ships as package data: ``ragtrace/consumers/ragtrace-consumer.yaml``.
+
+A bad value in the file (or an unknown key) raises :class:`ConfigError` naming the file and the
+key. A bad environment value logs a warning naming the variable and falls back to the file or
+default value, as every environment setting in ragtrace does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, get_type_hints
+
+__all__ = [
+    "ENV_CONFIG_FILE",
+    "ConfigError",
+    "KafkaSettings",
+    "RedisSettings",
+    "ExportSettings",
+    "AssemblySettings",
+    "SamplingSettings",
+    "ScoringSettings",
+    "JudgeSettings",
+    "ConsumerConfig",
+    "load_config",
+    "env_var",
+    "example_path",
+]
+
+_log = logging.getLogger(__name__)
+
+ENV_CONFIG_FILE = "RAGTRACE_CONSUMER_CONFIG"
+"""Environment variable naming the configuration file when ``--config`` is not given."""
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key (and file) at fault."""
+
+
+def _positive(v: float) -> str | None:
+    return None if v > 0 and math.isfinite(v) else "must be > 0"
+
+
+def _non_negative(v: float) -> str | None:
+    return None if v >= 0 and math.isfinite(v) else "must be >= 0"
+
+
+def _unit(v: float) -> str | None:
+    return None if 0.0 <= v <= 1.0 else "must be between 0 and 1"
+
+
+def _non_empty(v: str) -> str | None:
+    return None if v.strip() else "must be non-empty"
+
+
+def _one_of(*choices: str) -> Callable[[str], str | None]:
+    def check(v: str) -> str | None:
+        return None if v in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def _url(v: str) -> str | None:
+    return None if v.startswith(("http://", "https://", "redis://", "rediss://", "unix://")) \
+        else "must be a URL"
+
+
+def _key(check: Callable[[Any], str | None] | None = None) -> Any:
+    return field(metadata={"check": check})
+
+
+def _validate(obj: object, section: str) -> None:
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        check = f.metadata.get("check")
+        if check is not None and value is not None:
+            problem = check(value)
+            if problem:
+                raise ConfigError(f"{section}.{f.name}: {problem}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap_servers: str = _key(_non_empty)
+    topic: str = _key(_non_empty)
+    group_id: str = _key(_non_empty)
+    dlq_topic: str = _key(_non_empty)
+    auto_offset_reset: str = _key(_one_of("earliest", "latest"))
+    commit_interval_s: float = _key(_positive)
+    max_poll_records: int = _key(_positive)
+    client_id: str = _key(_non_empty)
+
+    def __post_init__(self) -> None:
+        _validate(self, "kafka")
+
+
+@dataclass(frozen=True)
+class RedisSettings:
+    url: str = _key(_url)
+    key_prefix: str = _key(_non_empty)
+
+    def __post_init__(self) -> None:
+        _validate(self, "redis")
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    otlp_endpoint: str = _key(_url)
+    service_name: str = _key(_non_empty)
+    metrics_interval_s: float = _key(_positive)
+    timeout_s: float = _key(_positive)
+
+    def __post_init__(self) -> None:
+        _validate(self, "export")
+
+
+@dataclass(frozen=True)
+class AssemblySettings:
+    quiet_s: float = _key(_non_negative)
+    lease_s: float = _key(_positive)
+    claim_batch: int = _key(_positive)
+
+    def __post_init__(self) -> None:
+        _validate(self, "assembly")
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    recall_rate: float = _key(_unit)
+    judge_rate: float = _key(_unit)
+
+    def __post_init__(self) -> None:
+        _validate(self, "sampling")
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    k: int = _key(_positive)
+    recall_definition: str = _key(_one_of("mean_recall", "hit_rate"))
+    recall_threshold: float = _key(_unit)
+    groundedness_threshold: float = _key(_unit)
+
+    def __post_init__(self) -> None:
+        _validate(self, "scoring")
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    name: str = _key(_one_of("auto", "anthropic", "lexical"))
+    model: str | None = _key(_non_empty)
+    concurrency: int = _key(_positive)
+    attempts: int = _key(_positive)
+    retry_backoff_s: float = _key(_non_negative)
+    park_backoff_s: float = _key(_positive)
+    park_backoff_max_s: float = _key(_positive)
+    give_up_after_s: float = _key(_positive)
+    calls_per_minute: int = _key(_positive)
+    tokens_per_minute: int = _key(_positive)
+    cache_ttl_s: int = _key(_positive)
+
+    def __post_init__(self) -> None:
+        _validate(self, "judge")
+        if self.park_backoff_max_s < self.park_backoff_s:
+            raise ConfigError("judge.park_backoff_max_s: must be >= judge.park_backoff_s")
+
+
+_DEFAULTS: dict[str, dict[str, object]] = {
+    "kafka": {
+        "bootstrap_servers": "127.0.0.1:9092",
+        "topic": "otlp_spans",
+        "group_id": "ragtrace-consumer",
+        "dlq_topic": "otlp_spans.dlq",
+        "auto_offset_reset": "earliest",
+        "commit_interval_s": 1.0,
+        "max_poll_records": 500,
+        "client_id": "ragtrace-consumer",
+    },
+    "redis": {"url": "redis://127.0.0.1:6379/0", "key_prefix": "ragtrace"},
+    "export": {
+        "otlp_endpoint": "http://127.0.0.1:4318",
+        "service_name": "ragtrace-consumer",
+        "metrics_interval_s": 5.0,
+        "timeout_s": 10.0,
+    },
+    "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64},
+    "sampling": {"recall_rate": 1.0, "judge_rate": 1.0},
+    "scoring": {
+        "k": 5,
+        "recall_definition": "mean_recall",
+        "recall_threshold": 0.5,
+        "groundedness_threshold": 0.8,
+    },
+    "judge": {
+        "name": "auto",
+        "model": None,
+        "concurrency": 8,
+        "attempts": 2,
+        "retry_backoff_s": 1.0,
+        "park_backoff_s": 30.0,
+        "park_backoff_max_s": 600.0,
+        "give_up_after_s": 86400.0,
+        "calls_per_minute": 600,
+        "tokens_per_minute": 2_000_000,
+        "cache_ttl_s": 604800,
+    },
+}
+
+_SECTIONS: dict[str, type] = {
+    "kafka": KafkaSettings,
+    "redis": RedisSettings,
+    "export": ExportSettings,
+    "assembly": AssemblySettings,
+    "sampling": SamplingSettings,
+    "scoring": ScoringSettings,
+    "judge": JudgeSettings,
+}
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """Every setting of one consumer replica; build it with :func:`load_config` or ``defaults()``."""
+
+    kafka: KafkaSettings
+    redis: RedisSettings
+    export: ExportSettings
+    assembly: AssemblySettings
+    sampling: SamplingSettings
+    scoring: ScoringSettings
+    judge: JudgeSettings
+    source: str = "defaults"
+
+    def __post_init__(self) -> None:
+        for name, cls in _SECTIONS.items():
+            if not isinstance(getattr(self, name), cls):
+                raise ConfigError(f"{name}: expected {cls.__name__}")
+
+    @classmethod
+    def defaults(cls) -> ConsumerConfig:
+        return load_config(None, env={})
+
+    def replace(self, **sections: Mapping[str, object]) -> ConsumerConfig:
+        """A copy with some keys changed: ``cfg.replace(judge={"concurrency": 2})``."""
+        changed: dict[str, object] = {}
+        for name, values in sections.items():
+            if name not in _SECTIONS:
+                raise ConfigError(f"unknown section {name!r}")
+            current = dataclasses.asdict(getattr(self, name))
+            for key, raw in values.items():
+                current[key] = _coerce(name, key, raw, f"{name}.{key}")
+            changed[name] = _SECTIONS[name](**current)
+        return dataclasses.replace(self, **changed)  # type: ignore[arg-type]
+
+
+def env_var(section: str, key: str) -> str:
+    """The environment variable overriding ``section.key``."""
+    return f"RAGTRACE_{section}_{key}".upper()
+
+
+def example_path() -> Path:
+    """The documented example configuration shipped with the package."""
+    return Path(__file__).with_name("ragtrace-consumer.yaml")
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _coerce(section: str, key: str, raw: object, where: str) -> object:
+    """``raw`` (a YAML scalar or an env string) as the field's type, or ConfigError."""
+    hints = get_type_hints(_SECTIONS[section])
+    if key not in hints:
+        raise ConfigError(f"{where}: unknown key (known: {', '.join(_DEFAULTS[section])})")
+    hint = str(hints[key])
+    optional = "None" in hint
+    if raw is None or (isinstance(raw, str) and optional and raw.strip().lower() in ("", "null")):
+        if optional:
+            return None
+        raise ConfigError(f"{where}: a value is required")
+    try:
+        if "bool" in hint:
+            text = str(raw).strip().lower()
+            if isinstance(raw, bool):
+                return raw
+            if text in _TRUE or text in _FALSE:
+                return text in _TRUE
+            raise ValueError
+        if "int" in hint:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            return int(str(raw).strip()) if isinstance(raw, str) else int(raw)  # type: ignore[call-overload]
+        if "float" in hint:
+            if isinstance(raw, bool):
+                raise ValueError
+            return float(raw)  # type: ignore[arg-type]
+        if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+            raise ValueError
+        return str(raw)
+    except (TypeError, ValueError):
+        kind = "integer" if "int" in hint else "number" if "float" in hint else \
+            "boolean" if "bool" in hint else "string"
+        raise ConfigError(f"{where}: expected {kind}, got {raw!r}") from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    import yaml  # a consumer extra
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return data
+
+
+def load_config(path: str | Path | None = None,
+                env: Mapping[str, str] | None = None) -> ConsumerConfig:
+    """Defaults, overlaid by the file, overlaid by environment variables; validated."""
+    env = os.environ if env is None else env
+    if path is None and env.get(ENV_CONFIG_FILE):
+        path = env[ENV_CONFIG_FILE]
+    values = {s: dict(d) for s, d in _DEFAULTS.items()}
+    source = "defaults"
+    if path is not None:
+        path = Path(path)
+        source = str(path)
+        for section, body in _read_file(path).items():
+            if section not in _SECTIONS:
+                raise ConfigError(f"{path}: {section}: unknown section "
+                                  f"(known: {', '.join(_SECTIONS)})")
+            if body is None:
+                continue
+            if not isinstance(body, dict):
+                raise ConfigError(f"{path}: {section}: expected a mapping of keys")
+            for key, raw in body.items():
+                values[section][key] = _coerce(section, str(key), raw, f"{path}: {section}.{key}")
+    file_values = {s: dict(d) for s, d in values.items()}
+    for section, keys in _DEFAULTS.items():
+        for key in keys:
+            name = env_var(section, key)
+            if name in env:
+                try:
+                    values[section][key] = _coerce(section, key, env[name], name)
+                except ConfigError as exc:
+                    _log.warning("ignoring %s (%s); using %r", name, exc, file_values[section][key])
+    sections: dict[str, object] = {}
+    for section, cls in _SECTIONS.items():
+        try:
+            sections[section] = cls(**values[section])
+        except ConfigError as exc:
+            # Find which layer supplied the bad value so the message points at it.
+            bad_key = str(exc).split(":", 1)[0].split(".", 1)[-1]
+            name = env_var(section, bad_key)
+            if name in env and bad_key in values[section]:
+                _log.warning("ignoring %s (%s); using %r", name, exc, file_values[section][bad_key])
+                values[section][bad_key] = file_values[section][bad_key]
+                try:
+                    sections[section] = cls(**values[section])
+                    continue
+                except ConfigError as exc2:
+                    exc = exc2
+            raise ConfigError(f"{source}: {exc}") from None
+    return ConsumerConfig(source=source, **sections)  # type: ignore[arg-type]

@@ -1,0 +1,150 @@
+"""ConsumerConfig: defaults, the documented example file, env overrides, errors naming the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ragtrace.consumers.config import (
+    ENV_CONFIG_FILE,
+    ConfigError,
+    ConsumerConfig,
+    env_var,
+    example_path,
+    load_config,
+)
+
+
+def _without_source(cfg: ConsumerConfig) -> ConsumerConfig:
+    return dataclasses.replace(cfg, source="x")
+
+
+def test_example_file_holds_exactly_the_defaults() -> None:
+    assert _without_source(load_config(example_path(), env={})) == \
+        _without_source(ConsumerConfig.defaults())
+
+
+def test_example_file_documents_every_key_with_a_comment() -> None:
+    lines = example_path().read_text(encoding="utf-8").splitlines()
+    data = yaml.safe_load("\n".join(lines))
+    defaults = ConsumerConfig.defaults()
+    for section, keys in data.items():
+        assert set(keys) == {f.name for f in dataclasses.fields(getattr(defaults, section))}
+    for i, line in enumerate(lines):
+        if line.startswith("  ") and not line.lstrip().startswith("#") and ":" in line:
+            assert lines[i - 1].lstrip().startswith("#"), f"key without a comment: {line!r}"
+
+
+def test_example_is_package_data_next_to_the_module() -> None:
+    assert example_path().name == "ragtrace-consumer.yaml"
+    assert example_path().parent == Path(__import__("ragtrace.consumers.config").consumers
+                                         .config.__file__).parent
+
+
+def test_defaults() -> None:
+    cfg = ConsumerConfig.defaults()
+    assert cfg.kafka.topic == "otlp_spans"
+    assert cfg.kafka.group_id == "ragtrace-consumer"
+    assert cfg.kafka.commit_interval_s == 1.0
+    assert cfg.judge.concurrency == 8
+    assert cfg.judge.model is None
+    assert cfg.scoring.k == 5
+    assert cfg.source == "defaults"
+
+
+def test_env_var_names() -> None:
+    assert env_var("kafka", "bootstrap_servers") == "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"
+    assert env_var("judge", "model") == "RAGTRACE_JUDGE_MODEL"
+
+
+def test_env_overrides_file(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("kafka:\n  topic: from-file\n  group_id: g1\njudge:\n  concurrency: 3\n")
+    cfg = load_config(f, env={"RAGTRACE_KAFKA_TOPIC": "from-env", "RAGTRACE_JUDGE_MODEL": "m-1",
+                              "RAGTRACE_SAMPLING_JUDGE_RATE": "0.25"})
+    assert cfg.kafka.topic == "from-env"
+    assert cfg.kafka.group_id == "g1"
+    assert cfg.judge.concurrency == 3
+    assert cfg.judge.model == "m-1"
+    assert cfg.sampling.judge_rate == 0.25
+    assert cfg.source == str(f)
+
+
+def test_config_file_from_env_variable(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("scoring:\n  k: 10\n")
+    assert load_config(None, env={ENV_CONFIG_FILE: str(f)}).scoring.k == 10
+
+
+@pytest.mark.parametrize("body, message", [
+    ("judge:\n  concurrency: 0\n", "judge.concurrency: must be > 0, got 0"),
+    ("judge:\n  concurrency: many\n", "judge.concurrency: expected integer, got 'many'"),
+    ("judge:\n  concurrency: 2.5\n", "judge.concurrency: expected integer, got 2.5"),
+    ("sampling:\n  judge_rate: 1.5\n", "sampling.judge_rate: must be between 0 and 1, got 1.5"),
+    ("kafka:\n  auto_offset_reset: middle\n",
+     "kafka.auto_offset_reset: must be one of earliest, latest, got 'middle'"),
+    ("kafka:\n  topc: x\n", "kafka.topc: unknown key"),
+    ("kafak:\n  topic: x\n", "kafak: unknown section"),
+    ("redis:\n  url: localhost\n", "redis.url: must be a URL, got 'localhost'"),
+    ("judge:\n  park_backoff_s: 100\n  park_backoff_max_s: 10\n",
+     "judge.park_backoff_max_s: must be >= judge.park_backoff_s"),
+    ("- a\n- b\n", "expected a mapping of sections"),
+    ("kafka: [1]\n", "kafka: expected a mapping of keys"),
+    ("kafka:\n  topic: [a\n", "not valid YAML"),
+])
+def test_bad_file_value_names_file_and_key(tmp_path: Path, body: str, message: str) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(body)
+    with pytest.raises(ConfigError) as err:
+        load_config(f, env={})
+    assert message in str(err.value)
+    assert str(f) in str(err.value)
+
+
+def test_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read configuration"):
+        load_config(tmp_path / "nope.yaml", env={})
+
+
+@pytest.mark.parametrize("name, value, attr, expected", [
+    ("RAGTRACE_JUDGE_CONCURRENCY", "lots", ("judge", "concurrency"), 8),
+    ("RAGTRACE_JUDGE_CONCURRENCY", "0", ("judge", "concurrency"), 8),
+    ("RAGTRACE_SAMPLING_RECALL_RATE", "2", ("sampling", "recall_rate"), 1.0),
+    ("RAGTRACE_KAFKA_COMMIT_INTERVAL_S", "soon", ("kafka", "commit_interval_s"), 1.0),
+])
+def test_bad_env_value_warns_naming_the_variable_and_falls_back(
+        caplog: pytest.LogCaptureFixture, name: str, value: str, attr: tuple[str, str],
+        expected: object) -> None:
+    with caplog.at_level(logging.WARNING):
+        cfg = load_config(None, env={name: value})
+    assert getattr(getattr(cfg, attr[0]), attr[1]) == expected
+    assert name in caplog.text
+
+
+def test_bad_env_value_falls_back_to_the_file_value(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  concurrency: 3\n")
+    assert load_config(f, env={"RAGTRACE_JUDGE_CONCURRENCY": "-1"}).judge.concurrency == 3
+
+
+def test_null_model_from_env() -> None:
+    assert load_config(None, env={"RAGTRACE_JUDGE_MODEL": ""}).judge.model is None
+
+
+def test_replace_validates() -> None:
+    cfg = ConsumerConfig.defaults()
+    assert cfg.replace(judge={"concurrency": 2}).judge.concurrency == 2
+    with pytest.raises(ConfigError, match="judge.concurrency: must be > 0"):
+        cfg.replace(judge={"concurrency": 0})
+    with pytest.raises(ConfigError, match="unknown section"):
+        cfg.replace(nope={})
+
+
+def test_config_is_frozen() -> None:
+    cfg = ConsumerConfig.defaults()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.kafka = cfg.kafka  # type: ignore[misc]
