@@ -7,6 +7,7 @@ Shared by the end-to-end test fixtures (``tests/e2e/conftest.py``) and the dev s
 
 from __future__ import annotations
 
+from .kafka import KafkaBroker, create_topic, start_kafka
 from .paths import NotProvisioned
 from .process import ServiceError, ServiceProcess, free_port
 from .redis import RedisServer, start_redis
@@ -16,6 +17,9 @@ __all__ = [
     "ServiceError",
     "ServiceProcess",
     "free_port",
+    "KafkaBroker",
+    "create_topic",
+    "start_kafka",
     "RedisServer",
     "start_redis",
 ]

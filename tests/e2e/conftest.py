@@ -24,6 +24,8 @@ from scripts.services import (  # noqa: E402
     NotProvisioned,
     ServiceError,
     ServiceProcess,
+    create_topic,
+    start_kafka,
     start_redis,
 )
 
@@ -68,3 +70,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _started.append(server.process)
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``127.0.0.1:PORT`` of a private single-node Kafka broker (KRaft)."""
+    broker = _start("Kafka", lambda: start_kafka(tmp_path_factory.mktemp("kafka")))
+    _started.append(broker.process)
+    yield broker.bootstrap
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_topic(kafka_bootstrap: str) -> Callable[..., str]:
+    """``kafka_topic(name, partitions=3, config=None) -> name``: create a topic (idempotent)
+    on the session broker and wait until every partition has a leader."""
+
+    def create(name: str, partitions: int = 3, config: dict[str, str] | None = None) -> str:
+        return create_topic(kafka_bootstrap, name, partitions, config=config)
+
+    return create

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import redis
+from collections.abc import Callable
 
 import pytest
+import redis
+from kafka import KafkaConsumer, KafkaProducer
 
 pytestmark = pytest.mark.e2e
 
@@ -16,3 +18,24 @@ def test_redis_url_serves_a_private_redis(redis_url: str) -> None:
     assert client.get("ragtrace:fixture-check") == b"ok"
     assert client.config_get("save") == {"save": ""}
     client.delete("ragtrace:fixture-check")
+
+
+def test_kafka_bootstrap_serves_a_broker_that_round_trips_keyed_messages(
+    kafka_bootstrap: str, kafka_topic: Callable[..., str]
+) -> None:
+    topic = kafka_topic("fixture-check", partitions=3)
+    assert kafka_topic("fixture-check", partitions=3) == topic  # idempotent
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    sent = [producer.send(topic, key=f"k{i % 2}".encode(), value=f"v{i}".encode()) for i in range(6)]
+    partition_of = {f.get(10).partition for f in sent}
+    producer.close()
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=kafka_bootstrap, group_id="fixture-check",
+        auto_offset_reset="earliest", consumer_timeout_ms=5000,
+    )
+    received = {(m.key, m.value): m.partition for m in consumer}
+    consumer.close()
+    assert sorted(v for _, v in received) == [f"v{i}".encode() for i in range(6)]
+    for key in (b"k0", b"k1"):  # one key, one partition
+        assert len({p for (k, _), p in received.items() if k == key}) == 1
+    assert partition_of <= {0, 1, 2}
