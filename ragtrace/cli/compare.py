@@ -1,0 +1,168 @@
+"""``ragtrace compare``: two ``ragtrace eval --json`` reports, paired question by question."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from ragtrace.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    error,
+    fmt_num,
+    format_table,
+    write_json_atomic,
+)
+from ragtrace.evaluation.compare import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    Comparison,
+    IncomparableReportsError,
+    Mover,
+    compare_reports,
+)
+from ragtrace.evaluation.labels import InputFileError
+from ragtrace.evaluation.report import load_report
+
+__all__ = ["format_comparison", "register", "run"]
+
+_DESCRIPTION = """\
+Compare report B against baseline A (both written by `ragtrace eval --json`), question by
+question: the change in each metric's mean with a paired bootstrap confidence interval, and
+every question that got better or worse. An average can rise while some questions fall.
+
+The reports must use the same recall definition and the same labels.
+"""
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {value}")
+    return value
+
+
+def _int_at_least(minimum: int) -> type[int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse  # type: ignore[return-value]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two eval reports: metric deltas with confidence intervals, movers",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("a", metavar="A.json", help="baseline report")
+    parser.add_argument("b", metavar="B.json", help="candidate report")
+    parser.add_argument(
+        "--resamples",
+        type=_int_at_least(1),
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default: {DEFAULT_RESAMPLES})",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=DEFAULT_CONFIDENCE,
+        help=f"confidence level of the interval (default: {DEFAULT_CONFIDENCE})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap random seed (default: 0)")
+    parser.add_argument(
+        "--movers",
+        type=_int_at_least(0),
+        default=10,
+        metavar="N",
+        help="questions listed per metric and direction (default: 10; --json has all)",
+    )
+    parser.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
+    parser.set_defaults(func=run)
+
+
+def _movers(movers: Sequence[Mover], limit: int) -> str:
+    shown = [f"{m.qid} ({fmt_num(m.a)} -> {fmt_num(m.b)})" for m in movers[:limit]]
+    if len(movers) > limit:
+        shown.append(f"... {len(movers) - limit} more")
+    return ", ".join(shown)
+
+
+def format_comparison(
+    comparison: Comparison, *, movers: int = 10, a_name: str = "A", b_name: str = "B"
+) -> str:
+    """The terminal form of a comparison: one row per metric, then the questions that moved."""
+    c = comparison
+    pct = f"{c.confidence * 100:g}%"
+    lines = [
+        f"A: {a_name}    B: {b_name}",
+        f"{c.paired} questions answerable in both, recall definition: {c.recall_definition.value}",
+    ]
+    if c.unanswerable:
+        lines.append(f"{c.unanswerable} unanswerable question(s) left out")
+    if c.only_in_a or c.only_in_b:
+        lines.append(
+            f"not paired: {len(c.only_in_a)} question(s) only in A, {len(c.only_in_b)} only in B"
+        )
+    lines.append("")
+    rows = [
+        [
+            m.metric,
+            fmt_num(m.a),
+            fmt_num(m.b),
+            fmt_num(m.delta, signed=True),
+            f"[{fmt_num(m.ci_low, signed=True)}, {fmt_num(m.ci_high, signed=True)}]",
+            str(len(m.better)),
+            str(len(m.worse)),
+        ]
+        for m in c.metrics
+    ]
+    headers = ["metric", "A", "B", "delta", f"{pct} CI", "better", "worse"]
+    lines.append(format_table(headers, rows))
+    lines.append(f"(paired bootstrap over questions, {c.resamples} resamples, seed {c.seed})")
+    if movers:
+        lines.append("")
+        moved = [m for m in c.metrics if m.better or m.worse]
+        if not moved:
+            lines.append("No question changed on any metric.")
+        for m in moved:
+            lines.append(f"{m.metric}:")
+            if m.better:
+                lines.append(f"  better: {_movers(m.better, movers)}")
+            if m.worse:
+                lines.append(f"  worse:  {_movers(m.worse, movers)}")
+        lines.append("")
+        lines.append(f"better on some metric: {', '.join(sorted(c.better)) or 'none'}")
+        lines.append(f"worse on some metric:  {', '.join(sorted(c.worse)) or 'none'}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        a = load_report(args.a)
+        b = load_report(args.b)
+        comparison = compare_reports(
+            a, b, resamples=args.resamples, confidence=args.confidence, seed=args.seed
+        )
+    except (InputFileError, IncomparableReportsError) as exc:
+        error("compare", str(exc))
+        return EXIT_BAD_INPUT
+    if args.json is not None:
+        try:
+            write_json_atomic(args.json, comparison.to_json())
+        except OSError as exc:
+            error("compare", f"cannot write {args.json}: {exc}")
+            return EXIT_FAILURE
+    print(format_comparison(comparison, movers=args.movers, a_name=args.a, b_name=args.b))
+    return EXIT_OK

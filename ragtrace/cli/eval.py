@@ -1,0 +1,210 @@
+"""``ragtrace eval``: retrieval metrics for a labelled question set, offline, with no model call.
+
+The retrieved lists come from a run file or from calling a retriever function on each question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ragtrace.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    ProgressBar,
+    error,
+    fmt_num,
+    format_table,
+    write_json_atomic,
+)
+from ragtrace.evaluation.labels import InputFileError, LabelledQuestion, load_labels, load_run
+from ragtrace.evaluation.report import RetrievalReport, evaluate_run
+from ragtrace.evaluation.retrieval import (
+    ENV_RECALL_DEFINITION,
+    RecallDefinition,
+    resolve_recall_definition,
+)
+
+__all__ = ["format_report", "load_retriever", "register", "run"]
+
+_DESCRIPTION = """\
+Score retrieval against labelled questions: recall@k, hit rate@k, precision@k, nDCG@k and MRR.
+No model is called.
+
+Labels file (JSON Lines): {"qid": "q1", "question": "...", "gold": ["chunk-id", ...]}
+  An empty gold list marks an unanswerable question: it is scored n/a and left out of the means.
+Run file (JSON Lines):    {"qid": "q1", "retrieved": ["chunk-id", ...]}  (best first)
+
+"recall@k" follows --recall-definition: mean_recall (the fraction of the gold set in the top k)
+or hit_rate (1 if any gold chunk is in the top k). Hit rate is never lower, so keep one
+definition across releases; every report names the one it used and the average gold-set size.
+"""
+
+_DEFINITION_NAMES = {
+    RecallDefinition.MEAN_RECALL: "mean recall",
+    RecallDefinition.HIT_RATE: "hit rate",
+}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="score a retriever against labelled questions (recall@k, MRR, ...)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--labels", required=True, metavar="LABELS.jsonl", help="labels file")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="RUN.jsonl", help="retrieved chunk IDs per question")
+    source.add_argument(
+        "--retriever",
+        metavar="MODULE:FUNCTION",
+        help="call FUNCTION(question_text) for each question; it returns chunks in any shape "
+        "ragtrace.extract_chunks reads (ID strings, dicts, LangChain/LlamaIndex objects). "
+        "MODULE is imported from the current directory first",
+    )
+    parser.add_argument(
+        "--k",
+        type=_positive_int,
+        action="append",
+        metavar="K",
+        help="cutoff; repeat for several (default: 5)",
+    )
+    parser.add_argument(
+        "--recall-definition",
+        choices=[d.value for d in RecallDefinition],
+        help=f"what recall@k means (default: ${ENV_RECALL_DEFINITION}, else mean_recall)",
+    )
+    parser.add_argument(
+        "--json", metavar="OUT", help="also write the full report (per question) as JSON to OUT"
+    )
+    parser.set_defaults(func=run)
+
+
+def load_retriever(spec: str) -> Callable[[str], object]:
+    """Import ``module:function`` (``function`` may be a dotted attribute path).
+
+    Raises ``ValueError`` (or ``TypeError`` for a non-callable) with a readable reason.
+    """
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"--retriever must look like module:function, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ValueError(f"{module_name!r} has no attribute {attr_path!r}") from None
+    if not callable(target):
+        raise TypeError(f"{spec!r} is not callable")
+    return target
+
+
+class _RetrieverFailedError(Exception):
+    pass
+
+
+def _retrieve_all(
+    retriever: Callable[[str], object], questions: Sequence[LabelledQuestion]
+) -> dict[str, list[str]]:
+    from ragtrace.chunks import ChunkExtractionError, extract_chunks
+
+    run: dict[str, list[str]] = {}
+    with ProgressBar(len(questions), "retrieving") as bar:
+        for q in questions:
+            try:
+                result = retriever(q.question)
+                if inspect.isawaitable(result):
+                    result = asyncio.run(_await(result))
+            except Exception as exc:
+                raise _RetrieverFailedError(
+                    f"the retriever raised on question {q.qid!r}: {type(exc).__name__}: {exc}"
+                ) from exc
+            try:
+                chunks = extract_chunks(result)  # type: ignore[arg-type]
+            except ChunkExtractionError as exc:
+                raise ValueError(
+                    f"cannot read the retriever's result for question {q.qid!r}: {exc}"
+                ) from None
+            run[q.qid] = [c.id for c in chunks]
+            bar.advance()
+    return run
+
+
+async def _await(awaitable: object) -> object:
+    return await awaitable  # type: ignore[misc]
+
+
+def format_report(report: RetrievalReport) -> str:
+    """The terminal form of a report: what was scored, the definition in force, the metrics."""
+    definition = _DEFINITION_NAMES[report.recall_definition]
+    lines = [
+        (
+            f"{report.questions} labelled questions, {report.unanswerable} unanswerable "
+            "(empty gold set, left out of the means)"
+        ),
+    ]
+    lines.append(
+        f"recall definition: {report.recall_definition.value}    "
+        f"average gold-set size: {fmt_num(report.avg_gold_size, 2)}"
+    )
+    lines.append("")
+    m = report.metrics
+    rows = [
+        [f"recall ({definition})", *(fmt_num(m[f"recall@{k}"]) for k in report.ks)],
+        ["hit rate", *(fmt_num(m[f"hit_rate@{k}"]) for k in report.ks)],
+        ["precision", *(fmt_num(m[f"precision@{k}"]) for k in report.ks)],
+        ["nDCG", *(fmt_num(m[f"ndcg@{k}"]) for k in report.ks)],
+    ]
+    lines.append(format_table(["metric", *(f"@{k}" for k in report.ks)], rows))
+    lines.append("")
+    lines.append(f"MRR: {fmt_num(m['mrr'])}  (reciprocal rank of the first gold chunk, whole list)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    ks: list[int] = sorted(set(args.k or [5]))
+    definition = resolve_recall_definition(args.recall_definition)
+    try:
+        questions = load_labels(args.labels)
+        if args.run is not None:
+            retrieved = load_run(args.run, questions)
+        else:
+            retriever = load_retriever(args.retriever)
+            retrieved = _retrieve_all(retriever, questions)
+    except (InputFileError, ValueError, TypeError) as exc:
+        error("eval", str(exc))
+        return EXIT_BAD_INPUT
+    except _RetrieverFailedError as exc:
+        error("eval", str(exc))
+        return EXIT_FAILURE
+    report = evaluate_run(questions, retrieved, ks, definition)
+    if args.json is not None:
+        try:
+            write_json_atomic(args.json, report.to_json())
+        except OSError as exc:
+            error("eval", f"cannot write {args.json}: {exc}")
+            return EXIT_FAILURE
+    print(format_report(report))
+    return EXIT_OK
