@@ -42,6 +42,9 @@ __all__ = [
     "GEN_AI_RESPONSE_MODEL",
     "GEN_AI_REQUEST_TOP_K",
     "GEN_AI_DATA_SOURCE_ID",
+    "GEN_AI_OPERATION_RETRIEVAL",
+    "GEN_AI_RETRIEVAL_QUERY_TEXT",
+    "GEN_AI_RETRIEVAL_DOCUMENTS",
     "GEN_AI_EVALUATION_RESULT",
     "GEN_AI_EVALUATION_NAME",
     "GEN_AI_EVALUATION_SCORE_VALUE",
@@ -170,6 +173,11 @@ GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+"""Value of ``gen_ai.operation.name`` on retrieval spans."""
+GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+"""JSON array of ``{"id", "score"}`` objects, the GenAI form of the ranked result list."""
 GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
