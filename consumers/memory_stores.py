@@ -1,0 +1,330 @@
+"""In-process implementations of every seam in :mod:`ragtrace.consumers.model`.
+
+Same semantics as :mod:`ragtrace.consumers.redis_stores` (one behavioural test suite runs
+against both), for unit tests and the single-process embedded evaluator. Every class is
+thread-safe (one lock each). Time comes from ``clock`` (``time.time`` by default) wherever the
+seam passes no ``now``: TTL expiry and the budget's sliding minute.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ragtrace.consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
+from ragtrace.consumers.labels import LabelIndex, LabelStats
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.evaluation.labels import LabelledQuestion
+
+__all__ = [
+    "DEFAULT_DEAD_TTL_S",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_TTL_S",
+    "MemoryIdempotencyStore",
+    "MemoryJudgeBudget",
+    "MemoryJudgeResultCache",
+    "MemoryLabelStore",
+    "MemoryTraceStore",
+]
+
+DEFAULT_TTL_S = 3600.0
+"""Seconds a trace's spans live after their last append (abandoned traces expire)."""
+DEFAULT_MAX_ATTEMPTS = 200
+"""Parks after which a trace goes to the dead set."""
+DEFAULT_DEAD_TTL_S = 7 * 86400.0
+"""Seconds a dead trace's spans stay inspectable."""
+BUDGET_WINDOW_S = 60.0
+
+Clock = Callable[[], float]
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+@dataclass
+class _Entry:
+    spans: list[SpanRecord] = field(default_factory=list)
+    expires_at: float = 0.0
+    attempts: int = 0
+
+
+class MemoryTraceStore:
+    """:class:`~ragtrace.consumers.model.TraceStore` in process memory.
+
+    Lifecycle of a trace: ``append`` creates it (only with a RAG span) and keeps its earliest
+    due time; ``claim_due`` leases it to one caller for ``lease_s``; then ``release`` deletes it
+    (later spans are counted as ``late_spans`` and dropped for ``done_ttl_s``), or ``park``
+    reschedules it (after ``max_attempts`` parks it goes to the dead set instead). A lease that
+    runs out makes the trace due again; spans not appended to for ``ttl_s`` expire, and the claim
+    that finds them gone counts ``expired``.
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        done_ttl_s: float | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        dead_ttl_s: float = DEFAULT_DEAD_TTL_S,
+        clock: Clock = time.time,
+    ) -> None:
+        _check_positive("ttl_s", ttl_s)
+        _check_positive("dead_ttl_s", dead_ttl_s)
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self._ttl_s = ttl_s
+        self._done_ttl_s = ttl_s if done_ttl_s is None else done_ttl_s
+        _check_positive("done_ttl_s", self._done_ttl_s)
+        self._max_attempts = max_attempts
+        self._dead_ttl_s = dead_ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self._due: dict[str, float] = {}
+        self._leases: dict[str, float] = {}
+        self._done: dict[str, float] = {}
+        self._dead: dict[str, DeadTrace] = {}
+        self._stats = dict.fromkeys(STORE_STATS, 0)
+
+    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
+        now = self._clock()
+        with self._lock:
+            for trace_id, group in group_by_trace(spans).items():
+                if self._done.get(trace_id, -1.0) > now or trace_id in self._dead:
+                    self._stats["late_spans"] += len(group)
+                    continue
+                entry = self._live(trace_id, now)
+                if entry is None:
+                    if not creates_trace(group):
+                        continue
+                    entry = self._entries[trace_id] = _Entry()
+                    self._stats["traces_created"] += 1
+                entry.spans.extend(group)
+                entry.expires_at = max(entry.expires_at, now + self._ttl_s)
+                self._stats["spans_appended"] += len(group)
+                if trace_id in self._leases:
+                    self._stats["late_spans"] += len(group)
+                elif trace_id in due_at:
+                    at = float(due_at[trace_id])
+                    self._due[trace_id] = min(at, self._due.get(trace_id, at))
+
+    def _live(self, trace_id: str, now: float) -> _Entry | None:
+        entry = self._entries.get(trace_id)
+        if entry is not None and entry.expires_at <= now:
+            del self._entries[trace_id]
+            return None
+        return entry
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+        if limit < 1:
+            return []
+        _check_positive("lease_s", lease_s)
+        clock_now = self._clock()
+        with self._lock:
+            for trace_id, until in list(self._leases.items()):
+                if until <= now:
+                    del self._leases[trace_id]
+                    self._due[trace_id] = min(until, self._due.get(trace_id, until))
+                    self._stats["lease_expired"] += 1
+            claimed: list[str] = []
+            for at, trace_id in sorted((at, t) for t, at in self._due.items() if at <= now):
+                if len(claimed) >= limit:
+                    break
+                del self._due[trace_id]
+                if self._live(trace_id, clock_now) is None:
+                    self._stats["expired"] += 1
+                    continue
+                self._leases[trace_id] = now + lease_s
+                claimed.append(trace_id)
+            return claimed
+
+    def load(self, trace_id: str) -> list[SpanRecord]:
+        with self._lock:
+            entry = self._live(trace_id, self._clock())
+            return list(entry.spans) if entry is not None else []
+
+    def release(self, trace_id: str) -> None:
+        now = self._clock()
+        with self._lock:
+            self._entries.pop(trace_id, None)
+            self._due.pop(trace_id, None)
+            self._leases.pop(trace_id, None)
+            self._dead.pop(trace_id, None)
+            self._done[trace_id] = now + self._done_ttl_s
+            self._stats["released"] += 1
+            for t, until in list(self._done.items()):
+                if until <= now:
+                    del self._done[t]
+
+    def park(self, trace_id: str, retry_at: float, reason: str) -> None:
+        now = self._clock()
+        with self._lock:
+            self._leases.pop(trace_id, None)
+            entry = self._live(trace_id, now)
+            if entry is None:
+                self._due.pop(trace_id, None)
+                self._stats["expired"] += 1
+                return
+            entry.attempts += 1
+            if entry.attempts >= self._max_attempts:
+                self._due.pop(trace_id, None)
+                self._dead[trace_id] = DeadTrace(trace_id, entry.attempts, reason, retry_at)
+                entry.expires_at = now + self._dead_ttl_s
+                self._stats["dead"] += 1
+                return
+            self._due[trace_id] = retry_at
+            entry.expires_at = max(entry.expires_at, retry_at + self._ttl_s)
+            self._stats["parked"] += 1
+
+    def attempts(self, trace_id: str) -> int:
+        """Parks so far of a trace still stored (0 for an unknown trace)."""
+        with self._lock:
+            entry = self._entries.get(trace_id)
+            return entry.attempts if entry is not None else 0
+
+    def dead(self, limit: int = 100) -> list[DeadTrace]:
+        """Dead traces, oldest first."""
+        with self._lock:
+            return sorted(self._dead.values(), key=lambda d: (d.at, d.trace_id))[:limit]
+
+    def pending(self) -> int:
+        """Traces stored and not dead (being assembled, due, leased or parked)."""
+        with self._lock:
+            return len(self._entries) - len(self._dead.keys() & self._entries.keys())
+
+    def stats(self) -> dict[str, int]:
+        """Cumulative counters, keys :data:`~ragtrace.consumers.assemble.STORE_STATS`."""
+        with self._lock:
+            return dict(self._stats)
+
+
+class MemoryLabelStore:
+    """:class:`~ragtrace.consumers.model.LabelStore` in process memory; ``load`` swaps atomically."""
+
+    def __init__(self, questions: Sequence[LabelledQuestion] = (), *, clock: Clock = time.time):
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._index: LabelIndex | None = None
+        self._stats = LabelStats(version=None)
+        if questions:
+            self.load(questions)
+
+    def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
+        """Replace the label set; returns its version."""
+        index = LabelIndex.build(questions)
+        stats = index.stats(loaded_at=self._clock(), source=source)
+        with self._lock:
+            self._index, self._stats = index, stats
+        return index.version
+
+    def by_id(self, qid: str) -> LabelledQuestion | None:
+        index = self._index
+        return index.by_id.get(qid) if index is not None else None
+
+    def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
+        index = self._index
+        if index is None or digest not in index.by_sha256:
+            return None
+        return index.by_id[index.by_sha256[digest]]
+
+    def version(self) -> str:
+        """The loaded set's version, ``""`` when none is loaded."""
+        index = self._index
+        return index.version if index is not None else ""
+
+    def questions(self) -> list[LabelledQuestion]:
+        """Every labelled question, by qid."""
+        index = self._index
+        return sorted(index.by_id.values(), key=lambda q: q.qid) if index is not None else []
+
+    def stats(self) -> LabelStats:
+        return self._stats
+
+    def clear(self) -> None:
+        with self._lock:
+            self._index, self._stats = None, LabelStats(version=None)
+
+
+class MemoryJudgeResultCache:
+    """:class:`~ragtrace.consumers.model.JudgeResultCache` with a TTL per entry."""
+
+    def __init__(self, *, ttl_s: float = 7 * 86400.0, clock: Clock = time.time) -> None:
+        _check_positive("ttl_s", ttl_s)
+        self._ttl_s, self._clock = ttl_s, clock
+        self._lock = threading.Lock()
+        self._items: dict[str, tuple[float, bytes]] = {}
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            if item[0] <= self._clock():
+                del self._items[key]
+                return None
+            return item[1]
+
+    def put(self, key: str, value: bytes) -> None:
+        with self._lock:
+            self._items[key] = (self._clock() + self._ttl_s, bytes(value))
+
+
+class MemoryIdempotencyStore:
+    """:class:`~ragtrace.consumers.model.IdempotencyStore`; marks expire after ``ttl_s``."""
+
+    def __init__(self, *, ttl_s: float = 7 * 86400.0, clock: Clock = time.time) -> None:
+        _check_positive("ttl_s", ttl_s)
+        self._ttl_s, self._clock = ttl_s, clock
+        self._lock = threading.Lock()
+        self._marks: dict[tuple[str, str], float] = {}
+
+    def written(self, trace_id: str, metric: str) -> bool:
+        with self._lock:
+            until = self._marks.get((trace_id, metric))
+            return until is not None and until > self._clock()
+
+    def mark_written(self, trace_id: str, metric: str) -> None:
+        with self._lock:
+            self._marks[(trace_id, metric)] = self._clock() + self._ttl_s
+
+
+class MemoryJudgeBudget:
+    """:class:`~ragtrace.consumers.model.JudgeBudget`: a sliding 60-second window.
+
+    ``try_acquire(calls, tokens)`` succeeds, and counts, only when the calls and tokens granted
+    in the last 60 s plus these stay within both limits; otherwise nothing is counted. A request
+    larger than a whole minute's limit never succeeds.
+    """
+
+    def __init__(self, calls_per_minute: int, tokens_per_minute: int, *,
+                 clock: Clock = time.time) -> None:
+        if calls_per_minute < 0 or tokens_per_minute < 0:
+            raise ValueError("budget limits must be >= 0")
+        self._calls_limit, self._tokens_limit = calls_per_minute, tokens_per_minute
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._grants: deque[tuple[float, int, int]] = deque()
+        self._calls = 0
+        self._tokens = 0
+
+    def try_acquire(self, calls: int, tokens: int) -> bool:
+        if calls < 0 or tokens < 0:
+            raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
+        now = self._clock()
+        with self._lock:
+            while self._grants and self._grants[0][0] <= now - BUDGET_WINDOW_S:
+                _, c, t = self._grants.popleft()
+                self._calls -= c
+                self._tokens -= t
+            if self._calls + calls > self._calls_limit or \
+                    self._tokens + tokens > self._tokens_limit:
+                return False
+            self._grants.append((now, calls, tokens))
+            self._calls += calls
+            self._tokens += tokens
+            return True
