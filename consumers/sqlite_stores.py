@@ -25,13 +25,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+from typing_extensions import Self
 
 __all__ = [
     "ScoredResult",
-    "SqliteState",
-    "SqliteJudgeResultCache",
     "SqliteIdempotencyStore",
+    "SqliteJudgeResultCache",
     "SqliteScoredResults",
+    "SqliteState",
 ]
 
 _SCHEMA = """
@@ -99,9 +102,9 @@ class ScoredResult:
             raise ValueError("ScoredResult.cell must not be empty")
         for name in ("recall", "hit_rate", "reciprocal_rank", "groundedness"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                if not 0.0 <= float(value) <= 1.0:
-                    raise ValueError(f"ScoredResult.{name} must be within [0, 1], got {value!r}")
+            known = value is not None and not (isinstance(value, float) and math.isnan(value))
+            if known and not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"ScoredResult.{name} must be within [0, 1], got {value!r}")
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -129,23 +132,23 @@ class ScoredResult:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> ScoredResult:
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoredResult:
         def opt_str(key: str) -> str | None:
             v = d.get(key)
             return None if v is None else str(v)
 
         def opt_num(key: str) -> float | None:
             v = d.get(key)
-            return None if v is None else float(v)  # type: ignore[arg-type]
+            return None if v is None else float(v)
 
         def opt_int(key: str) -> int | None:
             v = d.get(key)
-            return None if v is None else int(v)  # type: ignore[call-overload]
+            return None if v is None else int(v)
 
         extra = d.get("extra") or {}
         return cls(
             trace_id=str(d["trace_id"]),
-            scored_at=float(d["scored_at"]),  # type: ignore[arg-type]
+            scored_at=float(d["scored_at"]),
             service=str(d["service"]),
             cell=str(d["cell"]),
             pipeline=opt_str("pipeline"),
@@ -158,11 +161,11 @@ class ScoredResult:
             reciprocal_rank=opt_num("reciprocal_rank"),
             groundedness=opt_num("groundedness"),
             claims=opt_int("claims"),
-            unsupported_claims=tuple(str(c) for c in d.get("unsupported_claims") or ()),  # type: ignore[attr-defined]
+            unsupported_claims=tuple(str(c) for c in d.get("unsupported_claims") or ()),
             judge_name=opt_str("judge_name"),
             judge_model=opt_str("judge_model"),
             judge_error=opt_str("judge_error"),
-            retrieved=tuple(str(c) for c in d.get("retrieved") or ()),  # type: ignore[attr-defined]
+            retrieved=tuple(str(c) for c in d.get("retrieved") or ()),
             answer=opt_str("answer"),
             extra=dict(extra) if isinstance(extra, Mapping) else {},
         )
@@ -190,7 +193,7 @@ class SqliteState:
         self.idempotency = SqliteIdempotencyStore(self)
         self.results = SqliteScoredResults(self)
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Run one statement under the lock and return all its rows."""
         with self._lock:
             return self._conn.execute(sql, tuple(params)).fetchall()
@@ -199,7 +202,7 @@ class SqliteState:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> SqliteState:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -220,7 +223,7 @@ class SqliteJudgeResultCache:
 
     def get(self, key: str) -> bytes | None:
         rows = self._state.execute("SELECT value FROM judge_cache WHERE key = ?", (key,))
-        return bytes(rows[0][0]) if rows else None  # type: ignore[arg-type]
+        return bytes(rows[0][0]) if rows else None
 
     def put(self, key: str, value: bytes) -> None:
         self._state.execute(
@@ -228,7 +231,7 @@ class SqliteJudgeResultCache:
         )
 
     def __len__(self) -> int:
-        return int(self._state.execute("SELECT COUNT(*) FROM judge_cache")[0][0])  # type: ignore[call-overload]
+        return int(self._state.execute("SELECT COUNT(*) FROM judge_cache")[0][0])
 
 
 class SqliteIdempotencyStore:
@@ -280,9 +283,9 @@ class SqliteScoredResults:
             sql += " LIMIT ?"
             params.append(int(limit))
         return [
-            (int(seq), ScoredResult.from_dict(json.loads(str(rec))))  # type: ignore[call-overload]
+            (int(seq), ScoredResult.from_dict(json.loads(str(rec))))
             for seq, rec in self._state.execute(sql, params)
         ]
 
     def __len__(self) -> int:
-        return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])  # type: ignore[call-overload]
+        return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])

@@ -6,7 +6,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 
 TRACE_A = "a" * 32
@@ -14,28 +13,28 @@ TRACE_B = "b" * 32
 
 
 def _result(trace_id: str = TRACE_A, **over: object) -> ScoredResult:
-    fields: dict[str, object] = dict(
-        trace_id=trace_id,
-        scored_at=1700000000.5,
-        service="support-bot",
-        cell="retrieval_failed",
-        pipeline="rag",
-        question_id="q-audit-team",
-        query="How long are audit logs kept on the Team plan?",
-        matched_by="query_text",
-        k=5,
-        recall=0.0,
-        hit_rate=0.0,
-        reciprocal_rank=0.0,
-        groundedness=1.0,
-        claims=2,
-        unsupported_claims=(),
-        judge_name="lexical",
-        judge_model=None,
-        retrieved=("c-9930", "c-1200"),
-        answer="Audit logs are retained for 90 days.",
-        extra={"labels_version": "abc123"},
-    )
+    fields: dict[str, object] = {
+        "trace_id": trace_id,
+        "scored_at": 1700000000.5,
+        "service": "support-bot",
+        "cell": "retrieval_failed",
+        "pipeline": "rag",
+        "question_id": "q-audit-team",
+        "query": "How long are audit logs kept on the Team plan?",
+        "matched_by": "query_text",
+        "k": 5,
+        "recall": 0.0,
+        "hit_rate": 0.0,
+        "reciprocal_rank": 0.0,
+        "groundedness": 1.0,
+        "claims": 2,
+        "unsupported_claims": (),
+        "judge_name": "lexical",
+        "judge_model": None,
+        "retrieved": ("c-9930", "c-1200"),
+        "answer": "Audit logs are retained for 90 days.",
+        "extra": {"labels_version": "abc123"},
+    }
     fields.update(over)
     return ScoredResult(**fields)  # type: ignore[arg-type]
 
