@@ -1,0 +1,285 @@
+"""The model judge: one Messages API call per answer, verdicts through a forced tool call.
+
+Configuration (explicit argument > environment > default): ``model`` > ``RAGTRACE_JUDGE_MODEL`` >
+``claude-haiku-4-5``; ``api_key``/``base_url`` > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``
+(read by the official client).
+
+Retries are ours, not the client's (it is built with ``max_retries=0``): on 408, 409, 429, any
+5xx (529 overloaded included), timeouts and connection errors we wait what ``retry-after-ms`` /
+``retry-after`` asks, else exponential backoff (0.5 s doubling, capped at 8 s, −25 % jitter), up
+to ``max_retries`` times, then raise :class:`JudgeUnavailable` carrying the last ``retry-after``.
+A ``retry-after`` longer than ``max_retry_wait`` raises at once rather than blocking the
+caller, which can park the work (the official client would sleep as long as asked).
+
+Malformed output (no tool call, wrong shape, truncated, unparsable body) is retried once and then
+returned as a result with ``error`` set — never a score. Other 4xx answers (bad request,
+authentication) are also error results: retrying cannot help.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .answer_metrics import (
+    CORRECTNESS_INSTRUCTIONS,
+    CORRECTNESS_SHA256,
+    CORRECTNESS_TOOL,
+    RELEVANCY_INSTRUCTIONS,
+    RELEVANCY_SHA256,
+    RELEVANCY_TOOL,
+    render_correctness_message,
+    render_relevancy_message,
+    score_correctness,
+    score_relevancy,
+)
+from .base import (
+    ClaimVerdict,
+    GroundednessResult,
+    JudgeInfo,
+    JudgeUnavailable,
+    MetricResult,
+    Usage,
+)
+from .caching import should_cache
+from .evidence import quote_found
+from .pricing import PriceTable, load_prices
+from .prompts import (
+    GROUNDEDNESS_INSTRUCTIONS,
+    GROUNDEDNESS_TOOL,
+    MalformedOutput,
+    groundedness_sha256,
+    parse_claims,
+    render_answer_message,
+    render_claims_message,
+)
+
+__all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+ENV_MODEL = "RAGTRACE_JUDGE_MODEL"
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_log = logging.getLogger(__name__)
+
+
+class _Call:
+    """What one logical call (possibly two requests) produced."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.model: str | None = None
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        return None if parsed is None else max(email.utils.mktime_tz(parsed) - time.time(), 0.0)
+
+
+class AnthropicJudge:
+    """Groundedness (and answer relevancy / correctness) judged by a Claude model."""
+
+    name = "anthropic"
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, timeout: float = 30.0, max_retries: int = 3,
+                 prices: PriceTable | None = None, max_tokens: int = 4096,
+                 max_retry_wait: float = 60.0, instructions: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        import anthropic  # the `judge` extra; imported here so the core install never needs it
+
+        if model is not None and not model.strip():
+            raise ValueError("model must be a non-empty model ID")
+        if timeout <= 0 or max_retry_wait < 0 or max_tokens <= 0:
+            raise ValueError("timeout and max_tokens must be > 0, max_retry_wait >= 0")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        self.model = model or os.environ.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
+        self.max_retries = max_retries
+        self.max_retry_wait = float(max_retry_wait)
+        self.max_tokens = max_tokens
+        self.prices = prices if prices is not None else load_prices()
+        self.instructions = instructions if instructions is not None else GROUNDEDNESS_INSTRUCTIONS
+        self._sleep = sleep
+        self._anthropic = anthropic
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
+                                           max_retries=0)
+        self._prompt_sha256 = groundedness_sha256(self.instructions)
+        self._served_model: str | None = None
+
+    @property
+    def info(self) -> JudgeInfo:
+        """Provenance; ``model`` is the ID the API last reported, else the requested one."""
+        return JudgeInfo(self.name, self._served_model or self.model, self._prompt_sha256)
+
+    # --- groundedness ---------------------------------------------------------------------
+    def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
+        return self._groundedness(render_answer_message(answer, context), context, None)
+
+    def judge_claims(self, claims: Sequence[str], context: Sequence[str]) -> GroundednessResult:
+        """Verdicts on claims already split (calibration), one per claim, in order."""
+        claims = list(claims)
+        return self._groundedness(render_claims_message(claims, context), context, claims)
+
+    def _groundedness(self, message: str, context: Sequence[str],
+                      expected: list[str] | None) -> GroundednessResult:
+        start = time.perf_counter()
+        call = _Call()
+        try:
+            triples = self._structured(call, self.instructions, GROUNDEDNESS_TOOL, message,
+                                       lambda data: parse_claims(data, expected))
+        except (MalformedOutput, _Rejected) as exc:
+            return GroundednessResult.failed(str(exc), self._info(call), usage=call.usage,
+                                             cost_usd=self._cost(call),
+                                             latency_s=time.perf_counter() - start)
+        verdicts = [ClaimVerdict(claim, entailed, evidence, quote_found(evidence, context))
+                    for claim, entailed, evidence in triples]
+        return GroundednessResult.from_claims(verdicts, self._info(call), usage=call.usage,
+                                              cost_usd=self._cost(call),
+                                              latency_s=time.perf_counter() - start)
+
+    # --- adjacent metrics -----------------------------------------------------------------
+    def answer_relevancy(self, question: str, answer: str) -> MetricResult:
+        return self._metric("answer_relevancy", RELEVANCY_INSTRUCTIONS, RELEVANCY_TOOL,
+                            RELEVANCY_SHA256, render_relevancy_message(question, answer),
+                            score_relevancy)
+
+    def answer_correctness(self, question: str, answer: str, reference: str) -> MetricResult:
+        return self._metric("answer_correctness", CORRECTNESS_INSTRUCTIONS, CORRECTNESS_TOOL,
+                            CORRECTNESS_SHA256,
+                            render_correctness_message(question, answer, reference),
+                            score_correctness)
+
+    def _metric(self, metric: str, instructions: str, tool: Mapping[str, Any], sha: str,
+                message: str, parse: Callable[[object], tuple[float, tuple[Mapping[str, object],
+                                                                            ...]]]
+                ) -> MetricResult:
+        start = time.perf_counter()
+        call = _Call()
+
+        def info() -> JudgeInfo:
+            return JudgeInfo(self.name, call.model or self.model, sha)
+
+        try:
+            score, details = self._structured(call, instructions, tool, message, parse)
+        except (MalformedOutput, _Rejected) as exc:
+            return MetricResult(metric, None, info(), usage=call.usage, cost_usd=self._cost(call),
+                                error=str(exc), latency_s=time.perf_counter() - start)
+        return MetricResult(metric, score, info(), details, call.usage, self._cost(call),
+                            latency_s=time.perf_counter() - start)
+
+    # --- the call -------------------------------------------------------------------------
+    def _info(self, call: _Call) -> JudgeInfo:
+        return JudgeInfo(self.name, call.model or self.model, self._prompt_sha256)
+
+    def _cost(self, call: _Call) -> float:
+        return self.prices.cost(call.model or self.model, call.usage)
+
+    def request_body(self, instructions: str, tool: Mapping[str, Any], message: str
+                     ) -> dict[str, Any]:
+        """The Messages API request: cached instructions only when long enough to qualify."""
+        system: dict[str, Any] = {"type": "text", "text": instructions}
+        if should_cache(self.model, json.dumps(tool) + instructions):
+            system["cache_control"] = {"type": "ephemeral"}
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": [system],
+            "tools": [dict(tool)],
+            "tool_choice": {"type": "tool", "name": tool["name"]},
+            "messages": [{"role": "user", "content": message}],
+        }
+
+    def _structured(self, call: _Call, instructions: str, tool: Mapping[str, Any], message: str,
+                    parse: Callable[[object], Any]) -> Any:
+        """Send, parse the forced tool call; one retry on malformed output."""
+        body = self.request_body(instructions, tool, message)
+        problem = MalformedOutput("no attempt made")
+        for _ in range(2):
+            try:
+                response = self._send(body)
+            except MalformedOutput as exc:
+                problem = exc
+                continue
+            usage = getattr(response, "usage", None)
+            if usage is not None:
+                call.usage = call.usage + Usage(
+                    int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                    int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                    int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+            call.model = getattr(response, "model", None) or call.model
+            if call.model:
+                self._served_model = call.model
+            try:
+                return parse(self._tool_input(response, str(tool["name"])))
+            except MalformedOutput as exc:
+                problem = exc
+                _log.warning("malformed judge output (%s)", exc)
+        raise MalformedOutput(f"malformed judge output after one retry: {problem}")
+
+    @staticmethod
+    def _tool_input(response: object, name: str) -> object:
+        if getattr(response, "stop_reason", None) == "max_tokens":
+            raise MalformedOutput("output truncated at max_tokens")
+        for block in getattr(response, "content", None) or ():
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == name:
+                return block.input
+        raise MalformedOutput(f"no {name} tool call in the response")
+
+    def _send(self, body: dict[str, Any]) -> Any:
+        """One request with our retry policy; raises JudgeUnavailable, _Rejected, MalformedOutput."""
+        a = self._anthropic
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                response = self._client.messages.create(**body)
+            except a.APIStatusError as exc:
+                status = exc.status_code
+                if status not in _RETRY_STATUSES and status < 500:
+                    raise _Rejected(f"judge request rejected: HTTP {status}: {exc.message}") \
+                        from None
+                retry_after = _retry_after(exc.response.headers)
+                reason = f"HTTP {status}: {exc.message}"
+            except a.APIConnectionError as exc:  # includes timeouts
+                reason = f"{type(exc).__name__}: {exc}"
+            except (a.APIResponseValidationError, ValueError) as exc:
+                raise MalformedOutput(f"unreadable response body: {exc}") from None
+            else:
+                if not hasattr(response, "content"):
+                    raise MalformedOutput("response body is not a Messages API message")
+                return response
+            if retry_after is not None and retry_after > self.max_retry_wait:
+                raise JudgeUnavailable(f"judge asked to retry after {retry_after:g}s "
+                                       f"(> {self.max_retry_wait:g}s): {reason}", retry_after)
+            if attempt >= self.max_retries:
+                raise JudgeUnavailable(f"judge unavailable after {attempt + 1} attempts: {reason}",
+                                       retry_after)
+            delay = retry_after if retry_after is not None else \
+                min(0.5 * 2.0 ** attempt, 8.0) * (1 - 0.25 * random.random())
+            _log.info("judge call failed (%s); retrying in %.2fs", reason, delay)
+            self._sleep(delay)
+            attempt += 1
+
+
+class _Rejected(Exception):
+    """A non-retryable 4xx from the API: reported as an error result."""

@@ -1,0 +1,135 @@
+"""What a judge call costs: USD per million tokens per model, with cache multipliers.
+
+A model ID is priced by the longest table key that is a prefix of it, so the dated ID the API
+returns (``claude-haiku-4-5-20251001``) finds ``claude-haiku-4-5``. Cached tokens are billed at
+``input × cache_write_multiplier`` (5-minute cache writes) and ``input × cache_read_multiplier``
+(cache hits).
+
+Overrides: an explicit table or JSON file > env ``RAGTRACE_JUDGE_PRICES`` (a path to a JSON file,
+or inline JSON starting with ``{``) > the defaults below. The JSON maps model prefixes to
+``{"input": USD, "output": USD, "cache_write_multiplier"?: x, "cache_read_multiplier"?: x}`` and
+is merged over the defaults. A bad env value warns and falls back to the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import Usage
+
+__all__ = ["DEFAULT_PRICES", "ENV_PRICES", "ModelPrice", "PriceTable", "load_prices"]
+
+ENV_PRICES = "RAGTRACE_JUDGE_PRICES"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write_multiplier: float = 1.25
+    cache_read_multiplier: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cache_write_multiplier", "cache_read_multiplier"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"ModelPrice.{name} must be a finite number >= 0, got {value!r}")
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input_tokens * self.input
+                + usage.output_tokens * self.output
+                + usage.cache_creation_input_tokens * self.input * self.cache_write_multiplier
+                + usage.cache_read_input_tokens * self.input * self.cache_read_multiplier) / 1e6
+
+
+# Anthropic's published list prices (USD / MTok); override them when they change.
+DEFAULT_PRICES: Mapping[str, ModelPrice] = {
+    "claude-haiku-4-5": ModelPrice(1.0, 5.0),
+    "claude-3-5-haiku": ModelPrice(0.8, 4.0),
+    "claude-3-haiku": ModelPrice(0.25, 1.25),
+    "claude-sonnet-4": ModelPrice(3.0, 15.0),
+    "claude-3-7-sonnet": ModelPrice(3.0, 15.0),
+    "claude-opus-4-0": ModelPrice(15.0, 75.0),
+    "claude-opus-4-2025": ModelPrice(15.0, 75.0),
+    "claude-opus-4-1": ModelPrice(15.0, 75.0),
+    "claude-opus-4-5": ModelPrice(5.0, 25.0),
+    "claude-opus-4-6": ModelPrice(5.0, 25.0),
+    "claude-opus-4-7": ModelPrice(5.0, 25.0),
+    "claude-opus-4-8": ModelPrice(5.0, 25.0),
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def lookup(self, model: str | None) -> ModelPrice | None:
+        if not model:
+            return None
+        keys = [k for k in self.prices if model.startswith(k)]
+        return self.prices[max(keys, key=len)] if keys else None
+
+    def cost(self, model: str | None, usage: Usage) -> float:
+        """Cost in USD; 0.0 with a warning for a model the table does not know."""
+        price = self.lookup(model)
+        if price is None:
+            if usage.total_tokens:
+                _log.warning("no price for judge model %r: cost reported as 0 (set %s)",
+                             model, ENV_PRICES)
+            return 0.0
+        return price.cost(usage)
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> PriceTable:
+        """Defaults overlaid with ``data``; raises ValueError naming ``source`` and the model."""
+        if not isinstance(data, dict):
+            raise ValueError(  # noqa: TRY004 - bad file content, not a bad argument type
+                f"{source}: expected a JSON object mapping model prefixes to prices")
+        merged = dict(DEFAULT_PRICES)
+        for model, entry in data.items():
+            if not isinstance(entry, dict):
+                raise ValueError(  # noqa: TRY004
+                    f"{source}: {model}: expected an object with input/output")
+            unknown = set(entry) - {"input", "output", "cache_write_multiplier",
+                                    "cache_read_multiplier"}
+            if unknown:
+                raise ValueError(f"{source}: {model}: unknown field(s) {sorted(unknown)}")
+            try:
+                merged[str(model)] = ModelPrice(**entry)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{source}: {model}: {exc}") from None
+        return cls(merged)
+
+
+def _parse(text: str, source: str) -> PriceTable:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    return PriceTable.from_json(data, source)
+
+
+def load_prices(path: str | Path | None = None) -> PriceTable:
+    """Explicit JSON file (errors raise) > env ``RAGTRACE_JUDGE_PRICES`` (errors warn) > defaults."""
+    if path is not None:
+        return _parse(Path(path).read_text(encoding="utf-8"), str(path))
+    env = os.environ.get(ENV_PRICES, "").strip()
+    if not env:
+        return PriceTable()
+    try:
+        if env.startswith("{"):
+            return _parse(env, ENV_PRICES)
+        return _parse(Path(env).read_text(encoding="utf-8"), f"{ENV_PRICES}={env}")
+    except (OSError, ValueError) as exc:
+        _log.warning("ignoring %s: %s; using the default prices", ENV_PRICES, exc)
+        return PriceTable()

@@ -1,0 +1,1 @@
+"""Wire-level fakes for what cannot run on a test machine (the Anthropic API)."""

@@ -1,0 +1,355 @@
+"""A local HTTP server speaking the Anthropic Messages API wire format, so the real ``anthropic``
+client (and everything built on it) runs in tests and benchmarks.
+
+    with FakeAnthropic() as api:                      # default responder answers every call
+        os.environ["ANTHROPIC_BASE_URL"] = api.base_url
+        api.enqueue(rate_limited(0.2), claims_reply([("It is 90 days.", True, "is 90 days")]))
+        ...
+        api.requests[0].body                           # every request received, parsed
+
+Scripted replies are served first, in order; when the queue is empty the ``responder``
+``(request_json) -> Reply`` answers (default :func:`entail_all`). A reply whose ``model`` or
+``usage`` is left ``None`` gets them filled from the request: the model through
+``model_aliases`` (an alias resolves to a dated ID, as the real API reports it) and usage from a
+character-count estimate, with prompt caching simulated (``cache_control`` on the system block:
+the first request with a given prefix reports ``cache_creation_input_tokens``, later ones
+``cache_read_input_tokens``).
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from typing_extensions import Self
+
+from ragtrace.evaluation.judges.lexical import LexicalJudge
+from ragtrace.evaluation.judges.text import split_sentences, strip_citations, words
+
+__all__ = [
+    "DEFAULT_ALIASES",
+    "FakeAnthropic",
+    "RecordedRequest",
+    "Reply",
+    "claims_reply",
+    "entail_all",
+    "error_reply",
+    "lexical_responder",
+    "malformed_json",
+    "overloaded",
+    "parse_user_message",
+    "rate_limited",
+    "server_error",
+    "text_reply",
+    "tool_reply",
+]
+
+DEFAULT_ALIASES: Mapping[str, str] = {
+    "claude-haiku-4-5": "claude-haiku-4-5-20251001",
+    "claude-sonnet-4-5": "claude-sonnet-4-5-20250929",
+    "claude-opus-4-5": "claude-opus-4-5-20251101",
+}
+_ids = itertools.count(1)
+
+
+@dataclass
+class Reply:
+    """One HTTP response. ``body`` is a JSON value or raw bytes; ``delay`` seconds before it."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    received_at: float  # time.monotonic()
+
+    @property
+    def user_text(self) -> str:
+        content = self.body["messages"][0]["content"]
+        if isinstance(content, str):
+            return content
+        return "".join(part.get("text", "") for part in content)
+
+    @property
+    def system_blocks(self) -> list[dict[str, Any]]:
+        system = self.body.get("system", [])
+        return [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+
+
+# --- reply builders -------------------------------------------------------------------------
+def tool_reply(tool_input: Any, *, tool_name: str = "record_claims", model: str | None = None,
+               usage: Mapping[str, int] | None = None, stop_reason: str = "tool_use") -> Reply:
+    """A 200 message whose content is one ``tool_use`` block carrying ``tool_input``."""
+    return Reply(200, {
+        "id": f"msg_fake_{next(_ids):06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "tool_use", "id": f"toolu_fake_{next(_ids):06d}",
+                     "name": tool_name, "input": tool_input}],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": None if usage is None else dict(usage),
+    })
+
+
+def claims_reply(claims: Iterable[tuple[str, bool, str | None] | Mapping[str, Any]],
+                 **kwargs: Any) -> Reply:
+    """A groundedness verdict: ``(claim, entailed, evidence)`` triples or ready dicts."""
+    items = [dict(c) if isinstance(c, Mapping)
+             else {"claim": c[0], "entailed": c[1], "evidence": c[2]} for c in claims]
+    return tool_reply({"claims": items}, **kwargs)
+
+
+def text_reply(text: str, **kwargs: Any) -> Reply:
+    """A 200 message with only a text block (no tool call): malformed for the judge."""
+    reply = tool_reply({}, **kwargs)
+    reply.body["content"] = [{"type": "text", "text": text}]
+    reply.body["stop_reason"] = "end_turn"
+    return reply
+
+
+def error_reply(status: int, error_type: str, message: str,
+                headers: Mapping[str, str] | None = None) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": error_type, "message": message}},
+                 dict(headers or {}))
+
+
+def rate_limited(retry_after: float | None = None, *, milliseconds: bool = False) -> Reply:
+    headers: dict[str, str] = {}
+    if retry_after is not None:
+        if milliseconds:
+            headers["retry-after-ms"] = str(int(retry_after * 1000))
+        else:
+            headers["retry-after"] = f"{retry_after:g}"
+    return error_reply(429, "rate_limit_error", "Number of request tokens has exceeded your "
+                       "per-minute rate limit", headers)
+
+
+def overloaded(retry_after: float | None = None) -> Reply:
+    headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+    return error_reply(529, "overloaded_error", "Overloaded", headers)
+
+
+def server_error(status: int = 500) -> Reply:
+    return error_reply(status, "api_error", "Internal server error")
+
+
+def malformed_json() -> Reply:
+    """A 200 with a JSON content type and a body cut off mid-way."""
+    return Reply(200, b'{"id": "msg_fake_cut", "type": "message", "content": [{"type": "tool_u')
+
+
+# --- default responders ---------------------------------------------------------------------
+_DOC = re.compile(r'<document index="\d+">\n(.*?)\n</document>', re.DOTALL)
+_ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.DOTALL)
+_CLAIM = re.compile(r'<claim index="\d+">(.*?)</claim>', re.DOTALL)
+
+
+def parse_user_message(text: str) -> tuple[list[str], str | None, list[str] | None]:
+    """(context documents, answer or None, given claims or None) from a groundedness message."""
+    docs = [html.unescape(d) for d in _DOC.findall(text)]
+    answer = _ANSWER.search(text)
+    claims = _CLAIM.findall(text)
+    return (docs, None if answer is None else html.unescape(answer.group(1)),
+            [html.unescape(c) for c in claims] if claims else None)
+
+
+def _best_sentence(claim: str, docs: Sequence[str]) -> str | None:
+    w = words(claim)
+    candidates = [s for d in docs for s in split_sentences(d)]
+    return max(candidates, key=lambda s: len(words(s) & w)) if candidates else None
+
+
+def _tool_name(request: Mapping[str, Any]) -> str:
+    return str(request.get("tool_choice", {}).get("name", "record_claims"))
+
+
+def _groundedness_claims(request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    content = request["messages"][0]["content"]
+    docs, answer, given = parse_user_message(content if isinstance(content, str) else "")
+    if given is not None:
+        return given, docs
+    return [s for s in split_sentences(strip_citations(answer or "")) if words(s)], docs
+
+
+def _other_tools(request: Mapping[str, Any], name: str) -> Reply:
+    if name == "record_relevancy":
+        return tool_reply({"needs": [{"need": "the question", "addressed": True,
+                                      "reason": "answered"}]}, tool_name=name)
+    return tool_reply({"claims": [], "reference_facts": []}, tool_name=name)
+
+
+def entail_all(request: Mapping[str, Any]) -> Reply:
+    """Every answer sentence (or given claim) entailed, quoting the context sentence sharing
+    most words with it; relevancy: addressed; correctness: nothing to compare (score 1.0)."""
+    name = _tool_name(request)
+    if name != "record_claims":
+        return _other_tools(request, name)
+    claims, docs = _groundedness_claims(request)
+    return claims_reply([(c, True, _best_sentence(c, docs)) for c in claims])
+
+
+def lexical_responder(request: Mapping[str, Any]) -> Reply:
+    """Verdicts of the lexical judge (support >= 0.6), with its verbatim evidence."""
+    name = _tool_name(request)
+    if name != "record_claims":
+        return _other_tools(request, name)
+    claims, docs = _groundedness_claims(request)
+    result = LexicalJudge().judge_claims(claims, docs)
+    return claims_reply([(v.claim, v.judge_entailed, v.evidence) for v in result.claims])
+
+
+# --- the server -----------------------------------------------------------------------------
+def _estimate(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class FakeAnthropic:
+    """The fake API on 127.0.0.1 (ephemeral port); see the module docstring."""
+
+    def __init__(self, responder: Callable[[Mapping[str, Any]], Reply] | None = entail_all, *,
+                 model_aliases: Mapping[str, str] | None = None) -> None:
+        self.responder = responder
+        self.model_aliases = dict(DEFAULT_ALIASES if model_aliases is None else model_aliases)
+        self.requests: list[RecordedRequest] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._cached_prefixes: set[str] = set()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    # lifecycle
+    def start(self) -> Self:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                fake._handle(self)
+
+            def do_GET(self) -> None:
+                fake._handle(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="fake-anthropic")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # scripting
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # serving
+    def _next_reply(self, body: Any) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        if self.responder is None or not isinstance(body, dict):
+            return error_reply(500, "api_error", "fake: no scripted reply and no responder")
+        return self.responder(body)
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("content-length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._lock:
+            self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
+                                                 time.monotonic()))
+        if handler.command != "POST" or handler.path.split("?")[0] != "/v1/messages":
+            reply = error_reply(404, "not_found_error", f"fake: no route {handler.path}")
+        elif "x-api-key" not in headers and "authorization" not in headers:
+            reply = error_reply(401, "authentication_error", "fake: no API key sent")
+        elif not isinstance(body, dict):
+            reply = error_reply(400, "invalid_request_error", "fake: body is not JSON")
+        else:
+            reply = self._next_reply(body)
+        payload = self._finish(reply, body if isinstance(body, dict) else {})
+        if reply.delay:
+            time.sleep(reply.delay)
+        try:
+            handler.send_response(reply.status)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("request-id", f"req_fake_{next(_ids):06d}")
+            for key, value in reply.headers.items():
+                handler.send_header(key, value)
+            handler.send_header("content-length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test)
+
+    def _finish(self, reply: Reply, request: Mapping[str, Any]) -> bytes:
+        if isinstance(reply.body, bytes):
+            return reply.body
+        body = json.loads(json.dumps(reply.body))  # a copy: replies may be reused
+        if isinstance(body, dict) and body.get("type") == "message":
+            requested = str(request.get("model", "claude-haiku-4-5"))
+            if body.get("model") is None:
+                body["model"] = self.model_aliases.get(requested, requested)
+            if body.get("usage") is None:
+                body["usage"] = self._usage(request, body)
+        return json.dumps(body).encode("utf-8")
+
+    def _usage(self, request: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int]:
+        system = request.get("system", [])
+        blocks = [{"text": system}] if isinstance(system, str) else list(system)
+        prefix = json.dumps(request.get("tools", [])) + "".join(b.get("text", "") for b in blocks)
+        total = _estimate(json.dumps(request.get("messages", []))) + _estimate(prefix)
+        created = read = 0
+        if any("cache_control" in b for b in blocks):
+            with self._lock:
+                if prefix in self._cached_prefixes:
+                    read = _estimate(prefix)
+                else:
+                    self._cached_prefixes.add(prefix)
+                    created = _estimate(prefix)
+        return {"input_tokens": total - created - read,
+                "output_tokens": _estimate(json.dumps(body.get("content", []))),
+                "cache_creation_input_tokens": created, "cache_read_input_tokens": read}
