@@ -193,9 +193,9 @@ class MemoryTraceStore:
             return sorted(self._dead.values(), key=lambda d: (d.at, d.trace_id))[:limit]
 
     def pending(self) -> int:
-        """Traces stored and not dead (being assembled, due, leased or parked)."""
+        """Traces due, leased or parked (not dead)."""
         with self._lock:
-            return len(self._entries) - len(self._dead.keys() & self._entries.keys())
+            return len(self._due) + len(self._leases)
 
     def stats(self) -> dict[str, int]:
         """Cumulative counters, keys :data:`~ragtrace.consumers.assemble.STORE_STATS`."""
@@ -294,17 +294,19 @@ class MemoryIdempotencyStore:
 
 
 class MemoryJudgeBudget:
-    """:class:`~ragtrace.consumers.model.JudgeBudget`: a sliding 60-second window.
+    """:class:`~ragtrace.consumers.model.JudgeBudget`: a sliding window (``window_s``, 60 s).
 
     ``try_acquire(calls, tokens)`` succeeds, and counts, only when the calls and tokens granted
-    in the last 60 s plus these stay within both limits; otherwise nothing is counted. A request
-    larger than a whole minute's limit never succeeds.
+    in the last ``window_s`` plus these stay within both limits; otherwise nothing is counted. A
+    request larger than a whole window's limit never succeeds.
     """
 
     def __init__(self, calls_per_minute: int, tokens_per_minute: int, *,
-                 clock: Clock = time.time) -> None:
+                 window_s: float = BUDGET_WINDOW_S, clock: Clock = time.time) -> None:
         if calls_per_minute < 0 or tokens_per_minute < 0:
             raise ValueError("budget limits must be >= 0")
+        _check_positive("window_s", window_s)
+        self._window_s = window_s
         self._calls_limit, self._tokens_limit = calls_per_minute, tokens_per_minute
         self._clock = clock
         self._lock = threading.Lock()
@@ -317,7 +319,7 @@ class MemoryJudgeBudget:
             raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
         now = self._clock()
         with self._lock:
-            while self._grants and self._grants[0][0] <= now - BUDGET_WINDOW_S:
+            while self._grants and self._grants[0][0] <= now - self._window_s:
                 _, c, t = self._grants.popleft()
                 self._calls -= c
                 self._tokens -= t

@@ -18,6 +18,7 @@ instrumentor), the ragtrace spans of that role win and the others are ignored fo
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
@@ -78,6 +79,8 @@ def role_of(span: SpanRecord) -> Role | None:
     kind = span.attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
     if isinstance(kind, str) and kind.upper() in _KIND_ROLE:
         return _KIND_ROLE[kind.upper()]
+    if span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_RETRIEVAL:
+        return Role.RETRIEVAL
     if span.scope == semconv.INSTRUMENTATION_SCOPE:
         # Our decorators always set the kind; names and attributes are the fallback for spans
         # from an older SDK or with the kind attribute dropped by a collector processor.
@@ -128,8 +131,25 @@ def _chunk(fields: Mapping[str, AttributeValue]) -> Chunk | None:
 
 
 def retrieved_chunks(span: SpanRecord) -> list[Chunk]:
-    """The ranked documents of one retrieval span (``retrieval.documents.N.document.*``)."""
-    return [c for c in map(_chunk, _indexed(span.attributes, _RETRIEVAL_KEY)) if c is not None]
+    """The ranked documents of one retrieval span: ``retrieval.documents.N.document.*``, else
+    the GenAI ``gen_ai.retrieval.documents`` JSON list (IDs and scores only)."""
+    chunks = [c for c in map(_chunk, _indexed(span.attributes, _RETRIEVAL_KEY)) if c is not None]
+    if chunks:
+        return chunks
+    raw = span.attributes.get(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
+    if not isinstance(raw, str):
+        return []
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(items, list):
+        return []
+    fields = [
+        {k: v for k, v in item.items() if k in ("id", "score", "content")}
+        for item in items if isinstance(item, dict)
+    ]
+    return [c for c in map(_chunk, fields) if c is not None]
 
 
 def context_chunks(span: SpanRecord) -> list[Chunk] | None:
@@ -224,6 +244,8 @@ def to_rag_trace(spans: Sequence[SpanRecord]) -> RagTrace | None:
     * ``answer``/``model``: ``output.value`` and ``llm.model_name`` / ``gen_ai.response.model`` /
       ``gen_ai.request.model`` of the last-ending generation span (the final answer).
     * ``target_span_id``: the pipeline span (outermost), else generation, else retrieval.
+    * ``attributes``: user attributes of the pipeline, generation and retrieval spans used (in
+      that order of precedence), as strings.
     * ``context_truncated``: a used span's ``ragtrace.truncated`` names a document content key.
     """
     rag = [(s, role_of(s)) for s in spans]
@@ -259,7 +281,9 @@ def to_rag_trace(spans: Sequence[SpanRecord]) -> RagTrace | None:
             for c in listed
         )
 
-    query = _first(retrievals, semconv.INPUT_VALUE)
+    query = _first(retrievals, semconv.INPUT_VALUE) or _first(
+        retrievals, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT
+    )
     if query is None and pipeline is not None and not _is_json(pipeline):
         query = _str(pipeline.attributes.get(semconv.INPUT_VALUE))
     ordered = [*used, *spans]
@@ -289,7 +313,7 @@ def to_rag_trace(spans: Sequence[SpanRecord]) -> RagTrace | None:
         context=context,
         answer=answer,
         model=model,
-        attributes=user_attributes(target),
+        attributes={k: v for s in used for k, v in user_attributes(s).items()},
         context_truncated=_truncated_content(used),
         has_retrieval=bool(retrievals),
         has_generation=generation is not None,

@@ -1,0 +1,485 @@
+"""Redis implementations of every seam in :mod:`ragtrace.consumers.model`, shared by replicas.
+
+Same semantics as :mod:`ragtrace.consumers.memory_stores` (one behavioural suite tests both).
+Every multi-key change is one Lua script or one MULTI transaction, so concurrent replicas never
+see half of it. Keys (``P`` is the configurable prefix; replicas of one deployment share it)::
+
+    P:trace:<trace_id>:spans   list of JSON spans, TTL refreshed on append (abandoned: expire)
+    P:due                      zset trace_id -> due time (earliest wins)
+    P:leases                   zset trace_id -> lease expiry
+    P:attempts                 hash trace_id -> parks so far
+    P:done:<trace_id>          marker (TTL): the trace was scored; later spans are counted late
+    P:dead, P:dead:info        zset trace_id -> time given up; hash trace_id -> JSON details
+    P:stats                    hash of the counters in assemble.STORE_STATS
+    P:labels:current           version of the label set in use
+    P:labels:<version>:q|sha|meta   questions by qid, qid by question digest, load details
+    P:judge:<key>              judge result cache (TTL)
+    P:written:<trace>:<metric> write-back idempotency marks (TTL)
+    P:budget                   zset of judge-budget grants in the sliding window
+
+The scripts build key names from the prefix, so they need one Redis server (not a cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis
+
+from ragtrace.consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
+from ragtrace.consumers.labels import LabelIndex, LabelStats, question_from_json, question_to_json
+from ragtrace.consumers.memory_stores import (
+    BUDGET_WINDOW_S,
+    DEFAULT_DEAD_TTL_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TTL_S,
+)
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.evaluation.labels import LabelledQuestion
+
+__all__ = [
+    "ENV_REDIS_URL",
+    "ENV_REDIS_PREFIX",
+    "DEFAULT_REDIS_URL",
+    "DEFAULT_PREFIX",
+    "connect",
+    "encode_span",
+    "decode_span",
+    "RedisTraceStore",
+    "RedisLabelStore",
+    "RedisJudgeResultCache",
+    "RedisIdempotencyStore",
+    "RedisJudgeBudget",
+]
+
+ENV_REDIS_URL = "RAGTRACE_REDIS_URL"
+ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_PREFIX = "ragtrace"
+_OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can still finish
+
+
+def connect(url: str) -> redis.Redis:
+    """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out."""
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5,
+                                health_check_interval=30)
+
+
+def _check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
+        raise ValueError(f"key prefix must be a non-empty string without spaces, got {prefix!r}")
+    return prefix
+
+
+def encode_span(span: SpanRecord) -> str:
+    """Compact JSON of one span (attribute tuples become lists)."""
+    return json.dumps(
+        [span.trace_id, span.span_id, span.parent_span_id, span.name, span.scope, span.service,
+         span.start_ns, span.end_ns,
+         {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in span.attributes.items()},
+         span.status_error],
+        ensure_ascii=False, separators=(",", ":"),
+    )
+
+
+def decode_span(raw: str | bytes) -> SpanRecord:
+    t, s, p, name, scope, service, start, end, attrs, error = json.loads(raw)
+    return SpanRecord(
+        trace_id=t, span_id=s, parent_span_id=p, name=name, scope=scope, service=service,
+        start_ns=start, end_ns=end,
+        attributes={k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()},
+        status_error=bool(error),
+    )
+
+
+_APPEND = """
+local p, ttl = ARGV[1], tonumber(ARGV[2])
+local due_key, lease_key, stats = p .. ':due', p .. ':leases', p .. ':stats'
+local i = 3
+while i <= #ARGV do
+  local tid, due, create, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+  local first = i + 4
+  i = first + n
+  local spans = p .. ':trace:' .. tid .. ':spans'
+  if redis.call('EXISTS', p .. ':done:' .. tid) == 1 or redis.call('ZSCORE', p .. ':dead', tid) then
+    redis.call('HINCRBY', stats, 'late_spans', n)
+  else
+    local exists = redis.call('EXISTS', spans) == 1
+    if exists or create == '1' then
+      if not exists then redis.call('HINCRBY', stats, 'traces_created', 1) end
+      for j = first, first + n - 1 do redis.call('RPUSH', spans, ARGV[j]) end
+      if redis.call('TTL', spans) < ttl then redis.call('EXPIRE', spans, ttl) end
+      redis.call('HINCRBY', stats, 'spans_appended', n)
+      if redis.call('ZSCORE', lease_key, tid) then
+        redis.call('HINCRBY', stats, 'late_spans', n)
+      elseif due ~= '' then
+        redis.call('ZADD', due_key, 'LT', due, tid)
+      end
+    end
+  end
+end
+return 1
+"""
+
+_CLAIM = """
+local p, now, limit, lease_until = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local due_key, lease_key, stats = p .. ':due', p .. ':leases', p .. ':stats'
+for _, tid in ipairs(redis.call('ZRANGEBYSCORE', lease_key, '-inf', now)) do
+  local until_ = redis.call('ZSCORE', lease_key, tid)
+  redis.call('ZREM', lease_key, tid)
+  redis.call('ZADD', due_key, 'LT', until_, tid)
+  redis.call('HINCRBY', stats, 'lease_expired', 1)
+end
+local out = {}
+while #out < limit do
+  local batch = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'LIMIT', 0, limit - #out)
+  if #batch == 0 then break end
+  for _, tid in ipairs(batch) do
+    redis.call('ZREM', due_key, tid)
+    if redis.call('EXISTS', p .. ':trace:' .. tid .. ':spans') == 0 then
+      redis.call('HINCRBY', stats, 'expired', 1)
+      redis.call('HDEL', p .. ':attempts', tid)
+    else
+      redis.call('ZADD', lease_key, lease_until, tid)
+      table.insert(out, tid)
+    end
+  end
+end
+return out
+"""
+
+_PARK = """
+local p, tid, retry_at, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local max_attempts, keep_s, dead_s = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local spans, stats = p .. ':trace:' .. tid .. ':spans', p .. ':stats'
+redis.call('ZREM', p .. ':leases', tid)
+if redis.call('EXISTS', spans) == 0 then
+  redis.call('ZREM', p .. ':due', tid)
+  redis.call('HDEL', p .. ':attempts', tid)
+  redis.call('HINCRBY', stats, 'expired', 1)
+  return -1
+end
+local n = redis.call('HINCRBY', p .. ':attempts', tid, 1)
+if n >= max_attempts then
+  redis.call('ZREM', p .. ':due', tid)
+  redis.call('ZADD', p .. ':dead', retry_at, tid)
+  redis.call('HSET', p .. ':dead:info', tid,
+    cjson.encode({attempts = n, reason = reason, at = tonumber(retry_at)}))
+  redis.call('EXPIRE', spans, dead_s)
+  redis.call('HINCRBY', stats, 'dead', 1)
+  return n
+end
+redis.call('ZADD', p .. ':due', retry_at, tid)
+if redis.call('TTL', spans) < keep_s then redis.call('EXPIRE', spans, keep_s) end
+redis.call('HINCRBY', stats, 'parked', 1)
+return n
+"""
+
+
+class RedisTraceStore:
+    """:class:`~ragtrace.consumers.model.TraceStore` in Redis; see
+    :class:`~ragtrace.consumers.memory_stores.MemoryTraceStore` for the lifecycle.
+
+    ``append`` is one script per batch (durable in Redis when it returns); ``claim_due`` is one
+    script, so each due trace goes to exactly one claimant across replicas.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl_s: float = DEFAULT_TTL_S,
+        done_ttl_s: float | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        dead_ttl_s: float = DEFAULT_DEAD_TTL_S,
+        clock: Any = time.time,
+    ) -> None:
+        self._r = client
+        self._p = _check_prefix(prefix)
+        for name, value in (("ttl_s", ttl_s), ("dead_ttl_s", dead_ttl_s)):
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value!r}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self._ttl = max(1, math.ceil(ttl_s))
+        self._done_ttl = max(1, math.ceil(ttl_s if done_ttl_s is None else done_ttl_s))
+        self._max_attempts = max_attempts
+        self._dead_ttl = max(1, math.ceil(dead_ttl_s))
+        self._clock = clock
+        self._append = client.register_script(_APPEND)
+        self._claim = client.register_script(_CLAIM)
+        self._park = client.register_script(_PARK)
+
+    def _spans_key(self, trace_id: str) -> str:
+        return f"{self._p}:trace:{trace_id}:spans"
+
+    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
+        args: list[object] = [self._p, self._ttl]
+        for trace_id, group in group_by_trace(spans).items():
+            due = due_at.get(trace_id)
+            args += [trace_id, "" if due is None else repr(float(due)),
+                     "1" if creates_trace(group) else "0", len(group)]
+            args += [encode_span(s) for s in group]
+        if len(args) > 2:
+            self._append(keys=[], args=args)
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+        if limit < 1:
+            return []
+        if not lease_s > 0:
+            raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
+        out = self._claim(keys=[], args=[self._p, repr(float(now)), int(limit),
+                                         repr(float(now + lease_s))])
+        return [t.decode() if isinstance(t, bytes) else str(t) for t in out]
+
+    def load(self, trace_id: str) -> list[SpanRecord]:
+        return [decode_span(raw) for raw in self._r.lrange(self._spans_key(trace_id), 0, -1)]
+
+    def release(self, trace_id: str) -> None:
+        p = self._p
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(self._spans_key(trace_id))
+        pipe.zrem(f"{p}:due", trace_id)
+        pipe.zrem(f"{p}:leases", trace_id)
+        pipe.zrem(f"{p}:dead", trace_id)
+        pipe.hdel(f"{p}:dead:info", trace_id)
+        pipe.hdel(f"{p}:attempts", trace_id)
+        pipe.set(f"{p}:done:{trace_id}", b"1", ex=self._done_ttl)
+        pipe.hincrby(f"{p}:stats", "released", 1)
+        pipe.execute()
+
+    def park(self, trace_id: str, retry_at: float, reason: str) -> None:
+        keep_s = max(1, math.ceil(max(retry_at - self._clock(), 0.0) + self._ttl))
+        self._park(keys=[], args=[self._p, trace_id, repr(float(retry_at)), reason,
+                                  self._max_attempts, keep_s, self._dead_ttl])
+
+    def attempts(self, trace_id: str) -> int:
+        raw = self._r.hget(f"{self._p}:attempts", trace_id)
+        return int(raw) if raw is not None else 0
+
+    def dead(self, limit: int = 100) -> list[DeadTrace]:
+        ids = [t.decode() for t in self._r.zrange(f"{self._p}:dead", 0, max(limit, 1) - 1)]
+        if not ids or limit < 1:
+            return []
+        infos = self._r.hmget(f"{self._p}:dead:info", ids)
+        out = []
+        for trace_id, raw in zip(ids, infos):
+            info = json.loads(raw) if raw is not None else {}
+            out.append(DeadTrace(trace_id, int(info.get("attempts", 0)),
+                                 str(info.get("reason", "")), float(info.get("at", 0.0))))
+        return out
+
+    def pending(self) -> int:
+        """Traces due, leased or parked (not dead)."""
+        pipe = self._r.pipeline(transaction=True)
+        pipe.zcard(f"{self._p}:due")
+        pipe.zcard(f"{self._p}:leases")
+        due, leased = pipe.execute()
+        return int(due) + int(leased)
+
+    def stats(self) -> dict[str, int]:
+        raw = self._r.hgetall(f"{self._p}:stats")
+        got = {k.decode(): int(v) for k, v in raw.items()}
+        return {name: got.get(name, 0) for name in STORE_STATS}
+
+
+_LABEL_SWAP = """
+local p, new = ARGV[1], ARGV[2]
+local cur = p .. ':labels:current'
+local old = redis.call('GET', cur)
+redis.call('SET', cur, new)
+if old and old ~= new then
+  for _, s in ipairs({':q', ':sha', ':meta'}) do
+    redis.call('EXPIRE', p .. ':labels:' .. old .. s, tonumber(ARGV[3]))
+  end
+end
+return old
+"""
+
+_LABEL_GET = """
+local p, kind, key = ARGV[1], ARGV[2], ARGV[3]
+local v = redis.call('GET', p .. ':labels:current')
+if not v then return false end
+local base = p .. ':labels:' .. v
+if kind == 'sha' then
+  key = redis.call('HGET', base .. ':sha', key)
+  if not key then return false end
+end
+return redis.call('HGET', base .. ':q', key)
+"""
+
+_LABEL_ALL = """
+local p = ARGV[1]
+local v = redis.call('GET', p .. ':labels:current')
+if not v then return {false, {}, {}} end
+local base = p .. ':labels:' .. v
+return {v, redis.call('HVALS', base .. ':q'), redis.call('HGETALL', base .. ':meta')}
+"""
+
+_LABEL_CLEAR = """
+local p = ARGV[1]
+local v = redis.call('GET', p .. ':labels:current')
+redis.call('DEL', p .. ':labels:current')
+if v then
+  redis.call('DEL', p .. ':labels:' .. v .. ':q', p .. ':labels:' .. v .. ':sha',
+             p .. ':labels:' .. v .. ':meta')
+end
+return v
+"""
+
+
+class RedisLabelStore:
+    """:class:`~ragtrace.consumers.model.LabelStore` in Redis.
+
+    ``load`` writes the new set under its own version's keys and then switches
+    ``P:labels:current`` to it in the same transaction: readers see the old set or the new one,
+    never a mix. The previous version's keys expire a minute later.
+    """
+
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
+                 clock: Any = time.time) -> None:
+        self._r = client
+        self._p = _check_prefix(prefix)
+        self._clock = clock
+        self._swap = client.register_script(_LABEL_SWAP)
+        self._get = client.register_script(_LABEL_GET)
+        self._all = client.register_script(_LABEL_ALL)
+        self._clear = client.register_script(_LABEL_CLEAR)
+
+    def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
+        """Replace the label set atomically; returns its version."""
+        index = LabelIndex.build(questions)
+        stats = index.stats(loaded_at=self._clock(), source=source)
+        base = f"{self._p}:labels:{index.version}"
+        meta = {k: json.dumps(v) for k, v in stats.to_dict().items()}
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(f"{base}:q", f"{base}:sha", f"{base}:meta")
+        pipe.hset(f"{base}:q", mapping={q.qid: question_to_json(q) for q in questions})
+        if index.by_sha256:
+            pipe.hset(f"{base}:sha", mapping=dict(index.by_sha256))
+        pipe.hset(f"{base}:meta", mapping=meta)
+        self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
+        pipe.execute()
+        return index.version
+
+    def by_id(self, qid: str) -> LabelledQuestion | None:
+        raw = self._get(keys=[], args=[self._p, "id", qid])
+        return question_from_json(raw) if raw else None
+
+    def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
+        raw = self._get(keys=[], args=[self._p, "sha", digest])
+        return question_from_json(raw) if raw else None
+
+    def version(self) -> str:
+        raw = self._r.get(f"{self._p}:labels:current")
+        return raw.decode() if raw else ""
+
+    def _snapshot(self) -> tuple[str | None, list[LabelledQuestion], dict[str, Any]]:
+        version, values, meta = self._all(keys=[], args=[self._p])
+        if not version:
+            return None, [], {}
+        flat = list(meta)
+        details = {flat[i].decode(): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return version.decode(), [question_from_json(v) for v in values], details
+
+    def questions(self) -> list[LabelledQuestion]:
+        """Every labelled question of the current set, by qid."""
+        return sorted(self._snapshot()[1], key=lambda q: q.qid)
+
+    def stats(self) -> LabelStats:
+        version, questions, meta = self._snapshot()
+        if version is None:
+            return LabelStats(version=None)
+        return LabelStats(
+            version=version,
+            questions=int(meta.get("questions", len(questions))),
+            answerable=int(meta.get("answerable", 0)),
+            ambiguous=int(meta.get("ambiguous", 0)),
+            loaded_at=meta.get("loaded_at"),
+            source=meta.get("source"),
+        )
+
+    def clear(self) -> None:
+        self._clear(keys=[], args=[self._p])
+
+
+class RedisJudgeResultCache:
+    """:class:`~ragtrace.consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
+                 ttl_s: float = 7 * 86400.0) -> None:
+        self._r, self._p = client, _check_prefix(prefix)
+        self._ttl = max(1, math.ceil(ttl_s))
+
+    def get(self, key: str) -> bytes | None:
+        raw = self._r.get(f"{self._p}:judge:{key}")
+        return bytes(raw) if raw is not None else None
+
+    def put(self, key: str, value: bytes) -> None:
+        self._r.set(f"{self._p}:judge:{key}", value, ex=self._ttl)
+
+
+class RedisIdempotencyStore:
+    """:class:`~ragtrace.consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
+                 ttl_s: float = 7 * 86400.0) -> None:
+        self._r, self._p = client, _check_prefix(prefix)
+        self._ttl = max(1, math.ceil(ttl_s))
+
+    def written(self, trace_id: str, metric: str) -> bool:
+        return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
+
+    def mark_written(self, trace_id: str, metric: str) -> None:
+        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", ex=self._ttl)
+
+
+_BUDGET = """
+local key, calls, tokens = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local calls_limit, tokens_limit, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local used_calls, used_tokens = 0, 0
+for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+  local c, k = string.match(m, '^[^:]*:(%d+):(%d+)$')
+  used_calls = used_calls + tonumber(c)
+  used_tokens = used_tokens + tonumber(k)
+end
+if used_calls + calls > calls_limit or used_tokens + tokens > tokens_limit then return 0 end
+redis.call('ZADD', key, now, ARGV[6] .. ':' .. calls .. ':' .. tokens)
+redis.call('EXPIRE', key, math.ceil(window) + 1)
+return 1
+"""
+
+
+class RedisJudgeBudget:
+    """:class:`~ragtrace.consumers.model.JudgeBudget` shared by every replica: a sliding window
+    (``window_s``, one minute by default) on Redis server time, checked and charged in one script,
+    so concurrent replicas together never exceed either limit. Same rule as
+    :class:`~ragtrace.consumers.memory_stores.MemoryJudgeBudget`."""
+
+    def __init__(self, client: redis.Redis, calls_per_minute: int, tokens_per_minute: int, *,
+                 prefix: str = DEFAULT_PREFIX, window_s: float = BUDGET_WINDOW_S) -> None:
+        if calls_per_minute < 0 or tokens_per_minute < 0:
+            raise ValueError("budget limits must be >= 0")
+        if not window_s > 0:
+            raise ValueError(f"window_s must be > 0, got {window_s!r}")
+        self._key = f"{_check_prefix(prefix)}:budget"
+        self._limits = (calls_per_minute, tokens_per_minute, window_s)
+        self._script = client.register_script(_BUDGET)
+
+    def try_acquire(self, calls: int, tokens: int) -> bool:
+        if calls < 0 or tokens < 0:
+            raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
+        calls_limit, tokens_limit, window = self._limits
+        ok = self._script(keys=[self._key], args=[int(calls), int(tokens), calls_limit,
+                                                  tokens_limit, repr(float(window)),
+                                                  uuid.uuid4().hex])
+        return bool(ok)
