@@ -99,6 +99,8 @@ class KafkaSettings:
     commit_interval_s: float = _key(_positive)
     max_poll_records: int = _key(_positive)
     client_id: str = _key(_non_empty)
+    session_timeout_ms: int = _key(_positive)
+    drain_timeout_s: float = _key(_positive)
 
     def __post_init__(self) -> None:
         _validate(self, "kafka")
@@ -184,6 +186,8 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "commit_interval_s": 1.0,
         "max_poll_records": 500,
         "client_id": "ragtrace-consumer",
+        "session_timeout_ms": 45000,
+        "drain_timeout_s": 60.0,
     },
     "redis": {"url": "redis://127.0.0.1:6379/0", "key_prefix": "ragtrace"},
     "export": {

@@ -1,0 +1,163 @@
+"""One groundedness judgement for the consumers: cache first, then budget, then the judge with
+retries and backoff; a judge that stays unreachable asks the caller to park the trace.
+
+The cache key is the SHA-256 of (answer, context texts, judge model, prompt hash): a repeated
+answer over the same context costs nothing. Only real scores are cached, never errors. A cached
+entry remembers the trace that paid for it, so replaying that same trace (after a crash) reports
+the original cost and yields an identical evaluation span, while another trace reusing it
+reports a cost of 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
+from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
+
+__all__ = ["judge_cache_key", "JudgeOutcome", "ParkTrace", "GroundednessScorer"]
+
+_log = logging.getLogger(__name__)
+# Tokens of the judge's fixed instructions and tool schema, added to the content estimate.
+_PROMPT_OVERHEAD_TOKENS = 1200
+_OUTPUT_ESTIMATE_TOKENS = 400
+
+
+def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
+    """The cache key of one judgement (hex SHA-256 of a canonical JSON encoding)."""
+    blob = json.dumps([answer, list(context), model, prompt_sha256], ensure_ascii=False,
+                      separators=(",", ":"))
+    return "groundedness:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ParkTrace(Exception):
+    """The judge could not answer now: park the trace and retry after ``retry_after`` seconds
+    (None: the caller's own backoff). ``reason`` is a bounded metric label."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """A judgement (``result``) or why there is none (``skipped``: a bounded reason)."""
+
+    result: GroundednessResult | None
+    skipped: str | None = None
+    cached: bool = False
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.result is None) == (self.skipped is None):
+            raise ValueError("JudgeOutcome has a result or a skip reason, not both or neither")
+
+
+def _model_of(judge: Judge) -> str:
+    info = judge.info
+    return info.model or info.name
+
+
+class GroundednessScorer:
+    """Judges one (answer, context) with the cache, the shared budget and bounded retries.
+
+    ``attempts`` judge calls at most (the client's own retries are inside each); between them
+    it waits ``backoff_s * 2**n`` (or the API's ``retry_after``, capped at ``max_wait_s``).
+    Thread-safe as long as the judge and the stores are.
+    """
+
+    def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
+                 metrics: ConsumerMetrics, *, attempts: int = 2, backoff_s: float = 1.0,
+                 max_wait_s: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        self._judge = judge
+        self._cache = cache
+        self._budget = budget
+        self._metrics = metrics
+        self._attempts = attempts
+        self._backoff_s = backoff_s
+        self._max_wait_s = max_wait_s
+        self._sleep = sleep
+        metrics.ensure_judge(_model_of(judge))
+
+    @property
+    def judge(self) -> Judge:
+        return self._judge
+
+    def judge_trace(self, trace_id: str, service: str, answer: str,
+                    context: Sequence[str]) -> JudgeOutcome:
+        """A judgement, a skip (budget spent), or :class:`ParkTrace` raised."""
+        info = self._judge.info
+        model = _model_of(self._judge)
+        key = judge_cache_key(answer, context, model, info.prompt_sha256)
+        hit = self._cached(key)
+        if hit is not None:
+            result, payer = hit
+            self._metrics.judge_call(model, "cached")
+            return JudgeOutcome(result, cached=True,
+                                cost_usd=result.cost_usd if payer == trace_id else 0.0)
+        tokens = (len(answer) + sum(len(c) for c in context)) // 4 + _PROMPT_OVERHEAD_TOKENS \
+            + _OUTPUT_ESTIMATE_TOKENS
+        if not self._budget.try_acquire(1, tokens):
+            self._metrics.budget_exhausted(service)
+            return JudgeOutcome(None, skipped="budget_exhausted")
+        result = self._call(model, answer, context)
+        self._metrics.judge_usage(model, result.usage.input_tokens, result.usage.output_tokens,
+                                  result.usage.cache_read_input_tokens,
+                                  result.usage.cache_creation_input_tokens, result.cost_usd,
+                                  result.latency_s)
+        if result.error is not None:
+            self._metrics.judge_call(model, "error")
+            self._metrics.judge_error(model, "invalid_output")
+            return JudgeOutcome(result, cost_usd=result.cost_usd)
+        self._metrics.judge_call(model, "ok")
+        payload = {"trace_id": trace_id, "result": result.to_dict()}
+        try:
+            self._cache.put(key, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
+            _log.warning("judge cache write failed", exc_info=True)
+        return JudgeOutcome(result, cost_usd=result.cost_usd)
+
+    def _cached(self, key: str) -> tuple[GroundednessResult, str | None] | None:
+        try:
+            raw = self._cache.get(key)
+            if raw is None:
+                return None
+            payload = json.loads(raw)
+            return GroundednessResult.from_dict(payload["result"]), payload.get("trace_id")
+        except Exception:  # noqa: BLE001 - an unreadable entry is a miss, not a failure
+            _log.warning("ignoring unreadable judge cache entry %s", key, exc_info=True)
+            return None
+
+    def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
+        retry_after: float | None = None
+        reason = "judge_unavailable"
+        for attempt in range(self._attempts):
+            if attempt:
+                wait = retry_after if retry_after is not None else \
+                    self._backoff_s * 2 ** (attempt - 1)
+                self._sleep(min(wait, self._max_wait_s))
+            try:
+                return self._judge.groundedness(answer, list(context))
+            except JudgeUnavailable as exc:
+                retry_after, reason = exc.retry_after, "judge_unavailable"
+                self._metrics.judge_call(model, "unavailable")
+                self._metrics.judge_error(model, "unavailable")
+                _log.warning("judge unavailable (attempt %d of %d): %s", attempt + 1,
+                             self._attempts, exc)
+            except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
+                retry_after, reason = None, "judge_failed"
+                self._metrics.judge_call(model, "error")
+                self._metrics.judge_error(model, "exception")
+                _log.warning("judge call failed (attempt %d of %d): %r", attempt + 1,
+                             self._attempts, exc)
+        raise ParkTrace(reason, retry_after)

@@ -1,0 +1,234 @@
+"""The Kafka side of ``ragtrace consume``: poll → decode (or dead-letter) → ingest → commit,
+while :class:`~ragtrace.consumers.workers.ScoringWorkers` score due traces concurrently.
+
+Offsets: a message's offset becomes committable once its spans are durable in the TraceStore
+(``Pipeline.ingest`` returned) or it was dead-lettered; committable offsets are committed every
+``commit_interval_s`` (after flushing the dead-letter producer), on partition revocation and on
+shutdown — never by auto-commit. Scoring needs no offsets: it works from the TraceStore, whose
+leases hand a dead replica's traces to another one.
+
+Backpressure: while every worker is busy the runner pauses its partitions and blocks on the
+workers (not on a timer) until one finishes; ``poll`` keeps the group membership alive.
+
+A replica is stateless apart from its partitions: scale out with more replicas (same group) and
+more partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ragtrace.consumers.decode import (
+    DLQ_HEADER_DETAIL,
+    DLQ_HEADER_REASON,
+    DecodeError,
+    decode_request,
+)
+from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.pipeline import Pipeline
+from ragtrace.consumers.workers import ScoringWorkers
+
+__all__ = [
+    "DLQ_HEADER_TOPIC",
+    "DLQ_HEADER_PARTITION",
+    "DLQ_HEADER_OFFSET",
+    "UNEXPECTED_DECODE_ERROR",
+    "KafkaRunner",
+]
+
+_log = logging.getLogger(__name__)
+
+DLQ_HEADER_TOPIC = "ragtrace.dlq.topic"
+DLQ_HEADER_PARTITION = "ragtrace.dlq.partition"
+DLQ_HEADER_OFFSET = "ragtrace.dlq.offset"
+UNEXPECTED_DECODE_ERROR = "unexpected_error"
+_POLL_MS = 200
+_CLAIM_EVERY_S = 0.1
+_LAG_EVERY_S = 1.0
+_RETRY_INGEST_S = 1.0
+
+
+class KafkaRunner:
+    """One replica's main loop. ``consumer`` is a subscribed ``KafkaConsumer`` (auto-commit
+    off), ``producer`` a ``KafkaProducer`` for the dead-letter topic. Call :meth:`run` with an
+    event; setting it (SIGTERM) drains in-flight scoring, commits and returns."""
+
+    def __init__(self, consumer: Any, producer: Any, pipeline: Pipeline, workers: ScoringWorkers,
+                 metrics: ConsumerMetrics, *, dlq_topic: str, commit_interval_s: float = 1.0,
+                 drain_timeout_s: float = 60.0, max_poll_records: int = 500,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._consumer = consumer
+        self._producer = producer
+        self._pipeline = pipeline
+        self._workers = workers
+        self._metrics = metrics
+        self._dlq_topic = dlq_topic
+        self._commit_interval_s = commit_interval_s
+        self._drain_timeout_s = drain_timeout_s
+        self._max_poll_records = max_poll_records
+        self._clock = clock
+        self._committable: dict[Any, int] = {}
+        self._committed: dict[Any, int] = {}
+        self._dlq_unflushed = 0
+        self._paused = False
+        self._last_commit = 0.0
+        self._last_claim = 0.0
+        self._last_lag = 0.0
+        self._lag: int | None = None
+        self.messages = 0
+        self.spans = 0
+        self.dead_lettered = 0
+        metrics.set_lag_source(lambda: self._lag)
+
+    # --- rebalance listener (kafka-python calls these inside poll) --------------------------
+    def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
+        revoked = list(revoked)
+        self.commit(only=revoked)
+        for tp in revoked:
+            self._committable.pop(tp, None)
+            self._committed.pop(tp, None)
+
+    def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
+        if self._paused:
+            self._consumer.pause(*list(assigned))
+
+    # --- main loop -----------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        _log.info("consuming; %d scoring workers", self._workers.size)
+        try:
+            while not stop.is_set():
+                self.step()
+        finally:
+            self.close()
+
+    def step(self) -> None:
+        """One iteration: backpressure, poll, ingest, schedule scoring, commit, lag."""
+        if self._workers.full:
+            self._pause()
+            self._workers.wait(_POLL_MS / 1000)
+        if self._paused and not self._workers.full:
+            self._resume()
+        records = self._consumer.poll(timeout_ms=0 if self._paused else _POLL_MS,
+                                      max_records=self._max_poll_records)
+        if records:
+            self._handle(records)
+        now = self._clock()
+        if now - self._last_claim >= _CLAIM_EVERY_S or self._workers.in_flight == 0:
+            self._last_claim = now
+            self._workers.fill(now)
+        if now - self._last_commit >= self._commit_interval_s:
+            self.commit()
+        if now - self._last_lag >= _LAG_EVERY_S:
+            self._last_lag = now
+            self._lag = self._measure_lag()
+
+    def _handle(self, records: Mapping[Any, list[Any]]) -> None:
+        batch: list[SpanRecord] = []
+        first: dict[Any, int] = {}
+        last: dict[Any, int] = {}
+        for tp, messages in records.items():
+            for msg in messages:
+                first.setdefault(tp, msg.offset)
+                last[tp] = msg.offset
+                self.messages += 1
+                try:
+                    batch.extend(decode_request(msg.value or b""))
+                except DecodeError as exc:
+                    self._dead_letter(msg, exc.reason, exc.detail)
+                except Exception as exc:  # noqa: BLE001 - one bad message never kills the loop
+                    self._dead_letter(msg, UNEXPECTED_DECODE_ERROR, repr(exc))
+        try:
+            self._pipeline.ingest(batch, self._clock())
+        except Exception:
+            # Not durable: re-read these messages (nothing of them is committed).
+            _log.exception("storing %d spans failed; re-reading from the first message",
+                           len(batch))
+            for tp, offset in first.items():
+                self._consumer.seek(tp, offset)
+            time.sleep(_RETRY_INGEST_S)
+            return
+        self.spans += len(batch)
+        for tp, offset in last.items():
+            self._committable[tp] = offset + 1
+
+    def _dead_letter(self, msg: Any, reason: str, detail: str) -> None:
+        headers = [
+            (DLQ_HEADER_REASON, reason.encode()),
+            (DLQ_HEADER_DETAIL, detail[:1000].encode("utf-8", "replace")),
+            (DLQ_HEADER_TOPIC, str(msg.topic).encode()),
+            (DLQ_HEADER_PARTITION, str(msg.partition).encode()),
+            (DLQ_HEADER_OFFSET, str(msg.offset).encode()),
+        ]
+        self._producer.send(self._dlq_topic, value=msg.value, key=msg.key, headers=headers)
+        self._dlq_unflushed += 1
+        self.dead_lettered += 1
+        self._metrics.dead_lettered(reason)
+        _log.warning("dead-lettered %s[%d]@%d: %s: %s", msg.topic, msg.partition, msg.offset,
+                     reason, detail[:200])
+
+    # --- offsets -------------------------------------------------------------------------
+    def commit(self, only: Iterable[Any] | None = None) -> None:
+        """Commit every committable offset not yet committed (dead letters flushed first)."""
+        self._last_commit = self._clock()
+        wanted = set(only) if only is not None else None
+        offsets = {tp: off for tp, off in self._committable.items()
+                   if self._committed.get(tp) != off and (wanted is None or tp in wanted)}
+        if not offsets:
+            return
+        if self._dlq_unflushed:
+            self._producer.flush()
+            self._dlq_unflushed = 0
+        from kafka.structs import OffsetAndMetadata
+
+        try:
+            self._consumer.commit({tp: OffsetAndMetadata(off, "", -1)
+                                   for tp, off in offsets.items()})
+        except Exception:  # noqa: BLE001 - e.g. a rebalance in progress: the next owner re-reads
+            _log.warning("offset commit failed; uncommitted messages will be re-read",
+                         exc_info=True)
+            return
+        self._committed.update(offsets)
+
+    def _pause(self) -> None:
+        if not self._paused:
+            self._paused = True
+            self._consumer.pause(*list(self._consumer.assignment()))
+
+    def _resume(self) -> None:
+        self._paused = False
+        self._consumer.resume(*list(self._consumer.assignment()))
+
+    def _measure_lag(self) -> int | None:
+        total, known = 0, False
+        try:
+            for tp in self._consumer.assignment():
+                high = self._consumer.highwater(tp)
+                if high is None:
+                    continue
+                total += max(0, high - self._consumer.position(tp))
+                known = True
+        except Exception:  # noqa: BLE001 - lag is best effort (e.g. mid-rebalance)
+            return self._lag
+        return total if known else None
+
+    # --- shutdown ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drain scoring, commit, leave the group. Safe to call twice."""
+        if self._consumer is None:
+            return
+        drained = self._workers.drain(self._drain_timeout_s)
+        if not drained:
+            _log.warning("shutting down with traces still being scored; their leases will "
+                         "hand them to another replica")
+        self.commit()
+        self._producer.flush()
+        self._consumer.close(autocommit=False)
+        self._workers.shutdown()
+        self._consumer = None
+        _log.info("stopped: %d messages, %d spans, %d dead-lettered", self.messages, self.spans,
+                  self.dead_lettered)

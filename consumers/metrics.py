@@ -1,0 +1,206 @@
+"""The OTel metrics every consumer replica emits (contract section G), behind one small class.
+
+Instrument names are the ``METRIC_*`` constants of :mod:`ragtrace.semconv`, the meter is
+``semconv.EVALUATION_SCOPE`` and attribute keys are the ``ATTR_*`` constants, with bounded values
+only (service, pipeline, judge model, reason, cell, outcome — never a trace ID or free text).
+Label sets are created eagerly (0-valued) where the values are known in advance, so dashboards
+and alerts see every series from the first export, not only after the first failure.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+
+from ragtrace import semconv
+from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
+
+__all__ = [
+    "SCORE_BUCKETS",
+    "SECONDS_BUCKETS",
+    "SKIP_REASONS",
+    "JUDGE_OUTCOMES",
+    "TOKEN_TYPES",
+    "DLQ_REASONS",
+    "PARK_REASONS",
+    "ConsumerMetrics",
+]
+
+SCORE_BUCKETS: tuple[float, ...] = tuple(round(i / 10, 1) for i in range(11))
+SECONDS_BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                                      20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+# A trace with nothing written back is skipped for exactly one of these: the sampler's reasons
+# (sampled_out, no_retrieval, no_answer, ...) when neither score was sampled, else ours.
+SKIP_REASONS: tuple[str, ...] = tuple(sorted(_SAMPLER_SKIP_REASONS)) + (
+    "not_rag", "unlabelled", "already_scored", "budget_exhausted", "judge_gave_up")
+JUDGE_OUTCOMES: tuple[str, ...] = ("ok", "error", "cached", "unavailable")
+TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
+DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
+PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed")
+DEFAULT_PIPELINE = "default"
+
+
+class ConsumerMetrics:
+    """Counters, histograms and the lag gauge of one replica. Thread-safe (the SDK instruments
+    are); cheap to call per trace."""
+
+    def __init__(self, meter_provider: MeterProvider) -> None:
+        m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
+        score = list(SCORE_BUCKETS)
+        self._groundedness = m.create_histogram(
+            semconv.METRIC_GROUNDEDNESS, "1", "Groundedness per judged trace",
+            explicit_bucket_boundaries_advisory=score)
+        self._recall = m.create_histogram(
+            semconv.METRIC_RECALL, "1", "Recall@k per labelled trace",
+            explicit_bucket_boundaries_advisory=score)
+        self._hit_rate = m.create_histogram(
+            semconv.METRIC_HIT_RATE, "1", "Hit rate@k per labelled trace",
+            explicit_bucket_boundaries_advisory=score)
+        self._rr = m.create_histogram(
+            semconv.METRIC_RECIPROCAL_RANK, "1", "Reciprocal rank per labelled trace",
+            explicit_bucket_boundaries_advisory=score)
+        self._seen = m.create_counter(semconv.METRIC_TRACES_SEEN, "{trace}", "Traces assembled")
+        self._sampled = m.create_counter(semconv.METRIC_TRACES_SAMPLED, "{trace}",
+                                         "Traces selected for scoring")
+        self._scored = m.create_counter(semconv.METRIC_TRACES_SCORED, "{trace}",
+                                        "Traces whose scores were written back")
+        self._skipped = m.create_counter(semconv.METRIC_TRACES_SKIPPED, "{trace}",
+                                         "Traces (or one of their scores) not scored, by reason")
+        self._cell = m.create_counter(semconv.METRIC_CELL, "{trace}",
+                                      "Scored traces by attribution cell")
+        self._judge_calls = m.create_counter(semconv.METRIC_JUDGE_CALLS, "{call}",
+                                             "Groundedness judge calls by outcome")
+        self._judge_errors = m.create_counter(semconv.METRIC_JUDGE_ERRORS, "{call}",
+                                              "Failed judge calls by reason")
+        self._judge_tokens = m.create_counter(semconv.METRIC_JUDGE_TOKENS, "{token}",
+                                              "Judge tokens billed")
+        self._judge_cost = m.create_counter(semconv.METRIC_JUDGE_COST, "USD", "Judge cost")
+        self._judge_latency = m.create_histogram(
+            semconv.METRIC_JUDGE_LATENCY, "s", "Judge call latency",
+            explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
+        self._budget = m.create_counter(semconv.METRIC_JUDGE_BUDGET_EXHAUSTED, "{trace}",
+                                        "Traces left unjudged because the judge budget was spent")
+        self._dlq = m.create_counter(semconv.METRIC_DLQ_MESSAGES, "{message}",
+                                     "Messages sent to the dead-letter topic")
+        self._delay = m.create_histogram(
+            semconv.METRIC_SCORING_DELAY, "s", "Time from a trace's last span end to its score",
+            explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
+        self._parked = m.create_counter(semconv.METRIC_PARKED, "{trace}",
+                                        "Traces parked for a later retry")
+        self._lag_source: Callable[[], int | None] = lambda: None
+        self._lag_attrs: dict[str, str] = {}
+        m.create_observable_gauge(semconv.METRIC_CONSUMER_LAG, [self._observe_lag], "{message}",
+                                  "Records behind the end of the span topic")
+        self._lock = threading.Lock()
+        self._known_services: set[tuple[str, str]] = set()
+        self._known_models: set[str] = set()
+        for reason in DLQ_REASONS:
+            self._dlq.add(0, {semconv.ATTR_REASON: reason})
+        for reason in PARK_REASONS:
+            self._parked.add(0, {semconv.ATTR_REASON: reason})
+
+    # --- lag -------------------------------------------------------------------------------
+    def set_lag_source(self, source: Callable[[], int | None], topic: str | None = None) -> None:
+        """``source()`` returns the records behind (summed over assigned partitions) or None."""
+        self._lag_source = source
+        self._lag_attrs = {"topic": topic} if topic else {}
+
+    def _observe_lag(self, _options: CallbackOptions) -> Iterable[Observation]:
+        try:
+            value = self._lag_source()
+        except Exception:  # noqa: BLE001 - a failing callback must not break the export
+            return []
+        return [] if value is None else [Observation(value, self._lag_attrs)]
+
+    # --- eager label sets ------------------------------------------------------------------
+    def _ensure_service(self, service: str, pipeline: str) -> dict[str, str]:
+        attrs = {semconv.ATTR_SERVICE: service, semconv.ATTR_PIPELINE: pipeline}
+        with self._lock:
+            if (service, pipeline) in self._known_services:
+                return attrs
+            self._known_services.add((service, pipeline))
+        for counter in (self._seen, self._sampled, self._scored):
+            counter.add(0, attrs)
+        for reason in SKIP_REASONS:
+            self._skipped.add(0, {**attrs, semconv.ATTR_REASON: reason})
+        self._budget.add(0, {semconv.ATTR_SERVICE: service})
+        return attrs
+
+    def ensure_judge(self, model: str) -> None:
+        """Create the judge series of ``model`` (0-valued) before its first call."""
+        with self._lock:
+            if model in self._known_models:
+                return
+            self._known_models.add(model)
+        attrs = {semconv.ATTR_JUDGE_MODEL: model}
+        for outcome in JUDGE_OUTCOMES:
+            self._judge_calls.add(0, {**attrs, semconv.ATTR_OUTCOME: outcome})
+        for token_type in TOKEN_TYPES:
+            self._judge_tokens.add(0, {**attrs, semconv.ATTR_TOKEN_TYPE: token_type})
+        self._judge_cost.add(0, attrs)
+        self._judge_errors.add(0, {**attrs, semconv.ATTR_REASON: "unavailable"})
+
+    # --- trace flow ------------------------------------------------------------------------
+    def trace_seen(self, service: str, pipeline: str | None) -> None:
+        self._seen.add(1, self._ensure_service(service, pipeline or DEFAULT_PIPELINE))
+
+    def trace_sampled(self, service: str, pipeline: str | None) -> None:
+        self._sampled.add(1, self._ensure_service(service, pipeline or DEFAULT_PIPELINE))
+
+    def trace_scored(self, service: str, pipeline: str | None, cell: str) -> None:
+        attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
+        self._scored.add(1, attrs)
+        self._cell.add(1, {**attrs, semconv.ATTR_CELL: cell})
+
+    def trace_skipped(self, service: str, pipeline: str | None, reason: str) -> None:
+        attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
+        self._skipped.add(1, {**attrs, semconv.ATTR_REASON: reason})
+
+    def budget_exhausted(self, service: str) -> None:
+        self._budget.add(1, {semconv.ATTR_SERVICE: service})
+
+    def parked(self, reason: str) -> None:
+        self._parked.add(1, {semconv.ATTR_REASON: reason})
+
+    def dead_lettered(self, reason: str) -> None:
+        self._dlq.add(1, {semconv.ATTR_REASON: reason})
+
+    def scoring_delay(self, seconds: float, service: str) -> None:
+        self._delay.record(max(0.0, seconds), {semconv.ATTR_SERVICE: service})
+
+    # --- scores ----------------------------------------------------------------------------
+    def groundedness(self, value: float, service: str, pipeline: str | None, model: str) -> None:
+        self._groundedness.record(value, {semconv.ATTR_SERVICE: service,
+                                          semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
+                                          semconv.ATTR_JUDGE_MODEL: model})
+
+    def retrieval(self, recall: float, hit_rate: float, reciprocal_rank: float, service: str,
+                  pipeline: str | None) -> None:
+        attrs = {semconv.ATTR_SERVICE: service, semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE}
+        self._recall.record(recall, attrs)
+        self._hit_rate.record(hit_rate, attrs)
+        self._rr.record(reciprocal_rank, attrs)
+
+    # --- judge -----------------------------------------------------------------------------
+    def judge_call(self, model: str, outcome: str) -> None:
+        self.ensure_judge(model)
+        self._judge_calls.add(1, {semconv.ATTR_JUDGE_MODEL: model, semconv.ATTR_OUTCOME: outcome})
+
+    def judge_error(self, model: str, reason: str) -> None:
+        self.ensure_judge(model)
+        self._judge_errors.add(1, {semconv.ATTR_JUDGE_MODEL: model, semconv.ATTR_REASON: reason})
+
+    def judge_usage(self, model: str, input_tokens: int, output_tokens: int, cache_read: int,
+                    cache_write: int, cost_usd: float, latency_s: float) -> None:
+        self.ensure_judge(model)
+        attrs = {semconv.ATTR_JUDGE_MODEL: model}
+        for token_type, n in zip(TOKEN_TYPES, (input_tokens, output_tokens, cache_read,
+                                               cache_write)):
+            if n:
+                self._judge_tokens.add(n, {**attrs, semconv.ATTR_TOKEN_TYPE: token_type})
+        if cost_usd > 0:
+            self._judge_cost.add(cost_usd, attrs)
+        self._judge_latency.record(max(0.0, latency_s), attrs)

@@ -1,0 +1,166 @@
+"""The consumer metrics (contract G): names, units, kinds, buckets, attributes, eager series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    Gauge,
+    Histogram,
+    InMemoryMetricReader,
+    Sum,
+)
+
+from ragtrace import semconv
+from ragtrace.consumers.metrics import (
+    DLQ_REASONS,
+    JUDGE_OUTCOMES,
+    PARK_REASONS,
+    SCORE_BUCKETS,
+    SKIP_REASONS,
+    ConsumerMetrics,
+)
+
+
+def _collect(reader: InMemoryMetricReader) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            assert sm.scope.name == semconv.EVALUATION_SCOPE
+            for m in sm.metrics:
+                out[m.name] = m
+    return out
+
+
+def _points(metric: Any) -> dict[tuple[tuple[str, Any], ...], Any]:
+    return {tuple(sorted(p.attributes.items())): p for p in metric.data.data_points}
+
+
+@pytest.fixture()
+def rig() -> tuple[ConsumerMetrics, InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    return ConsumerMetrics(MeterProvider(metric_readers=[reader])), reader
+
+
+def test_every_contract_metric_with_its_unit_and_kind(
+        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    m, reader = rig
+    m.trace_seen("svc", "p")
+    m.trace_sampled("svc", "p")
+    m.trace_scored("svc", "p", "fine")
+    m.trace_skipped("svc", None, "sampled_out")
+    m.groundedness(0.75, "svc", "p", "model-a")
+    m.retrieval(0.5, 1.0, 1 / 3, "svc", "p")
+    m.judge_call("model-a", "ok")
+    m.judge_error("model-a", "invalid_output")
+    m.judge_usage("model-a", 100, 20, 5, 1, 0.003, 1.5)
+    m.budget_exhausted("svc")
+    m.dead_lettered("protobuf_parse_error")
+    m.scoring_delay(7.0, "svc")
+    m.parked("judge_unavailable")
+    m.set_lag_source(lambda: 42, topic="spans")
+    got = _collect(reader)
+    expected = {
+        semconv.METRIC_GROUNDEDNESS: (Histogram, "1"),
+        semconv.METRIC_RECALL: (Histogram, "1"),
+        semconv.METRIC_HIT_RATE: (Histogram, "1"),
+        semconv.METRIC_RECIPROCAL_RANK: (Histogram, "1"),
+        semconv.METRIC_TRACES_SEEN: (Sum, "{trace}"),
+        semconv.METRIC_TRACES_SAMPLED: (Sum, "{trace}"),
+        semconv.METRIC_TRACES_SCORED: (Sum, "{trace}"),
+        semconv.METRIC_TRACES_SKIPPED: (Sum, "{trace}"),
+        semconv.METRIC_CELL: (Sum, "{trace}"),
+        semconv.METRIC_JUDGE_CALLS: (Sum, "{call}"),
+        semconv.METRIC_JUDGE_ERRORS: (Sum, "{call}"),
+        semconv.METRIC_JUDGE_TOKENS: (Sum, "{token}"),
+        semconv.METRIC_JUDGE_COST: (Sum, "USD"),
+        semconv.METRIC_JUDGE_LATENCY: (Histogram, "s"),
+        semconv.METRIC_JUDGE_BUDGET_EXHAUSTED: (Sum, "{trace}"),
+        semconv.METRIC_DLQ_MESSAGES: (Sum, "{message}"),
+        semconv.METRIC_SCORING_DELAY: (Histogram, "s"),
+        semconv.METRIC_CONSUMER_LAG: (Gauge, "{message}"),
+        semconv.METRIC_PARKED: (Sum, "{trace}"),
+    }
+    assert set(got) == set(expected)
+    for name, (kind, unit) in expected.items():
+        assert isinstance(got[name].data, kind), name
+        assert got[name].unit == unit, name
+        if kind is Sum:
+            assert got[name].data.is_monotonic, name
+
+    g = _points(got[semconv.METRIC_GROUNDEDNESS])
+    (point,) = g.values()
+    assert list(g) == [(("judge_model", "model-a"), ("pipeline", "p"), ("service", "svc"))]
+    assert tuple(point.explicit_bounds) == SCORE_BUCKETS == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
+                                                              0.7, 0.8, 0.9, 1.0)
+    assert point.count == 1 and point.sum == 0.75
+    for name in (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK):
+        (p,) = _points(got[name]).values()
+        assert tuple(p.explicit_bounds) == SCORE_BUCKETS
+        assert list(_points(got[name])) == [(("pipeline", "p"), ("service", "svc"))]
+    assert _points(got[semconv.METRIC_CELL])[
+        (("cell", "fine"), ("pipeline", "p"), ("service", "svc"))].value == 1
+    skipped = _points(got[semconv.METRIC_TRACES_SKIPPED])
+    assert skipped[(("pipeline", "default"), ("reason", "sampled_out"),
+                    ("service", "svc"))].value == 1
+    tokens = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_TOKENS]).items()}
+    assert tokens == {(("judge_model", "model-a"), ("token_type", "input")): 100,
+                      (("judge_model", "model-a"), ("token_type", "output")): 20,
+                      (("judge_model", "model-a"), ("token_type", "cache_read")): 5,
+                      (("judge_model", "model-a"), ("token_type", "cache_write")): 1}
+    assert _points(got[semconv.METRIC_JUDGE_COST])[(("judge_model", "model-a"),)].value == 0.003
+    (lat,) = _points(got[semconv.METRIC_JUDGE_LATENCY]).values()
+    assert lat.sum == 1.5
+    (delay,) = _points(got[semconv.METRIC_SCORING_DELAY]).values()
+    assert delay.sum == 7.0 and delay.attributes == {"service": "svc"}
+    (lag,) = _points(got[semconv.METRIC_CONSUMER_LAG]).values()
+    assert lag.value == 42 and lag.attributes == {"topic": "spans"}
+
+
+def test_series_exist_before_anything_happens(
+        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    m, reader = rig
+    m.ensure_judge("model-a")
+    m.trace_seen("svc", None)
+    got = _collect(reader)
+    dlq = {k: p.value for k, p in _points(got[semconv.METRIC_DLQ_MESSAGES]).items()}
+    assert dlq == {(("reason", r),): 0 for r in DLQ_REASONS}
+    assert "protobuf_parse_error" in DLQ_REASONS and "unexpected_error" in DLQ_REASONS
+    parked = {k: p.value for k, p in _points(got[semconv.METRIC_PARKED]).items()}
+    assert parked == {(("reason", r),): 0 for r in PARK_REASONS}
+    calls = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_CALLS]).items()}
+    assert calls == {(("judge_model", "model-a"), ("outcome", o)): 0 for o in JUDGE_OUTCOMES}
+    skipped = {k: p.value for k, p in _points(got[semconv.METRIC_TRACES_SKIPPED]).items()}
+    assert skipped == {(("pipeline", "default"), ("reason", r), ("service", "svc")): 0
+                       for r in SKIP_REASONS}
+    assert _points(got[semconv.METRIC_JUDGE_BUDGET_EXHAUSTED])[(("service", "svc"),)].value == 0
+    assert _points(got[semconv.METRIC_TRACES_SEEN])[
+        (("pipeline", "default"), ("service", "svc"))].value == 1
+    assert _points(got[semconv.METRIC_TRACES_SCORED])[
+        (("pipeline", "default"), ("service", "svc"))].value == 0
+    # No lag source yet: the gauge reports nothing rather than a made-up 0.
+    assert semconv.METRIC_CONSUMER_LAG not in got
+
+
+def test_skip_reasons_include_the_samplers_and_ours() -> None:
+    from ragtrace.consumers.sample import SKIP_REASONS as SAMPLER
+
+    assert set(SAMPLER) <= set(SKIP_REASONS)
+    assert {"not_rag", "unlabelled", "already_scored", "budget_exhausted",
+            "judge_gave_up"} <= set(SKIP_REASONS)
+    assert len(SKIP_REASONS) == len(set(SKIP_REASONS))
+
+
+def test_a_failing_lag_source_reports_nothing(
+        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    m, reader = rig
+
+    def broken() -> int:
+        raise RuntimeError("rebalancing")
+
+    m.set_lag_source(broken)
+    m.trace_seen("svc", None)
+    assert semconv.METRIC_CONSUMER_LAG not in _collect(reader)
