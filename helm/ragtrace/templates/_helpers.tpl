@@ -1,0 +1,128 @@
+{{/*
+Names, labels and the small pieces several templates share.
+*/}}
+
+{{- define "ragtrace.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name; truncated to 63 characters (a DNS label) minus room for suffixes. */}}
+{{- define "ragtrace.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 50 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "ragtrace.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "ragtrace.labels" -}}
+helm.sh/chart: {{ include "ragtrace.chart" . }}
+app.kubernetes.io/name: {{ include "ragtrace.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels of one component: include "ragtrace.selectorLabels" (dict "root" $ "component" "consumer") */}}
+{{- define "ragtrace.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ragtrace.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Labels of one component's objects (common labels plus its selector labels). */}}
+{{- define "ragtrace.componentLabels" -}}
+{{ include "ragtrace.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "ragtrace.collector.fullname" -}}
+{{- printf "%s-collector" (include "ragtrace.fullname" .) }}
+{{- end }}
+
+{{- define "ragtrace.consumer.fullname" -}}
+{{- printf "%s-consumer" (include "ragtrace.fullname" .) }}
+{{- end }}
+
+{{- define "ragtrace.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "ragtrace.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret this chart creates for credentials given inline in values (never used when every
+credential names an existingSecret). */}}
+{{- define "ragtrace.secretName" -}}
+{{- printf "%s-credentials" (include "ragtrace.fullname" .) }}
+{{- end }}
+
+{{/*
+One credential as an environment variable read from a Secret, never inlined:
+  include "ragtrace.credentialEnv" (dict "root" $ "env" "REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password")
+cred is {value, existingSecret, existingSecretKey}. existingSecret wins; an inline value is stored
+in the chart's own Secret under "key". Nothing is rendered when neither is set.
+*/}}
+{{- define "ragtrace.credentialEnv" -}}
+{{- $c := .cred }}
+{{- if $c.existingSecret }}
+- name: {{ .env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.existingSecret }}
+      key: {{ required (printf "existingSecretKey is required for %s" .env) $c.existingSecretKey }}
+{{- else if $c.value }}
+- name: {{ .env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragtrace.secretName" .root }}
+      key: {{ .key }}
+{{- end }}
+{{- end }}
+
+{{/* Inline credentials that go into the chart's own Secret, as a dict key -> value. */}}
+{{- define "ragtrace.inlineCredentials" -}}
+{{- $out := dict }}
+{{- if and .Values.kafka.sasl.enabled (not .Values.kafka.sasl.password.existingSecret) .Values.kafka.sasl.password.value }}
+{{- $_ := set $out "kafka-sasl-password" .Values.kafka.sasl.password.value }}
+{{- end }}
+{{- if and (not .Values.redis.password.existingSecret) .Values.redis.password.value }}
+{{- $_ := set $out "redis-password" .Values.redis.password.value }}
+{{- end }}
+{{- if and (not .Values.judge.anthropic.apiKey.existingSecret) .Values.judge.anthropic.apiKey.value }}
+{{- $_ := set $out "anthropic-api-key" .Values.judge.anthropic.apiKey.value }}
+{{- end }}
+{{- range $name, $h := .Values.collector.traceBackend.headers }}
+{{- if and (not $h.existingSecret) $h.value }}
+{{- $_ := set $out (printf "trace-backend-header-%s" ($name | lower)) $h.value }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{- define "ragtrace.image" -}}
+{{- $tag := .image.tag | default .root.Chart.AppVersion }}
+{{- if .image.digest }}
+{{- printf "%s@%s" .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s:%s" .image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* Where TLS material is mounted in the pods. */}}
+{{- define "ragtrace.kafkaTlsDir" -}}/etc/ragtrace/tls/kafka{{- end }}
+{{- define "ragtrace.redisTlsDir" -}}/etc/ragtrace/tls/redis{{- end }}
