@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
-    EXIT_FAILURE,
     EXIT_OK,
     error,
     fmt_num,
@@ -163,6 +162,6 @@ def run(args: argparse.Namespace) -> int:
             write_json_atomic(args.json, comparison.to_json())
         except OSError as exc:
             error("compare", f"cannot write {args.json}: {exc}")
-            return EXIT_FAILURE
+            return EXIT_BAD_INPUT
     print(format_comparison(comparison, movers=args.movers, a_name=args.a, b_name=args.b))
     return EXIT_OK

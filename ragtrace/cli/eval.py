@@ -205,6 +205,6 @@ def run(args: argparse.Namespace) -> int:
             write_json_atomic(args.json, report.to_json())
         except OSError as exc:
             error("eval", f"cannot write {args.json}: {exc}")
-            return EXIT_FAILURE
+            return EXIT_BAD_INPUT
     print(format_report(report))
     return EXIT_OK
