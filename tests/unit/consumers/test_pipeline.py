@@ -1,0 +1,316 @@
+"""The Pipeline over in-memory stores, an in-memory span exporter and metric reader: the whole
+scoring path, replays, the crash window, parking, and bounded concurrency."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from scoring_helpers import (
+    MODEL,
+    T0,
+    FailingExporter,
+    ScriptedJudge,
+    grounded,
+    rag_spans,
+    rig,
+    root_span_id,
+    tid,
+)
+
+from ragtrace import semconv
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.pipeline import Outcome, PipelineSettings
+from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace.consumers.writeback import evaluation_span_id
+from ragtrace.evaluation.judges import JudgeUnavailable
+
+SVC = (("pipeline", "support"), ("service", "rag-app"))
+
+
+def _attrs(span) -> dict:  # type: ignore[no-untyped-def]
+    return dict(span.attributes or {})
+
+
+def _events(span) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+    return {e.attributes[semconv.GEN_AI_EVALUATION_NAME]: dict(e.attributes) for e in span.events}
+
+
+def test_labelled_trace_scored_end_to_end() -> None:
+    r = rig(grounded(1, 2, cost=0.004))
+    assert r.pipeline.ingest(rag_spans(1), T0) == 3
+    # The root arrived: due at once.
+    assert r.pipeline.process_due(T0) == 1
+    (span,) = r.spans()
+    assert f"{span.get_span_context().trace_id:032x}" == tid(1)
+    assert f"{span.parent.span_id:016x}" == root_span_id(1)
+    assert f"{span.get_span_context().span_id:016x}" == \
+        evaluation_span_id(tid(1), [FAMILY_RECALL, FAMILY_GROUNDEDNESS])
+    a = _attrs(span)
+    assert a[semconv.EVAL_RECALL] == 0.5  # c-1 of gold {c-1, c-9}
+    assert a[semconv.EVAL_QUESTION_ID] == "q-audit"
+    assert a[semconv.EVAL_MATCHED_BY] == "query_text"
+    assert a[semconv.EVAL_LABELS_VERSION] == r.labels.version() != ""
+    assert a[semconv.EVAL_GROUNDEDNESS] == 0.5
+    assert a[semconv.EVAL_CELL] == "generation_failed"
+    assert a[semconv.EVAL_JUDGE_COST_USD] == 0.004
+    assert set(_events(span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
+                                  "context_relevancy", "groundedness"}
+    assert r.judge.calls == [("Audit logs are kept 90 days.",
+                              ("Audit logs are kept 90 days.", "Logs are deleted nightly."))]
+    assert r.idempotency.written(tid(1), FAMILY_RECALL)
+    assert r.idempotency.written(tid(1), FAMILY_GROUNDEDNESS)
+    assert r.traces.pending() == 0
+    assert r.points("ragtrace.traces.seen")[SVC] == 1
+    assert r.points("ragtrace.traces.sampled")[SVC] == 1
+    assert r.points("ragtrace.traces.scored")[SVC] == 1
+    assert r.points("ragtrace.attribution")[(("cell", "generation_failed"), *SVC)] == 1
+    assert r.points("ragtrace.recall")[SVC].sum == 0.5
+    assert r.points("ragtrace.hit_rate")[SVC].sum == 1.0
+    assert r.points("ragtrace.reciprocal_rank")[SVC].sum == 1.0
+    assert r.points("ragtrace.groundedness")[(("judge_model", MODEL), *SVC)].sum == 0.5
+    delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
+    assert delay.count == 1 and delay.sum == 0.0  # the fake clock did not move
+
+
+def test_matching_by_question_id() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(2, query="something else", question_id="q-audit"), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    assert _attrs(span)[semconv.EVAL_MATCHED_BY] == "question_id"
+
+
+def test_unlabelled_trace_gets_groundedness_only() -> None:
+    r = rig(grounded(1, 1))
+    r.pipeline.ingest(rag_spans(3, query="Not a labelled question"), T0)
+    assert r.pipeline.process_due(T0) == 1
+    (span,) = r.spans()
+    a = _attrs(span)
+    assert a[semconv.EVAL_CELL] == "unlabelled"
+    assert a[semconv.EVAL_GROUNDEDNESS] == 1.0
+    assert semconv.EVAL_RECALL not in a
+    assert set(_events(span)) == {"groundedness"}
+    assert f"{span.get_span_context().span_id:016x}" == \
+        evaluation_span_id(tid(3), [FAMILY_GROUNDEDNESS])
+    assert not r.idempotency.written(tid(3), FAMILY_RECALL)
+
+
+def test_unanswerable_question_is_written_without_a_recall_value() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(4, query="What is the meaning of life?"), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    assert _events(span)["recall"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "unanswerable"
+    assert _attrs(span)[semconv.EVAL_CELL] == "unlabelled"
+    assert r.points("ragtrace.recall") == {}
+
+
+def test_completion_waits_for_the_quiet_period_without_a_root() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(5, root=False), T0)
+    assert r.pipeline.process_due(T0 + 4.9) == 0
+    assert r.pipeline.process_due(T0 + 5.0) == 1
+    assert len(r.spans()) == 1
+    # The generation span is the target when there is no pipeline span.
+    assert f"{r.spans()[0].parent.span_id:016x}" == f"{5 * 10 + 3:016x}"
+
+
+def test_a_replayed_trace_is_never_scored_twice() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(6), T0)
+    r.pipeline.process_due(T0)
+    # Kafka redelivers the same message (offsets not committed before a crash).
+    r.pipeline.ingest(rag_spans(6), T0 + 1)
+    assert r.pipeline.process_due(T0 + 100) == 0
+    assert len(r.spans()) == 1 and len(r.judge.calls) == 1
+
+
+def test_already_written_families_are_skipped_on_a_fresh_store() -> None:
+    # Another replica wrote both scores, then the spans reached a store that forgot them.
+    r = rig()
+    r.idempotency.mark_written(tid(7), FAMILY_RECALL)
+    r.idempotency.mark_written(tid(7), FAMILY_GROUNDEDNESS)
+    r.pipeline.ingest(rag_spans(7), T0)
+    r.pipeline.process_due(T0)
+    assert r.spans() == [] and r.judge.calls == []
+    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
+                                                ("reason", "already_scored"),
+                                                ("service", "rag-app"))] == 1
+
+
+def test_crash_window_replay_yields_the_identical_span() -> None:
+    """Delivered, then the replica died before marking the keys: the retry (after the lease)
+    re-sends exactly the same span, the judge result coming from the cache."""
+    r = rig(grounded(1, 2))
+    r.pipeline.ingest(rag_spans(8), T0)
+    (trace_id,) = r.pipeline.claim_due(T0)
+    original_mark = r.idempotency.mark_written
+
+    def die(*_: object) -> None:
+        raise SystemExit("killed")
+
+    r.idempotency.mark_written = die  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        r.pipeline.process_trace(trace_id)
+    r.idempotency.mark_written = original_mark  # type: ignore[method-assign]
+    assert r.pipeline.process_due(T0 + 30) == 0  # still leased
+    assert r.pipeline.process_due(T0 + 61) == 1  # lease ran out: due again
+    first, second = r.spans()
+    assert first.to_json() == second.to_json()
+    assert len(r.judge.calls) == 1
+
+
+def test_unavailable_judge_parks_then_scores_on_retry() -> None:
+    r = rig(JudgeUnavailable("529"), JudgeUnavailable("529", retry_after=45.0), grounded(1, 1))
+    r.pipeline.ingest(rag_spans(9), T0)
+    (trace_id,) = r.pipeline.claim_due(T0)
+    assert r.pipeline.process_trace(trace_id) is Outcome.PARKED
+    assert r.spans() == [] and r.sleeps == [0.5]
+    assert r.points("ragtrace.traces.parked")[(("reason", "judge_unavailable"),)] == 1
+    assert r.pipeline.process_due(T0 + 44) == 0  # retry after the API's 45 s
+    assert r.pipeline.process_due(T0 + 45) == 1
+    (span,) = r.spans()
+    assert _attrs(span)[semconv.EVAL_CELL] == "fine"
+
+
+def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
+    settings = PipelineSettings(lease_s=60.0, judge_attempts=1, give_up_after_s=100.0)
+    judge = ScriptedJudge(*[JudgeUnavailable("down")] * 10)
+    r = rig(judge=judge, settings=settings)
+    r.pipeline.ingest(rag_spans(10, end_s=T0), T0)
+    r.clock.now = T0 + 150  # the trace is older than give_up_after_s
+    assert r.pipeline.process_due(T0 + 150) == 1
+    (span,) = r.spans()
+    a = _attrs(span)
+    assert a[semconv.EVAL_CELL] == "unjudged" and semconv.EVAL_GROUNDEDNESS not in a
+    assert set(_events(span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
+                                  "context_relevancy"}
+    assert not r.idempotency.written(tid(10), FAMILY_GROUNDEDNESS)
+    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
+                                                ("reason", "judge_gave_up"),
+                                                ("service", "rag-app"))] == 0
+    # Scored (recall written), so not a skipped trace; the cell says what is missing.
+    assert r.points("ragtrace.attribution")[(("cell", "unjudged"), *SVC)] == 1
+
+
+def test_failed_write_back_parks_and_marks_nothing() -> None:
+    r = rig(exporter=FailingExporter())
+    r.pipeline.ingest(rag_spans(11), T0)
+    (trace_id,) = r.pipeline.claim_due(T0)
+    assert r.pipeline.process_trace(trace_id) is Outcome.PARKED
+    assert not r.idempotency.written(tid(11), FAMILY_RECALL)
+    assert r.points("ragtrace.traces.parked")[(("reason", "writeback_failed"),)] == 1
+    assert r.traces.pending() == 1
+
+
+def test_budget_exhausted_scores_recall_only() -> None:
+    r = rig(calls_per_minute=0)
+    r.pipeline.ingest(rag_spans(12), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    assert _attrs(span)[semconv.EVAL_CELL] == "unjudged"
+    assert r.judge.calls == []
+    assert r.points("ragtrace.judge.budget.exhausted")[(("service", "rag-app"),)] == 1
+
+
+def test_unlabelled_and_budget_exhausted_means_skipped() -> None:
+    r = rig(calls_per_minute=0)
+    r.pipeline.ingest(rag_spans(13, query="unlabelled"), T0)
+    r.pipeline.process_due(T0)
+    assert r.spans() == []
+    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
+                                                ("reason", "budget_exhausted"),
+                                                ("service", "rag-app"))] == 1
+
+
+def test_one_judge_call_for_a_repeated_answer() -> None:
+    r = rig()
+    for n in (14, 15, 16):
+        r.pipeline.ingest(rag_spans(n), T0)
+    assert r.pipeline.process_due(T0) == 3
+    assert len(r.judge.calls) == 1 and len(r.spans()) == 3
+    assert r.points("ragtrace.judge.calls")[(("judge_model", MODEL), ("outcome", "cached"))] == 2
+    costs = sorted(_attrs(s)[semconv.EVAL_JUDGE_COST_USD] for s in r.spans())
+    assert costs == [0.0, 0.0, 0.002]
+
+
+def test_sampled_out_and_non_rag_traces_are_skipped_with_their_reason() -> None:
+    r = rig(sampler=Sampler(SamplerConfig(recall_rate=0.0, judge_rate=0.0)))
+    r.pipeline.ingest(rag_spans(17), T0)
+    r.pipeline.process_due(T0)
+    assert r.spans() == []
+    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
+                                                ("reason", "sampled_out"),
+                                                ("service", "rag-app"))] == 1
+    assert r.points("ragtrace.traces.sampled")[SVC] == 0
+
+
+def test_no_generation_means_recall_only() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(18, answer=None), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    assert _attrs(span)[semconv.EVAL_CELL] == "unjudged" and r.judge.calls == []
+
+
+def test_our_own_evaluation_spans_are_never_ingested() -> None:
+    r = rig()
+    ev = SpanRecord(tid(19), "f" * 16, root_span_id(19), semconv.SPAN_EVALUATION,
+                    semconv.EVALUATION_SCOPE, "ragtrace-consumer", 1, 2,
+                    {semconv.EVAL_MARKER: True})
+    assert r.pipeline.ingest([ev], T0) == 0
+    assert r.traces.pending() == 0
+
+
+def test_without_a_judge_only_recall_is_scored() -> None:
+    r = rig(with_judge=False)
+    r.pipeline.ingest(rag_spans(20), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    assert _attrs(span)[semconv.EVAL_CELL] == "unjudged"
+
+
+def test_workers_bound_concurrency_and_report_backpressure() -> None:
+    gate = threading.Event()
+    r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
+    for n in range(30, 36):  # six distinct answers: six judge calls
+        r.pipeline.ingest(rag_spans(n, answer=f"answer {n}"), T0)
+    workers = ScoringWorkers(r.pipeline, 2)
+    try:
+        assert workers.fill(T0) == 2
+        assert workers.full and workers.in_flight == 2
+        assert workers.fill(T0) == 0  # no free worker: nothing claimed
+        assert r.traces.pending() == 6
+        gate.set()
+        while workers.in_flight or workers.fill(T0):
+            workers.wait(1.0)
+        assert workers.drain(5.0)
+        assert workers.completed == 6 and workers.failed == 0
+        assert len(r.spans()) == 6 and r.traces.pending() == 0
+    finally:
+        gate.set()
+        workers.shutdown()
+
+
+def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later() -> None:
+    r = rig()
+    r.pipeline.ingest(rag_spans(40), T0)
+
+    def broken(_: str) -> list[SpanRecord]:
+        raise ConnectionError("redis down")
+
+    original = r.traces.load
+    r.traces.load = broken  # type: ignore[method-assign]
+    workers = ScoringWorkers(r.pipeline, 1)
+    try:
+        assert workers.fill(T0) == 1
+        assert workers.drain(5.0)
+        assert workers.failed == 1
+        r.traces.load = original  # type: ignore[method-assign]
+        assert r.pipeline.process_due(T0 + 61) == 1  # the lease ran out
+        assert len(r.spans()) == 1
+    finally:
+        workers.shutdown()

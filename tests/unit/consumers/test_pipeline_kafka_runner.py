@@ -1,0 +1,248 @@
+"""The Kafka runner against an in-process stand-in for KafkaConsumer/KafkaProducer: offsets
+only after durable ingest, the dead-letter topic, backpressure, draining on stop."""
+
+from __future__ import annotations
+
+import threading
+from collections import namedtuple
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
+
+from ragtrace.consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace.consumers.kafka_runner import (
+    DLQ_HEADER_OFFSET,
+    DLQ_HEADER_PARTITION,
+    DLQ_HEADER_TOPIC,
+    KafkaRunner,
+)
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.workers import ScoringWorkers
+
+TP = namedtuple("TP", "topic partition")
+Msg = namedtuple("Msg", "topic partition offset key value")
+
+
+def _any(v: object) -> common_pb2.AnyValue:
+    if isinstance(v, bool):
+        return common_pb2.AnyValue(bool_value=v)
+    if isinstance(v, int):
+        return common_pb2.AnyValue(int_value=v)
+    return common_pb2.AnyValue(string_value=str(v))
+
+
+def encode(spans: list[SpanRecord]) -> bytes:
+    """Spans as the collector's kafka exporter writes them (one ExportTraceServiceRequest)."""
+    req = trace_service_pb2.ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.CopyFrom(resource_pb2.Resource(attributes=[
+        common_pb2.KeyValue(key="service.name", value=_any(spans[0].service))]))
+    ss = rs.scope_spans.add()
+    ss.scope.name = spans[0].scope
+    for s in spans:
+        ss.spans.append(trace_pb2.Span(
+            trace_id=bytes.fromhex(s.trace_id), span_id=bytes.fromhex(s.span_id),
+            parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
+            name=s.name, start_time_unix_nano=s.start_ns, end_time_unix_nano=s.end_ns,
+            attributes=[common_pb2.KeyValue(key=k, value=_any(v))
+                        for k, v in s.attributes.items()]))
+    return req.SerializeToString()
+
+
+class FakeConsumer:
+    def __init__(self, batches: list[dict[Any, list[Msg]]]) -> None:
+        self.batches = list(batches)
+        self.commits: list[dict[Any, int]] = []
+        self.paused: set[Any] = set()
+        self.pause_calls = 0
+        self.seeks: list[tuple[Any, int]] = []
+        self.closed = False
+        self.assigned = {TP("spans", 0), TP("spans", 1)}
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Msg]]:
+        if self.paused or not self.batches:
+            return {}
+        return self.batches.pop(0)
+
+    def commit(self, offsets: dict[Any, Any]) -> None:
+        self.commits.append({tp: om.offset for tp, om in offsets.items()})
+
+    def assignment(self) -> set[Any]:
+        return set(self.assigned)
+
+    def pause(self, *tps: Any) -> None:
+        self.pause_calls += 1
+        self.paused |= set(tps)
+
+    def resume(self, *tps: Any) -> None:
+        self.paused -= set(tps)
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self.seeks.append((tp, offset))
+
+    def highwater(self, tp: Any) -> int:
+        return 10
+
+    def position(self, tp: Any) -> int:
+        return 7
+
+    def close(self, autocommit: bool = True) -> None:
+        assert autocommit is False
+        self.closed = True
+
+
+class FakeProducer:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes, Any, list[tuple[str, bytes]]]] = []
+        self.flushed = 0
+
+    def send(self, topic: str, value: bytes | None = None, key: Any = None,
+             headers: list[tuple[str, bytes]] | None = None) -> None:
+        self.sent.append((topic, value or b"", key, headers or []))
+
+    def flush(self) -> None:
+        self.flushed += 1
+
+
+def _runner(r, consumer: FakeConsumer, producer: FakeProducer, workers: int = 2,  # type: ignore[no-untyped-def]
+            ) -> tuple[KafkaRunner, ScoringWorkers]:
+    w = ScoringWorkers(r.pipeline, workers)
+    runner = KafkaRunner(consumer, producer, r.pipeline, w, r.metrics, dlq_topic="spans.dlq",
+                         commit_interval_s=1.0, drain_timeout_s=5.0, clock=r.clock)
+    return runner, w
+
+
+def test_offsets_are_committed_after_ingest_and_throttled() -> None:
+    r = rig()
+    p0, p1 = TP("spans", 0), TP("spans", 1)
+    consumer = FakeConsumer([
+        {p0: [Msg("spans", 0, 5, b"k", encode(rag_spans(1)))]},
+        {p1: [Msg("spans", 1, 9, b"k", encode(rag_spans(2)))]},
+    ])
+    runner, workers = _runner(r, consumer, FakeProducer())
+    r.clock.now = T0 + 10
+    runner.step()  # first step commits (interval elapsed since 0)
+    assert consumer.commits == [{p0: 6}]
+    runner.step()  # same second: no commit yet
+    assert consumer.commits == [{p0: 6}]
+    r.clock.now += 1.0
+    runner.step()
+    assert consumer.commits == [{p0: 6}, {p1: 10}]
+    r.clock.now += 1.0
+    runner.step()  # nothing new: no empty commit
+    assert len(consumer.commits) == 2
+    assert runner._lag == 6  # (10 - 7) on each of two partitions  # noqa: SLF001
+    runner.close()
+    assert consumer.closed
+    assert workers.completed == 2 and len(r.spans()) == 2
+
+
+def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    good = encode(rag_spans(3))
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, b"k1", b"\xff\x00garbage"),
+                                   Msg("spans", 0, 1, b"k2", good)]}])
+    producer = FakeProducer()
+    runner, _ = _runner(r, consumer, producer)
+    r.clock.now = T0 + 10
+    runner.step()
+    ((topic, value, key, headers),) = producer.sent
+    assert (topic, value, key) == ("spans.dlq", b"\xff\x00garbage", b"k1")
+    h = dict(headers)
+    assert h[DLQ_HEADER_REASON] == b"protobuf_parse_error"
+    assert h[DLQ_HEADER_DETAIL]
+    assert (h[DLQ_HEADER_TOPIC], h[DLQ_HEADER_PARTITION], h[DLQ_HEADER_OFFSET]) == \
+        (b"spans", b"0", b"0")
+    # The dead letter is flushed before the offset past it is committed.
+    assert producer.flushed == 1 and consumer.commits == [{p0: 2}]
+    assert r.points("ragtrace.dlq.messages")[(("reason", "protobuf_parse_error"),)] == 1
+    runner.close()
+    assert len(r.spans()) == 1
+
+
+def test_failed_ingest_commits_nothing_and_rereads() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 4, None, encode(rag_spans(4))),
+                                   Msg("spans", 0, 5, None, encode(rag_spans(5)))]}])
+
+    def down(*_: object) -> None:
+        raise ConnectionError("redis down")
+
+    r.traces.append = down  # type: ignore[method-assign]
+    runner, _ = _runner(r, consumer, FakeProducer())
+    import ragtrace.consumers.kafka_runner as kr
+
+    kr_sleep = kr._RETRY_INGEST_S  # noqa: SLF001
+    kr._RETRY_INGEST_S = 0.0  # noqa: SLF001
+    try:
+        runner.step()
+    finally:
+        kr._RETRY_INGEST_S = kr_sleep  # noqa: SLF001
+    assert consumer.seeks == [(p0, 4)]
+    assert consumer.commits == []
+    runner.close()
+    assert consumer.commits == []
+
+
+def test_backpressure_pauses_partitions_while_every_worker_is_busy() -> None:
+    gate = threading.Event()
+    r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer([
+        {p0: [Msg("spans", 0, i, None, encode(rag_spans(50 + i, answer=f"a{i}")))
+              for i in range(3)]},
+        {p0: [Msg("spans", 0, 3, None, encode(rag_spans(60)))]},
+    ])
+    runner, workers = _runner(r, consumer, FakeProducer(), workers=2)
+    try:
+        runner.step()  # ingests three traces, starts two (both block on the judge)
+        assert workers.full
+        runner.step()  # full: pauses, waits on the workers, polls nothing
+        assert consumer.paused == consumer.assigned
+        assert len(consumer.batches) == 1  # the second batch was not read
+        gate.set()
+        assert workers.drain(5.0)
+        runner.step()  # a worker is free again: resumes and reads
+        assert consumer.paused == set() and consumer.batches == []
+    finally:
+        gate.set()
+        runner.close()
+    assert len(r.spans()) == 4
+
+
+def test_stop_drains_in_flight_scoring_then_commits_and_leaves() -> None:
+    gate = threading.Event()
+    r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(70)))]}])
+    runner, workers = _runner(r, consumer, FakeProducer())
+    r.clock.now = T0  # no commit interval elapsed after the first step
+    runner._last_commit = T0  # noqa: SLF001
+    runner.step()
+    assert workers.in_flight == 1 and consumer.commits == []
+    stop = threading.Event()
+    stop.set()
+    threading.Timer(0.2, gate.set).start()
+    runner.run(stop)  # returns after draining
+    assert len(r.spans()) == 1
+    assert consumer.commits == [{p0: 1}] and consumer.closed
+
+
+def test_revoked_partitions_are_committed_first() -> None:
+    r = rig()
+    p0, p1 = TP("spans", 0), TP("spans", 1)
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(80)))],
+                              p1: [Msg("spans", 1, 3, None, encode(rag_spans(81)))]}])
+    runner, _ = _runner(r, consumer, FakeProducer())
+    runner._last_commit = r.clock.now  # noqa: SLF001
+    runner.step()
+    runner.on_partitions_revoked([p1])
+    assert consumer.commits == [{p1: 4}]
+    runner.close()
+    assert consumer.commits == [{p1: 4}, {p0: 1}]
