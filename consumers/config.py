@@ -191,7 +191,7 @@ _DEFAULTS: dict[str, dict[str, object]] = {
     },
     "redis": {"url": "redis://127.0.0.1:6379/0", "key_prefix": "ragtrace"},
     "export": {
-        "otlp_endpoint": "http://127.0.0.1:4318",
+        "otlp_endpoint": "http://127.0.0.1:4328",
         "service_name": "ragtrace-consumer",
         "metrics_interval_s": 5.0,
         "timeout_s": 10.0,

@@ -1,0 +1,137 @@
+"""Wire one ``ragtrace consume`` replica from its :class:`ConsumerConfig`: Redis stores, the
+judge, the OTLP sink and metrics, the Pipeline, the scoring workers and the Kafka client.
+
+:func:`build_service` is what the CLI, the end-to-end tests and the benchmark call; anything
+passed explicitly (a judge, a meter reader) replaces what the configuration would build.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+
+from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.kafka_runner import KafkaRunner
+from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace.evaluation.judges import Judge
+
+__all__ = ["ConsumerService", "build_judge", "build_service"]
+
+_log = logging.getLogger(__name__)
+
+
+def build_judge(cfg: ConsumerConfig) -> Judge:
+    """The configured judge (``judge.name``, ``judge.model``)."""
+    from ragtrace.evaluation.judges import make_judge
+
+    options: dict[str, Any] = {}
+    if cfg.judge.model and cfg.judge.name != "lexical":
+        options["model"] = cfg.judge.model
+    return make_judge(cfg.judge.name, **options)
+
+
+@dataclass
+class ConsumerService:
+    """A built replica; :meth:`run` blocks until ``stop`` is set, then shuts everything down."""
+
+    config: ConsumerConfig
+    runner: KafkaRunner
+    pipeline: Pipeline
+    workers: ScoringWorkers
+    sink: OtlpScoreSink
+    meter_provider: MeterProvider
+    redis_client: Any
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            self.runner.run(stop)
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        self.runner.close()
+        self.sink.shutdown()
+        self.meter_provider.shutdown()  # exports the last metric values
+        try:
+            self.redis_client.close()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+class _Rebalance:
+    """kafka-python wants a ConsumerRebalanceListener; forward to the runner."""
+
+    def __new__(cls, runner: KafkaRunner) -> Any:
+        from kafka import ConsumerRebalanceListener
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                runner.on_partitions_revoked(revoked)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                runner.on_partitions_assigned(assigned)
+
+        return Listener()
+
+
+def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
+                  metric_readers: Sequence[MetricReader] = ()) -> ConsumerService:
+    """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from ragtrace.consumers import redis_stores as rs
+    from ragtrace.consumers.sample import Sampler, SamplerConfig
+
+    client = rs.connect(cfg.redis.url)
+    prefix = cfg.redis.key_prefix
+    traces = rs.RedisTraceStore(client, prefix=prefix)
+    labels = rs.RedisLabelStore(client, prefix=prefix)
+    cache = rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s)
+    idempotency = rs.RedisIdempotencyStore(client, prefix=prefix)
+    budget = rs.RedisJudgeBudget(client, cfg.judge.calls_per_minute,
+                                 cfg.judge.tokens_per_minute, prefix=prefix)
+    judge = judge or build_judge(cfg)
+
+    resource = make_resource(cfg.export.service_name)
+    meter_provider = make_meter_provider(resource, endpoint=cfg.export.otlp_endpoint,
+                                         interval_s=cfg.export.metrics_interval_s,
+                                         timeout_s=cfg.export.timeout_s, readers=metric_readers)
+    metrics = ConsumerMetrics(meter_provider)
+    sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
+                                      timeout_s=cfg.export.timeout_s,
+                                      recall_threshold=cfg.scoring.recall_threshold,
+                                      groundedness_threshold=cfg.scoring.groundedness_threshold)
+    pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
+                        budget=budget, judge=judge, sink=sink, metrics=metrics,
+                        sampler=Sampler(SamplerConfig(recall_rate=cfg.sampling.recall_rate,
+                                                      judge_rate=cfg.sampling.judge_rate)),
+                        settings=PipelineSettings.from_config(cfg))
+    workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
+
+    k = cfg.kafka
+    client_id = f"{k.client_id}-{os.getpid()}"
+    consumer = KafkaConsumer(
+        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
+        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
+        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
+        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)))
+    producer = KafkaProducer(bootstrap_servers=k.bootstrap_servers.split(","),
+                             client_id=f"{client_id}-dlq", acks="all")
+    runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
+                         commit_interval_s=k.commit_interval_s,
+                         drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)
+    consumer.subscribe([k.topic], listener=_Rebalance(runner))
+    _log.info("ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
+              k.topic, k.group_id, judge.info.name, judge.info.model or "no model",
+              cfg.judge.concurrency, cfg.export.otlp_endpoint)
+    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client)
