@@ -1,0 +1,367 @@
+"""The embedded evaluator: one process, no Kafka and no Redis (``ragtrace serve``, ``ragtrace demo``).
+
+It wires the SAME :class:`~ragtrace.consumers.pipeline.Pipeline` the Kafka consumer runs to
+different seams:
+
+* spans come from an :class:`~ragtrace.consumers.otlp_http.OtlpHttpReceiver` instead of Kafka;
+* the trace store, label store and judge budget live in process memory (labels from a JSONL
+  file), while the judge-result cache, the idempotency store and a scored-results table live in
+  a local SQLite file (:mod:`ragtrace.consumers.sqlite_stores`) and survive a restart;
+* scores go to a :class:`RecordingSink` that keeps every scored trace in that table and, when
+  an OTLP endpoint is configured, first sends the evaluation span there (the consumer's
+  :class:`~ragtrace.consumers.otlp_sink.OtlpScoreSink`);
+* metrics are the consumer's :class:`~ragtrace.consumers.metrics.ConsumerMetrics`, served on a
+  Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
+
+Scoring runs on :class:`~ragtrace.consumers.workers.ScoringWorkers` driven by one loop thread
+that wakes when spans arrive, when a trace finishes, or when the next trace falls due.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore, MemoryTraceStore
+from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT, Accepted, OtlpHttpReceiver
+from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace.consumers.score import TraceScores
+from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteScoredResults, SqliteState
+from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace.consumers.writeback import ScoreSink, WriteBackError
+from typing_extensions import Self
+
+from ragtrace.evaluation.judges import Judge, make_judge
+from ragtrace.evaluation.labels import load_labels
+
+__all__ = [
+    "DEFAULT_METRICS_PORT",
+    "DEFAULT_SERVICE_NAME",
+    "ENV_OTLP_ENDPOINT",
+    "ENV_STATE",
+    "EmbeddedEvaluator",
+    "EmbeddedSettings",
+    "RecordingSink",
+    "default_state_path",
+    "to_scored_result",
+]
+
+_log = logging.getLogger(__name__)
+
+ENV_OTLP_ENDPOINT = "RAGTRACE_EXPORT_OTLP_ENDPOINT"
+"""Base URL evaluation spans and metrics are sent to over OTLP/HTTP (unset: kept local)."""
+ENV_STATE = "RAGTRACE_STATE"
+"""Path of the embedded evaluator's SQLite state file."""
+DEFAULT_METRICS_PORT = 9464
+DEFAULT_SERVICE_NAME = "ragtrace-embedded"
+
+
+def default_state_path() -> Path:
+    """``$RAGTRACE_STATE``, else ``$XDG_STATE_HOME/ragtrace/embedded.sqlite3`` (or ~/.local/state)."""
+    explicit = os.environ.get(ENV_STATE)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ragtrace" / "embedded.sqlite3"
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def to_scored_result(scores: TraceScores, scored_at: float,
+                     previous: ScoredResult | None = None) -> ScoredResult:
+    """The table row for ``scores``. A family not written this time (it was written before a
+    restart or a re-delivery) keeps its values from ``previous``."""
+    trace = scores.trace
+    r, g = scores.retrieval, scores.groundedness
+    retrieval_fields: dict[str, Any] = {}
+    if r is not None:
+        retrieval_fields = {
+            "question_id": r.question_id, "matched_by": r.matched_by, "k": r.scores.k,
+            "recall": _known(r.scores.recall), "hit_rate": _known(r.scores.hit_rate),
+            "reciprocal_rank": _known(r.scores.reciprocal_rank),
+        }
+    elif previous is not None:
+        retrieval_fields = {
+            "question_id": previous.question_id, "matched_by": previous.matched_by,
+            "k": previous.k, "recall": previous.recall, "hit_rate": previous.hit_rate,
+            "reciprocal_rank": previous.reciprocal_rank,
+        }
+    judge_fields: dict[str, Any] = {}
+    if g is not None:
+        judge_fields = {
+            "groundedness": g.score, "claims": len(g.claims),
+            "unsupported_claims": tuple(c.claim for c in g.claims if not c.entailed),
+            "judge_name": g.judge.name, "judge_model": g.judge.model, "judge_error": g.error,
+        }
+    elif previous is not None:
+        judge_fields = {
+            "groundedness": previous.groundedness, "claims": previous.claims,
+            "unsupported_claims": previous.unsupported_claims,
+            "judge_name": previous.judge_name, "judge_model": previous.judge_model,
+            "judge_error": previous.judge_error,
+        }
+    extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
+    if r is not None:
+        extra.update(labels_version=r.labels_version, recall_definition=r.definition.value,
+                     gold_size=r.scores.gold_size)
+    if g is not None:
+        extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
+    if "question_id" not in retrieval_fields and trace.question_id:
+        retrieval_fields["question_id"] = trace.question_id
+    return ScoredResult(
+        trace_id=trace.trace_id,
+        scored_at=scored_at,
+        service=trace.service,
+        cell=scores.cell.value,
+        pipeline=trace.pipeline,
+        query=trace.query,
+        retrieved=tuple(c.id for c in trace.retrieved),
+        answer=trace.answer,
+        extra=extra,
+        **retrieval_fields,
+        **judge_fields,
+    )
+
+
+class RecordingSink:
+    """A :class:`~ragtrace.consumers.writeback.ScoreSink` that records every scored trace in the
+    SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
+
+    A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
+    trace instead of marking it written.
+    """
+
+    def __init__(self, results: SqliteScoredResults, inner: ScoreSink | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._results = results
+        self._inner = inner
+        self._clock = clock
+        self._recorded = threading.Condition()
+
+    def write(self, scores: TraceScores) -> None:
+        if self._inner is not None:
+            self._inner.write(scores)
+        try:
+            previous = self._results.get(scores.trace.trace_id)
+            self._results.put(to_scored_result(scores, self._clock(), previous))
+        except Exception as exc:
+            raise WriteBackError(
+                f"scores of trace {scores.trace.trace_id} not recorded: {exc}") from exc
+        with self._recorded:
+            self._recorded.notify_all()
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Block until a trace is recorded, :meth:`wake` is called, or the timeout."""
+        with self._recorded:
+            self._recorded.wait(timeout_s)
+
+    def wake(self) -> None:
+        with self._recorded:
+            self._recorded.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float) -> bool:
+        """Block until the table holds at least ``count`` rows; False on timeout."""
+        with self._recorded:
+            return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+
+    def shutdown(self) -> None:
+        if self._inner is not None:
+            self._inner.shutdown()
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """Where the embedded evaluator listens and keeps its state.
+
+    ``port`` 0 picks a free port; ``metrics_port`` None serves no ``/metrics`` (0: a free port).
+    ``otlp_endpoint`` None keeps evaluation spans local (the results table only).
+    """
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    state_path: Path | str = field(default_factory=default_state_path)
+    labels_path: Path | str | None = None
+    otlp_endpoint: str | None = None
+    metrics_host: str = DEFAULT_HOST
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    service_name: str = DEFAULT_SERVICE_NAME
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 65535:
+                raise ValueError(f"{name} must be within 0..65535, got {value}")
+        if self.otlp_endpoint is not None and not self.otlp_endpoint.startswith(
+                ("http://", "https://")):
+            raise ValueError(f"otlp_endpoint must be an http(s) URL, got {self.otlp_endpoint!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if not self.service_name:
+            raise ValueError("service_name must not be empty")
+
+
+class EmbeddedEvaluator:
+    """The receiver, the Pipeline and its stores in one object: :meth:`start`, then :meth:`stop`.
+
+    ``config`` supplies the assembly, sampling, scoring and judge sections (its kafka, redis and
+    export sections are not used). ``judge`` overrides the one ``config.judge`` names.
+    ``extra_metric_readers`` are added to the meter provider (tests pass an in-memory reader).
+    """
+
+    def __init__(self, settings: EmbeddedSettings | None = None, *,
+                 config: ConsumerConfig | None = None, judge: Judge | None = None,
+                 extra_metric_readers: Sequence[MetricReader] = ()) -> None:
+        self.settings = settings = settings or EmbeddedSettings()
+        self.config = config = config or ConsumerConfig.defaults()
+        with_model = config.judge.model and config.judge.name != "lexical"
+        self.judge: Judge = judge or make_judge(
+            config.judge.name, **({"model": config.judge.model} if with_model else {}))
+        self.state = SqliteState(settings.state_path)
+        try:
+            self._build(extra_metric_readers)
+        except BaseException:
+            self.state.close()
+            raise
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._loop: threading.Thread | None = None
+        self._metrics_server: object | None = None
+
+    def _build(self, extra_readers: Sequence[MetricReader]) -> None:
+        from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+
+        s, cfg = self.settings, self.config
+        self.labels = MemoryLabelStore()
+        if s.labels_path is not None:
+            self.labels.load(load_labels(s.labels_path), source=str(s.labels_path))
+        readers = list(extra_readers)
+        self.prometheus_registry = None
+        if s.metrics_port is not None:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import CollectorRegistry
+
+            # A private registry: several evaluators (tests) never collide in the global one.
+            self.prometheus_registry = CollectorRegistry(auto_describe=True)
+            readers.append(PrometheusMetricReader(registry=self.prometheus_registry))
+        resource = make_resource(s.service_name)
+        self.meter_provider: MeterProvider = make_meter_provider(
+            resource, endpoint=s.otlp_endpoint, interval_s=cfg.export.metrics_interval_s,
+            timeout_s=cfg.export.timeout_s, readers=readers)
+        self.metrics = ConsumerMetrics(self.meter_provider)
+        inner: ScoreSink | None = None
+        if s.otlp_endpoint is not None:
+            inner = OtlpScoreSink.to_collector(
+                s.otlp_endpoint, resource, timeout_s=cfg.export.timeout_s,
+                recall_threshold=cfg.scoring.recall_threshold,
+                groundedness_threshold=cfg.scoring.groundedness_threshold)
+        self.sink = RecordingSink(self.state.results, inner)
+        self.traces = MemoryTraceStore()
+        self.pipeline = Pipeline(
+            traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
+            idempotency=self.state.idempotency,
+            budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
+            judge=self.judge, sink=self.sink, metrics=self.metrics,
+            sampler=Sampler(SamplerConfig(recall_rate=cfg.sampling.recall_rate,
+                                          judge_rate=cfg.sampling.judge_rate)),
+            settings=PipelineSettings.from_config(cfg))
+        self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
+        self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
+                                         meter_provider=self.meter_provider)
+
+    # --- lifecycle --------------------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        """The OTLP/HTTP base URL applications export to."""
+        return str(self.receiver.endpoint)
+
+    @property
+    def metrics_url(self) -> str | None:
+        server = self._metrics_server
+        if server is None:
+            return None
+        host, port = server.server_address[:2]  # type: ignore[attr-defined]
+        return f"http://{host}:{port}/metrics"
+
+    def start(self) -> Self:
+        if self._loop is not None:
+            return self
+        if self.prometheus_registry is not None and self.settings.metrics_port is not None:
+            from prometheus_client import start_http_server
+
+            server, _ = start_http_server(self.settings.metrics_port, self.settings.metrics_host,
+                                          registry=self.prometheus_registry)
+            self._metrics_server = server
+        self._loop = threading.Thread(target=self._run, name="ragtrace-embedded", daemon=True)
+        self._loop.start()
+        self.receiver.start()
+        return self
+
+    def stop(self, drain_timeout_s: float = 10.0) -> None:
+        """Stop receiving, finish the traces in flight (up to ``drain_timeout_s``), flush
+        metrics and close the state file. Traces still assembling are not scored."""
+        self.receiver.stop()
+        self._stopping.set()
+        self._wake.set()
+        if self._loop is not None:
+            self._loop.join()
+            self._loop = None
+        self.workers.drain(drain_timeout_s)
+        self.workers.shutdown()
+        server = self._metrics_server
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+            self._metrics_server = None
+        self.sink.shutdown()
+        self.meter_provider.shutdown()
+        self.state.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # --- spans in, traces scored ------------------------------------------------------------
+    def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
+        self.pipeline.ingest(spans)
+        self._wake.set()
+        return None
+
+    def _run(self) -> None:
+        tick = min(0.25, max(0.01, self.config.assembly.quiet_s / 4))
+        while not self._stopping.is_set():
+            try:
+                self.workers.reap()
+                self.workers.fill()
+            except Exception:  # noqa: BLE001 - a store failure must not end the loop
+                _log.exception("embedded evaluator: claiming due traces failed")
+            if self.workers.full:
+                self.workers.wait(tick)
+            else:
+                self._wake.wait(tick)
+                self._wake.clear()
+
+    def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
+        """Block until the results table holds at least ``count`` rows (or the timeout); returns
+        them, oldest first."""
+        self.sink.wait_for(count, timeout_s)
+        return [r for _, r in self.state.results.all()]
