@@ -50,9 +50,9 @@ ENV_MAX_DOCUMENTS = "RAGTRACE_MAX_DOCUMENTS"
 
 DEFAULT_MAX_ATTRIBUTE_LENGTH = 16_384
 DEFAULT_MAX_SPAN_CONTENT_BYTES = 65_536
-# 25 chunks x 4 attributes (id, score, sha256, length) + ~15 others stays under the OTel SDK's
-# default limit of 128 attributes per span, which would otherwise drop attributes silently.
-DEFAULT_MAX_DOCUMENTS = 25
+# 20 chunks x 5 attributes (id, score, cut content, sha256, length) + at most 13 others stays
+# under the OTel SDK's default limit of 128 attributes per span, past which it drops attributes.
+DEFAULT_MAX_DOCUMENTS = 20
 
 Redactor = Callable[[str], "str | None"]
 """Rewrites a text (query, answer, chunk text) before it is recorded; ``None`` leaves it out.

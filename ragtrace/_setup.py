@@ -82,8 +82,8 @@ def configure(
     attributes: dict[str, Any] = dict(resource_attributes or {})
     if service_name is not None:
         attributes[SERVICE_NAME] = service_name
-    # Room for every attribute of a span carrying max_documents chunks (4 keys each) plus ours.
-    limits = SpanLimits(max_span_attributes=max(128, 4 * settings.max_documents + 32))
+    # Room for every attribute of a span carrying max_documents chunks (5 keys each) plus ours.
+    limits = SpanLimits(max_span_attributes=max(128, 5 * settings.max_documents + 32))
     provider = TracerProvider(resource=Resource.create(attributes), span_limits=limits)
     if exporter is None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -70,8 +70,7 @@ def test_generator_retrieval_records_when_exhausted() -> None:
 def test_streamed_answer_recorded_when_stream_finishes() -> None:
     @ragtrace.generate(model="m")
     def generate(query: str, chunks: list[str]) -> Iterator[str]:
-        for token in ["Nine", "ty ", "days."]:
-            yield token
+        yield from ["Nine", "ty ", "days."]
         return None
 
     assert "".join(generate("q", ["a"])) == "Ninety days."
