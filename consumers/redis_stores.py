@@ -76,6 +76,12 @@ def _check_prefix(prefix: str) -> str:
     return prefix
 
 
+def _ms(seconds: float) -> int:
+    if not seconds > 0:
+        raise ValueError(f"a TTL must be > 0 seconds, got {seconds!r}")
+    return max(1, math.ceil(seconds * 1000))
+
+
 def encode_span(span: SpanRecord) -> str:
     """Compact JSON of one span (attribute tuples become lists)."""
     return json.dumps(
@@ -98,7 +104,7 @@ def decode_span(raw: str | bytes) -> SpanRecord:
 
 
 _APPEND = """
-local p, ttl = ARGV[1], tonumber(ARGV[2])
+local p, ttl_ms = ARGV[1], tonumber(ARGV[2])
 local due_key, lease_key, stats = p .. ':due', p .. ':leases', p .. ':stats'
 local i = 3
 while i <= #ARGV do
@@ -113,7 +119,7 @@ while i <= #ARGV do
     if exists or create == '1' then
       if not exists then redis.call('HINCRBY', stats, 'traces_created', 1) end
       for j = first, first + n - 1 do redis.call('RPUSH', spans, ARGV[j]) end
-      if redis.call('TTL', spans) < ttl then redis.call('EXPIRE', spans, ttl) end
+      if redis.call('PTTL', spans) < ttl_ms then redis.call('PEXPIRE', spans, ttl_ms) end
       redis.call('HINCRBY', stats, 'spans_appended', n)
       if redis.call('ZSCORE', lease_key, tid) then
         redis.call('HINCRBY', stats, 'late_spans', n)
@@ -155,7 +161,7 @@ return out
 
 _PARK = """
 local p, tid, retry_at, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local max_attempts, keep_s, dead_s = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local max_attempts, keep_ms, dead_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local spans, stats = p .. ':trace:' .. tid .. ':spans', p .. ':stats'
 redis.call('ZREM', p .. ':leases', tid)
 if redis.call('EXISTS', spans) == 0 then
@@ -169,13 +175,13 @@ if n >= max_attempts then
   redis.call('ZREM', p .. ':due', tid)
   redis.call('ZADD', p .. ':dead', retry_at, tid)
   redis.call('HSET', p .. ':dead:info', tid,
-    cjson.encode({attempts = n, reason = reason, at = tonumber(retry_at)}))
-  redis.call('EXPIRE', spans, dead_s)
+    cjson.encode({attempts = n, reason = reason, at = retry_at}))
+  redis.call('PEXPIRE', spans, dead_ms)
   redis.call('HINCRBY', stats, 'dead', 1)
   return n
 end
 redis.call('ZADD', p .. ':due', retry_at, tid)
-if redis.call('TTL', spans) < keep_s then redis.call('EXPIRE', spans, keep_s) end
+if redis.call('PTTL', spans) < keep_ms then redis.call('PEXPIRE', spans, keep_ms) end
 redis.call('HINCRBY', stats, 'parked', 1)
 return n
 """
@@ -207,10 +213,10 @@ class RedisTraceStore:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        self._ttl = max(1, math.ceil(ttl_s))
-        self._done_ttl = max(1, math.ceil(ttl_s if done_ttl_s is None else done_ttl_s))
+        self._ttl_ms = _ms(ttl_s)
+        self._done_ttl_ms = _ms(ttl_s if done_ttl_s is None else done_ttl_s)
         self._max_attempts = max_attempts
-        self._dead_ttl = max(1, math.ceil(dead_ttl_s))
+        self._dead_ttl_ms = _ms(dead_ttl_s)
         self._clock = clock
         self._append = client.register_script(_APPEND)
         self._claim = client.register_script(_CLAIM)
@@ -220,7 +226,7 @@ class RedisTraceStore:
         return f"{self._p}:trace:{trace_id}:spans"
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
-        args: list[object] = [self._p, self._ttl]
+        args: list[object] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
             due = due_at.get(trace_id)
             args += [trace_id, "" if due is None else repr(float(due)),
@@ -250,14 +256,14 @@ class RedisTraceStore:
         pipe.zrem(f"{p}:dead", trace_id)
         pipe.hdel(f"{p}:dead:info", trace_id)
         pipe.hdel(f"{p}:attempts", trace_id)
-        pipe.set(f"{p}:done:{trace_id}", b"1", ex=self._done_ttl)
+        pipe.set(f"{p}:done:{trace_id}", b"1", px=self._done_ttl_ms)
         pipe.hincrby(f"{p}:stats", "released", 1)
         pipe.execute()
 
     def park(self, trace_id: str, retry_at: float, reason: str) -> None:
-        keep_s = max(1, math.ceil(max(retry_at - self._clock(), 0.0) + self._ttl))
+        keep_ms = _ms(max(retry_at - self._clock(), 0.0)) + self._ttl_ms
         self._park(keys=[], args=[self._p, trace_id, repr(float(retry_at)), reason,
-                                  self._max_attempts, keep_s, self._dead_ttl])
+                                  self._max_attempts, keep_ms, self._dead_ttl_ms])
 
     def attempts(self, trace_id: str) -> int:
         raw = self._r.hget(f"{self._p}:attempts", trace_id)
@@ -415,14 +421,14 @@ class RedisJudgeResultCache:
     def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
                  ttl_s: float = 7 * 86400.0) -> None:
         self._r, self._p = client, _check_prefix(prefix)
-        self._ttl = max(1, math.ceil(ttl_s))
+        self._ttl_ms = _ms(ttl_s)
 
     def get(self, key: str) -> bytes | None:
         raw = self._r.get(f"{self._p}:judge:{key}")
         return bytes(raw) if raw is not None else None
 
     def put(self, key: str, value: bytes) -> None:
-        self._r.set(f"{self._p}:judge:{key}", value, ex=self._ttl)
+        self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
 
 
 class RedisIdempotencyStore:
@@ -431,13 +437,13 @@ class RedisIdempotencyStore:
     def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
                  ttl_s: float = 7 * 86400.0) -> None:
         self._r, self._p = client, _check_prefix(prefix)
-        self._ttl = max(1, math.ceil(ttl_s))
+        self._ttl_ms = _ms(ttl_s)
 
     def written(self, trace_id: str, metric: str) -> bool:
         return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
 
     def mark_written(self, trace_id: str, metric: str) -> None:
-        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", ex=self._ttl)
+        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
 
 
 _BUDGET = """

@@ -1,0 +1,106 @@
+"""select_spans and the completion rule (completion_due), and the in-memory trace store's
+behaviour under concurrency. The store contract itself is tests/e2e/test_stores.py, run here
+against the in-memory implementation."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from ingestion_spans import GEN, RET, ROOT, TRACE, record
+
+from ragtrace import semconv
+from ragtrace.consumers.assemble import (
+    DEFAULT_IDLE_S,
+    completion_due,
+    creates_trace,
+    earliest,
+    select_spans,
+)
+from ragtrace.consumers.memory_stores import MemoryTraceStore
+from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, memory side
+from tests.e2e.test_stores import Kit, memory_kit
+
+OTHER = "1" * 32
+LLM = {semconv.OPENINFERENCE_SPAN_KIND: "LLM"}
+RETRIEVER = {semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER"}
+
+
+@pytest.fixture
+def kit() -> Kit:  # overrides the shared suite's parametrized fixture: memory only here
+    return memory_kit()
+
+
+def test_select_spans_keeps_rag_spans_and_strips_a_non_rag_root() -> None:
+    http_root = record(ROOT, scope="opentelemetry.instrumentation.fastapi",
+                       attributes={"http.route": "/chat", "http.request.body": "secret"})
+    child_db = record("7777777777777777", parent=ROOT, scope="redis", attributes={"db": "x"})
+    retrieval = record(RET, parent=ROOT, attributes=RETRIEVER)
+    evaluation = record("8888888888888888", parent=ROOT, scope=semconv.EVALUATION_SCOPE,
+                        attributes=LLM)
+    kept = select_spans([http_root, child_db, retrieval, evaluation])
+    assert kept == [record(ROOT, scope="opentelemetry.instrumentation.fastapi"), retrieval]
+
+
+def test_only_rag_spans_create_a_trace() -> None:
+    assert creates_trace([record(RET, attributes=RETRIEVER)])
+    assert not creates_trace([record(ROOT, scope="other")])
+    assert not creates_trace([])
+
+
+def test_completion_rule() -> None:
+    now = 1000.0
+    spans = [
+        # trace A: root arrived -> due now (+ grace)
+        record(RET, parent=ROOT, attributes=RETRIEVER),
+        record(ROOT, scope="other"),
+        # trace B: generation arrived -> quiet period
+        record(GEN, parent=ROOT, trace_id=OTHER, attributes=LLM),
+        # trace C: retrieval only -> idle
+        record(RET, parent=ROOT, trace_id="2" * 32, attributes=RETRIEVER),
+        # trace D: only our own evaluation span -> nothing
+        record(GEN, parent=ROOT, trace_id="3" * 32, scope=semconv.EVALUATION_SCOPE),
+    ]
+    assert completion_due(spans, now, 5.0) == {
+        TRACE: 1000.0, OTHER: 1005.0, "2" * 32: 1000.0 + DEFAULT_IDLE_S}
+    assert completion_due(spans, now, 5.0, idle_s=30.0, root_grace_s=2.0) == {
+        TRACE: 1002.0, OTHER: 1005.0, "2" * 32: 1030.0}
+    # idle is never shorter than quiet
+    assert completion_due(spans, now, 90.0, idle_s=30.0)["2" * 32] == 1090.0
+    assert completion_due([], now, 5.0) == {}
+
+
+def test_completion_rule_rejects_negative_periods() -> None:
+    with pytest.raises(ValueError, match="quiet_s and root_grace_s must be >= 0"):
+        completion_due([], 0.0, -1.0)
+    with pytest.raises(ValueError, match="idle_s must be >= 0"):
+        completion_due([], 0.0, 1.0, idle_s=-1.0)
+
+
+def test_earliest_merge_is_order_independent() -> None:
+    a, b = {TRACE: 5.0, OTHER: 9.0}, {TRACE: 7.0, "2" * 32: 1.0}
+    assert earliest(a, b) == earliest(b, a) == {TRACE: 5.0, OTHER: 9.0, "2" * 32: 1.0}
+
+
+def test_memory_store_claims_each_trace_once_across_threads() -> None:
+    store = MemoryTraceStore()
+    ids = [f"{i:032x}" for i in range(1, 201)]
+    store.append([record(RET, trace_id=t, attributes=RETRIEVER) for t in ids],
+                 dict.fromkeys(ids, 0.0))
+    claimed: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            got = store.claim_due(1.0, 7, 60.0)
+            if not got:
+                return
+            with lock:
+                claimed.extend(got)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claimed) == ids
