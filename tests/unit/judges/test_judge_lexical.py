@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import pytest
+
+from ragtrace.evaluation.judges import JudgeCapabilityError, LexicalJudge, make_judge
+
+# The second seed document's faithfulness example, verbatim.
+SOURCE = ("يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل. "
+          "تقدم الطلبات قبل أسبوعين. يمكن ترحيل عشرة أيام إلى السنة التالية.")
+ANSWER = ("لك واحد وعشرون يوم عمل إجازة سنوية. "
+          "ويمكنك ترحيل عشرة أيام إلى السنة التالية. "
+          "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة.")
+
+AUDIT_CONTEXT = ("Audit log retention on the Enterprise plan is 90 days. Logs older than the "
+                 "retention window are deleted nightly and cannot be restored.")
+AUDIT_ANSWER = ("Audit logs are retained for 90 days, after which they are deleted nightly and "
+                "cannot be restored. [c-9930]")
+
+
+def test_seed_arabic_example_two_supported_one_invented() -> None:
+    result = LexicalJudge().groundedness(ANSWER, [SOURCE])
+    assert [c.claim for c in result.claims] == [
+        "لك واحد وعشرون يوم عمل إجازة سنوية.",
+        "ويمكنك ترحيل عشرة أيام إلى السنة التالية.",
+        "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة.",
+    ]
+    assert [c.support for c in result.claims] == [6 / 7, 6 / 7, 0.0]
+    assert [c.entailed for c in result.claims] == [True, True, False]
+    assert [round(c.support * 100) for c in result.claims if c.support is not None] == [86, 86, 0]
+    assert result.score == pytest.approx(2 / 3)
+    assert result.claims[0].evidence == "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل."
+    assert result.claims[1].evidence == "يمكن ترحيل عشرة أيام إلى السنة التالية."
+    assert all(c.evidence_verified for c in result.claims[:2])
+    assert result.claims[2].evidence is None and not result.claims[2].downgraded
+    assert result.judge.name == "lexical" and result.judge.model is None
+
+
+def test_threshold_is_inclusive_and_configurable() -> None:
+    # 3 of 5 words in the source: exactly 0.6 is supported
+    result = LexicalJudge().groundedness("alpha beta gamma delta epsilon.", ["alpha beta gamma"])
+    assert result.claims[0].support == 0.6 and result.score == 1.0
+    strict = LexicalJudge(threshold=0.8)
+    assert strict.groundedness("alpha beta gamma delta epsilon.", ["alpha beta gamma"]).score == 0
+    assert strict.info.prompt_sha256 != LexicalJudge().info.prompt_sha256
+    with pytest.raises(ValueError, match="threshold"):
+        LexicalJudge(threshold=0)
+
+
+def test_audit_log_answer_is_grounded_and_citation_is_not_a_claim() -> None:
+    result = LexicalJudge().groundedness(AUDIT_ANSWER, [AUDIT_CONTEXT])
+    assert len(result.claims) == 1
+    assert result.claims[0].support == 11 / 16
+    assert result.score == 1.0
+
+
+def test_no_claims_and_empty_context() -> None:
+    assert LexicalJudge().groundedness("[c-1] …", ["x"]).no_claims
+    empty = LexicalJudge().groundedness("Something is true.", [])
+    assert empty.score == 0.0 and empty.claims[0].support == 0.0
+
+
+def test_judge_claims_keeps_given_claims() -> None:
+    result = LexicalJudge().judge_claims(["يمكن ترحيل عشرة أيام", "صرف رصيد نقدا"], [SOURCE])
+    assert [c.claim for c in result.claims] == ["يمكن ترحيل عشرة أيام", "صرف رصيد نقدا"]
+    assert [c.entailed for c in result.claims] == [True, False]
+
+
+def test_adjacent_metrics_offline() -> None:
+    judge = LexicalJudge()
+    with pytest.raises(JudgeCapabilityError, match="not available offline"):
+        judge.answer_relevancy("q?", "a")
+    result = judge.answer_correctness("q?", "the cat sat", "the cat sat down")
+    # precision 3/3, recall 3/4 -> F1 = 6/7
+    assert result.score == pytest.approx(6 / 7)
+    assert result.metric == "answer_correctness" and result.details == ({"method": "token_f1"},)
+    assert judge.answer_correctness("q", "", "").score == 1.0
+    assert judge.answer_correctness("q", "dog", "cat").score == 0.0
+
+
+def test_make_judge_auto_is_lexical_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert isinstance(make_judge(), LexicalJudge)
+    assert isinstance(make_judge("auto", model="x", threshold=0.7), LexicalJudge)
+    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
+        make_judge("anthropic")
+    with pytest.raises(ValueError, match="unknown judge"):
+        make_judge("gpt")
