@@ -111,18 +111,24 @@ class GroundednessScorer:
             self._metrics.budget_exhausted(service)
             return JudgeOutcome(None, skipped="budget_exhausted")
         result = self._call(model, answer, context)
-        self._metrics.judge_usage(model, result.usage.input_tokens, result.usage.output_tokens,
+        # The API reports the exact model it served (an alias resolves to a dated ID): count and
+        # cache under it, and under the requested name too so a fresh replica finds it at once.
+        served = result.judge.model or result.judge.name
+        self._metrics.judge_usage(served, result.usage.input_tokens, result.usage.output_tokens,
                                   result.usage.cache_read_input_tokens,
                                   result.usage.cache_creation_input_tokens, result.cost_usd,
                                   result.latency_s)
         if result.error is not None:
-            self._metrics.judge_call(model, "error")
-            self._metrics.judge_error(model, "invalid_output")
+            self._metrics.judge_call(served, "error")
+            self._metrics.judge_error(served, "invalid_output")
             return JudgeOutcome(result, cost_usd=result.cost_usd)
-        self._metrics.judge_call(model, "ok")
-        payload = {"trace_id": trace_id, "result": result.to_dict()}
+        self._metrics.judge_call(served, "ok")
+        payload = json.dumps({"trace_id": trace_id, "result": result.to_dict()},
+                             separators=(",", ":")).encode("utf-8")
+        keys = {key, judge_cache_key(answer, context, served, info.prompt_sha256)}
         try:
-            self._cache.put(key, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+            for k in sorted(keys):
+                self._cache.put(k, payload)
         except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
             _log.warning("judge cache write failed", exc_info=True)
         return JudgeOutcome(result, cost_usd=result.cost_usd)

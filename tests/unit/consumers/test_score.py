@@ -244,3 +244,33 @@ def test_judge_outcome_is_validated() -> None:
         JudgeOutcome(None)
     with pytest.raises(ValueError):
         JudgeOutcome(grounded(1, 1), skipped="budget_exhausted")
+
+
+class _AliasJudge(ScriptedJudge):
+    """Reports the requested alias until the first reply names the dated model."""
+
+    def __init__(self) -> None:
+        super().__init__(model="claude-x")
+        self.served = False
+
+    @property
+    def info(self) -> JudgeInfo:
+        return JudgeInfo("anthropic", "claude-x-20250101" if self.served else "claude-x", PROMPT)
+
+    def groundedness(self, answer, context):  # type: ignore[no-untyped-def]
+        self.calls.append((answer, tuple(context)))
+        self.served = True
+        return grounded(1, 1, info=self.info)
+
+
+def test_cache_survives_an_alias_resolving_to_a_dated_model() -> None:
+    judge = _AliasJudge()
+    scorer, cache, reader = _scorer(judge)
+    scorer.judge_trace("t" * 32, "svc", "a", ["c"])
+    assert scorer.judge_trace("u" * 32, "svc", "a", ["c"]).cached
+    # A fresh replica still asks for the alias: found too.
+    assert cache.get(judge_cache_key("a", ["c"], "claude-x", PROMPT)) is not None
+    assert len(judge.calls) == 1
+    calls = _counter(reader, "ragtrace.judge.calls")
+    assert calls[(("judge_model", "claude-x-20250101"), ("outcome", "ok"))] == 1
+    assert calls[(("judge_model", "claude-x-20250101"), ("outcome", "cached"))] == 1
