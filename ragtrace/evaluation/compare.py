@@ -215,7 +215,7 @@ def compare_reports(
     if a.labels_version and b.labels_version and a.labels_version != b.labels_version:
         raise IncomparableReportsError(
             f"label sets differ: A was scored against labels {a.labels_version}, "
-            f"B against {b.labels_version}"
+            f"B against {b.labels_version}; score both runs against the same labels file"
         )
     common = [qid for qid in a.gold_sizes if qid in b.gold_sizes]
     for qid in common:
