@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MODULE:FUNCTION",
         help="call FUNCTION(question_text) for each question; it returns chunks in any shape "
         "ragtrace.extract_chunks reads (ID strings, dicts, LangChain/LlamaIndex objects). "
-        "MODULE is imported from the current directory first",
+        "the current directory is on the import path",
     )
     parser.add_argument(
         "--k",
