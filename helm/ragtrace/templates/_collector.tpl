@@ -68,7 +68,7 @@ from environment variables backed by Secrets). Empty when there is nothing to ad
   value: {{ .Values.collector.logLevel | quote }}
 - name: RAGTRACE_TRACE_BACKEND_ENDPOINT
   value: {{ required "collector.traceBackend.endpoint is required" .Values.collector.traceBackend.endpoint | quote }}
-- name: RAGTRACE_KAFKA_BROKERS
+- name: RAGTRACE_KAFKA_BOOTSTRAP_SERVERS
   value: {{ .Values.kafka.bootstrapServers | quote }}
 - name: RAGTRACE_KAFKA_TOPIC
   value: {{ .Values.kafka.topic | quote }}

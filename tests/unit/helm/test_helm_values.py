@@ -1,0 +1,364 @@
+"""The rendered values that matter: secrets referenced (never inlined), config checksums,
+graceful termination, the consumer configuration file, the collector's, HPA, labels Job,
+dashboards for Grafana's sidecar."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import CHART, ROOT, Rendered, containers, env_of, values_file
+
+from ragtrace.consumers import config as consumer_config
+
+VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+INLINE_SECRETS = ("sk-ant-test-inline-key", "inline-redis-password")
+_SECRETISH = re.compile(r"PASSWORD|API_KEY|TOKEN|HEADER|SECRET", re.I)
+
+
+def _consumer(r: Rendered) -> dict[str, Any]:
+    return r.get("Deployment", "-consumer")
+
+
+def _consumer_file(r: Rendered) -> dict[str, Any]:
+    cm = r.get("ConfigMap", "-consumer")
+    return yaml.safe_load(cm["data"]["ragtrace-consumer.yaml"])
+
+
+# --- secrets -------------------------------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "autoscaling", "labels-job",
+                                      "default", "minimal"])
+def test_credentials_are_secret_references_never_values(
+        rendered: Callable[[str], Rendered], scenario: str) -> None:
+    r = rendered(scenario)
+    for doc in r.docs:
+        if doc["kind"] in ("Deployment", "Job"):
+            for c in containers(doc):
+                for name, var in env_of(c).items():
+                    if _SECRETISH.search(name):
+                        assert set(var) == {"name", "valueFrom"}, f"{name} is inlined"
+                        assert set(var["valueFrom"]) == {"secretKeyRef"}, name
+    text_outside_secrets = "\n".join(
+        json.dumps(d) for d in r.docs if d["kind"] != "Secret")
+    for s in INLINE_SECRETS:
+        assert s not in text_outside_secrets, f"{s!r} leaked outside a Secret"
+
+
+def test_existing_secrets_only_renders_no_secret(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("tls-sasl-existingsecret")
+    assert r.of_kind("Secret") == []
+    env = env_of(containers(_consumer(r))[0])
+    assert env["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "kafka-ragtrace-user", "key": "password"}
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "redis-credentials", "key": "redis-password"}
+    assert env["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "anthropic", "key": "api-key"}
+    # The password is substituted by Kubernetes from the variable declared before it.
+    names = list(env)
+    assert names.index("REDIS_PASSWORD") < names.index("RAGTRACE_REDIS_URL")
+    assert env["RAGTRACE_REDIS_URL"]["value"] == (
+        "rediss://ragtrace:$(REDIS_PASSWORD)@redis-master:6380/0"
+        "?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt")
+    coll = env_of(containers(r.get("Deployment", "-collector"))[0])
+    assert coll["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == \
+        "kafka-ragtrace-user"
+    assert coll["RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tempo-tenant", "key": "org-id"}
+
+
+def test_inline_credentials_go_into_the_charts_secret(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("autoscaling")
+    secret = r.get("Secret", "-credentials")
+    assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
+        "anthropic-api-key": "sk-ant-test-inline-key"}
+    env = env_of(containers(_consumer(r))[0])
+    assert env["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"], "key": "anthropic-api-key"}
+
+
+def test_default_needs_no_secret_and_sets_no_credential(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("default")
+    assert r.of_kind("Secret") == []
+    env = env_of(containers(_consumer(r))[0])
+    assert not [n for n in env if _SECRETISH.search(n)]
+    assert "RAGTRACE_REDIS_URL" not in env  # the plain URL in the config file is enough
+
+
+# --- checksums -----------------------------------------------------------------------------
+def _checksum(d: dict[str, Any]) -> str:
+    value = d["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    assert re.fullmatch(r"[0-9a-f]{64}", value)
+    return str(value)
+
+
+def test_config_checksum_changes_with_the_config(render: Callable[..., Rendered]) -> None:
+    base = render()
+    tuned = render(sets=["consumer.config.judge.concurrency=3"])
+    keyed = render(sets=['judge.anthropic.apiKey.value="sk-new"'])
+    kafka = render(sets=["kafka.sasl.enabled=true", 'kafka.sasl.username="u"',
+                         'kafka.sasl.password.value="p"'])
+    c0, c1, c2 = (_checksum(_consumer(x)) for x in (base, tuned, keyed))
+    assert len({c0, c1, c2}) == 3
+    assert _checksum(_consumer(render())) == c0  # deterministic
+    col0 = _checksum(base.get("Deployment", "-collector"))
+    assert _checksum(tuned.get("Deployment", "-collector")) == col0  # not the collector's config
+    assert _checksum(kafka.get("Deployment", "-collector")) != col0
+
+
+# --- termination -------------------------------------------------------------------------
+@pytest.mark.parametrize(("scenario", "drain"), [("default", 60.0), ("autoscaling", 90.0)])
+def test_grace_period_outlasts_the_drain(rendered: Callable[[str], Rendered], scenario: str,
+                                         drain: float, tmp_path: Path) -> None:
+    r = rendered(scenario)
+    grace = _consumer(r)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    cfg = consumer_config.load_config(path, env={})
+    assert cfg.kafka.drain_timeout_s == drain  # the drain the consumer will really use
+    assert grace == drain + VALUES["consumer"]["terminationGraceMarginSeconds"]
+    assert grace > drain
+
+
+def test_grace_period_rounds_a_fractional_drain_up(render: Callable[..., Rendered]) -> None:
+    r = render(sets=["consumer.config.kafka.drain_timeout_s=30.2",
+                     "consumer.terminationGraceMarginSeconds=1"])
+    assert _consumer(r)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 32
+
+
+# --- consumer configuration ---------------------------------------------------------------
+_CONNECTION_KEYS = {("kafka", "bootstrap_servers"), ("kafka", "topic"), ("kafka", "group_id"),
+                    ("kafka", "dlq_topic"), ("redis", "url"), ("export", "otlp_endpoint"),
+                    ("judge", "name"), ("judge", "model")}
+
+
+def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(s, k) for s, body in tree.items() for k in (body or {})}
+
+
+def test_values_carry_every_key_of_the_consumer_example_file() -> None:
+    example = yaml.safe_load(consumer_config.example_path().read_text())
+    assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS
+
+
+def test_values_defaults_equal_the_consumers_defaults() -> None:
+    defaults = consumer_config.ConsumerConfig.defaults()
+    for section, body in VALUES["consumer"]["config"].items():
+        for key, value in body.items():
+            assert getattr(getattr(defaults, section), key) == value, f"{section}.{key}"
+
+
+@pytest.mark.parametrize("scenario", ["default", "tls-sasl-existingsecret", "minimal"])
+def test_rendered_consumer_file_loads(rendered: Callable[[str], Rendered], scenario: str,
+                                      tmp_path: Path) -> None:
+    r = rendered(scenario)
+    path = tmp_path / "ragtrace-consumer.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    cfg = consumer_config.load_config(path, env={})
+    values = yaml.safe_load(values_file(scenario).read_text()) or {}
+    kafka = {**VALUES["kafka"], **values.get("kafka", {})}
+    assert cfg.kafka.bootstrap_servers == kafka["bootstrapServers"]
+    assert (cfg.kafka.topic, cfg.kafka.group_id, cfg.kafka.dlq_topic) == (
+        kafka["topic"], kafka["groupId"], kafka["dlqTopic"])
+    assert cfg.redis.url == {**VALUES["redis"], **values.get("redis", {})}["url"]
+    expected_export = {"default": "http://rt-ragtrace-collector:4328",
+                       "tls-sasl-existingsecret": "http://rt-ragtrace-collector:4328",
+                       "minimal": "http://otel-collector.observability:4328"}[scenario]
+    assert cfg.export.otlp_endpoint == expected_export
+    judge = {**VALUES["judge"], **values.get("judge", {})}
+    assert cfg.judge.name == judge["name"] and cfg.judge.model == (judge["model"] or None)
+    # The collector's evaluation port is where the file points.
+    if scenario != "minimal":
+        svc = r.get("Service", "-collector")
+        ports = {p["name"]: p["port"] for p in svc["spec"]["ports"]}
+        assert expected_export.endswith(f":{ports['eval-http']}")
+
+
+# Kafka TLS/SASL settings of the consumer: consumers/config.py has no keys for them yet, so the
+# chart passes them as RAGTRACE_KAFKA_* variables named by the config module's convention
+# (kafka-python's parameter names); the consumer ignores them until the keys exist.
+PENDING_CONSUMER_KEYS = {("kafka", k) for k in (
+    "security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
+    "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")}
+_NOT_CONFIG = {"RAGTRACE_CONSUMER_CONFIG"}
+
+
+def test_consumer_env_names_follow_the_config_module() -> None:
+    known = {consumer_config.env_var(s, k) for s, k in _keys(
+        {s: dict.fromkeys(vars(getattr(consumer_config.ConsumerConfig.defaults(), s)))
+         for s in ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")})}
+    pending = {consumer_config.env_var(s, k) for s, k in PENDING_CONSUMER_KEYS}
+    assert not pending & known, "a pending key now exists: drop it from PENDING_CONSUMER_KEYS"
+    assert consumer_config.ENV_CONFIG_FILE == "RAGTRACE_CONSUMER_CONFIG"
+    return None
+
+
+@pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "default", "labels-job"])
+def test_every_ragtrace_env_var_is_a_config_key(rendered: Callable[[str], Rendered],
+                                                scenario: str) -> None:
+    defaults = consumer_config.ConsumerConfig.defaults()
+    known = {consumer_config.env_var(s, k)
+             for s in ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")
+             for k in vars(getattr(defaults, s))}
+    pending = {consumer_config.env_var(s, k) for s, k in PENDING_CONSUMER_KEYS}
+    env = env_of(containers(_consumer(rendered(scenario)))[0])
+    for name in env:
+        if name.startswith("RAGTRACE_") and name not in _NOT_CONFIG:
+            assert name in known | pending, f"{name} is not a consumer configuration key"
+
+
+def test_consumer_runs_consume_with_the_mounted_file(rendered: Callable[[str], Rendered]) -> None:
+    c = containers(_consumer(rendered("default")))[0]
+    assert c["args"] == ["consume", "--config", "/etc/ragtrace/ragtrace-consumer.yaml"]
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    assert mounts["config"] == "/etc/ragtrace"
+    assert env_of(c)["RAGTRACE_CONSUMER_CONFIG"]["value"] == "/etc/ragtrace/ragtrace-consumer.yaml"
+
+
+# --- collector -----------------------------------------------------------------------------
+def test_chart_collector_config_is_collector_config_yaml() -> None:
+    chart_copy = CHART / "files" / "collector-config.yaml"
+    assert not chart_copy.is_symlink()
+    assert chart_copy.read_bytes() == (ROOT / "collector" / "config.yaml").read_bytes(), (
+        "helm/ragtrace/files/collector-config.yaml drifted from collector/config.yaml: "
+        "cp collector/config.yaml helm/ragtrace/files/collector-config.yaml")
+
+
+def test_rendered_collector_config_is_the_file_unchanged(rendered: Callable[[str], Rendered]) -> None:
+    cm = rendered("default").get("ConfigMap", "-collector")
+    assert cm["data"]["config.yaml"].strip() == (ROOT / "collector" / "config.yaml").read_text().strip()
+    assert "overlay.yaml" not in cm["data"]
+
+
+_ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
+# Variables whose defaults in collector/config.yaml are right in a cluster too.
+COLLECTOR_DEFAULTS_KEPT = {"RAGTRACE_BATCH_TIMEOUT", "RAGTRACE_BATCH_MAX_SPANS"}
+
+
+def test_collector_gets_every_variable_its_config_reads(rendered: Callable[[str], Rendered]) -> None:
+    text = (ROOT / "collector" / "config.yaml").read_text()
+    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())  # not the comments
+    referenced = set(_ENV_REF.findall(code))
+    names = {n for n, _ in referenced}
+    env = env_of(containers(rendered("default").get("Deployment", "-collector"))[0])
+    assert names - set(env) == COLLECTOR_DEFAULTS_KEPT
+    assert env["RAGTRACE_KAFKA_TOPIC"]["value"] == VALUES["kafka"]["topic"]
+    assert env["RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"]["value"] == VALUES["kafka"]["bootstrapServers"]
+    assert env["RAGTRACE_KAFKA_MAX_MESSAGE_BYTES"]["value"] == "1000000"
+    ports = {p["name"]: p["containerPort"] for p in containers(
+        rendered("default").get("Deployment", "-collector"))[0]["ports"]}
+    for var, port in (("RAGTRACE_APP_OTLP_HTTP_ENDPOINT", "otlp-http"),
+                      ("RAGTRACE_EVAL_OTLP_HTTP_ENDPOINT", "eval-http"),
+                      ("RAGTRACE_PROMETHEUS_EXPORTER_ENDPOINT", "prometheus"),
+                      ("RAGTRACE_HEALTH_ENDPOINT", "health")):
+        assert env[var]["value"] == f"0.0.0.0:{ports[port]}"
+
+
+def test_kafka_tls_and_sasl_overlay_the_kafka_exporter(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("tls-sasl-existingsecret")
+    cm = r.get("ConfigMap", "-collector")
+    overlay = yaml.safe_load(cm["data"]["overlay.yaml"])
+    assert overlay == {"exporters": {
+        "kafka": {
+            "tls": {"ca_file": "/etc/ragtrace/tls/kafka/ca.crt",
+                    "cert_file": "/etc/ragtrace/tls/kafka/tls.crt",
+                    "key_file": "/etc/ragtrace/tls/kafka/tls.key",
+                    "insecure_skip_verify": False},
+            "auth": {"sasl": {"mechanism": "SCRAM-SHA-512",
+                              "username": "${env:RAGTRACE_KAFKA_SASL_USERNAME}",
+                              "password": "${env:RAGTRACE_KAFKA_SASL_PASSWORD}"}}},
+        "otlphttp/backend": {"headers": {
+            "X-Scope-OrgID": "${env:RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID}"}}}}
+    base = yaml.safe_load(cm["data"]["config.yaml"])
+    assert set(overlay["exporters"]) <= set(base["exporters"])
+    c = containers(r.get("Deployment", "-collector"))[0]
+    assert c["command"][1:] == ["--config=file:/conf/config.yaml",
+                                "--config=file:/conf/overlay.yaml"]
+    assert {"RAGTRACE_KAFKA_SASL_USERNAME", "RAGTRACE_KAFKA_SASL_PASSWORD"} <= set(env_of(c))
+
+
+def test_collector_probes_use_the_health_extension(rendered: Callable[[str], Rendered]) -> None:
+    c = containers(rendered("default").get("Deployment", "-collector"))[0]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/", "port": "health"}
+
+
+def test_minimal_deploys_no_collector(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("minimal")
+    assert [d["metadata"]["name"] for d in r.docs if "collector" in d["metadata"]["name"]] == []
+    assert sorted(d["kind"] for d in r.docs) == ["ConfigMap", "Deployment"]
+    spec = _consumer(r)["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "default"
+
+
+# --- autoscaling, labels, dashboards, alerts --------------------------------------------------
+def test_autoscaling_scales_on_external_lag(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("autoscaling")
+    assert "replicas" not in _consumer(r)["spec"]
+    hpa = r.get("HorizontalPodAutoscaler")
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                             "name": _consumer(r)["metadata"]["name"]}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 12)
+    assert hpa["spec"]["metrics"] == [{"type": "External", "external": {
+        "metric": {"name": "ragtrace_consumer_lag",
+                   "selector": {"matchLabels": {"topic": "otlp_spans"}}},
+        "target": {"type": "AverageValue", "averageValue": "500"}}}]
+    assert rendered("default").of_kind("HorizontalPodAutoscaler") == []
+
+
+def test_labels_job_loads_the_labels_configmap(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("labels-job")
+    job = r.get("Job", "-labels-load")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    c = containers(job)[0]
+    assert c["args"] == ["labels", "load", "/etc/ragtrace/labels/labels.jsonl"]
+    assert c["image"] == containers(_consumer(r))[0]["image"]
+    assert env_of(c) == env_of(containers(_consumer(r))[0])
+    cm = r.get("ConfigMap", "-labels")
+    volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["labels"]["configMap"]["name"] == cm["metadata"]["name"]
+    lines = cm["data"]["labels.jsonl"].splitlines()
+    assert [json.loads(x)["qid"] for x in lines] == ["q1", "q2"]
+    assert r.get("Secret", "-credentials")["data"] == {
+        "redis-password": base64.b64encode(b"inline-redis-password").decode()}
+
+
+def test_dashboards_are_configmaps_for_the_grafana_sidecar(
+        rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("default")
+    cms = [d for d in r.of_kind("ConfigMap") if "-dashboard-" in d["metadata"]["name"]]
+    files = sorted((CHART / "dashboards").glob("*.json"))
+    assert len(cms) == len(files) == 2
+    for cm, path in zip(sorted(cms, key=lambda d: d["metadata"]["name"]), files):
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["namespace"] == "rag"
+        assert list(cm["data"]) == [path.name]
+        assert json.loads(cm["data"][path.name]) == json.loads(path.read_text())
+    assert rendered("minimal").of_kind("ConfigMap") == [
+        d for d in rendered("minimal").of_kind("ConfigMap") if "-dashboard-" not in
+        d["metadata"]["name"]]
+
+
+def test_prometheus_rule_has_the_seven_alerts(rendered: Callable[[str], Rendered]) -> None:
+    rule = rendered("default").get("PrometheusRule")
+    alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
+    assert alerts == ["RagtraceGroundednessLow", "RagtraceRecallLow",
+                      "RagtraceJudgeErrorRateHigh", "RagtraceJudgeBudgetExhausted",
+                      "RagtraceDeadLetterGrowing", "RagtraceConsumerLagHigh",
+                      "RagtraceScoringStalled"]
+    labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
+    assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> None:
+    r = render(sets=["prometheusRule.groundedness.threshold=0.55",
+                     "prometheusRule.recall.enabled=false"])
+    rules = {x["alert"]: x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]}
+    assert ") < 0.55\n" in rules["RagtraceGroundednessLow"]["expr"]
+    assert "RagtraceRecallLow" not in rules
