@@ -92,9 +92,11 @@ def configure(
         if endpoint is not None and endpoint.rstrip("/").endswith("/v1/traces"):
             url = endpoint
         exporter = OTLPSpanExporter(endpoint=url, headers=dict(headers) if headers else None)
-    provider.add_span_processor(
-        _CountingBatchSpanProcessor(_CountingExporter(exporter), max_queue_size=max_queue_size)
+    batch_size = None if max_queue_size is None else min(512, max_queue_size)
+    processor = _CountingBatchSpanProcessor(
+        _CountingExporter(exporter), max_queue_size=max_queue_size, max_export_batch_size=batch_size
     )
+    provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     in_use = trace.get_tracer_provider()
     if in_use is not provider:  # another, non-SDK provider was already set: OTel keeps the first
