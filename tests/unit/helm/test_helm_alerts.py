@@ -1,0 +1,56 @@
+"""The chart's alert rules, as rendered, pass `promtool check rules` and the unit tests in
+alert_rules_test.yaml (`promtool test rules`, synthetic series)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import SCENARIOS, Rendered
+
+HERE = Path(__file__).parent
+
+
+def _write_rules(r: Rendered, path: Path) -> int:
+    rules = r.of_kind("PrometheusRule")
+    assert len(rules) == 1
+    path.write_text(yaml.safe_dump({"groups": rules[0]["spec"]["groups"]}, sort_keys=False))
+    return sum(len(g["rules"]) for g in rules[0]["spec"]["groups"])
+
+
+def _promtool(promtool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(promtool), *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "minimal"])
+def test_promtool_check_rules(promtool_bin: Path, rendered: Callable[[str], Rendered],
+                              scenario: str, tmp_path: Path) -> None:
+    n = _write_rules(rendered(scenario), tmp_path / "rules.yaml")
+    proc = _promtool(promtool_bin, "check", "rules", "rules.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"SUCCESS: {n} rules found" in proc.stdout
+
+
+def test_promtool_unit_tests(promtool_bin: Path, rendered: Callable[[str], Rendered],
+                             tmp_path: Path) -> None:
+    _write_rules(rendered("default"), tmp_path / "rules.yaml")
+    shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
+    proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
+
+
+def test_promtool_unit_tests_can_fail(promtool_bin: Path, render: Callable[..., Rendered],
+                                      tmp_path: Path) -> None:
+    # A threshold under the synthetic mean (0.5) must break the groundedness case.
+    _write_rules(render(sets=["prometheusRule.groundedness.threshold=0.4"]),
+                 tmp_path / "rules.yaml")
+    shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
+    proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "RagtraceGroundednessLow" in proc.stdout + proc.stderr
