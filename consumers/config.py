@@ -17,25 +17,25 @@ import dataclasses
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, get_type_hints
+from typing import Any, get_type_hints
 
 __all__ = [
     "ENV_CONFIG_FILE",
+    "AssemblySettings",
     "ConfigError",
+    "ConsumerConfig",
+    "ExportSettings",
+    "JudgeSettings",
     "KafkaSettings",
     "RedisSettings",
-    "ExportSettings",
-    "AssemblySettings",
     "SamplingSettings",
     "ScoringSettings",
-    "JudgeSettings",
-    "ConsumerConfig",
-    "load_config",
     "env_var",
     "example_path",
+    "load_config",
 ]
 
 _log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ def _coerce(section: str, key: str, raw: object, where: str) -> object:
                 raise ValueError
             return float(raw)  # type: ignore[arg-type]
         if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-            raise ValueError
+            raise ValueError  # noqa: TRY004 - reported below as a ConfigError naming the key
         return str(raw)
     except (TypeError, ValueError):
         kind = "integer" if "int" in hint else "number" if "float" in hint else \

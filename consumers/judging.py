@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
+
 from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 
-__all__ = ["judge_cache_key", "JudgeOutcome", "ParkTrace", "GroundednessScorer"]
+__all__ = ["GroundednessScorer", "JudgeOutcome", "ParkTrace", "judge_cache_key"]
 
 _log = logging.getLogger(__name__)
 # Tokens of the judge's fixed instructions and tool schema, added to the content estimate.

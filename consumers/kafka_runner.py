@@ -34,9 +34,9 @@ from ragtrace.consumers.pipeline import Pipeline
 from ragtrace.consumers.workers import ScoringWorkers
 
 __all__ = [
-    "DLQ_HEADER_TOPIC",
-    "DLQ_HEADER_PARTITION",
     "DLQ_HEADER_OFFSET",
+    "DLQ_HEADER_PARTITION",
+    "DLQ_HEADER_TOPIC",
     "UNEXPECTED_DECODE_ERROR",
     "KafkaRunner",
 ]
@@ -88,14 +88,19 @@ class KafkaRunner:
     # --- rebalance listener (kafka-python calls these inside poll) --------------------------
     def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
         revoked = list(revoked)
+        _log.info("revoked partitions: %s",
+                  ", ".join(f"{tp.topic}[{tp.partition}]" for tp in revoked) or "none")
         self.commit(only=revoked)
         for tp in revoked:
             self._committable.pop(tp, None)
             self._committed.pop(tp, None)
 
     def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
+        assigned = list(assigned)
+        _log.info("assigned partitions: %s",
+                  ", ".join(f"{tp.topic}[{tp.partition}]" for tp in assigned) or "none")
         if self._paused:
-            self._consumer.pause(*list(assigned))
+            self._consumer.pause(*assigned)
 
     # --- main loop -----------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -144,7 +149,7 @@ class KafkaRunner:
                     self._dead_letter(msg, UNEXPECTED_DECODE_ERROR, repr(exc))
         try:
             self._pipeline.ingest(batch, self._clock())
-        except Exception:
+        except Exception:  # noqa: BLE001 - a store outage must not kill the loop
             # Not durable: re-read these messages (nothing of them is committed).
             _log.exception("storing %d spans failed; re-reading from the first message",
                            len(batch))

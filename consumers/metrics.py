@@ -13,19 +13,19 @@ import threading
 from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
-
-from ragtrace import semconv
 from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
 from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
+from ragtrace import semconv
+
 __all__ = [
+    "DLQ_REASONS",
+    "JUDGE_OUTCOMES",
+    "PARK_REASONS",
     "SCORE_BUCKETS",
     "SECONDS_BUCKETS",
     "SKIP_REASONS",
-    "JUDGE_OUTCOMES",
     "TOKEN_TYPES",
-    "DLQ_REASONS",
-    "PARK_REASONS",
     "ConsumerMetrics",
 ]
 

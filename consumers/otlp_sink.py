@@ -29,8 +29,6 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-
-from ragtrace import semconv
 from ragtrace.consumers.score import TraceScores
 from ragtrace.consumers.writeback import (
     WriteBackError,
@@ -40,7 +38,9 @@ from ragtrace.consumers.writeback import (
     suppressed,
 )
 
-__all__ = ["make_resource", "OtlpScoreSink", "make_meter_provider"]
+from ragtrace import semconv
+
+__all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 
 _NEXT_SPAN_ID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "ragtrace_next_span_id", default=None)

@@ -48,11 +48,12 @@ from ragtrace.consumers.score import (
     score_retrieval,
 )
 from ragtrace.consumers.writeback import ScoreSink, WriteBackError, suppressed
+
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
 
-__all__ = ["PipelineSettings", "Outcome", "Sampler", "Pipeline"]
+__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Sampler"]
 
 _log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class PipelineSettings:
     @classmethod
     def from_config(cls, cfg: object) -> PipelineSettings:
         """From a :class:`~ragtrace.consumers.config.ConsumerConfig`."""
-        a, s, j = getattr(cfg, "assembly"), getattr(cfg, "scoring"), getattr(cfg, "judge")
+        a, s, j = cfg.assembly, cfg.scoring, cfg.judge
         return cls(quiet_s=a.quiet_s, lease_s=a.lease_s, claim_batch=a.claim_batch, k=s.k,
                    recall_definition=RecallDefinition(s.recall_definition),
                    thresholds=Thresholds(recall=s.recall_threshold,

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ragtrace.consumers.model import RagTrace
+
 from ragtrace.evaluation.attribution import Cell, Thresholds, attribute
 from ragtrace.evaluation.judges import GroundednessResult
 from ragtrace.evaluation.retrieval import (
@@ -22,12 +23,12 @@ from ragtrace.evaluation.retrieval import (
 )
 
 __all__ = [
-    "FAMILY_RECALL",
     "FAMILY_GROUNDEDNESS",
+    "FAMILY_RECALL",
     "RetrievalScores",
     "TraceScores",
-    "score_retrieval",
     "combine",
+    "score_retrieval",
 ]
 
 FAMILY_RECALL = "recall"
@@ -99,8 +100,8 @@ def score_retrieval(trace: RagTrace, question: object, matched_by: str, labels_v
     Context relevancy is the share of the chunks supplied to generation that are gold; it is
     left out when the trace says nothing about what was supplied.
     """
-    gold = frozenset(getattr(question, "gold"))
-    qid = str(getattr(question, "qid"))
+    gold = frozenset(question.gold)
+    qid = str(question.qid)
     retrieved = [c.id for c in trace.retrieved]
     scores = score_question(retrieved, gold, k)
     supplied = [c.id for c in trace.context]

@@ -16,13 +16,13 @@ from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
-
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.kafka_runner import KafkaRunner
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.workers import ScoringWorkers
+
 from ragtrace.evaluation.judges import Judge
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
@@ -65,7 +65,7 @@ class ConsumerService:
         try:
             self.redis_client.close()
         except Exception:  # noqa: BLE001 - closing is best effort
-            pass
+            _log.debug("closing the Redis client failed", exc_info=True)
 
 
 class _Rebalance:
@@ -88,7 +88,6 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                   metric_readers: Sequence[MetricReader] = ()) -> ConsumerService:
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
     from kafka import KafkaConsumer, KafkaProducer
-
     from ragtrace.consumers import redis_stores as rs
     from ragtrace.consumers.sample import Sampler, SamplerConfig
 

@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
-__all__ = ["TraceProcessor", "ScoringWorkers"]
+__all__ = ["ScoringWorkers", "TraceProcessor"]
 
 _log = logging.getLogger(__name__)
 

@@ -19,19 +19,19 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
-
-from ragtrace import semconv
 from ragtrace.consumers.score import TraceScores
 
+from ragtrace import semconv
+
 __all__ = [
+    "FAIL",
+    "PASS",
+    "EvaluationEvent",
     "ScoreSink",
     "WriteBackError",
-    "evaluation_span_id",
     "evaluation_attributes",
     "evaluation_events",
-    "EvaluationEvent",
-    "PASS",
-    "FAIL",
+    "evaluation_span_id",
     "suppressed",
 ]
 

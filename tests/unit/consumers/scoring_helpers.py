@@ -14,8 +14,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from ragtrace import semconv
 from ragtrace.consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -28,6 +26,8 @@ from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_sink import OtlpScoreSink
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.sample import Sampler, SamplerConfig
+
+from ragtrace import semconv
 from ragtrace.evaluation.judges import (
     ClaimVerdict,
     GroundednessResult,

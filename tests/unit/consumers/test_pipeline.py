@@ -6,6 +6,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.pipeline import Outcome, PipelineSettings
+from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace.consumers.writeback import evaluation_span_id
 from scoring_helpers import (
     MODEL,
     T0,
@@ -19,12 +25,6 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.pipeline import Outcome, PipelineSettings
-from ragtrace.consumers.sample import Sampler, SamplerConfig
-from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace.consumers.workers import ScoringWorkers
-from ragtrace.consumers.writeback import evaluation_span_id
 from ragtrace.evaluation.judges import JudgeUnavailable
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))

@@ -11,8 +11,6 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
-
 from ragtrace.consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace.consumers.kafka_runner import (
     DLQ_HEADER_OFFSET,
@@ -22,6 +20,7 @@ from ragtrace.consumers.kafka_runner import (
 )
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.workers import ScoringWorkers
+from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")
@@ -135,7 +134,7 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
     r.clock.now += 1.0
     runner.step()  # nothing new: no empty commit
     assert len(consumer.commits) == 2
-    assert runner._lag == 6  # (10 - 7) on each of two partitions  # noqa: SLF001
+    assert runner._lag == 6  # (10 - 7) on each of two partitions
     runner.close()
     assert consumer.closed
     assert workers.completed == 2 and len(r.spans()) == 2
@@ -178,12 +177,12 @@ def test_failed_ingest_commits_nothing_and_rereads() -> None:
     runner, _ = _runner(r, consumer, FakeProducer())
     import ragtrace.consumers.kafka_runner as kr
 
-    kr_sleep = kr._RETRY_INGEST_S  # noqa: SLF001
-    kr._RETRY_INGEST_S = 0.0  # noqa: SLF001
+    kr_sleep = kr._RETRY_INGEST_S
+    kr._RETRY_INGEST_S = 0.0
     try:
         runner.step()
     finally:
-        kr._RETRY_INGEST_S = kr_sleep  # noqa: SLF001
+        kr._RETRY_INGEST_S = kr_sleep
     assert consumer.seeks == [(p0, 4)]
     assert consumer.commits == []
     runner.close()
@@ -223,7 +222,7 @@ def test_stop_drains_in_flight_scoring_then_commits_and_leaves() -> None:
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(70)))]}])
     runner, workers = _runner(r, consumer, FakeProducer())
     r.clock.now = T0  # no commit interval elapsed after the first step
-    runner._last_commit = T0  # noqa: SLF001
+    runner._last_commit = T0
     runner.step()
     assert workers.in_flight == 1 and consumer.commits == []
     stop = threading.Event()
@@ -240,7 +239,7 @@ def test_revoked_partitions_are_committed_first() -> None:
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(80)))],
                               p1: [Msg("spans", 1, 3, None, encode(rag_spans(81)))]}])
     runner, _ = _runner(r, consumer, FakeProducer())
-    runner._last_commit = r.clock.now  # noqa: SLF001
+    runner._last_commit = r.clock.now
     runner.step()
     runner.on_partitions_revoked([p1])
     assert consumer.commits == [{p1: 4}]

@@ -12,9 +12,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scoring_helpers import MODEL, PROMPT, FailingExporter, grounded, rag_spans, root_span_id, tid
-
-from ragtrace import semconv
 from ragtrace.consumers.otlp_sink import OtlpScoreSink
 from ragtrace.consumers.recognise import to_rag_trace
 from ragtrace.consumers.score import combine, score_retrieval
@@ -24,6 +21,9 @@ from ragtrace.consumers.writeback import (
     evaluation_events,
     evaluation_span_id,
 )
+from scoring_helpers import MODEL, PROMPT, FailingExporter, grounded, rag_spans, root_span_id, tid
+
+from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
@@ -32,7 +32,8 @@ from ragtrace.evaluation.retrieval import RecallDefinition
 END_NS = 1_700_000_000_000_000_000
 
 
-def _scores(gold: set[str] | None = {"c-1", "c-9"}, result: GroundednessResult | None = None,
+def _scores(gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
+            result: GroundednessResult | None = None,
             cost: float = 0.002):  # type: ignore[no-untyped-def]
     trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
     assert trace is not None
