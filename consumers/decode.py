@@ -175,7 +175,7 @@ def _attribute(value: common_pb2.AnyValue) -> AttributeValue | None:
         present = [i for i in items if i is not None]
         types = {type(i) for i in present}
         if len(types) <= 1:
-            return tuple(present)  # type: ignore[return-value]
+            return tuple(present)
         return tuple(str(i) for i in present)
     return _scalar(value)
 

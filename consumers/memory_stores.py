@@ -220,7 +220,7 @@ class MemoryLabelStore:
         stats = index.stats(loaded_at=self._clock(), source=source)
         with self._lock:
             self._index, self._stats = index, stats
-        return index.version
+        return str(index.version)
 
     def by_id(self, qid: str) -> LabelledQuestion | None:
         index = self._index
@@ -230,12 +230,13 @@ class MemoryLabelStore:
         index = self._index
         if index is None or digest not in index.by_sha256:
             return None
-        return index.by_id[index.by_sha256[digest]]
+        found: LabelledQuestion = index.by_id[index.by_sha256[digest]]
+        return found
 
     def version(self) -> str:
         """The loaded set's version, ``""`` when none is loaded."""
         index = self._index
-        return index.version if index is not None else ""
+        return str(index.version) if index is not None else ""
 
     def questions(self) -> list[LabelledQuestion]:
         """Every labelled question, by qid."""

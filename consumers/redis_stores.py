@@ -43,18 +43,18 @@ from ragtrace.consumers.model import SpanRecord
 from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
-    "ENV_REDIS_URL",
-    "ENV_REDIS_PREFIX",
-    "DEFAULT_REDIS_URL",
     "DEFAULT_PREFIX",
-    "connect",
-    "encode_span",
-    "decode_span",
-    "RedisTraceStore",
-    "RedisLabelStore",
-    "RedisJudgeResultCache",
+    "DEFAULT_REDIS_URL",
+    "ENV_REDIS_PREFIX",
+    "ENV_REDIS_URL",
     "RedisIdempotencyStore",
     "RedisJudgeBudget",
+    "RedisJudgeResultCache",
+    "RedisLabelStore",
+    "RedisTraceStore",
+    "connect",
+    "decode_span",
+    "encode_span",
 ]
 
 ENV_REDIS_URL = "RAGTRACE_REDIS_URL"
@@ -74,6 +74,11 @@ def _check_prefix(prefix: str) -> str:
     if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
         raise ValueError(f"key prefix must be a non-empty string without spaces, got {prefix!r}")
     return prefix
+
+
+def _text(raw: object) -> str:
+    """A Redis reply (bytes with this client) as str."""
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def _ms(seconds: float) -> int:
@@ -226,7 +231,7 @@ class RedisTraceStore:
         return f"{self._p}:trace:{trace_id}:spans"
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
-        args: list[object] = [self._p, self._ttl_ms]
+        args: list[str | int] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
             due = due_at.get(trace_id)
             args += [trace_id, "" if due is None else repr(float(due)),
@@ -242,7 +247,7 @@ class RedisTraceStore:
             raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
         out = self._claim(keys=[], args=[self._p, repr(float(now)), int(limit),
                                          repr(float(now + lease_s))])
-        return [t.decode() if isinstance(t, bytes) else str(t) for t in out]
+        return [_text(t) for t in out]
 
     def load(self, trace_id: str) -> list[SpanRecord]:
         return [decode_span(raw) for raw in self._r.lrange(self._spans_key(trace_id), 0, -1)]
@@ -270,7 +275,7 @@ class RedisTraceStore:
         return int(raw) if raw is not None else 0
 
     def dead(self, limit: int = 100) -> list[DeadTrace]:
-        ids = [t.decode() for t in self._r.zrange(f"{self._p}:dead", 0, max(limit, 1) - 1)]
+        ids = [_text(t) for t in self._r.zrange(f"{self._p}:dead", 0, max(limit, 1) - 1)]
         if not ids or limit < 1:
             return []
         infos = self._r.hmget(f"{self._p}:dead:info", ids)
@@ -291,7 +296,7 @@ class RedisTraceStore:
 
     def stats(self) -> dict[str, int]:
         raw = self._r.hgetall(f"{self._p}:stats")
-        got = {k.decode(): int(v) for k, v in raw.items()}
+        got = {_text(k): int(v) for k, v in raw.items()}
         return {name: got.get(name, 0) for name in STORE_STATS}
 
 
@@ -372,7 +377,7 @@ class RedisLabelStore:
         pipe.hset(f"{base}:meta", mapping=meta)
         self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
         pipe.execute()
-        return index.version
+        return str(index.version)
 
     def by_id(self, qid: str) -> LabelledQuestion | None:
         raw = self._get(keys=[], args=[self._p, "id", qid])
@@ -384,7 +389,7 @@ class RedisLabelStore:
 
     def version(self) -> str:
         raw = self._r.get(f"{self._p}:labels:current")
-        return raw.decode() if raw else ""
+        return _text(raw) if raw else ""
 
     def _snapshot(self) -> tuple[str | None, list[LabelledQuestion], dict[str, Any]]:
         version, values, meta = self._all(keys=[], args=[self._p])
@@ -425,7 +430,7 @@ class RedisJudgeResultCache:
 
     def get(self, key: str) -> bytes | None:
         raw = self._r.get(f"{self._p}:judge:{key}")
-        return bytes(raw) if raw is not None else None
+        return raw if isinstance(raw, bytes) or raw is None else _text(raw).encode()
 
     def put(self, key: str, value: bytes) -> None:
         self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)

@@ -88,13 +88,16 @@ class SamplingRule:
 
 
 def _field(trace: RagTrace, key: str) -> str | None:
+    value: str | None
     if key == "service":
-        return trace.service
-    if key == "pipeline":
-        return trace.pipeline
-    if key == "model":
-        return trace.model
-    return trace.attributes.get(key)
+        value = trace.service
+    elif key == "pipeline":
+        value = trace.pipeline
+    elif key == "model":
+        value = trace.model
+    else:
+        value = trace.attributes.get(key)
+    return value
 
 
 @dataclass(frozen=True)

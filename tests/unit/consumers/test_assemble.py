@@ -18,7 +18,7 @@ from ragtrace.consumers.assemble import (
     select_spans,
 )
 from ragtrace.consumers.memory_stores import MemoryTraceStore
-from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, memory side
+from tests.e2e.test_stores import *  # the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 
 OTHER = "1" * 32

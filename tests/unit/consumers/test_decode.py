@@ -29,20 +29,23 @@ S_HEX = "eee19b7ec3c1b174"
 P_HEX = "eee19b7ec3c1b173"
 
 
+RETRIEVE_ATTRIBUTES = {
+    "openinference.span.kind": "RETRIEVER",
+    "input.value": "How long are audit logs kept?",
+    "retrieval.documents.0.document.id": "c1",
+    "retrieval.documents.0.document.score": 0.5,
+    "ragtrace.retrieval.documents.count": 1,
+    "ragtrace.content.captured": True,
+    "ragtrace.truncated": ("a", "b"),
+}
+
+
 def _two_spans() -> list:
     def build(tracer_for):  # type: ignore[no-untyped-def]
         tracer = tracer_for("ragtrace")
-        with tracer.start_as_current_span("rag.pipeline", attributes={"tenant": "acme"}):
-            with tracer.start_as_current_span("retrieve", attributes={
-                "openinference.span.kind": "RETRIEVER",
-                "input.value": "How long are audit logs kept?",
-                "retrieval.documents.0.document.id": "c1",
-                "retrieval.documents.0.document.score": 0.5,
-                "ragtrace.retrieval.documents.count": 1,
-                "ragtrace.content.captured": True,
-                "ragtrace.truncated": ("a", "b"),
-            }) as span:
-                span.set_status(Status(StatusCode.ERROR, "boom"))
+        with tracer.start_as_current_span("rag.pipeline", attributes={"tenant": "acme"}), \
+                tracer.start_as_current_span("retrieve", attributes=RETRIEVE_ATTRIBUTES) as span:
+            span.set_status(Status(StatusCode.ERROR, "boom"))
     return sdk_spans(build)
 
 
@@ -66,15 +69,7 @@ def test_sdk_spans_round_trip_through_the_proto_encoder() -> None:
         span_id=format(sdk_child.context.span_id, "016x"),
         parent_span_id=root.span_id, name="retrieve", scope="ragtrace", service="support-bot",
         start_ns=sdk_child.start_time, end_ns=sdk_child.end_time,
-        attributes={
-            "openinference.span.kind": "RETRIEVER",
-            "input.value": "How long are audit logs kept?",
-            "retrieval.documents.0.document.id": "c1",
-            "retrieval.documents.0.document.score": 0.5,
-            "ragtrace.retrieval.documents.count": 1,
-            "ragtrace.content.captured": True,
-            "ragtrace.truncated": ("a", "b"),
-        },
+        attributes=RETRIEVE_ATTRIBUTES,
         status_error=True,
     )
 
