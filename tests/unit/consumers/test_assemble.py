@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from ingestion_spans import GEN, RET, ROOT, TRACE, record
 
 from ragtrace import semconv
@@ -104,3 +106,27 @@ def test_memory_store_claims_each_trace_once_across_threads() -> None:
     for t in threads:
         t.join()
     assert sorted(claimed) == ids
+
+
+@given(order=st.permutations([0, 1, 2]), gaps=st.lists(st.floats(0.0, 30.0), min_size=3,
+                                                       max_size=3))
+def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
+        order: list[int], gaps: list[float]) -> None:
+    batches = [
+        [record(RET, parent=ROOT, attributes=RETRIEVER)],
+        [record(GEN, parent=ROOT, attributes=LLM)],
+        [record(ROOT, scope="fastapi")],
+    ]
+    store = MemoryTraceStore(clock=lambda: 0.0)
+    now, expected, stored = 100.0, float("inf"), set()
+    for index, gap in zip(order, gaps):
+        now += gap
+        due = completion_due(batches[index], now, 5.0, idle_s=40.0)
+        store.append(batches[index], due)
+        if index == 2 and not stored:
+            continue  # a non-RAG root alone cannot create the trace
+        expected = min(expected, due[TRACE])
+        stored |= {s.span_id for s in batches[index]}
+    assert store.claim_due(expected - 0.001, 10, 60.0) == []
+    assert store.claim_due(expected, 10, 60.0) == [TRACE]
+    assert {s.span_id for s in store.load(TRACE)} == stored
