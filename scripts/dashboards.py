@@ -22,15 +22,22 @@ import sys
 from pathlib import Path
 
 import yaml
-from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import barchart, common, prometheus, table, tempo, timeseries
+from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_model
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import prometheus as prom_model
 
-__all__ = ["CHART_DIR", "DASHBOARD_DIR", "metric_names", "QUALITY", "OPERATIONS", "build_all",
-           "main"]
+__all__ = [
+    "CHART_DIR",
+    "DASHBOARD_DIR",
+    "OPERATIONS",
+    "QUALITY",
+    "build_all",
+    "main",
+    "metric_names",
+]
 
 CHART_DIR = Path(__file__).resolve().parents[1] / "helm" / "ragtrace"
 DASHBOARD_DIR = CHART_DIR / "dashboards"

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # `scripts` is imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from scripts.services import paths  # noqa: E402
+from scripts.services import paths
 
 CHART = ROOT / "helm" / "ragtrace"
 SCENARIOS = sorted(p.stem.removesuffix("-values") for p in (CHART / "ci").glob("*-values.yaml"))

@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CHART, ROOT, Rendered, containers, env_of, values_file
-
 from ragtrace.consumers import config as consumer_config
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 INLINE_SECRETS = ("sk-ant-test-inline-key", "inline-redis-password")
-_SECRETISH = re.compile(r"PASSWORD|API_KEY|TOKEN|HEADER|SECRET", re.I)
+_SECRETISH = re.compile(r"PASSWORD|API_KEY|TOKEN|HEADER|SECRET", re.IGNORECASE)
 
 
 def _consumer(r: Rendered) -> dict[str, Any]:
@@ -196,7 +195,6 @@ def test_consumer_env_names_follow_the_config_module() -> None:
     pending = {consumer_config.env_var(s, k) for s, k in PENDING_CONSUMER_KEYS}
     assert not pending & known, "a pending key now exists: drop it from PENDING_CONSUMER_KEYS"
     assert consumer_config.ENV_CONFIG_FILE == "RAGTRACE_CONSUMER_CONFIG"
-    return None
 
 
 @pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "default", "labels-job"])
