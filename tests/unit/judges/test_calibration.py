@@ -74,7 +74,7 @@ def _seed_scenario() -> tuple[list[HumanLabel], list[Reply]]:
     replies: list[Reply] = []
     for g in range(10):
         doc = " ".join(f"Fact {g}-{i} is stated here." for i in range(5))
-        verdicts = []
+        verdicts: list[tuple[str, bool, str | None]] = []
         for i in range(5):
             n = g * 5 + i
             labels.append(HumanLabel(f"claim-{n:02d}", f"Claim {n}.", (doc,), n < 30))

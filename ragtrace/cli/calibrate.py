@@ -1,0 +1,127 @@
+"""``ragtrace calibrate``: agreement between the judge and human per-claim labels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, warn
+from ragtrace.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    error,
+    fmt_num,
+    format_table,
+)
+
+if TYPE_CHECKING:
+    from ragtrace.evaluation.calibration import CalibrationReport
+
+__all__ = ["format_report", "register", "run"]
+
+EXIT_JUDGE_UNAVAILABLE = 3
+
+_DESCRIPTION = """\
+Compare the judge's per-claim verdicts with a person's, on the same claims: agreement, Cohen's
+kappa, the confusion matrix and every claim they disagree on. Run it before publishing
+groundedness scores and again whenever the judge model or prompt changes; the judge's name,
+model and prompt hash are stored (--calibration-file) and `ragtrace groundedness` warns when the
+judge in use differs from the one last calibrated.
+
+Labels file (JSON Lines), one claim per line:
+  {"id": "a1-c1", "claim": "Audit logs are kept for 90 days.",
+   "context": ["passage the answer was given", ...], "human_entailed": true,
+   "answer": "optional: the answer the claim was taken from"}
+The claims are sent to the judge already split, so its verdicts compare one to one; consecutive
+lines with the same context are judged in one call.
+
+Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unreachable.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "calibrate", help="measure the judge's agreement with human claim labels",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", required=True, metavar="HUMAN.jsonl",
+                        help="human per-claim labels (format above)")
+    add_judge_arguments(parser)
+    parser.add_argument("--loose", action="store_true",
+                        help="compare the judge's bare verdicts, without requiring a verified "
+                             "evidence quote (to see what the quote check changes)")
+    parser.add_argument("--no-save", action="store_true",
+                        help="do not record this run as the last calibration")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+def format_report(report: CalibrationReport) -> str:
+    c = report.confusion
+    rule = ("bare judge verdicts (--loose)" if not report.require_verified_evidence
+            else "a claim counts as entailed only with a verified evidence quote")
+    lines = [
+        judge_line(report.judge),
+        f"claims: {len(report.items)} compared, {report.errors} left out on judge errors  ({rule})",
+        (f"agreement: {fmt_num(report.agreement * 100, 1)}%   "
+        f"Cohen's kappa: {fmt_num(report.kappa, 3)}"),
+        "",
+        format_table(["", "human: entailed", "human: not entailed"], [
+            ["judge: entailed", c.both_entailed, c.judge_only],
+            ["judge: not entailed", c.human_only, c.neither],
+        ]),
+    ]
+    if report.disagreements:
+        lines += ["", f"disagreements ({len(report.disagreements)}):"]
+        for item in report.disagreements:
+            human = "entailed" if item.human_entailed else "not entailed"
+            judged = "entailed" if item.judge_entailed else "not entailed"
+            lines.append(f"  {item.id}: human {human}, judge {judged}: {item.claim}")
+            if item.evidence:
+                found = "found in context" if item.evidence_verified else "NOT found in context"
+                lines.append(f"      evidence: {json.dumps(item.evidence, ensure_ascii=False)} "
+                             f"({found})")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragtrace.evaluation.calibration import (
+        calibrate,
+        calibration_warning,
+        default_stamp_path,
+        load_human_labels,
+        save_stamp,
+    )
+    from ragtrace.evaluation.judges import JudgeUnavailable
+    from ragtrace.evaluation.labels import InputFileError
+
+    try:
+        labels = load_human_labels(args.labels)
+        judge = build_judge(args)
+    except (InputFileError, ValueError) as exc:
+        error("calibrate", str(exc))
+        return EXIT_BAD_INPUT
+    try:
+        report = calibrate(labels, judge, require_verified_evidence=not args.loose)
+    except JudgeUnavailable as exc:
+        after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
+        error("calibrate", f"{exc}{after}")
+        return EXIT_JUDGE_UNAVAILABLE
+    if not report.items:
+        error("calibrate", f"the judge returned an error for all {report.errors} claims")
+        return EXIT_FAILURE
+    previous = calibration_warning(report.judge, args.calibration_file)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(report))
+    if not args.no_save and not args.loose:
+        if previous is not None:
+            warn("calibrate", previous.replace("run `ragtrace calibrate` again",
+                                               "this run replaces that calibration"))
+        save_stamp(report, args.calibration_file)
+        where = args.calibration_file or default_stamp_path()
+        print(f"calibration stamp saved to {where}", file=sys.stderr)
+    return EXIT_OK
