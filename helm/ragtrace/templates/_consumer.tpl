@@ -35,14 +35,13 @@ from .Values.consumer.config; connection keys from the chart's top-level values,
 {{- end }}
 
 {{/*
-Redis URL with credentials, for the RAGTRACE_REDIS_URL environment variable. The password is
-never written out: Kubernetes substitutes $(REDIS_PASSWORD) from the Secret-backed
-variable declared before it. Empty when the plain url (in the config file) is enough.
+Redis URL for the RAGTRACE_REDIS_URL environment variable (read by `ragtrace consume`, over its
+config file, and by `ragtrace labels load`). The password is never written out: Kubernetes
+substitutes $(REDIS_PASSWORD) from the Secret-backed variable declared before it.
 */}}
 {{- define "ragtrace.consumer.redisUrl" -}}
 {{- $url := .Values.redis.url }}
-{{- $hasPassword := or .Values.redis.password.existingSecret .Values.redis.password.value }}
-{{- if $hasPassword }}
+{{- if or .Values.redis.password.existingSecret .Values.redis.password.value }}
 {{- $scheme := regexFind "^[a-z]+://" $url }}
 {{- $url = printf "%s%s:$(REDIS_PASSWORD)@%s" $scheme .Values.redis.username (trimPrefix $scheme $url) }}
 {{- end }}
@@ -50,9 +49,7 @@ variable declared before it. Empty when the plain url (in the config file) is en
 {{- $sep := ternary "&" "?" (contains "?" $url) }}
 {{- $url = printf "%s%sssl_ca_certs=%s/%s" $url $sep (include "ragtrace.redisTlsDir" .) .Values.redis.tls.caKey }}
 {{- end }}
-{{- if or $hasPassword .Values.redis.tls.existingSecret }}
 {{- $url }}
-{{- end }}
 {{- end }}
 
 {{/* Environment of every container running ragtrace (the consumers and the labels Job). */}}
@@ -67,11 +64,11 @@ variable declared before it. Empty when the plain url (in the config file) is en
       key: {{ .Values.redis.urlSecret.existingSecretKey }}
 {{- else }}
 {{- include "ragtrace.credentialEnv" (dict "root" . "env" "REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password") }}
-{{- with include "ragtrace.consumer.redisUrl" . }}
 - name: RAGTRACE_REDIS_URL
-  value: {{ . | quote }}
+  value: {{ include "ragtrace.consumer.redisUrl" . | quote }}
 {{- end }}
-{{- end }}
+- name: RAGTRACE_REDIS_KEY_PREFIX
+  value: {{ .Values.consumer.config.redis.key_prefix | default "ragtrace" | quote }}
 {{- if .Values.kafka.tls.enabled }}
 - name: RAGTRACE_KAFKA_SECURITY_PROTOCOL
   value: {{ ternary "SASL_SSL" "SSL" .Values.kafka.sasl.enabled }}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CHART, ROOT, Rendered, containers, env_of, values_file
+from ragtrace.cli.labels import resolve_redis
 from ragtrace.consumers import config as consumer_config
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -87,7 +90,8 @@ def test_default_needs_no_secret_and_sets_no_credential(rendered: Callable[[str]
     assert r.of_kind("Secret") == []
     env = env_of(containers(_consumer(r))[0])
     assert not [n for n in env if _SECRETISH.search(n)]
-    assert "RAGTRACE_REDIS_URL" not in env  # the plain URL in the config file is enough
+    assert env["RAGTRACE_REDIS_URL"] == {"name": "RAGTRACE_REDIS_URL",
+                                         "value": VALUES["redis"]["url"]}
 
 
 # --- checksums -----------------------------------------------------------------------------
@@ -213,10 +217,58 @@ def test_every_ragtrace_env_var_is_a_config_key(rendered: Callable[[str], Render
 
 def test_consumer_runs_consume_with_the_mounted_file(rendered: Callable[[str], Rendered]) -> None:
     c = containers(_consumer(rendered("default")))[0]
-    assert c["args"] == ["consume", "--config", "/etc/ragtrace/ragtrace-consumer.yaml"]
+    assert c["args"] == ["consume", "--config", "/etc/ragtrace/ragtrace-consumer.yaml",
+                         "--log-level", "INFO"]
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts["config"] == "/etc/ragtrace"
     assert env_of(c)["RAGTRACE_CONSUMER_CONFIG"]["value"] == "/etc/ragtrace/ragtrace-consumer.yaml"
+
+
+def _pod_env(container: dict[str, Any], secrets: dict[tuple[str, str], str]) -> dict[str, str]:
+    """The container's environment as Kubernetes would build it: Secret references resolved
+    from ``secrets`` and $(VAR) replaced by variables declared earlier."""
+    out: dict[str, str] = {}
+    for var in container.get("env", []):
+        if "valueFrom" in var:
+            ref = var["valueFrom"]["secretKeyRef"]
+            out[var["name"]] = secrets[(ref["name"], ref["key"])]
+        else:
+            out[var["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                                      lambda m: out.get(m.group(1), m.group(0)), var["value"])
+    return out
+
+
+def test_consume_sees_the_charts_settings(rendered: Callable[[str], Rendered],
+                                           tmp_path: Path) -> None:
+    """`ragtrace consume --print-config` with the rendered file and environment."""
+    r = rendered("tls-sasl-existingsecret")
+    c = containers(_consumer(r))[0]
+    secrets = {("redis-credentials", "redis-password"): "pw", ("kafka-ragtrace-user", "password"):
+               "kpw", ("anthropic", "api-key"): "sk-x"}
+    env = _pod_env(c, secrets)
+    conf = tmp_path / "ragtrace-consumer.yaml"
+    conf.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    env["RAGTRACE_CONSUMER_CONFIG"] = str(conf)
+    cli = "import sys; from ragtrace.cli import main; sys.exit(main())"
+    proc = subprocess.run([sys.executable, "-c", cli, "consume", "--config", str(conf),
+                           "--print-config"], env={**env, "PATH": "/usr/bin:/bin"}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    effective = yaml.safe_load(proc.stdout)
+    assert effective["redis"] == {
+        "url": "rediss://ragtrace:pw@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
+        "key_prefix": "ragtrace"}
+    assert effective["kafka"]["bootstrap_servers"] == "kafka-0.kafka:9093,kafka-1.kafka:9093"
+    assert effective["judge"]["name"] == "anthropic"
+    assert effective["export"]["otlp_endpoint"] == "http://rt-ragtrace-collector:4328"
+    assert "ignoring" not in proc.stderr  # no environment value was rejected
+
+
+def test_labels_job_reaches_the_consumers_redis(rendered: Callable[[str], Rendered]) -> None:
+    r = rendered("labels-job")
+    job_env = _pod_env(containers(r.get("Job", "-labels-load"))[0],
+                       {("rt-ragtrace-credentials", "redis-password"): "pw"})
+    assert resolve_redis(None, None, job_env) == ("redis://:pw@redis-master:6379/0", "ragtrace")
 
 
 # --- collector -----------------------------------------------------------------------------
