@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 _APP = r"""
 import json, sys
@@ -56,3 +57,12 @@ def run_app(endpoint: str, questions: Sequence[str] = QUESTIONS) -> list[dict[st
                           check=False)
     assert done.returncode == 0, done.stderr
     return list(json.loads(done.stdout))
+
+
+
+
+_SCRIPT = Path(sys.executable).with_name("ragtrace")
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [
+    sys.executable, "-c", "import sys; from ragtrace.cli import main; sys.exit(main())"]
+"""How the tests run the ``ragtrace`` command: the installed console script, as ``make demo``
+does (the same entry point called in-line when the script is not beside the interpreter)."""
