@@ -177,7 +177,7 @@ class OtlpScoreSink:
         recall_t, ground_t = self._thresholds
         for name, attrs in evaluation_events(scores, recall_threshold=recall_t,
                                              groundedness_threshold=ground_t):
-            span.add_event(name, attributes=attrs, timestamp=at)  # type: ignore[arg-type]
+            span.add_event(name, attributes=attrs, timestamp=at)
         span.end(end_time=at)
         if not pending.done.wait(self._timeout_s) or not pending.ok:
             raise WriteBackError(f"evaluation span of trace {trace.trace_id} not delivered")

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragtrace.consumers.assemble import completion_due, select_spans
 from ragtrace.consumers.judging import GroundednessScorer, JudgeOutcome, ParkTrace
@@ -52,6 +52,9 @@ from ragtrace.consumers.writeback import ScoreSink, WriteBackError, suppressed
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
+
+if TYPE_CHECKING:
+    from ragtrace.consumers.config import ConsumerConfig
 
 __all__ = ["Outcome", "Pipeline", "PipelineSettings", "Sampler"]
 
@@ -83,7 +86,7 @@ class PipelineSettings:
             raise ValueError(f"invalid park settings: {self}")
 
     @classmethod
-    def from_config(cls, cfg: object) -> PipelineSettings:
+    def from_config(cls, cfg: ConsumerConfig) -> PipelineSettings:
         """From a :class:`~ragtrace.consumers.config.ConsumerConfig`."""
         a, s, j = cfg.assembly, cfg.scoring, cfg.judge
         return cls(quiet_s=a.quiet_s, lease_s=a.lease_s, claim_batch=a.claim_batch, k=s.k,
@@ -145,8 +148,8 @@ class Pipeline:
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> list[str]:
         now = self._clock() if now is None else now
-        return self.traces.claim_due(now, limit or self.settings.claim_batch,
-                                     self.settings.lease_s)
+        return list(self.traces.claim_due(now, limit or self.settings.claim_batch,
+                                          self.settings.lease_s))
 
     def process_due(self, now: float | None = None, limit: int | None = None) -> int:
         """Claim due traces and process each in this thread; returns how many were claimed."""

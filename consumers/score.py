@@ -15,6 +15,7 @@ from ragtrace.consumers.model import RagTrace
 
 from ragtrace.evaluation.attribution import Cell, Thresholds, attribute
 from ragtrace.evaluation.judges import GroundednessResult
+from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import (
     QuestionScores,
     RecallDefinition,
@@ -93,9 +94,10 @@ class TraceScores:
         return tuple(out)
 
 
-def score_retrieval(trace: RagTrace, question: object, matched_by: str, labels_version: str,
+def score_retrieval(trace: RagTrace, question: LabelledQuestion, matched_by: str,
+                    labels_version: str,
                     k: int, definition: RecallDefinition) -> RetrievalScores:
-    """Score the trace's ranked retrieval against ``question`` (a ``LabelledQuestion``).
+    """Score the trace's ranked retrieval against its labelled ``question``.
 
     Context relevancy is the share of the chunks supplied to generation that are gold; it is
     left out when the trace says nothing about what was supplied.

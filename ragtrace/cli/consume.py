@@ -52,7 +52,7 @@ def _dump(cfg: object) -> str:
 
     data = dataclasses.asdict(cfg)  # type: ignore[call-overload]
     source = data.pop("source")
-    return f"# source: {source}\n" + yaml.safe_dump(data, sort_keys=False)
+    return f"# source: {source}\n" + str(yaml.safe_dump(data, sort_keys=False))
 
 
 def run(args: argparse.Namespace) -> int:

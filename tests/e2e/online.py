@@ -3,7 +3,8 @@
 ``online_run`` (session): labels loaded with ``ragtrace labels load``, ``ragtrace consume`` running
 as a subprocess against the fake Anthropic API, the instrumented app (tests/e2e/online_app.py)
 sending its spans through the real collector into Kafka, one malformed Kafka message, and every
-evaluation span and metric arrived at the trace backend and in Prometheus. Other e2e tests (the
+evaluation span and metric arrived at the trace backend and in Prometheus; then the consumer is
+stopped with SIGTERM (the collector keeps exposing its last metric values). Other e2e tests (the
 dashboards' PromQL) use it for a Prometheus that holds real consumer metrics.
 
 Helpers start and stop consumer processes, run the app, and read Kafka, for the crash-recovery
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +54,7 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[2]
 DLQ_TOPIC = "otlp_spans.dlq"
+RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))  # the installed console script
 JUDGE_ALIAS = "claude-haiku-4-5"
 JUDGE_MODEL = "claude-haiku-4-5-20251001"  # what the fake API reports for the alias
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -136,11 +139,11 @@ def consumer_env(*, collector: CollectorEndpoints, redis_url: str, prefix: str, 
 
 
 def start_consumer(env: Mapping[str, str], log: Path) -> ConsumerProcess:
-    """``ragtrace consume`` (the installed console script's module) as a subprocess."""
+    """``ragtrace consume`` (the installed console script) as a subprocess."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ragtrace.cli", "consume", "--log-level", "INFO"],
+            [RAGTRACE, "consume", "--log-level", "INFO"],
             env=dict(env), cwd=ROOT, stdout=err, stderr=subprocess.STDOUT)
     return ConsumerProcess(proc, log, dict(env))
 
@@ -165,7 +168,7 @@ def load_labels(redis_url: str, prefix: str, path: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
     env.update({"PYTHONPATH": str(ROOT), "RAGTRACE_REDIS_URL": redis_url,
                 "RAGTRACE_REDIS_KEY_PREFIX": prefix})
-    out = subprocess.run([sys.executable, "-m", "ragtrace.cli", "labels", "load", str(path)],
+    out = subprocess.run([RAGTRACE, "labels", "load", str(path)],
                          cwd=ROOT, env=env, capture_output=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     return out.stdout.decode()
@@ -274,6 +277,12 @@ class OnlineRun:
     consumer: ConsumerProcess
     labels_output: str
     malformed_key: bytes
+    consumer_exit_code: int
+
+    @property
+    def instance(self) -> str:
+        """The consumer's Prometheus ``instance`` label (its ``service.instance.id``)."""
+        return f"{socket.gethostname()}-{self.consumer.proc.pid}"
 
     def trace_ids(self, key: str | None = None) -> set[str]:
         return {r["trace_id"] for r in self.requests if key is None or r["key"] == key}
@@ -326,11 +335,14 @@ def online_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str, kafka_b
             _wait_scored(trace_backend, requests)
             for promql in READY_QUERIES:
                 wait_for_series(prometheus_url, promql, timeout=60)
-            yield OnlineRun(prometheus_url, trace_backend, collector, redis_url,
-                            kafka_bootstrap, prefix, group, tuple(requests), judge, consumer,
-                            labels_output, malformed_key)
+            # Stop it (as a deployment would: SIGTERM) so no later test's spans reach it; the
+            # collector keeps exposing its last metric values to Prometheus.
+            exit_code = consumer.terminate()
         except BaseException:
             sys.stderr.write(f"--- consumer log ---\n{consumer.tail(80)}\n")
             raise
         finally:
-            consumer.terminate()
+            consumer.kill()
+    yield OnlineRun(prometheus_url, trace_backend, collector, redis_url, kafka_bootstrap, prefix,
+                    group, tuple(requests), judge, consumer, labels_output, malformed_key,
+                    exit_code)

@@ -92,9 +92,10 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
             semconv.EVAL_LABELS_VERSION: LABELS_VERSION,
             semconv.EVAL_GOLD_SIZE: {"audit": 2, "export": 1, "sso": 1}[key],
         })
+        # Share of the chunks supplied to the generator that are gold.
+        expected[semconv.EVAL_CONTEXT_RELEVANCY] = {"audit": 1 / 3, "export": 0.5,
+                                                    "sso": 0.0}[key]
         assert 0.0 <= float(attrs.pop(semconv.EVAL_NDCG)) <= 1.0  # type: ignore[arg-type]
-        if key != "sso":  # nothing relevant was supplied to the generator: no relevancy
-            attrs.pop(semconv.EVAL_CONTEXT_RELEVANCY)
     cost = attrs.pop(semconv.EVAL_JUDGE_COST_USD)
     assert isinstance(cost, float) and cost >= 0.0
     for k, v in expected.items():
@@ -111,6 +112,11 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
     g = events["groundedness"]
     assert g[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == groundedness
     assert g[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == ("pass" if groundedness >= 0.8 else "fail")
+
+
+def test_the_consumer_stopped_cleanly_on_sigterm(online_run: OnlineRun) -> None:
+    assert online_run.consumer_exit_code == 0, online_run.consumer.tail()
+    assert "draining" in online_run.consumer.text()
 
 
 def test_a_repeated_answer_is_judged_once(online_run: OnlineRun) -> None:
@@ -146,7 +152,8 @@ def _value(url: str, promql: str) -> float:
 
 def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
     url = online_run.prometheus_url
-    svc = f'service="{online_app.SERVICE}",pipeline="{online_app.PIPELINE}"'
+    inst = f'instance="{online_run.instance}"'
+    svc = f'{inst},service="{online_app.SERVICE}",pipeline="{online_app.PIPELINE}"'
     assert _value(url, f"sum(ragtrace_traces_scored_total{{{svc}}})") == 5
     assert _value(url, f"sum(ragtrace_traces_seen_total{{{svc}}})") == 5
     assert _value(url, f"sum(ragtrace_traces_sampled_total{{{svc}}})") == 5
@@ -160,13 +167,15 @@ def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
     assert _value(url, f"sum(ragtrace_recall_sum{{{svc}}})") == 1.5
     assert _value(url, f"sum(ragtrace_hit_rate_sum{{{svc}}})") == 2
     assert _value(url, f"sum(ragtrace_reciprocal_rank_sum{{{svc}}})") == 1.5
-    model = f'judge_model="{JUDGE_MODEL}"'
+    model = f'{inst},judge_model="{JUDGE_MODEL}"'
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="ok"}})') == 4
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="cached"}})') == 1
     assert _value(url, f'sum(ragtrace_judge_tokens_total{{{model},token_type="input"}})') > 0
     assert _value(url, f"sum(ragtrace_judge_latency_seconds_count{{{model}}})") == 4
-    assert _value(url, 'sum(ragtrace_dlq_messages_total{reason="protobuf_parse_error"})') == 1
-    assert _value(url, f'sum(ragtrace_scoring_delay_seconds_count{{service="{online_app.SERVICE}"}})') == 5
+    assert _value(url, f'sum(ragtrace_dlq_messages_total{{{inst},reason="protobuf_parse_error"}})') \
+        == 1
+    assert _value(url, f'sum(ragtrace_scoring_delay_seconds_count{{{inst},'
+                       f'service="{online_app.SERVICE}"}})') == 5
 
 
 # Every contract metric, by its Prometheus name (the collector's translation: unit suffixes,
