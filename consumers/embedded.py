@@ -36,7 +36,13 @@ from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore, MemoryTraceStore
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT, Accepted, OtlpHttpReceiver
+from ragtrace.consumers.otlp_http import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    Accepted,
+    OtlpHttpReceiver,
+    ReceiverBusy,
+)
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.sample import Sampler, SamplerConfig
 from ragtrace.consumers.score import TraceScores
@@ -190,7 +196,9 @@ class EmbeddedSettings:
     """Where the embedded evaluator listens and keeps its state.
 
     ``port`` 0 picks a free port; ``metrics_port`` None serves no ``/metrics`` (0: a free port).
-    ``otlp_endpoint`` None keeps evaluation spans local (the results table only).
+    ``otlp_endpoint`` None keeps evaluation spans local (the results table only). Once
+    ``max_pending_traces`` traces wait to be scored, the receiver answers 503 with Retry-After
+    (explicit backpressure: the exporter retries) instead of growing memory without bound.
     """
 
     host: str = DEFAULT_HOST
@@ -202,6 +210,7 @@ class EmbeddedSettings:
     metrics_port: int | None = DEFAULT_METRICS_PORT
     service_name: str = DEFAULT_SERVICE_NAME
     workers: int | None = None
+    max_pending_traces: int = 10_000
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -215,6 +224,8 @@ class EmbeddedSettings:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if not self.service_name:
             raise ValueError("service_name must not be empty")
+        if self.max_pending_traces < 1:
+            raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
 
 
 class EmbeddedEvaluator:
@@ -342,6 +353,9 @@ class EmbeddedEvaluator:
 
     # --- spans in, traces scored ------------------------------------------------------------
     def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
+        pending = self.traces.pending()
+        if pending >= self.settings.max_pending_traces:
+            raise ReceiverBusy(f"{pending} traces are waiting to be scored", retry_after=1.0)
         self.pipeline.ingest(spans)
         self._wake.set()
         return None

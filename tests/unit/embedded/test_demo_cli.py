@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 from demo_client import CLI, QUESTIONS, clean_env
 
@@ -87,6 +88,16 @@ def test_demo_text_report() -> None:
     assert "  judge: lexical (offline: a sentence is supported when at least 60% of its words " \
            "appear in the retrieved context; set ANTHROPIC_API_KEY to judge with Claude)" in out
     assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
+
+    # The README's excerpt is real output: every line of it appears in this run's output.
+    readme = (Path(__file__).parents[3] / "README.md").read_text("utf-8")
+    section = readme.split("## Try it in one command", 1)[1]
+    excerpt = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    assert excerpt[0] == "$ ragtrace demo"
+    shown = [line for line in excerpt[1:] if line.strip() not in ("", "...")]
+    assert len(shown) > 20
+    missing = [line for line in shown if line not in out.splitlines()]
+    assert missing == []
 
 
 def test_demo_uses_the_anthropic_judge_when_a_key_is_set() -> None:

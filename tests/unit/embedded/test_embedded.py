@@ -4,14 +4,17 @@ backend, Prometheus /metrics — and state that survives a restart."""
 
 from __future__ import annotations
 
+import threading
 import time
+import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
 import pytest
 from demo_client import QUESTIONS, run_app
+from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -23,7 +26,7 @@ from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace.consumers.sqlite_stores import ScoredResult
 
 from ragtrace import semconv
-from ragtrace.evaluation.judges import LexicalJudge
+from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from scripts.services.otlp_sink import OtlpSink
 
 LABELS = str(resources.files("ragtrace.demo").joinpath("labels.jsonl"))
@@ -202,3 +205,50 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
             row.reciprocal_rank) == ("q1", "query_id", 3, 1.0, 1.0, 0.5)
     assert (row.groundedness, row.claims, row.judge_name, row.scored_at) == (1.0, 1, "lexical", 2.0)
     assert row.extra == {"labels_version": "v1", "judge_cost_usd": 0.0, "no_claims": False}
+
+
+class _GatedJudge:
+    """The lexical judge, held at a gate so traces stay in flight."""
+
+    def __init__(self) -> None:
+        self._inner = LexicalJudge()
+        self.gate = threading.Event()
+
+    @property
+    def info(self) -> JudgeInfo:
+        return self._inner.info
+
+    def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
+        self.gate.wait(30)
+        return self._inner.groundedness(answer, context)
+
+
+def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -> None:
+    judge = _GatedJudge()
+    first, _ = _hand_built_trace()
+    second, second_id = _hand_built_trace()
+    ev = EmbeddedEvaluator(
+        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", labels_path=LABELS,
+                         metrics_port=None, workers=1, max_pending_traces=1),
+        config=_config(), judge=judge)
+    with ev:
+        assert _post(ev.endpoint, first) == 200
+        with pytest.raises(urllib.error.HTTPError) as busy:
+            _post(ev.endpoint, second)
+        assert busy.value.code == 503
+        assert busy.value.headers["Retry-After"] == "1"
+        assert status_pb2.Status.FromString(busy.value.read()).message == (
+            "1 traces are waiting to be scored")
+        judge.gate.set()
+        ev.wait_for_results(1, timeout_s=30)
+        deadline = time.monotonic() + 30
+        while True:  # the exporter's retry: the first trace is released just after it is recorded
+            try:
+                assert _post(ev.endpoint, second) == 200
+                break
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 503 and time.monotonic() < deadline
+                time.sleep(0.05)
+        rows = ev.wait_for_results(2, timeout_s=30)
+    assert [r.cell for r in rows] == ["fine", "fine"]
+    assert rows[1].trace_id == second_id
