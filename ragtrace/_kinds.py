@@ -13,6 +13,7 @@ failure is counted on the span (``ragtrace.instrumentation.errors``) and in the 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -336,12 +337,18 @@ def _join(spec: Spec, pieces: list[Any]) -> tuple[str, bool] | None:
     return ("".join(parts), False) if parts else None
 
 
+_json_str: Any = json.encoder.encode_basestring
+
+
 def _documents_json(chunks: tuple[ExtractedChunk, ...], limit: int) -> str:
-    return json.dumps(
-        [
-            {"id": c.id, "score": c.score} if c.score is not None else {"id": c.id}
-            for c in chunks[:limit]
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    """``[{"id": …, "score": …}, …]`` as compact JSON, built directly (this runs on every call)."""
+    parts = []
+    for c in chunks[:limit]:
+        score = c.score
+        if score is None:
+            parts.append(f'{{"id":{_json_str(c.id)}}}')
+        elif math.isfinite(score):
+            parts.append(f'{{"id":{_json_str(c.id)},"score":{float.__repr__(score)}}}')
+        else:
+            parts.append(f'{{"id":{_json_str(c.id)},"score":{json.dumps(score)}}}')
+    return "[" + ",".join(parts) + "]"

@@ -69,6 +69,13 @@ class DocumentKeys:
         self._makers = (id_key, score_key, content_key, sha_key, length_key)
         self._keys: list[tuple[str, str | None, str, str, str]] = []
 
+    def table(self, n: int) -> list[tuple[str, str | None, str, str, str]]:
+        """The keys of documents ``0..n-1`` (and possibly more), indexable by position."""
+        keys = self._keys
+        if n > len(keys):
+            self.at(n - 1)
+        return keys
+
     def at(self, i: int) -> tuple[str, str | None, str, str, str]:
         keys = self._keys
         if i >= len(keys):
@@ -194,9 +201,18 @@ class Recorder:
         """Record the count, then each recorded chunk's ID and score (the first ``max_documents``)."""
         attrs = self.attrs
         attrs[keys.count] = len(chunks)
-        for i, chunk in enumerate(chunks[: self.max_documents]):
-            id_key, score_key, _, _, _ = keys.at(i)
-            self.text(id_key, chunk.id)
+        shown = chunks[: self.max_documents]
+        table = keys.table(len(shown))
+        max_len = self.max_len
+        for i, chunk in enumerate(shown):
+            id_key, score_key, _, _, _ = table[i]
+            cid = chunk.id
+            n = len(cid)
+            if n <= max_len and n <= self.remaining and cid.isascii():  # the common case, inline
+                attrs[id_key] = cid
+                self.remaining -= n
+            else:
+                self.text(id_key, cid)
             if chunk.score is not None and score_key is not None:
                 attrs[score_key] = chunk.score
         if len(chunks) > self.max_documents:
@@ -215,7 +231,11 @@ class Recorder:
         at its ID. Texts recorded whole (possibly redacted) are added to ``recorded``.
         """
         attrs = self.attrs
-        for i, chunk in enumerate(chunks[: self.max_documents]):
+        shown = chunks[: self.max_documents]
+        table = keys.table(len(shown))
+        plain = self.capture and self.redact is None
+        max_len = self.max_len
+        for i, chunk in enumerate(shown):
             text = chunk.text
             if text is None:
                 continue
@@ -223,7 +243,14 @@ class Recorder:
                 seen = known.get(chunk.id)
                 if seen is not None and (seen is text or seen == text):
                     continue
-            _, _, content_key, sha_key, length_key = keys.at(i)
+            _, _, content_key, sha_key, length_key = table[i]
+            n = len(text)
+            if plain and n <= max_len and n <= self.remaining and text.isascii():
+                attrs[content_key] = text  # the common case, inline: recorded verbatim and whole
+                self.remaining -= n
+                if recorded is not None:
+                    recorded[chunk.id] = text
+                continue
             outcome = self.content(content_key, text)
             if outcome != VERBATIM:
                 attrs[sha_key] = text_sha256(text)

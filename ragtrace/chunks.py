@@ -46,7 +46,7 @@ SCORE_KEYS: tuple[str, ...] = ("score", "relevance_score", "similarity", "simila
 _MISSING = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExtractedChunk:
     """One chunk as ragtrace records it: a non-empty ID, its text when known, its score when known."""
 
@@ -95,29 +95,45 @@ def extract_chunks(
         raise ChunkExtractionError(
             None, f"expected a sequence of chunks, got {type(items).__name__}"
         ) from None
-    if id_of is None and text_of is None and score_of is None:
-        return tuple(_one(i, item) for i, item in enumerate(iterator))
-    return tuple(_custom(i, item, id_of, text_of, score_of) for i, item in enumerate(iterator))
+    if id_of is not None or text_of is not None or score_of is not None:
+        return tuple(_custom(i, item, id_of, text_of, score_of) for i, item in enumerate(iterator))
+    out: list[ExtractedChunk] = []
+    append = out.append
+    for i, item in enumerate(iterator):
+        # Fast paths, inline because this runs for every chunk of every call: a non-empty str,
+        # and a plain dict holding only "id" (str) and optionally "text" (str) and "score" (float).
+        kind = type(item)
+        if kind is str and item:
+            append(_trusted(item, None, None))  # type: ignore[arg-type]
+            continue
+        if kind is dict:
+            cid = item.get("id")  # type: ignore[attr-defined]
+            text = item.get("text")  # type: ignore[attr-defined]
+            score = item.get("score")  # type: ignore[attr-defined]
+            if (
+                type(cid) is str
+                and cid
+                and (text is None or type(text) is str)
+                and (score is None or type(score) is float)
+                and len(item) == 1 + ("text" in item) + ("score" in item)  # type: ignore[arg-type,operator]
+            ):
+                append(_trusted(cid, text, score))
+                continue
+        append(_custom(i, item, None, None, None))
+    return tuple(out)
 
 
-def _one(index: int, item: object) -> ExtractedChunk:
-    if type(item) is str:  # fast path: the most common shape
-        if not item:
-            raise ChunkExtractionError(index, "empty string ID")
-        return ExtractedChunk(item)
-    if type(item) is dict:  # fast path: a plain dict holding only the canonical keys
-        cid = item.get("id")
-        text = item.get("text")
-        score = item.get("score")
-        if (
-            type(cid) is str
-            and cid
-            and len(item) == 1 + ("text" in item) + ("score" in item)
-            and (text is None or type(text) is str)
-            and (score is None or type(score) is float)
-        ):
-            return ExtractedChunk(cid, text, score)
-    return _custom(index, item, None, None, None)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _trusted(cid: str, text: str | None, score: float | None) -> ExtractedChunk:
+    """An ExtractedChunk from values already checked by the caller (the hot path skips validation)."""
+    chunk: ExtractedChunk = _new(ExtractedChunk)
+    _set(chunk, "id", cid)
+    _set(chunk, "text", text)
+    _set(chunk, "score", score)
+    return chunk
 
 
 def _custom(

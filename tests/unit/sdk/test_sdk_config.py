@@ -13,7 +13,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -143,7 +143,7 @@ def test_decorator_rejects_non_callable() -> None:
 
 
 class _Sink(http.server.BaseHTTPRequestHandler):
-    bodies: list[bytes] = []
+    bodies: ClassVar[list[bytes]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
