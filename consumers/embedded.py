@@ -7,9 +7,9 @@ different seams:
 * the trace store, label store and judge budget live in process memory (labels from a JSONL
   file), while the judge-result cache, the idempotency store and a scored-results table live in
   a local SQLite file (:mod:`ragtrace.consumers.sqlite_stores`) and survive a restart;
-* scores go to a :class:`RecordingSink` that keeps every scored trace in that table and, when
-  an OTLP endpoint is configured, first sends the evaluation span there (the consumer's
-  :class:`~ragtrace.consumers.otlp_sink.OtlpScoreSink`);
+* scores go to a :class:`~ragtrace.consumers.recording_sink.RecordingSink`, which keeps every
+  scored trace in that table and, when an OTLP endpoint is configured, first sends the
+  evaluation span there (the consumer's :class:`~ragtrace.consumers.otlp_sink.OtlpScoreSink`);
 * metrics are the consumer's :class:`~ragtrace.consumers.metrics.ConsumerMetrics`, served on a
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
 
@@ -20,15 +20,12 @@ that wakes when spans arrive, when a trace finishes, or when the next trace fall
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -44,11 +41,11 @@ from ragtrace.consumers.otlp_http import (
     ReceiverBusy,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler, SamplerConfig
-from ragtrace.consumers.score import TraceScores
-from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteScoredResults, SqliteState
+from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.workers import ScoringWorkers
-from ragtrace.consumers.writeback import ScoreSink, WriteBackError
+from ragtrace.consumers.writeback import ScoreSink
 from typing_extensions import Self
 
 from ragtrace.evaluation.judges import Judge, make_judge
@@ -61,9 +58,7 @@ __all__ = [
     "ENV_STATE",
     "EmbeddedEvaluator",
     "EmbeddedSettings",
-    "RecordingSink",
     "default_state_path",
-    "to_scored_result",
 ]
 
 _log = logging.getLogger(__name__)
@@ -83,112 +78,6 @@ def default_state_path() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "ragtrace" / "embedded.sqlite3"
-
-
-def _known(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def to_scored_result(scores: TraceScores, scored_at: float,
-                     previous: ScoredResult | None = None) -> ScoredResult:
-    """The table row for ``scores``. A family not written this time (it was written before a
-    restart or a re-delivery) keeps its values from ``previous``."""
-    trace = scores.trace
-    r, g = scores.retrieval, scores.groundedness
-    retrieval_fields: dict[str, Any] = {}
-    if r is not None:
-        retrieval_fields = {
-            "question_id": r.question_id, "matched_by": r.matched_by, "k": r.scores.k,
-            "recall": _known(r.scores.recall), "hit_rate": _known(r.scores.hit_rate),
-            "reciprocal_rank": _known(r.scores.reciprocal_rank),
-        }
-    elif previous is not None:
-        retrieval_fields = {
-            "question_id": previous.question_id, "matched_by": previous.matched_by,
-            "k": previous.k, "recall": previous.recall, "hit_rate": previous.hit_rate,
-            "reciprocal_rank": previous.reciprocal_rank,
-        }
-    judge_fields: dict[str, Any] = {}
-    if g is not None:
-        judge_fields = {
-            "groundedness": g.score, "claims": len(g.claims),
-            "unsupported_claims": tuple(c.claim for c in g.claims if not c.entailed),
-            "judge_name": g.judge.name, "judge_model": g.judge.model, "judge_error": g.error,
-        }
-    elif previous is not None:
-        judge_fields = {
-            "groundedness": previous.groundedness, "claims": previous.claims,
-            "unsupported_claims": previous.unsupported_claims,
-            "judge_name": previous.judge_name, "judge_model": previous.judge_model,
-            "judge_error": previous.judge_error,
-        }
-    extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
-    if r is not None:
-        extra.update(labels_version=r.labels_version, recall_definition=r.definition.value,
-                     gold_size=r.scores.gold_size)
-    if g is not None:
-        extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
-    if "question_id" not in retrieval_fields and trace.question_id:
-        retrieval_fields["question_id"] = trace.question_id
-    return ScoredResult(
-        trace_id=trace.trace_id,
-        scored_at=scored_at,
-        service=trace.service,
-        cell=scores.cell.value,
-        pipeline=trace.pipeline,
-        query=trace.query,
-        retrieved=tuple(c.id for c in trace.retrieved),
-        answer=trace.answer,
-        extra=extra,
-        **retrieval_fields,
-        **judge_fields,
-    )
-
-
-class RecordingSink:
-    """A :class:`~ragtrace.consumers.writeback.ScoreSink` that records every scored trace in the
-    SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
-
-    A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
-    trace instead of marking it written.
-    """
-
-    def __init__(self, results: SqliteScoredResults, inner: ScoreSink | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._results = results
-        self._inner = inner
-        self._clock = clock
-        self._recorded = threading.Condition()
-
-    def write(self, scores: TraceScores) -> None:
-        if self._inner is not None:
-            self._inner.write(scores)
-        try:
-            previous = self._results.get(scores.trace.trace_id)
-            self._results.put(to_scored_result(scores, self._clock(), previous))
-        except Exception as exc:
-            raise WriteBackError(
-                f"scores of trace {scores.trace.trace_id} not recorded: {exc}") from exc
-        with self._recorded:
-            self._recorded.notify_all()
-
-    def wait_for_change(self, timeout_s: float) -> None:
-        """Block until a trace is recorded, :meth:`wake` is called, or the timeout."""
-        with self._recorded:
-            self._recorded.wait(timeout_s)
-
-    def wake(self) -> None:
-        with self._recorded:
-            self._recorded.notify_all()
-
-    def wait_for(self, count: int, timeout_s: float) -> bool:
-        """Block until the table holds at least ``count`` rows; False on timeout."""
-        with self._recorded:
-            return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
-
-    def shutdown(self) -> None:
-        if self._inner is not None:
-            self._inner.shutdown()
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,7 @@ def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(
 
 def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     """A re-delivery that writes only groundedness keeps the recall stored earlier."""
-    from ragtrace.consumers.embedded import to_scored_result
+    from ragtrace.consumers.recording_sink import to_scored_result
 
     previous = ScoredResult(trace_id="a" * 32, scored_at=1.0, service="s", cell="fine",
                             question_id="q1", matched_by="query_id", k=3, recall=1.0,
