@@ -13,12 +13,18 @@ from collections.abc import Iterator, Sequence
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_http import Accepted, OtlpHttpReceiver, ReceiverBusy
 
@@ -330,3 +336,22 @@ def test_endpoint_and_urls(receiver: OtlpHttpReceiver) -> None:
     assert receiver.endpoint == f"http://127.0.0.1:{receiver.port}"
     assert receiver.traces_url == f"http://127.0.0.1:{receiver.port}/v1/traces"
     assert receiver.port > 0
+
+
+@pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
+def test_the_sdk_otlp_exporter_is_understood(receiver: OtlpHttpReceiver, sink: Sink,
+                                             compression: Compression) -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "exporter-test"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer(semconv.INSTRUMENTATION_SCOPE)
+    with tracer.start_as_current_span("rag.pipeline"), tracer.start_as_current_span("retrieve"):
+        pass
+    provider.shutdown()
+    exporter = OTLPSpanExporter(endpoint=receiver.traces_url, compression=compression)
+    assert exporter.export(memory.get_finished_spans()) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    (batch,) = sink.batches
+    assert sorted(s.name for s in batch) == ["rag.pipeline", "retrieve"]
+    assert {s.service for s in batch} == {"exporter-test"}
+    assert {s.scope for s in batch} == {semconv.INSTRUMENTATION_SCOPE}
