@@ -34,7 +34,11 @@ from environment variables backed by Secrets). Empty when there is nothing to ad
 {{- range $name, $_ := . }}
 {{- $_ := set $headers $name (printf "${env:%s}" (include "ragtrace.collector.headerEnv" $name)) }}
 {{- end }}
-{{- $_ := set $exporters "otlphttp/backend" (dict "headers" $headers) }}
+{{- range $id, $_ := (get $base "exporters" | default dict) }}
+{{- if regexMatch "^otlp_?http(/.*)?$" $id }}
+{{- $_ := set $exporters $id (dict "headers" $headers) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if $exporters }}
 {{- toYaml (dict "exporters" $exporters) }}

@@ -324,7 +324,7 @@ def test_kafka_tls_and_sasl_overlay_the_kafka_exporter(rendered: Callable[[str],
             "auth": {"sasl": {"mechanism": "SCRAM-SHA-512",
                               "username": "${env:RAGTRACE_KAFKA_SASL_USERNAME}",
                               "password": "${env:RAGTRACE_KAFKA_SASL_PASSWORD}"}}},
-        "otlphttp/backend": {"headers": {
+        "otlp_http/backend": {"headers": {
             "X-Scope-OrgID": "${env:RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID}"}}}}
     base = yaml.safe_load(cm["data"]["config.yaml"])
     assert set(overlay["exporters"]) <= set(base["exporters"])
@@ -413,3 +413,48 @@ def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> N
     rules = {x["alert"]: x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]}
     assert ") < 0.55\n" in rules["RagtraceGroundednessLow"]["expr"]
     assert "RagtraceRecallLow" not in rules
+
+
+# --- values.yaml documentation ------------------------------------------------------------------
+# Kubernetes objects passed through verbatim: their inner keys are Kubernetes' own.
+_PASS_THROUGH = {"resources", "podSecurityContext", "securityContext", "behavior"}
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*|\"[^\"]+\"):")
+
+
+def test_every_values_key_has_a_comment() -> None:
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    stack: list[tuple[int, str]] = []
+    undocumented = []
+    for i, line in enumerate(lines):
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        indent = len(m["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = [k for _, k in stack] + [m["key"]]
+        stack.append((indent, m["key"]))
+        if _PASS_THROUGH & set(path[:-1]):
+            continue
+        prev = next((x for x in reversed(lines[:i]) if x.strip()), "")
+        if not prev.strip().startswith("#"):
+            undocumented.append(".".join(path))
+    assert undocumented == []
+
+
+def test_schema_covers_every_values_key() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+
+    def walk(values: dict[str, Any], node: dict[str, Any], where: str) -> None:
+        props = node.get("properties")
+        if props is None:
+            return
+        for key, value in values.items():
+            assert key in props, f"{where}{key} is not in values.schema.json"
+            child = props[key]
+            if "$ref" in child:
+                child = schema["definitions"][child["$ref"].rsplit("/", 1)[1]]
+            if isinstance(value, dict):
+                walk(value, child, f"{where}{key}.")
+
+    walk(VALUES, schema, "")
