@@ -49,7 +49,12 @@ def test_readme_example_runs_and_exports_one_trace(tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGTRACE_"))}
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{server.server_address[1]}"
         out = subprocess.run(
-            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60, check=False
+            [sys.executable, str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     finally:
         server.shutdown()
