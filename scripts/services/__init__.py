@@ -7,9 +7,12 @@ Shared by the end-to-end test fixtures (``tests/e2e/conftest.py``) and the dev s
 
 from __future__ import annotations
 
+from .collector import Collector, CollectorEndpoints, start_collector, validate_config
 from .kafka import KafkaBroker, create_topic, start_kafka
+from .otlp_sink import OtlpSink, ReceivedSpan, spans_of_request
 from .paths import NotProvisioned
 from .process import ServiceError, ServiceProcess, free_port
+from .prometheus import PrometheusServer, PromQLError, query, start_prometheus, wait_for_series
 from .redis import RedisServer, start_redis
 
 __all__ = [
@@ -17,6 +20,18 @@ __all__ = [
     "ServiceError",
     "ServiceProcess",
     "free_port",
+    "Collector",
+    "CollectorEndpoints",
+    "start_collector",
+    "validate_config",
+    "OtlpSink",
+    "ReceivedSpan",
+    "spans_of_request",
+    "PrometheusServer",
+    "PromQLError",
+    "query",
+    "start_prometheus",
+    "wait_for_series",
     "KafkaBroker",
     "create_topic",
     "start_kafka",

@@ -21,6 +21,7 @@ from pathlib import Path
 
 __all__ = [
     "ServiceError",
+    "stop_group",
     "ServiceProcess",
     "free_port",
     "tcp_open",
@@ -67,6 +68,27 @@ def wait_until(
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_group(pgid: int, grace_s: float = 10.0) -> bool:
+    """Stop a process group started earlier (e.g. by another invocation of the dev stack):
+    SIGTERM, then SIGKILL after ``grace_s``. Returns False if it was not running."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True
 
 
 class ServiceProcess:

@@ -21,13 +21,22 @@ if str(_ROOT) not in sys.path:  # `scripts` is imported from the repository root
     sys.path.insert(0, str(_ROOT))
 
 from scripts.services import (  # noqa: E402
+    CollectorEndpoints,
     NotProvisioned,
+    OtlpSink,
+    PrometheusServer,
     ServiceError,
     ServiceProcess,
     create_topic,
+    start_collector,
     start_kafka,
+    start_prometheus,
     start_redis,
 )
+
+#: The Kafka topic the session collector writes application spans to (3 partitions).
+SPANS_TOPIC = "otlp_spans"
+SPANS_TOPIC_PARTITIONS = 3
 
 T = TypeVar("T")
 _started: list[ServiceProcess] = []
@@ -90,3 +99,50 @@ def kafka_topic(kafka_bootstrap: str) -> Callable[..., str]:
         return create_topic(kafka_bootstrap, name, partitions, config=config)
 
     return create
+
+
+@pytest.fixture(scope="session")
+def trace_backend() -> Iterator[OtlpSink]:
+    """An OTLP/HTTP receiver recording every span the collector sends to "the user's trace
+    backend"; ``wait_for_spans(predicate, count, timeout)`` blocks until they arrived."""
+    with OtlpSink() as sink:
+        yield sink
+
+
+@pytest.fixture(scope="session")
+def collector(
+    tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str, trace_backend: OtlpSink
+) -> Iterator[CollectorEndpoints]:
+    """The built collector running the real collector/config.yaml: application spans to the
+    Kafka topic ``.topic`` (created with 3 partitions) and to ``trace_backend``; evaluation spans
+    and metrics (``.eval_otlp_http``) to ``trace_backend`` and the Prometheus exporter."""
+    _start("Kafka topic", lambda: create_topic(
+        kafka_bootstrap, SPANS_TOPIC, SPANS_TOPIC_PARTITIONS))
+    running = _start("The collector", lambda: start_collector(
+        tmp_path_factory.mktemp("collector"), kafka_bootstrap, trace_backend.endpoint,
+        topic=SPANS_TOPIC))
+    _started.append(running.process)
+    yield running.endpoints
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus(
+    tmp_path_factory: pytest.TempPathFactory, collector: CollectorEndpoints
+) -> Iterator[PrometheusServer]:
+    """Prometheus scraping the collector's exporter (job "ragtrace", honor_labels) and the
+    collector's own metrics (job "otelcol") every second. ``.query(promql)`` and
+    ``.wait_for_series(promql, timeout)`` run instant queries."""
+    server = _start("Prometheus", lambda: start_prometheus(
+        tmp_path_factory.mktemp("prometheus"), [collector.prometheus_exporter],
+        [collector.telemetry_metrics]))
+    _started.append(server.process)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(prometheus: PrometheusServer) -> str:
+    """``http://127.0.0.1:PORT`` of the session Prometheus (see the ``prometheus`` fixture for
+    the query helpers; ``scripts.services.prometheus.query``/``wait_for_series`` take the URL)."""
+    return prometheus.url

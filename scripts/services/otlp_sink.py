@@ -1,0 +1,261 @@
+"""A small OTLP/HTTP receiver that records every span: stands in for the user's trace backend.
+
+It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collector's
+``otlphttp`` exporter sends it), decodes each ``ExportTraceServiceRequest`` with
+``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values. ``/v1/metrics``
+and ``/v1/logs`` are accepted and counted only. Tests wait for spans with
+:meth:`OtlpSink.wait_for_spans`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .process import free_port
+
+__all__ = ["ReceivedSpan", "OtlpSink", "any_value", "spans_of_request"]
+
+
+def any_value(value: Any) -> object:
+    """An OTLP ``AnyValue`` as a Python value (arrays become tuples, kvlists dicts)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return tuple(any_value(v) for v in value.array_value.values)
+    if kind == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, kind)
+
+
+def _attributes(kvs: Any) -> dict[str, object]:
+    return {kv.key: any_value(kv.value) for kv in kvs}
+
+
+@dataclass(frozen=True)
+class ReceivedSpan:
+    """One span as the backend received it. IDs are lowercase hex ('' for no parent)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: int
+    attributes: Mapping[str, object]
+    resource: Mapping[str, object]
+    scope: str
+    status_code: int
+    events: tuple[tuple[str, Mapping[str, object]], ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    start_ns: int = 0
+    end_ns: int = 0
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+def spans_of_request(body: bytes) -> list[ReceivedSpan]:
+    """Decode a serialized ``ExportTraceServiceRequest`` into flat spans."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    return _flatten(request)
+
+
+def _flatten(request: Any) -> list[ReceivedSpan]:
+    out: list[ReceivedSpan] = []
+    for rs in request.resource_spans:
+        resource = _attributes(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                out.append(ReceivedSpan(
+                    trace_id=s.trace_id.hex(),
+                    span_id=s.span_id.hex(),
+                    parent_span_id=s.parent_span_id.hex(),
+                    name=s.name,
+                    kind=int(s.kind),
+                    attributes=_attributes(s.attributes),
+                    resource=resource,
+                    scope=ss.scope.name,
+                    status_code=int(s.status.code),
+                    events=tuple((e.name, _attributes(e.attributes)) for e in s.events),
+                    links=tuple((ln.trace_id.hex(), ln.span_id.hex()) for ln in s.links),
+                    start_ns=int(s.start_time_unix_nano),
+                    end_ns=int(s.end_time_unix_nano),
+                    raw=s,
+                ))
+    return out
+
+
+class OtlpSink:
+    """An in-process OTLP/HTTP trace receiver on 127.0.0.1; use as a context manager or
+    ``start()``/``stop()``. ``endpoint`` is the base URL to give an ``otlphttp`` exporter."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self._port = port or 0
+        self._lock = threading.Condition()
+        self._spans: list[ReceivedSpan] = []
+        self.requests: dict[str, int] = {"traces": 0, "metrics": 0, "logs": 0}
+        self.errors: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> OtlpSink:
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                sink._handle(self)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self._port or free_port()), Handler)
+        self._server.daemon_threads = True
+        self._port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="otlp-sink", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> OtlpSink:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    # -- reading ---------------------------------------------------------------------------
+    def spans(self, predicate: Callable[[ReceivedSpan], bool] | None = None) -> list[ReceivedSpan]:
+        """Every span received so far (in arrival order) that matches ``predicate``."""
+        with self._lock:
+            return [s for s in self._spans if predicate is None or predicate(s)]
+
+    def wait_for_spans(
+        self,
+        predicate: Callable[[ReceivedSpan], bool] | None = None,
+        count: int = 1,
+        timeout: float = 15.0,
+    ) -> list[ReceivedSpan]:
+        """Block until at least ``count`` matching spans arrived; return all matching ones.
+
+        Raises TimeoutError naming how many matched and how many spans arrived in total."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                found = [s for s in self._spans if predicate is None or predicate(s)]
+                if len(found) >= count:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"OTLP sink: {len(found)} of {count} expected spans after {timeout} s "
+                        f"({len(self._spans)} spans received in total; errors: {self.errors})"
+                    )
+                self._lock.wait(left)
+
+    def trace(self, trace_id: str) -> list[ReceivedSpan]:
+        """Every span received for one trace (hex ID)."""
+        return self.spans(lambda s: s.trace_id == trace_id)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._spans.clear()
+
+    # -- HTTP ------------------------------------------------------------------------------
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        signal = h.path.rstrip("/").rsplit("/", 1)[-1]
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length)
+        try:
+            encoding = (h.headers.get("Content-Encoding") or "").lower()
+            if encoding == "gzip":
+                body = gzip.decompress(body)
+            elif encoding == "deflate":
+                body = zlib.decompress(body)
+            elif encoding not in ("", "identity"):
+                raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+            if signal not in self.requests:
+                h.send_error(404, f"no such OTLP signal: {h.path}")
+                return
+            if signal == "traces":
+                received = self._decode_traces(body, h.headers.get("Content-Type") or "")
+                with self._lock:
+                    self._spans.extend(received)
+                    self.requests["traces"] += 1
+                    self._lock.notify_all()
+            else:
+                with self._lock:
+                    self.requests[signal] += 1
+        except Exception as exc:  # a bad request must be visible to the test, not crash the sink
+            with self._lock:
+                self.errors.append(f"{h.path}: {exc!r}")
+            h.send_error(400, str(exc))
+            return
+        h.send_response(200)  # an empty Export*ServiceResponse: everything accepted
+        h.send_header("Content-Type", "application/x-protobuf")
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    @staticmethod
+    def _decode_traces(body: bytes, content_type: str) -> list[ReceivedSpan]:
+        if "protobuf" not in content_type:
+            raise ValueError(f"only application/x-protobuf is accepted, not {content_type!r}")
+        return spans_of_request(body)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m scripts.services.otlp_sink --port N``: a stand-in trace backend that prints
+    one line per received span (the dev stack runs it when no real backend is configured)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    sink = OtlpSink(args.port).start()
+    print(f"OTLP/HTTP trace sink listening on {sink.endpoint}", flush=True)
+    shown = 0
+    try:
+        while True:
+            try:
+                spans = sink.wait_for_spans(count=shown + 1, timeout=3600)
+            except TimeoutError:
+                continue
+            for s in spans[shown:]:
+                print(f"trace={s.trace_id} span={s.span_id} parent={s.parent_span_id or '-'} "
+                      f"service={s.resource.get('service.name')} name={s.name} "
+                      f"attributes={len(s.attributes)}", flush=True)
+            shown = len(spans)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sink.stop()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
