@@ -20,7 +20,7 @@ from typing import Any
 
 from .process import free_port
 
-__all__ = ["ReceivedSpan", "OtlpSink", "any_value", "spans_of_request"]
+__all__ = ["OtlpSink", "ReceivedSpan", "any_value", "spans_of_request"]
 
 
 def any_value(value: Any) -> object:
@@ -113,10 +113,10 @@ class OtlpSink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 sink._handle(self)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self._port or free_port()), Handler)
@@ -134,7 +134,7 @@ class OtlpSink:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> OtlpSink:
+    def __enter__(self) -> OtlpSink:  # noqa: PYI034 (a final class in practice)
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -210,7 +210,7 @@ class OtlpSink:
             else:
                 with self._lock:
                     self.requests[signal] += 1
-        except Exception as exc:  # a bad request must be visible to the test, not crash the sink
+        except Exception as exc:  # noqa: BLE001 (a bad request is recorded for the test)
             with self._lock:
                 self.errors.append(f"{h.path}: {exc!r}")
             h.send_error(400, str(exc))

@@ -22,17 +22,17 @@ import shutil
 from pathlib import Path
 
 __all__ = [
-    "REPO_ROOT",
     "COLLECTOR_CONFIG",
+    "REPO_ROOT",
     "NotProvisioned",
     "cache_dir",
-    "manifest_key",
-    "kafka_libs",
-    "otelcol",
     "helm",
-    "redis_server",
+    "kafka_libs",
+    "manifest_key",
+    "otelcol",
     "prometheus",
     "promtool",
+    "redis_server",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

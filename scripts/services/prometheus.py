@@ -20,7 +20,7 @@ from typing import Any
 from . import paths
 from .process import ServiceProcess, free_port, http_ok
 
-__all__ = ["PrometheusServer", "PromQLError", "start_prometheus", "query", "wait_for_series"]
+__all__ = ["PromQLError", "PrometheusServer", "query", "start_prometheus", "wait_for_series"]
 
 
 class PromQLError(RuntimeError):
@@ -52,7 +52,7 @@ def query(url: str, promql: str, timeout: float = 5.0) -> list[dict[str, Any]]:
     qs = urllib.parse.urlencode({"query": promql})
     req = urllib.request.Request(f"{url}/api/v1/query?{qs}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = json.load(resp)
     except urllib.error.HTTPError as exc:  # 400/422 carry Prometheus' own error
         body = json.load(exc)
@@ -121,7 +121,7 @@ def start_prometheus(
     config = workdir / "prometheus.yml"
     config.write_text(_config(scrape_targets, telemetry_targets, scrape_interval))
     argv = [
-        binary,
+        str(binary),
         f"--config.file={config}",
         f"--storage.tsdb.path={workdir / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",

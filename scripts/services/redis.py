@@ -42,7 +42,7 @@ def start_redis(workdir: Path, port: int | None = None, timeout: float = 15.0) -
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [
-        binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir),
+        str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir),
         "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
         "--logfile", "",  # log to stdout, which ServiceProcess captures
     ]

@@ -10,7 +10,7 @@ its report.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,7 +20,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:  # `scripts` is imported from the repository root
     sys.path.insert(0, str(_ROOT))
 
-from scripts.services import (  # noqa: E402
+from scripts.services import (
     CollectorEndpoints,
     NotProvisioned,
     OtlpSink,
@@ -61,15 +61,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    report = outcome.get_result()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if report.failed and _started and item.get_closest_marker("e2e"):
         for proc in _started:
             report.sections.append(
                 (f"service log: {proc.name} ({proc.log_path})", proc.log_tail(30))
             )
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -90,11 +90,11 @@ def test_app_spans_go_to_kafka_one_message_per_trace_and_to_the_backend(
     for i in range(12):
         with tracer.start_as_current_span("pipeline", attributes={"test.run": run, "i": i}) as root:
             trace_id, root_id = _hex(root)
-            spans = {root_id: ("pipeline", "")}
+            tree = {root_id: ("pipeline", "")}
             for name in ("retrieve", "generate"):
                 with tracer.start_as_current_span(name) as child:
-                    spans[_hex(child)[1]] = (name, root_id)
-            expected[trace_id] = spans
+                    tree[_hex(child)[1]] = (name, root_id)
+            expected[trace_id] = tree
     assert provider.force_flush(10_000)  # one OTLP request holding all 36 spans
     provider.shutdown()
     trace_ids = set(expected)
@@ -121,7 +121,8 @@ def test_app_spans_go_to_kafka_one_message_per_trace_and_to_the_backend(
     for s in received:
         by_trace.setdefault(s.trace_id, {})[s.span_id] = (s.name, s.parent_span_id)
     assert by_trace == expected
-    roots = sorted((s for s in received if s.name == "pipeline"), key=lambda s: s.attributes["i"])
+    roots = sorted((s for s in received if s.name == "pipeline"),
+                   key=lambda s: cast(int, s.attributes["i"]))
     assert [dict(s.attributes) for s in roots] == [{"test.run": run, "i": i} for i in range(12)]
 
 

@@ -1,0 +1,55 @@
+"""collector/config.yaml: the routing rules that must hold whatever else changes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG = Path(__file__).resolve().parents[2] / "collector" / "config.yaml"
+
+
+def _config() -> dict[str, Any]:
+    return dict(yaml.safe_load(CONFIG.read_text()))
+
+
+def test_evaluation_receiver_never_feeds_kafka() -> None:
+    pipelines = _config()["service"]["pipelines"]
+    for name, pipeline in pipelines.items():
+        if "otlp/eval" in pipeline["receivers"]:
+            assert not [e for e in pipeline["exporters"] if e.split("/")[0] == "kafka"], name
+    assert pipelines["traces/eval"] == {
+        "receivers": ["otlp/eval"], "processors": ["memory_limiter", "batch"],
+        "exporters": ["otlp_http/backend"]}
+    assert pipelines["traces/app"]["receivers"] == ["otlp/app"]
+    assert set(pipelines["traces/app"]["exporters"]) == {"otlp_http/backend", "kafka"}
+
+
+def test_kafka_exporter_writes_one_otlp_proto_message_per_trace() -> None:
+    kafka = _config()["exporters"]["kafka"]
+    assert kafka["traces"]["encoding"] == "otlp_proto"
+    assert kafka["partition_traces_by_id"] is True
+    assert kafka["producer"]["max_message_bytes"] == "${env:RAGTRACE_KAFKA_MAX_MESSAGE_BYTES:-1000000}"
+
+
+def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
+    batch = _config()["processors"]["batch"]
+    default = re.compile(r"^\$\{env:RAGTRACE_BATCH_MAX_SPANS:-(\d+)\}$")
+    size, max_size = (int(default.match(batch[k]).group(1))  # type: ignore[union-attr]
+                      for k in ("send_batch_size", "send_batch_max_size"))
+    assert size <= max_size
+    # 1,000,000 bytes / max spans per message: the documented ~15 KB per span.
+    assert 1_000_000 // max_size >= 15_000
+
+
+def test_every_endpoint_comes_from_the_environment_with_a_default() -> None:
+    text = CONFIG.read_text()
+    endpoints = re.findall(r"^\s*(?:endpoint|brokers):\s*(.+)$", text, re.MULTILINE)
+    assert len(endpoints) == 8
+    for value in endpoints:
+        assert re.fullmatch(r"\$\{env:RAGTRACE_[A-Z_]+:-[^}]+\}", value.strip()), value
+    # The default trace backend must never be our own app receiver on localhost (a loop).
+    backend = _config()["exporters"]["otlp_http/backend"]["endpoint"]
+    assert backend == "${env:RAGTRACE_TRACE_BACKEND_ENDPOINT:-http://trace-backend:4318}"
