@@ -9,6 +9,7 @@ its report.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -39,17 +40,26 @@ SPANS_TOPIC = "otlp_spans"
 SPANS_TOPIC_PARTITIONS = 3
 
 T = TypeVar("T")
+_PORT_CLASH = re.compile(r"address already in use|bind: address|BindException", re.IGNORECASE)
 _started: list[ServiceProcess] = []
 
 
-def _start(what: str, starter: Callable[[], T]) -> T:
-    """Run a starter; turn a missing binary or a failed start into a test failure, never a skip."""
-    try:
-        return starter()
-    except NotProvisioned as exc:
-        message = str(exc)
-    except ServiceError as exc:
-        message = f"{what} did not start:\n{exc}"
+def _start(what: str, starter: Callable[[], T], attempts: int = 3) -> T:
+    """Run a starter; turn a missing binary or a failed start into a test failure, never a skip.
+
+    A free port can be taken by another process between choosing and binding it (several test
+    sessions share the machine): a start that failed on a port clash is retried, and each
+    starter picks new ports and a new temp directory."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return starter()
+        except NotProvisioned as exc:
+            message = str(exc)
+            break
+        except ServiceError as exc:
+            message = f"{what} did not start:\n{exc}"
+            if attempt == attempts or not _PORT_CLASH.search(str(exc)):
+                break
     pytest.fail(message, pytrace=False)
 
 
