@@ -34,7 +34,7 @@ from scripts.services import (
     start_prometheus,
     start_redis,
 )
-from scripts.services.process import http_ok, stop_group, tcp_open
+from scripts.services.process import group_alive, http_ok, stop_group, tcp_open
 
 PORTS = {
     "redis": 6379,
@@ -70,11 +70,7 @@ def _load() -> dict[str, dict[str, object]]:
 
 
 def _alive(pgid: object) -> bool:
-    try:
-        os.killpg(int(pgid), 0)  # type: ignore[call-overload]
-        return True
-    except (ProcessLookupError, PermissionError, TypeError, ValueError):
-        return False
+    return isinstance(pgid, int) and group_alive(pgid)
 
 
 def _record(state: dict[str, dict[str, object]], name: str, proc: ServiceProcess,
@@ -84,6 +80,7 @@ def _record(state: dict[str, dict[str, object]], name: str, proc: ServiceProcess
 
 
 def up() -> int:
+    ServiceProcess.die_with_parent = False  # the stack outlives this command
     state = _load()
     if state and all(_alive(s["pgid"]) for s in state.values()):
         print("dev stack already running")

@@ -10,6 +10,7 @@ period.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,11 +19,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 __all__ = [
     "ServiceError",
     "ServiceProcess",
     "free_port",
+    "group_alive",
     "http_ok",
     "stop_group",
     "tcp_open",
@@ -70,6 +73,26 @@ def wait_until(
         time.sleep(interval)
 
 
+def group_alive(pgid: int) -> bool:
+    """True if a process of group ``pgid`` is still running (zombies, which an init that does
+    not reap may leave behind, count as gone)."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: ask the kernel, zombies included
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 def stop_group(pgid: int, grace_s: float = 10.0) -> bool:
     """Stop a process group started earlier (e.g. by another invocation of the dev stack):
     SIGTERM, then SIGKILL after ``grace_s``. Returns False if it was not running."""
@@ -79,9 +102,7 @@ def stop_group(pgid: int, grace_s: float = 10.0) -> bool:
         return False
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        if not group_alive(pgid):
             return True
         time.sleep(0.1)
     try:
@@ -92,7 +113,13 @@ def stop_group(pgid: int, grace_s: float = 10.0) -> bool:
 
 
 class ServiceProcess:
-    """One long-running service process with its log file and workdir."""
+    """One long-running service process with its log file and workdir.
+
+    By default the service dies with the process that started it (``die_with_parent``, via
+    ``setpriv --pdeathsig``; start services from the main thread); the dev stack, whose services
+    outlive the command that starts them, turns that off."""
+
+    die_with_parent: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -118,9 +145,15 @@ class ServiceProcess:
 
     def start(self) -> ServiceProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        argv = self.argv
+        setpriv = shutil.which("setpriv")
+        if self.die_with_parent and setpriv:
+            # SIGTERM when the starting thread's process dies, even by SIGKILL: a test session
+            # killed outright leaves no broker behind (util-linux; Linux only).
+            argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
-                self.argv,
+                argv,
                 cwd=self.workdir,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
