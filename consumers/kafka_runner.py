@@ -48,8 +48,10 @@ DLQ_HEADER_PARTITION = "ragtrace.dlq.partition"
 DLQ_HEADER_OFFSET = "ragtrace.dlq.offset"
 UNEXPECTED_DECODE_ERROR = "unexpected_error"
 _POLL_MS = 200
+_BUSY_POLL_MS = 20
 _CLAIM_EVERY_S = 0.1
 _LAG_EVERY_S = 1.0
+_STATUS_EVERY_S = 30.0
 _RETRY_INGEST_S = 1.0
 
 
@@ -79,6 +81,8 @@ class KafkaRunner:
         self._last_commit = 0.0
         self._last_claim = 0.0
         self._last_lag = 0.0
+        self._last_status = 0.0
+        self._done_seen = 0
         self._lag: int | None = None
         self.messages = 0
         self.spans = 0
@@ -112,25 +116,44 @@ class KafkaRunner:
             self.close()
 
     def step(self) -> None:
-        """One iteration: backpressure, poll, ingest, schedule scoring, commit, lag."""
+        """One iteration: backpressure, schedule scoring, poll, ingest, commit, lag."""
         if self._workers.full:
             self._pause()
-            self._workers.wait(_POLL_MS / 1000)
+            self._workers.wait(_POLL_MS / 1000)  # woken by a finished trace
         if self._paused and not self._workers.full:
             self._resume()
-        records = self._consumer.poll(timeout_ms=0 if self._paused else _POLL_MS,
-                                      max_records=self._max_poll_records)
+        self._fill(False)
+        # Short polls while traces are being scored, so a freed worker gets its next trace soon.
+        busy = self._workers.in_flight > 0
+        records = self._consumer.poll(
+            timeout_ms=0 if self._paused else (_BUSY_POLL_MS if busy else _POLL_MS),
+            max_records=self._max_poll_records)
         if records:
             self._handle(records)
+            self._fill(True)  # traces whose root just arrived are due at once
         now = self._clock()
-        if now - self._last_claim >= _CLAIM_EVERY_S or self._workers.in_flight == 0:
-            self._last_claim = now
-            self._workers.fill(now)
         if now - self._last_commit >= self._commit_interval_s:
             self.commit()
         if now - self._last_lag >= _LAG_EVERY_S:
             self._last_lag = now
             self._lag = self._measure_lag()
+        if now - self._last_status >= _STATUS_EVERY_S:
+            self._last_status = now
+            _log.info("status: %d messages, %d spans, %d dead-lettered; %d of %d workers busy%s;"
+                      " %d traces scored, %d failed; lag %s", self.messages, self.spans,
+                      self.dead_lettered, self._workers.in_flight, self._workers.size,
+                      " (paused)" if self._paused else "", self._workers.completed,
+                      self._workers.failed, "unknown" if self._lag is None else self._lag)
+
+    def _fill(self, force: bool) -> None:
+        """Claim due traces for free workers: after a change, else at most every 100 ms."""
+        now = self._clock()
+        if self._workers.full:
+            return
+        done = self._workers.completed + self._workers.failed
+        if force or done != self._done_seen or now - self._last_claim >= _CLAIM_EVERY_S:
+            self._last_claim, self._done_seen = now, done
+            self._workers.fill(now)
 
     def _handle(self, records: Mapping[Any, list[Any]]) -> None:
         batch: list[SpanRecord] = []

@@ -15,9 +15,11 @@ writer with the outcome. ``write`` returns only after the collector accepted the
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 from opentelemetry import context as otel_context
@@ -42,6 +44,7 @@ from ragtrace import semconv
 
 __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 
+_log = logging.getLogger(__name__)
 _NEXT_SPAN_ID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "ragtrace_next_span_id", default=None)
 _BATCH_MAX = 512
@@ -107,12 +110,18 @@ class _DeliveringProcessor(SpanProcessor):
                 batch, self._queue = self._queue[:_BATCH_MAX], self._queue[_BATCH_MAX:]
             token = otel_context.attach(
                 otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+            started = time.monotonic()
             try:
                 ok = self._exporter.export([s for s, _ in batch]) is SpanExportResult.SUCCESS
             except Exception:  # noqa: BLE001 - reported to the writers as a failed delivery
+                _log.warning("exporting evaluation spans failed", exc_info=True)
                 ok = False
             finally:
                 otel_context.detach(token)
+            took = time.monotonic() - started
+            if not ok or took > 1.0:
+                _log.warning("exported %d evaluation spans in %.1f s: %s", len(batch), took,
+                             "ok" if ok else "FAILED")
             for _, pending in batch:
                 pending.ok = ok
                 pending.done.set()

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
 __all__ = ["ScoringWorkers", "TraceProcessor"]
 
 _log = logging.getLogger(__name__)
+_SLOW_S = 10.0
 
 
 class TraceProcessor(Protocol):
@@ -62,10 +64,19 @@ class ScoringWorkers:
             return 0
         ids = self._processor.claim_due(now, free)
         for trace_id in ids:
-            future = self._pool.submit(self._processor.process_trace, trace_id)
+            future = self._pool.submit(self._timed, trace_id)
             with self._lock:
                 self._in_flight.add(future)
         return len(ids)
+
+    def _timed(self, trace_id: str) -> object:
+        started = time.monotonic()
+        try:
+            return self._processor.process_trace(trace_id)
+        finally:
+            took = time.monotonic() - started
+            if took > _SLOW_S:
+                _log.warning("trace %s took %.1f s to score", trace_id, took)
 
     def reap(self) -> int:
         """Forget finished traces (logging any failure); returns how many finished."""

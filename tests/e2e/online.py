@@ -36,11 +36,13 @@ from tests.e2e import online_app
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, claims_reply, parse_user_message
 
 __all__ = [
+    "ASSIGNED",
     "DLQ_TOPIC",
     "JUDGE_ALIAS",
     "JUDGE_MODEL",
     "ConsumerProcess",
     "OnlineRun",
+    "app_requests",
     "committed_offsets",
     "end_offsets",
     "evaluation_spans",
@@ -48,6 +50,7 @@ __all__ = [
     "online_run",
     "produce_raw",
     "run_app",
+    "start_app",
     "start_consumer",
     "verbatim_responder",
 ]
@@ -57,6 +60,8 @@ DLQ_TOPIC = "otlp_spans.dlq"
 RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))  # the installed console script
 JUDGE_ALIAS = "claude-haiku-4-5"
 JUDGE_MODEL = "claude-haiku-4-5-20251001"  # what the fake API reports for the alias
+ASSIGNED = r"assigned partitions: [\w.-]+\[\d+\]"
+"""The consumer log line saying it owns partitions (``none`` does not count)."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -148,19 +153,32 @@ def start_consumer(env: Mapping[str, str], log: Path) -> ConsumerProcess:
     return ConsumerProcess(proc, log, dict(env))
 
 
-def run_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None,
-            timeout: float = 120.0) -> list[dict[str, str]]:
-    """Run the instrumented app once; its requests (key, trace_id, root_span_id)."""
+def start_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None,
+              unique: bool = False) -> subprocess.Popen[bytes]:
+    """Start the instrumented app (tests/e2e/online_app.py); see :func:`app_requests`."""
     cmd = [sys.executable, "-m", "tests.e2e.online_app", "--endpoint", endpoint,
            "--repeat", str(repeat)]
     if only:
         cmd += ["--only", ",".join(only)]
+    if unique:
+        cmd.append("--unique")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGTRACE_", "OTEL_"))}
     env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=timeout,
-                         check=False)
-    assert out.returncode == 0, out.stderr.decode(errors="replace")
-    return [json.loads(line) for line in out.stdout.decode().splitlines() if line.strip()]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def app_requests(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> list[dict[str, str]]:
+    """Wait for the app; its requests (key, trace_id, root_span_id), in order."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err.decode(errors="replace")
+    return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+
+
+def run_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None,
+            unique: bool = False, timeout: float = 120.0) -> list[dict[str, str]]:
+    """Run the instrumented app once; its requests (key, trace_id, root_span_id)."""
+    return app_requests(start_app(endpoint, repeat=repeat, only=only, unique=unique), timeout)
 
 
 def load_labels(redis_url: str, prefix: str, path: Path) -> str:
@@ -323,7 +341,7 @@ def online_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str, kafka_b
                                                judge_url=judge.base_url),
                                   work / "consumer.log")
         try:
-            consumer.wait_for_log(r"assigned partitions")
+            consumer.wait_for_log(ASSIGNED)
             # "rate" repeats the answer and context of "sso": sent once "sso" is scored, its
             # judgement must come from the cache.
             first = [q.key for q in online_app.QUESTIONS if q.key != "rate"]

@@ -1,6 +1,6 @@
 """A small RAG app instrumented with the ragtrace SDK, for the online end-to-end tests.
 
-Run as ``python -m tests.e2e.online_app --endpoint URL [--repeat N] [--prefix P]``: it sends its
+Run as ``python -m tests.e2e.online_app --endpoint URL [--repeat N] [--unique]``: it sends its
 spans to the collector's application receiver (``configure(endpoint=...)``), asks every
 question in :data:`QUESTIONS` ``N`` times and prints one JSON line per request
 (``{"trace_id", "key", "root_span_id"}``), flushing its spans before it exits.
@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--only", default=None, help="comma-separated question keys")
+    parser.add_argument("--unique", action="store_true",
+                        help="append a request-specific note to each retrieved list, so no two "
+                             "requests share a judge-cache entry (scores are unchanged except "
+                             "context relevancy)")
     args = parser.parse_args(argv)
 
     from opentelemetry import trace
@@ -89,9 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     provider = ragtrace.configure(service_name=SERVICE, endpoint=args.endpoint)
     by_key = {q.key: q for q in QUESTIONS}
 
+    counter = iter(range(1, 10**9))
+
     @ragtrace.retrieve
     def retrieve(query: str, key: str) -> list[dict[str, str]]:
-        return [{"id": cid, "text": CORPUS[cid]} for cid in by_key[key].retrieved]
+        docs = [{"id": cid, "text": CORPUS[cid]} for cid in by_key[key].retrieved]
+        if args.unique:
+            n = next(counter)
+            docs.append({"id": f"note-{n}", "text": f"Request note {n}."})
+        return docs
 
     @ragtrace.generate
     def generate(query: str, chunks: list[dict[str, str]], key: str) -> str:

@@ -18,6 +18,7 @@ from scripts.services import CollectorEndpoints, OtlpSink
 from scripts.services.prometheus import wait_for_series
 from tests.e2e import online_app
 from tests.e2e.online import (
+    ASSIGNED,
     DLQ_TOPIC,
     JUDGE_MODEL,
     OnlineRun,
@@ -224,7 +225,7 @@ def test_sigterm_drains_in_flight_scoring_and_commits(
                                                prefix=prefix, group=group,
                                                judge_url=judge.base_url), tmp_path / "c.log")
         try:
-            consumer.wait_for_log(r"assigned partitions")
+            consumer.wait_for_log(ASSIGNED)
             requests = run_app(collector.app_otlp_http, only=["audit", "export", "forever"])
             ids = {r["trace_id"] for r in requests}
             deadline_wait = time.monotonic() + 60
