@@ -129,6 +129,11 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)
+    # Know the topic's partitions before joining the group: a first assignment made without
+    # them forces an immediate second rebalance, which kafka-python can leave hanging.
+    partitions = consumer.partitions_for_topic(k.topic)
+    if not partitions:
+        _log.warning("topic %s has no partitions yet (does it exist?); waiting for it", k.topic)
     consumer.subscribe([k.topic], listener=_Rebalance(runner))
     _log.info("ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
               k.topic, k.group_id, judge.info.name, judge.info.model or "no model",
