@@ -37,7 +37,7 @@ from scripts.services import (
 
 # `online_run`: the whole online pipeline run once (tests/e2e/online.py), for its own tests and
 # for every test that needs real consumer metrics in Prometheus.
-from tests.e2e.online import online_run  # noqa: E402,F401
+from tests.e2e.online import online_run
 
 #: The Kafka topic the session collector writes application spans to (3 partitions).
 SPANS_TOPIC = "otlp_spans"
