@@ -37,7 +37,7 @@ from scripts.services import (
 
 # `online_run`: the whole online pipeline run once (tests/e2e/online.py), for its own tests and
 # for every test that needs real consumer metrics in Prometheus.
-from tests.e2e.online import online_run
+from tests.e2e.online import online_run  # noqa: F401
 
 #: The Kafka topic the session collector writes application spans to (3 partitions).
 SPANS_TOPIC = "otlp_spans"
