@@ -21,9 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "ENV_CONFIG_FILE",
+    "REDACTED",
     "AssemblySettings",
     "ConfigError",
     "ConsumerConfig",
@@ -36,6 +38,7 @@ __all__ = [
     "env_var",
     "example_path",
     "load_config",
+    "redact_url",
 ]
 
 _log = logging.getLogger(__name__)
@@ -75,8 +78,12 @@ def _url(v: str) -> str | None:
         else "must be a URL"
 
 
-def _key(check: Callable[[Any], str | None] | None = None) -> Any:
-    return field(metadata={"check": check})
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _key(check: Callable[[Any], str | None] | None = None, *, secret: bool = False) -> Any:
+    return field(metadata={"check": check, "secret": secret}, repr=not secret)
 
 
 def _validate(obj: object, section: str) -> None:
@@ -101,9 +108,59 @@ class KafkaSettings:
     client_id: str = _key(_non_empty)
     session_timeout_ms: int = _key(_positive)
     drain_timeout_s: float = _key(_positive)
+    security_protocol: str = _key(_one_of(*_PROTOCOLS))
+    sasl_mechanism: str | None = _key(_one_of(*_SASL_MECHANISMS))
+    sasl_username: str | None = _key(_non_empty)
+    sasl_password: str | None = _key(secret=True)
+    ssl_cafile: str | None = _key(_non_empty)
+    ssl_certfile: str | None = _key(_non_empty)
+    ssl_keyfile: str | None = _key(_non_empty)
+    ssl_check_hostname: bool = _key()
 
     def __post_init__(self) -> None:
         _validate(self, "kafka")
+        sasl = self.security_protocol.startswith("SASL_")
+        tls = self.security_protocol.endswith("SSL")
+        if sasl and self.sasl_mechanism is None:
+            raise ConfigError(f"kafka.sasl_mechanism: required when kafka.security_protocol is "
+                              f"{self.security_protocol}")
+        if not sasl and self.sasl_mechanism is not None:
+            raise ConfigError(f"kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or "
+                              f"SASL_PLAINTEXT, got {self.security_protocol}")
+        for key in ("sasl_username", "sasl_password"):
+            given = getattr(self, key) is not None
+            if self.sasl_mechanism is not None and not given:
+                raise ConfigError(f"kafka.{key}: required with kafka.sasl_mechanism "
+                                  f"{self.sasl_mechanism}")
+            if self.sasl_mechanism is None and given:
+                raise ConfigError(f"kafka.{key}: set but kafka.sasl_mechanism is not")
+        for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            if getattr(self, key) is not None and not tls:
+                raise ConfigError(f"kafka.{key}: needs kafka.security_protocol SSL or SASL_SSL, "
+                                  f"got {self.security_protocol}")
+        if self.ssl_keyfile is not None and self.ssl_certfile is None:
+            raise ConfigError("kafka.ssl_keyfile: needs kafka.ssl_certfile (the client "
+                              "certificate the key belongs to)")
+
+    def client_options(self) -> dict[str, object]:
+        """Security keyword arguments of kafka-python's ``KafkaConsumer``/``KafkaProducer``
+        (parameter names as kafka-python spells them). Raises :class:`ConfigError` naming the key
+        when a TLS file cannot be read, so a typo fails at start with a clear message."""
+        options: dict[str, object] = {"security_protocol": self.security_protocol}
+        if self.security_protocol.endswith("SSL"):
+            options["ssl_check_hostname"] = self.ssl_check_hostname
+            for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+                path = getattr(self, key)
+                if path is None:
+                    continue
+                if not os.access(path, os.R_OK):
+                    raise ConfigError(f"kafka.{key}: cannot read {path}")
+                options[key] = path
+        if self.sasl_mechanism is not None:
+            options["sasl_mechanism"] = self.sasl_mechanism
+            options["sasl_plain_username"] = self.sasl_username
+            options["sasl_plain_password"] = self.sasl_password
+        return options
 
 
 @dataclass(frozen=True)
@@ -188,6 +245,14 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "client_id": "ragtrace-consumer",
         "session_timeout_ms": 45000,
         "drain_timeout_s": 60.0,
+        "security_protocol": "PLAINTEXT",
+        "sasl_mechanism": None,
+        "sasl_username": None,
+        "sasl_password": None,
+        "ssl_cafile": None,
+        "ssl_certfile": None,
+        "ssl_keyfile": None,
+        "ssl_check_hostname": True,
     },
     "redis": {"url": "redis://127.0.0.1:6379/0", "key_prefix": "ragtrace"},
     "export": {
@@ -252,6 +317,25 @@ class ConsumerConfig:
     def defaults(cls) -> ConsumerConfig:
         return load_config(None, env={})
 
+    def to_dict(self, *, redact: bool = True) -> dict[str, dict[str, object]]:
+        """Every key by section as plain YAML-able data (what ``--print-config`` prints). With
+        ``redact`` (the default) a secret key reads ``***`` and a URL's password is masked, so
+        the output can be logged or pasted; it is then no longer a working configuration."""
+        out: dict[str, dict[str, object]] = {}
+        for name in _SECTIONS:
+            settings = getattr(self, name)
+            body: dict[str, object] = {}
+            for f in dataclasses.fields(settings):
+                value = getattr(settings, f.name)
+                if redact and value is not None:
+                    if f.metadata.get("secret"):
+                        value = REDACTED
+                    elif isinstance(value, str) and "://" in value:
+                        value = redact_url(value)
+                body[f.name] = value
+            out[name] = body
+        return out
+
     def replace(self, **sections: Mapping[str, object]) -> ConsumerConfig:
         """A copy with some keys changed: ``cfg.replace(judge={"concurrency": 2})``."""
         changed: dict[str, object] = {}
@@ -263,6 +347,25 @@ class ConsumerConfig:
                 current[key] = _coerce(name, key, raw, f"{name}.{key}")
             changed[name] = _SECTIONS[name](**current)
         return dataclasses.replace(self, **changed)  # type: ignore[arg-type]
+
+
+REDACTED = "***"
+"""What a secret reads as in :meth:`ConsumerConfig.to_dict` output."""
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user info and any ``password=`` query value masked."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":" + REDACTED
+        netloc = f"{userinfo}@{host}"
+    query = "&".join(
+        f"{k}={REDACTED}" if k.lower() == "password" else (f"{k}={v}" if sep else k)
+        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def env_var(section: str, key: str) -> str:

@@ -91,6 +91,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     from ragtrace.consumers import redis_stores as rs
     from ragtrace.consumers.sample import Sampler, SamplerConfig
 
+    kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     client = rs.connect(cfg.redis.url)
     prefix = cfg.redis.key_prefix
     traces = rs.RedisTraceStore(client, prefix=prefix)
@@ -123,9 +124,9 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
         bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
         client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
         max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
-        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)))
+        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security)
     producer = KafkaProducer(bootstrap_servers=k.bootstrap_servers.split(","),
-                             client_id=f"{client_id}-dlq", acks="all")
+                             client_id=f"{client_id}-dlq", acks="all", **kafka_security)
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)

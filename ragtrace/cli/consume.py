@@ -13,8 +13,12 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ragtrace.cli._output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
+
+if TYPE_CHECKING:
+    from ragtrace.consumers.config import ConsumerConfig
 
 __all__ = ["register", "run"]
 
@@ -38,21 +42,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--config", metavar="FILE", default=None,
                    help="configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults)")
     p.add_argument("--print-config", action="store_true",
-                   help="print the effective configuration as YAML and exit")
+                   help="print the effective configuration as YAML (secrets masked) and exit")
     p.add_argument("--log-level", default="INFO",
                    choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                    help="log level on stderr (default: %(default)s)")
     p.set_defaults(func=run)
 
 
-def _dump(cfg: object) -> str:
-    import dataclasses
-
+def _dump(cfg: ConsumerConfig) -> str:
+    """The effective configuration as YAML, secrets masked (never printed or logged)."""
     import yaml
 
-    data = dataclasses.asdict(cfg)  # type: ignore[call-overload]
-    source = data.pop("source")
-    return f"# source: {source}\n" + str(yaml.safe_dump(data, sort_keys=False))
+    return f"# source: {cfg.source}\n" + str(yaml.safe_dump(cfg.to_dict(redact=True),
+                                                            sort_keys=False))
 
 
 def run(args: argparse.Namespace) -> int:

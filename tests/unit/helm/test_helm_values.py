@@ -5,6 +5,7 @@ dashboards for Grafana's sidecar."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import subprocess
@@ -140,6 +141,11 @@ def test_grace_period_rounds_a_fractional_drain_up(render: Callable[..., Rendere
 _CONNECTION_KEYS = {("kafka", "bootstrap_servers"), ("kafka", "topic"), ("kafka", "group_id"),
                     ("kafka", "dlq_topic"), ("redis", "url"), ("export", "otlp_endpoint"),
                     ("judge", "name"), ("judge", "model")}
+# Kafka TLS/SASL keys come from the top-level kafka.tls and kafka.sasl values, as RAGTRACE_KAFKA_*
+# environment variables (the password from a Secret), never from consumer.config.
+_CONNECTION_KEYS |= {("kafka", k) for k in (
+    "security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
+    "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")}
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -184,36 +190,60 @@ def test_rendered_consumer_file_loads(rendered: Callable[[str], Rendered], scena
         assert expected_export.endswith(f":{ports['eval-http']}")
 
 
-# Kafka TLS/SASL settings of the consumer: consumers/config.py has no keys for them yet, so the
-# chart passes them as RAGTRACE_KAFKA_* variables named by the config module's convention
-# (kafka-python's parameter names); the consumer ignores them until the keys exist.
-PENDING_CONSUMER_KEYS = {("kafka", k) for k in (
-    "security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
-    "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")}
 _NOT_CONFIG = {"RAGTRACE_CONSUMER_CONFIG"}
+_SECTIONS = ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")
+
+
+def _config_env_vars() -> set[str]:
+    defaults = consumer_config.ConsumerConfig.defaults()
+    return {consumer_config.env_var(s, f.name)
+            for s in _SECTIONS for f in dataclasses.fields(getattr(defaults, s))}
 
 
 def test_consumer_env_names_follow_the_config_module() -> None:
-    known = {consumer_config.env_var(s, k) for s, k in _keys(
-        {s: dict.fromkeys(vars(getattr(consumer_config.ConsumerConfig.defaults(), s)))
-         for s in ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")})}
-    pending = {consumer_config.env_var(s, k) for s, k in PENDING_CONSUMER_KEYS}
-    assert not pending & known, "a pending key now exists: drop it from PENDING_CONSUMER_KEYS"
     assert consumer_config.ENV_CONFIG_FILE == "RAGTRACE_CONSUMER_CONFIG"
+    assert {"RAGTRACE_KAFKA_SECURITY_PROTOCOL", "RAGTRACE_KAFKA_SASL_PASSWORD",
+            "RAGTRACE_KAFKA_SSL_CHECK_HOSTNAME"} <= _config_env_vars()
 
 
 @pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "default", "labels-job"])
 def test_every_ragtrace_env_var_is_a_config_key(rendered: Callable[[str], Rendered],
                                                 scenario: str) -> None:
-    defaults = consumer_config.ConsumerConfig.defaults()
-    known = {consumer_config.env_var(s, k)
-             for s in ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")
-             for k in vars(getattr(defaults, s))}
-    pending = {consumer_config.env_var(s, k) for s, k in PENDING_CONSUMER_KEYS}
+    """Every RAGTRACE_* variable the chart sets is read by the consumer's configuration."""
+    known = _config_env_vars()
     env = env_of(containers(_consumer(rendered(scenario)))[0])
     for name in env:
         if name.startswith("RAGTRACE_") and name not in _NOT_CONFIG:
-            assert name in known | pending, f"{name} is not a consumer configuration key"
+            assert name in known, f"{name} is not a consumer configuration key"
+
+
+_KAFKA_TLS = "/etc/ragtrace/tls/kafka"
+
+
+@pytest.mark.parametrize(("sets", "expected"), [
+    ([], {"security_protocol": "PLAINTEXT"}),
+    (['kafka.sasl.enabled=true', 'kafka.sasl.username="app"', 'kafka.sasl.mechanism="PLAIN"',
+      'kafka.sasl.password.existingSecret="kafka-user"'],
+     {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+      "sasl_plain_username": "app", "sasl_plain_password": "secret-from-k8s"}),
+    (['kafka.tls.enabled=true', 'kafka.tls.insecureSkipVerify=true'],
+     {"security_protocol": "SSL", "ssl_check_hostname": False}),
+    (['kafka.tls.enabled=true', 'kafka.tls.existingSecret="kafka-ca"'],
+     {"security_protocol": "SSL", "ssl_check_hostname": True,
+      "ssl_cafile": f"{_KAFKA_TLS}/ca.crt"}),
+])
+def test_kafka_security_values_reach_kafka_python(
+        render: Callable[..., Rendered], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        sets: list[str], expected: dict[str, object]) -> None:
+    """The chart's Kafka TLS/SASL values, through the pod environment and the consumer
+    configuration, become exactly these kafka-python keyword arguments."""
+    r = render(sets=sets)
+    env = _pod_env(containers(_consumer(r))[0], {("kafka-user", "password"): "secret-from-k8s"})
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    cfg = consumer_config.load_config(path, env=env)
+    monkeypatch.setattr(consumer_config.os, "access", lambda p, mode: p.startswith(_KAFKA_TLS))
+    assert cfg.kafka.client_options() == expected
 
 
 def test_consumer_runs_consume_with_the_mounted_file(rendered: Callable[[str], Rendered]) -> None:
@@ -256,10 +286,19 @@ def test_consume_sees_the_charts_settings(rendered: Callable[[str], Rendered],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     effective = yaml.safe_load(proc.stdout)
+    # Secrets are masked in the output: the Redis password of the URL and the SASL password.
     assert effective["redis"] == {
-        "url": "rediss://ragtrace:pw@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
+        "url": "rediss://ragtrace:***@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
         "key_prefix": "ragtrace"}
+    assert "pw@" not in proc.stdout and "kpw" not in proc.stdout and "sk-x" not in proc.stdout
     assert effective["kafka"]["bootstrap_servers"] == "kafka-0.kafka:9093,kafka-1.kafka:9093"
+    assert {k: v for k, v in effective["kafka"].items() if k.startswith(("ssl_", "sasl_"))
+            or k == "security_protocol"} == {
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "ragtrace", "sasl_password": "***",
+        "ssl_cafile": "/etc/ragtrace/tls/kafka/ca.crt",
+        "ssl_certfile": "/etc/ragtrace/tls/kafka/tls.crt",
+        "ssl_keyfile": "/etc/ragtrace/tls/kafka/tls.key", "ssl_check_hostname": True}
     assert effective["judge"]["name"] == "anthropic"
     assert effective["export"]["otlp_endpoint"] == "http://rt-ragtrace-collector:4328"
     assert "ignoring" not in proc.stderr  # no environment value was rejected
