@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, get_type_hints
 from urllib.parse import urlsplit, urlunsplit
 
+from ragtrace.consumers.sample import SamplerConfig, SamplingRule, parse_rules
+
 __all__ = [
     "ENV_CONFIG_FILE",
     "REDACTED",
@@ -82,8 +84,46 @@ _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def _key(check: Callable[[Any], str | None] | None = None, *, secret: bool = False) -> Any:
-    return field(metadata={"check": check, "secret": secret}, repr=not secret)
+def _ascii(v: str) -> str | None:
+    return None if v.isascii() else "must be ASCII"
+
+
+def _key(check: Callable[[Any], str | None] | None = None, *, secret: bool = False,
+         coerce: Callable[[object, str], object] | None = None) -> Any:
+    return field(metadata={"check": check, "secret": secret, "coerce": coerce}, repr=not secret)
+
+
+def _coerce_rules(raw: object, where: str) -> tuple[SamplingRule, ...]:
+    """Sampling rules from the file (a YAML list) or the environment (JSON or YAML text)."""
+    if isinstance(raw, str):
+        import yaml
+
+        try:
+            raw = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where}: not valid JSON or YAML: {exc}") from None
+    if raw is None:
+        return ()
+    if not isinstance(raw, (list, tuple)):
+        raise ConfigError(f"{where}: expected a list of rules, got {type(raw).__name__}")
+    if all(isinstance(r, SamplingRule) for r in raw):
+        return tuple(raw)
+    try:
+        rules: tuple[SamplingRule, ...] = parse_rules(raw, where=where)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    return rules
+
+
+def _rule_dict(rule: SamplingRule) -> dict[str, object]:
+    out: dict[str, object] = {}
+    if rule.name is not None:
+        out["name"] = rule.name
+    out["match"] = dict(rule.match)
+    for key in ("recall_rate", "judge_rate"):
+        if getattr(rule, key) is not None:
+            out[key] = getattr(rule, key)
+    return out
 
 
 def _validate(obj: object, section: str) -> None:
@@ -197,9 +237,16 @@ class AssemblySettings:
 class SamplingSettings:
     recall_rate: float = _key(_unit)
     judge_rate: float = _key(_unit)
+    rules: tuple[SamplingRule, ...] = _key(coerce=_coerce_rules)
+    salt: str = _key(_ascii)
 
     def __post_init__(self) -> None:
         _validate(self, "sampling")
+
+    def sampler_config(self) -> SamplerConfig:
+        """The :class:`~ragtrace.consumers.sample.Sampler` configuration of these settings."""
+        return SamplerConfig(recall_rate=self.recall_rate, judge_rate=self.judge_rate,
+                             rules=self.rules, salt=self.salt)
 
 
 @dataclass(frozen=True)
@@ -262,7 +309,7 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "timeout_s": 10.0,
     },
     "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64},
-    "sampling": {"recall_rate": 1.0, "judge_rate": 1.0},
+    "sampling": {"recall_rate": 1.0, "judge_rate": 1.0, "rules": (), "salt": ""},
     "scoring": {
         "k": 5,
         "recall_definition": "mean_recall",
@@ -327,6 +374,8 @@ class ConsumerConfig:
             body: dict[str, object] = {}
             for f in dataclasses.fields(settings):
                 value = getattr(settings, f.name)
+                if f.name == "rules":
+                    value = [_rule_dict(r) for r in value]
                 if redact and value is not None:
                     if f.metadata.get("secret"):
                         value = REDACTED
@@ -342,7 +391,8 @@ class ConsumerConfig:
         for name, values in sections.items():
             if name not in _SECTIONS:
                 raise ConfigError(f"unknown section {name!r}")
-            current = dataclasses.asdict(getattr(self, name))
+            settings = getattr(self, name)
+            current = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
             for key, raw in values.items():
                 current[key] = _coerce(name, key, raw, f"{name}.{key}")
             changed[name] = _SECTIONS[name](**current)
@@ -387,6 +437,10 @@ def _coerce(section: str, key: str, raw: object, where: str) -> object:
     hints = get_type_hints(_SECTIONS[section])
     if key not in hints:
         raise ConfigError(f"{where}: unknown key (known: {', '.join(_DEFAULTS[section])})")
+    coerce = next(f.metadata.get("coerce") for f in dataclasses.fields(_SECTIONS[section])
+                  if f.name == key)
+    if coerce is not None:
+        return coerce(raw, where)
     hint = str(hints[key])
     optional = "None" in hint
     if raw is None or (isinstance(raw, str) and optional and raw.strip().lower() in ("", "null")):

@@ -42,7 +42,7 @@ from ragtrace.consumers.otlp_http import (
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.recording_sink import RecordingSink
-from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace.consumers.sample import Sampler
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.consumers.writeback import ScoreSink
@@ -178,8 +178,7 @@ class EmbeddedEvaluator:
             idempotency=self.state.idempotency,
             budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
             judge=self.judge, sink=self.sink, metrics=self.metrics,
-            sampler=Sampler(SamplerConfig(recall_rate=cfg.sampling.recall_rate,
-                                          judge_rate=cfg.sampling.judge_rate)),
+            sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,

@@ -89,7 +89,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
     from kafka import KafkaConsumer, KafkaProducer
     from ragtrace.consumers import redis_stores as rs
-    from ragtrace.consumers.sample import Sampler, SamplerConfig
+    from ragtrace.consumers.sample import Sampler
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     client = rs.connect(cfg.redis.url)
@@ -113,8 +113,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
                         budget=budget, judge=judge, sink=sink, metrics=metrics,
-                        sampler=Sampler(SamplerConfig(recall_rate=cfg.sampling.recall_rate,
-                                                      judge_rate=cfg.sampling.judge_rate)),
+                        sampler=Sampler(cfg.sampling.sampler_config()),
                         settings=PipelineSettings.from_config(cfg))
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CHART, ROOT, Rendered, containers, env_of, values_file
+from conftest import CHART, ROOT, Rendered, containers, env_of, run_helm, values_file
 from ragtrace.consumers import config as consumer_config
+from ragtrace.consumers.sample import SamplingRule
 
 from ragtrace.cli.labels import resolve_redis
 
@@ -158,10 +159,40 @@ def test_values_carry_every_key_of_the_consumer_example_file() -> None:
 
 
 def test_values_defaults_equal_the_consumers_defaults() -> None:
-    defaults = consumer_config.ConsumerConfig.defaults()
+    defaults = consumer_config.ConsumerConfig.defaults().to_dict(redact=False)
     for section, body in VALUES["consumer"]["config"].items():
         for key, value in body.items():
-            assert getattr(getattr(defaults, section), key) == value, f"{section}.{key}"
+            assert defaults[section][key] == value, f"{section}.{key}"
+
+
+def test_sampling_rules_and_salt_reach_the_consumer(render: Callable[..., Rendered],
+                                                    tmp_path: Path) -> None:
+    rules = [{"name": "checkout-light", "match": {"service": "checkout", "http.route": "/ask*"},
+              "judge_rate": 0.1},
+             {"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1}]
+    r = render(sets=[f"consumer.config.sampling.rules={json.dumps(rules)}",
+                     'consumer.config.sampling.salt="q3"'])
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    sampling = consumer_config.load_config(path, env={}).sampling
+    assert sampling.rules == (
+        SamplingRule(match={"service": "checkout", "http.route": "/ask*"}, judge_rate=0.1,
+                     name="checkout-light"),
+        SamplingRule(match={"tenant": "acme"}, recall_rate=1.0, judge_rate=1.0))
+    assert sampling.salt == "q3"
+
+
+@pytest.mark.parametrize("rule", [
+    {"judge_rate": 0.5},  # no match
+    {"match": {}, "judge_rate": 0.5},
+    {"match": {"tenant": "a"}, "judge_rate": 2},
+    {"match": {"tenant": "a"}, "rate": 0.5},
+])
+def test_schema_rejects_a_bad_sampling_rule(helm_bin: Path, rule: dict[str, Any]) -> None:
+    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", "1.31.0",
+                    "--set-json", f"consumer.config.sampling.rules=[{json.dumps(rule)}]")
+    assert proc.returncode != 0
+    assert "rules" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("scenario", ["default", "tls-sasl-existingsecret", "minimal"])
