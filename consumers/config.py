@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 from urllib.parse import urlsplit, urlunsplit
 
+from ragtrace.consumers.assemble import DEFAULT_IDLE_S
 from ragtrace.consumers.sample import SamplerConfig, SamplingRule, parse_rules
 
 __all__ = [
@@ -228,9 +229,18 @@ class AssemblySettings:
     quiet_s: float = _key(_non_negative)
     lease_s: float = _key(_positive)
     claim_batch: int = _key(_positive)
+    ttl_s: float = _key(_positive)
+    max_attempts: int = _key(_positive)
 
     def __post_init__(self) -> None:
         _validate(self, "assembly")
+        # A trace must outlive its wait for completion plus one lost lease (a replica that died
+        # holding it), or it expires before another replica can score it.
+        least = max(self.quiet_s, DEFAULT_IDLE_S) + self.lease_s
+        if self.ttl_s <= least:
+            raise ConfigError(f"assembly.ttl_s: must exceed the longest wait for completion "
+                              f"(max(assembly.quiet_s, {DEFAULT_IDLE_S:g})) plus assembly.lease_s "
+                              f"= {least:g}, got {self.ttl_s:g}")
 
 
 @dataclass(frozen=True)
@@ -308,7 +318,8 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "metrics_interval_s": 5.0,
         "timeout_s": 10.0,
     },
-    "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64},
+    "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64, "ttl_s": 3600.0,
+                 "max_attempts": 200},
     "sampling": {"recall_rate": 1.0, "judge_rate": 1.0, "rules": (), "salt": ""},
     "scoring": {
         "k": 5,

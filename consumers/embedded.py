@@ -172,7 +172,8 @@ class EmbeddedEvaluator:
                 recall_threshold=cfg.scoring.recall_threshold,
                 groundedness_threshold=cfg.scoring.groundedness_threshold)
         self.sink = RecordingSink(self.state.results, inner)
-        self.traces = MemoryTraceStore()
+        self.traces = MemoryTraceStore(ttl_s=cfg.assembly.ttl_s,
+                                       max_attempts=cfg.assembly.max_attempts)
         self.pipeline = Pipeline(
             traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
             idempotency=self.state.idempotency,

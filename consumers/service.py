@@ -94,7 +94,8 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     client = rs.connect(cfg.redis.url)
     prefix = cfg.redis.key_prefix
-    traces = rs.RedisTraceStore(client, prefix=prefix)
+    traces = rs.RedisTraceStore(client, prefix=prefix, ttl_s=cfg.assembly.ttl_s,
+                                max_attempts=cfg.assembly.max_attempts)
     labels = rs.RedisLabelStore(client, prefix=prefix)
     cache = rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s)
     idempotency = rs.RedisIdempotencyStore(client, prefix=prefix)
