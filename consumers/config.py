@@ -33,6 +33,7 @@ __all__ = [
     "ConfigError",
     "ConsumerConfig",
     "ExportSettings",
+    "HealthSettings",
     "JudgeSettings",
     "KafkaSettings",
     "RedisSettings",
@@ -290,6 +291,21 @@ class JudgeSettings:
             raise ConfigError("judge.park_backoff_max_s: must be >= judge.park_backoff_s")
 
 
+def _port(v: int) -> str | None:
+    return None if 0 <= v <= 65535 else "must be within 0..65535 (0: a free port)"
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    enabled: bool = _key()
+    host: str = _key(_non_empty)
+    port: int = _key(_port)
+    liveness_timeout_s: float = _key(_positive)
+
+    def __post_init__(self) -> None:
+        _validate(self, "health")
+
+
 _DEFAULTS: dict[str, dict[str, object]] = {
     "kafka": {
         "bootstrap_servers": "127.0.0.1:9092",
@@ -340,6 +356,9 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "tokens_per_minute": 2_000_000,
         "cache_ttl_s": 604800,
     },
+    # Off locally (several replicas on one machine would contend for the port); the Helm chart
+    # turns it on, on 0.0.0.0:8086, for the Kubernetes probes.
+    "health": {"enabled": False, "host": "127.0.0.1", "port": 8086, "liveness_timeout_s": 120.0},
 }
 
 _SECTIONS: dict[str, type] = {
@@ -350,6 +369,7 @@ _SECTIONS: dict[str, type] = {
     "sampling": SamplingSettings,
     "scoring": ScoringSettings,
     "judge": JudgeSettings,
+    "health": HealthSettings,
 }
 
 
@@ -364,6 +384,7 @@ class ConsumerConfig:
     sampling: SamplingSettings
     scoring: ScoringSettings
     judge: JudgeSettings
+    health: HealthSettings
     source: str = "defaults"
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace.consumers.kafka_runner import KafkaRunner
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
@@ -51,8 +52,13 @@ class ConsumerService:
     sink: OtlpScoreSink
     meter_provider: MeterProvider
     redis_client: Any
+    health: HealthServer | None = None
+    """The /livez and /readyz endpoints (``health.enabled``); served while :meth:`run` runs."""
 
     def run(self, stop: threading.Event) -> None:
+        if self.health is not None:
+            self.health.draining = stop.is_set  # after SIGTERM: live, not ready
+            self.health.start()
         try:
             self.runner.run(stop)
         finally:
@@ -66,6 +72,8 @@ class ConsumerService:
             self.redis_client.close()
         except Exception:  # noqa: BLE001 - closing is best effort
             _log.debug("closing the Redis client failed", exc_info=True)
+        if self.health is not None:
+            self.health.stop()
 
 
 class _Rebalance:
@@ -127,6 +135,8 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
         heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security)
     producer = KafkaProducer(bootstrap_servers=k.bootstrap_servers.split(","),
                              client_id=f"{client_id}-dlq", acks="all", **kafka_security)
+    heartbeat = Heartbeat()
+    consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)
@@ -139,4 +149,9 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     _log.info("ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
               k.topic, k.group_id, judge.info.name, judge.info.model or "no model",
               cfg.judge.concurrency, cfg.export.otlp_endpoint)
-    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client)
+    health = None
+    if cfg.health.enabled:  # bound last: nothing after it can fail and leave the port taken
+        health = HealthServer(cfg.health.host, cfg.health.port, heartbeat=heartbeat,
+                              liveness_timeout_s=cfg.health.liveness_timeout_s,
+                              readiness={"redis": redis_check(client), "kafka": consumer.check})
+    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client, health)

@@ -20,6 +20,11 @@ from .Values.consumer.config; connection keys from the chart's top-level values,
 {{- $_ := set $judge "name" .Values.judge.name }}
 {{- $_ := set $judge "model" (.Values.judge.model | default nil) }}
 {{- $_ := set $cfg "judge" $judge }}
+{{- $health := get $cfg "health" | default dict }}
+{{- $_ := set $health "enabled" .Values.consumer.health.enabled }}
+{{- $_ := set $health "host" "0.0.0.0" }}
+{{- $_ := set $health "port" (int .Values.consumer.health.port) }}
+{{- $_ := set $cfg "health" $health }}
 {{- toYaml $cfg }}
 {{- end }}
 
@@ -147,8 +152,18 @@ substitutes $(REDIS_PASSWORD) from the Secret-backed variable declared before it
 {{- printf "%s\n%s" (include "ragtrace.consumer.configFile" .) (include "ragtrace.inlineCredentials" .) | sha256sum }}
 {{- end }}
 
-{{/* Probes of the consumer container (see consumer.livenessProbe / readinessProbe). */}}
+{{/* Probes of the consumer container (see consumer.livenessProbe / readinessProbe). A probe on
+the "health" port needs consumer.health.enabled: refuse it rather than render a probe that always
+fails. */}}
 {{- define "ragtrace.consumer.probes" -}}
+{{- if not .Values.consumer.health.enabled }}
+{{- range $name := list "livenessProbe" "readinessProbe" "startupProbe" }}
+{{- $probe := get $.Values.consumer $name | default dict }}
+{{- if eq (toString (dig "httpGet" "port" "" $probe)) "health" }}
+{{- fail (printf "consumer.%s probes the health port but consumer.health.enabled is false: set consumer.%s to null or enable health" $name $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- with .Values.consumer.livenessProbe }}
 livenessProbe:
   {{- toYaml . | nindent 2 }}

@@ -30,6 +30,9 @@ class FakeKafkaConsumer:
     def partitions_for_topic(self, topic: str) -> set[int]:
         return {0}
 
+    def topics(self) -> set[str]:
+        return {"otlp_spans"}
+
     def subscribe(self, topics: list[str], listener: Any = None) -> None:
         self.subscribed = list(topics)
 

@@ -147,6 +147,8 @@ _CONNECTION_KEYS = {("kafka", "bootstrap_servers"), ("kafka", "topic"), ("kafka"
 _CONNECTION_KEYS |= {("kafka", k) for k in (
     "security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
     "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")}
+# Where the health endpoints listen comes from consumer.health (the probes need the port).
+_CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -222,7 +224,7 @@ def test_rendered_consumer_file_loads(rendered: Callable[[str], Rendered], scena
 
 
 _NOT_CONFIG = {"RAGTRACE_CONSUMER_CONFIG"}
-_SECTIONS = ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge")
+_SECTIONS = ("kafka", "redis", "export", "assembly", "sampling", "scoring", "judge", "health")
 
 
 def _config_env_vars() -> set[str]:
@@ -275,6 +277,59 @@ def test_kafka_security_values_reach_kafka_python(
     cfg = consumer_config.load_config(path, env=env)
     monkeypatch.setattr(consumer_config.os, "access", lambda p, mode: p.startswith(_KAFKA_TLS))
     assert cfg.kafka.client_options() == expected
+
+
+# --- health endpoints and probes ----------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["default", "tls-sasl-existingsecret", "minimal",
+                                      "autoscaling"])
+def test_probes_hit_the_consumers_health_endpoints(rendered: Callable[[str], Rendered],
+                                                   scenario: str, tmp_path: Path) -> None:
+    r = rendered(scenario)
+    c = containers(_consumer(r))[0]
+    assert c["ports"] == [{"name": "health", "containerPort": 8086, "protocol": "TCP"}]
+    assert c["livenessProbe"] == {"httpGet": {"path": "/livez", "port": "health"},
+                                  "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
+    assert c["readinessProbe"] == {"httpGet": {"path": "/readyz", "port": "health"},
+                                   "periodSeconds": 10, "timeoutSeconds": 5,
+                                   "failureThreshold": 3}
+    assert c["startupProbe"] == {"httpGet": {"path": "/livez", "port": "health"},
+                                 "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 60}
+    # The consumer will really serve them there: the file it reads turns them on, on all
+    # interfaces, on the port the probes name.
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    health = consumer_config.load_config(path, env={}).health
+    assert (health.enabled, health.host, health.port, health.liveness_timeout_s) == (
+        True, "0.0.0.0", 8086, 120.0)
+
+
+def test_health_port_and_timeout_come_from_values(render: Callable[..., Rendered],
+                                                  tmp_path: Path) -> None:
+    r = render(sets=["consumer.health.port=9191",
+                     "consumer.config.health.liveness_timeout_s=45"])
+    c = containers(_consumer(r))[0]
+    assert c["ports"] == [{"name": "health", "containerPort": 9191, "protocol": "TCP"}]
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    health = consumer_config.load_config(path, env={}).health
+    assert (health.port, health.liveness_timeout_s) == (9191, 45.0)
+
+
+def test_health_disabled_needs_the_probes_cleared(helm_bin: Path,
+                                                  render: Callable[..., Rendered],
+                                                  tmp_path: Path) -> None:
+    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", "1.31.0",
+                    "--set", "consumer.health.enabled=false")
+    assert proc.returncode != 0
+    assert ("consumer.livenessProbe probes the health port but consumer.health.enabled is false"
+            in proc.stderr), proc.stderr
+    r = render(sets=["consumer.health.enabled=false", "consumer.livenessProbe=null",
+                     "consumer.readinessProbe=null", "consumer.startupProbe=null"])
+    c = containers(_consumer(r))[0]
+    assert not {"ports", "livenessProbe", "readinessProbe", "startupProbe"} & set(c)
+    path = tmp_path / "c.yaml"
+    path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
+    assert consumer_config.load_config(path, env={}).health.enabled is False
 
 
 def test_consumer_runs_consume_with_the_mounted_file(rendered: Callable[[str], Rendered]) -> None:
@@ -487,7 +542,8 @@ def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> N
 
 # --- values.yaml documentation ------------------------------------------------------------------
 # Kubernetes objects passed through verbatim: their inner keys are Kubernetes' own.
-_PASS_THROUGH = {"resources", "podSecurityContext", "securityContext", "behavior"}
+_PASS_THROUGH = {"resources", "podSecurityContext", "securityContext", "behavior",
+                 "livenessProbe", "readinessProbe", "startupProbe"}
 _KEY_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*|\"[^\"]+\"):")
 
 
