@@ -164,7 +164,8 @@ class EmbeddedEvaluator:
         self.meter_provider: MeterProvider = make_meter_provider(
             resource, endpoint=s.otlp_endpoint, interval_s=cfg.export.metrics_interval_s,
             timeout_s=cfg.export.timeout_s, readers=readers)
-        self.metrics = ConsumerMetrics(self.meter_provider)
+        self.metrics = ConsumerMetrics(self.meter_provider,
+                                       judge_prompt_sha256=self.judge.info.prompt_sha256)
         inner: ScoreSink | None = None
         if s.otlp_endpoint is not None:
             inner = OtlpScoreSink.to_collector(

@@ -2,7 +2,14 @@
 
 Instrument names are the ``METRIC_*`` constants of :mod:`ragtrace.semconv`, the meter is
 ``semconv.EVALUATION_SCOPE`` and attribute keys are the ``ATTR_*`` constants, with bounded values
-only (service, pipeline, judge model, reason, cell, outcome — never a trace ID or free text).
+only (service, pipeline, judge model, judge prompt, reason, cell, outcome — never a trace ID or
+free text).
+
+The groundedness histogram and the judge call and error counters also carry ``judge_prompt``:
+the first 12 hex characters of the judge prompt's SHA-256 (:func:`prompt_label`), so a prompt
+change shows on the dashboards like a model change. A replica runs one judge, so its prompt is
+given once (``ConsumerMetrics(..., judge_prompt_sha256=judge.info.prompt_sha256)``); a call may
+pass its own. With neither, the attribute is left out.
 Label sets are created eagerly (0-valued) where the values are known in advance, so dashboards
 and alerts see every series from the first export, not only after the first failure.
 """
@@ -27,6 +34,7 @@ __all__ = [
     "SKIP_REASONS",
     "TOKEN_TYPES",
     "ConsumerMetrics",
+    "prompt_label",
 ]
 
 SCORE_BUCKETS: tuple[float, ...] = tuple(round(i / 10, 1) for i in range(11))
@@ -41,13 +49,29 @@ TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
 PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed")
 DEFAULT_PIPELINE = "default"
+PROMPT_LABEL_CHARS = 12
+_HEX = frozenset("0123456789abcdef")
+
+
+def prompt_label(prompt_sha256: str | None) -> str | None:
+    """The bounded ``judge_prompt`` value: the first 12 hex characters of a prompt SHA-256,
+    lower case; None for None. Anything but a hex digest of at least 12 characters raises
+    ValueError (a metric attribute must never carry free text)."""
+    if prompt_sha256 is None:
+        return None
+    label = prompt_sha256[:PROMPT_LABEL_CHARS].lower()
+    if len(label) < PROMPT_LABEL_CHARS or not set(label) <= _HEX:
+        raise ValueError(f"not a prompt SHA-256: {prompt_sha256!r}")
+    return label
 
 
 class ConsumerMetrics:
     """Counters, histograms and the lag gauge of one replica. Thread-safe (the SDK instruments
     are); cheap to call per trace."""
 
-    def __init__(self, meter_provider: MeterProvider) -> None:
+    def __init__(self, meter_provider: MeterProvider, *,
+                 judge_prompt_sha256: str | None = None) -> None:
+        self._judge_prompt = prompt_label(judge_prompt_sha256)
         m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(
@@ -96,7 +120,7 @@ class ConsumerMetrics:
                                   "Records behind the end of the span topic")
         self._lock = threading.Lock()
         self._known_services: set[tuple[str, str]] = set()
-        self._known_models: set[str] = set()
+        self._known_models: set[tuple[str, str | None]] = set()
         for reason in DLQ_REASONS:
             self._dlq.add(0, {semconv.ATTR_REASON: reason})
         for reason in PARK_REASONS:
@@ -129,19 +153,25 @@ class ConsumerMetrics:
         self._budget.add(0, {semconv.ATTR_SERVICE: service})
         return attrs
 
-    def ensure_judge(self, model: str) -> None:
+    def _prompt(self, prompt_sha256: str | None) -> dict[str, str]:
+        label = self._judge_prompt if prompt_sha256 is None else prompt_label(prompt_sha256)
+        return {} if label is None else {semconv.ATTR_JUDGE_PROMPT: label}
+
+    def ensure_judge(self, model: str, prompt_sha256: str | None = None) -> None:
         """Create the judge series of ``model`` (0-valued) before its first call."""
+        prompt = self._prompt(prompt_sha256)
         with self._lock:
-            if model in self._known_models:
+            key = (model, prompt.get(semconv.ATTR_JUDGE_PROMPT))
+            if key in self._known_models:
                 return
-            self._known_models.add(model)
+            self._known_models.add(key)
         attrs = {semconv.ATTR_JUDGE_MODEL: model}
         for outcome in JUDGE_OUTCOMES:
-            self._judge_calls.add(0, {**attrs, semconv.ATTR_OUTCOME: outcome})
+            self._judge_calls.add(0, {**attrs, **prompt, semconv.ATTR_OUTCOME: outcome})
         for token_type in TOKEN_TYPES:
             self._judge_tokens.add(0, {**attrs, semconv.ATTR_TOKEN_TYPE: token_type})
         self._judge_cost.add(0, attrs)
-        self._judge_errors.add(0, {**attrs, semconv.ATTR_REASON: "unavailable"})
+        self._judge_errors.add(0, {**attrs, **prompt, semconv.ATTR_REASON: "unavailable"})
 
     # --- trace flow ------------------------------------------------------------------------
     def trace_seen(self, service: str, pipeline: str | None) -> None:
@@ -172,10 +202,12 @@ class ConsumerMetrics:
         self._delay.record(max(0.0, seconds), {semconv.ATTR_SERVICE: service})
 
     # --- scores ----------------------------------------------------------------------------
-    def groundedness(self, value: float, service: str, pipeline: str | None, model: str) -> None:
+    def groundedness(self, value: float, service: str, pipeline: str | None, model: str,
+                     prompt_sha256: str | None = None) -> None:
         self._groundedness.record(value, {semconv.ATTR_SERVICE: service,
                                           semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
-                                          semconv.ATTR_JUDGE_MODEL: model})
+                                          semconv.ATTR_JUDGE_MODEL: model,
+                                          **self._prompt(prompt_sha256)})
 
     def retrieval(self, recall: float, hit_rate: float, reciprocal_rank: float, service: str,
                   pipeline: str | None) -> None:
@@ -185,13 +217,15 @@ class ConsumerMetrics:
         self._rr.record(reciprocal_rank, attrs)
 
     # --- judge -----------------------------------------------------------------------------
-    def judge_call(self, model: str, outcome: str) -> None:
-        self.ensure_judge(model)
-        self._judge_calls.add(1, {semconv.ATTR_JUDGE_MODEL: model, semconv.ATTR_OUTCOME: outcome})
+    def judge_call(self, model: str, outcome: str, prompt_sha256: str | None = None) -> None:
+        self.ensure_judge(model, prompt_sha256)
+        self._judge_calls.add(1, {semconv.ATTR_JUDGE_MODEL: model, **self._prompt(prompt_sha256),
+                                  semconv.ATTR_OUTCOME: outcome})
 
-    def judge_error(self, model: str, reason: str) -> None:
-        self.ensure_judge(model)
-        self._judge_errors.add(1, {semconv.ATTR_JUDGE_MODEL: model, semconv.ATTR_REASON: reason})
+    def judge_error(self, model: str, reason: str, prompt_sha256: str | None = None) -> None:
+        self.ensure_judge(model, prompt_sha256)
+        self._judge_errors.add(1, {semconv.ATTR_JUDGE_MODEL: model, **self._prompt(prompt_sha256),
+                                   semconv.ATTR_REASON: reason})
 
     def judge_usage(self, model: str, input_tokens: int, output_tokens: int, cache_read: int,
                     cache_write: int, cost_usd: float, latency_s: float) -> None:

@@ -115,7 +115,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     meter_provider = make_meter_provider(resource, endpoint=cfg.export.otlp_endpoint,
                                          interval_s=cfg.export.metrics_interval_s,
                                          timeout_s=cfg.export.timeout_s, readers=metric_readers)
-    metrics = ConsumerMetrics(meter_provider)
+    metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
     sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
                                       timeout_s=cfg.export.timeout_s,
                                       recall_threshold=cfg.scoring.recall_threshold,

@@ -115,6 +115,7 @@ __all__ = [
     "ATTR_SERVICE",
     "ATTR_PIPELINE",
     "ATTR_JUDGE_MODEL",
+    "ATTR_JUDGE_PROMPT",
     "ATTR_REASON",
     "ATTR_METRIC",
     "ATTR_CELL",
@@ -281,6 +282,8 @@ METRIC_RECEIVER_REJECTED: Final = "ragtrace.receiver.rejected"
 ATTR_SERVICE: Final = "service"
 ATTR_PIPELINE: Final = "pipeline"
 ATTR_JUDGE_MODEL: Final = "judge_model"
+ATTR_JUDGE_PROMPT: Final = "judge_prompt"
+"""First 12 hex characters of the judge prompt template's SHA-256 (``JudgeInfo.prompt_sha256``)."""
 ATTR_REASON: Final = "reason"
 ATTR_METRIC: Final = "metric"
 ATTR_CELL: Final = "cell"

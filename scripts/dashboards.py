@@ -32,6 +32,7 @@ from grafana_foundation_sdk.models import prometheus as prom_model
 __all__ = [
     "CHART_DIR",
     "DASHBOARD_DIR",
+    "JUDGE_CHANGE",
     "OPERATIONS",
     "QUALITY",
     "build_all",
@@ -83,9 +84,12 @@ QUALITY: dict[str, str] = {
     "cells_share": (f"sum by (cell) (rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))\n"
                     f"/ ignoring (cell) group_left\n"
                     f"sum(rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))"),
-    # A judge model appearing that was not scoring 30 minutes earlier (annotation).
-    "judge_model_new": (f"count by (judge_model) ({_M['ragtrace.groundedness']}_count)\nunless\n"
-                        f"count by (judge_model) ({_M['ragtrace.groundedness']}_count offset 30m)"),
+    # A judge model or judge prompt (judge_prompt: 12 hex characters of the prompt's SHA-256)
+    # scoring that was not scoring 30 minutes earlier (annotation).
+    "judge_changed": (f"count by (judge_model, judge_prompt) "
+                      f"({_M['ragtrace.groundedness']}_count)\nunless\n"
+                      f"count by (judge_model, judge_prompt) "
+                      f"({_M['ragtrace.groundedness']}_count offset 30m)"),
 }
 
 # --- every PromQL expression of the "ragtrace operations" dashboard ---------------------------
@@ -116,6 +120,14 @@ OPERATIONS: dict[str, str] = {
 TRACEQL: dict[str, str] = {
     "worst_groundedness": "{ span.ragtrace.eval.groundedness < $groundedness_below }",
     "worst_recall": "{ span.ragtrace.eval.recall < $recall_below }",
+}
+
+JUDGE_CHANGE = "Judge model or prompt change"
+# Options of Grafana's Prometheus annotations that the SDK's AnnotationQuery builder does not
+# expose, by annotation name: what the marker says and which labels become its tags.
+_ANNOTATION_OPTIONS: dict[str, dict[str, str]] = {
+    JUDGE_CHANGE: {"titleFormat": "Judge {{judge_model}}, prompt {{judge_prompt}}",
+                   "tagKeys": "judge_model,judge_prompt"},
 }
 
 _PROM = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -181,8 +193,8 @@ def quality() -> dash.Dashboard:
     d = d.with_variable(
         dash.TextBoxVariable("recall_below").label("Worst traces: recall below").default_value("0.5"))
     d = d.annotation(
-        dash.AnnotationQuery().name("Judge model change").datasource(_PROM).enable(True)
-        .icon_color("purple").expr(q["judge_model_new"]))
+        dash.AnnotationQuery().name(JUDGE_CHANGE).datasource(_PROM).enable(True)
+        .icon_color("purple").expr(q["judge_changed"]))
     d = d.with_row(dash.Row("Groundedness (judged traffic)").id(ids()))
     d = d.with_panel(_ts(ids, "Mean groundedness",
                          "Mean groundedness of judged traces: share of an answer's claims "
@@ -300,7 +312,10 @@ def operations() -> dash.Dashboard:
 
 
 def _render(d: dash.Dashboard) -> str:
-    return json.dumps(d.build(), cls=JSONEncoder, indent=2, sort_keys=True) + "\n"
+    data = json.loads(json.dumps(d.build(), cls=JSONEncoder))
+    for annotation in data.get("annotations", {}).get("list", []):
+        annotation.update(_ANNOTATION_OPTIONS.get(annotation["name"], {}))
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def build_all() -> dict[str, str]:

@@ -30,9 +30,11 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from ragtrace.consumers.metrics import ConsumerMetrics
 
+from ragtrace import semconv
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
 from scripts.services.prometheus import query, wait_for_series
+from tests.e2e.online import evaluation_spans
 
 pytestmark = pytest.mark.e2e
 
@@ -117,6 +119,21 @@ def test_alert_expression_runs(online_run: Any, alert: str, expr: str) -> None:
             f"{alert}: {metric} is not a metric Prometheus has"
 
 
+def test_consumer_metrics_carry_the_prompt_hash_of_the_evaluation_spans(online_run: Any) -> None:
+    """The judge_prompt label the annotation reads is the one the consumer really judged with:
+    the first 12 hex characters of the prompt SHA-256 its evaluation spans carry."""
+    spans = evaluation_spans(online_run.trace_backend, online_run.trace_ids())
+    prompts = {s.attributes[semconv.EVAL_JUDGE_PROMPT_SHA256] for s in spans
+               if semconv.EVAL_JUDGE_PROMPT_SHA256 in s.attributes}
+    assert len(prompts) == 1, prompts
+    expected = prompts.pop()[:12]
+    job = f'job="{CONSUMER_JOB}"'
+    for metric in ("ragtrace_groundedness_count", "ragtrace_judge_calls_total",
+                   "ragtrace_judge_errors_total"):
+        labels = query(online_run.prometheus_url, f"count by (judge_prompt) ({metric}{{{job}}})")
+        assert [r["metric"].get("judge_prompt") for r in labels] == [expected], metric
+
+
 def _emit_every_metric(endpoint: str) -> None:
     """One replica's worth of every section-G instrument, exported once through the collector."""
     reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint),
@@ -124,7 +141,7 @@ def _emit_every_metric(endpoint: str) -> None:
     provider = MeterProvider(resource=Resource.create({"service.name": PROBE_JOB}),
                              metric_readers=[reader])
     try:
-        m = ConsumerMetrics(provider)
+        m = ConsumerMetrics(provider, judge_prompt_sha256="ab" * 32)
         m.set_lag_source(lambda: 7, topic="otlp_spans")
         m.trace_seen("shop", "qa")
         m.trace_sampled("shop", "qa")

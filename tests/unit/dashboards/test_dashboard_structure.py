@@ -171,9 +171,19 @@ def test_quality_dashboard_worst_traces_use_tempo_traceql() -> None:
                        "{ span.ragtrace.eval.recall < $recall_below }"]
     assert {t["queryType"] for p in tempo for t in p["targets"]} == {"traceql"}
     assert semconv.EVAL_GROUNDEDNESS in queries[0] and semconv.EVAL_RECALL in queries[1]
-    annotations = b["annotations"]["list"]
-    assert [a["name"] for a in annotations] == ["Judge model change"]
-    assert "judge_model" in annotations[0]["expr"]
+
+
+def test_quality_dashboard_marks_judge_model_and_prompt_changes() -> None:
+    (annotation,) = BOARDS["rag-quality.json"]["annotations"]["list"]
+    assert annotation["name"] == dashboards.JUDGE_CHANGE == "Judge model or prompt change"
+    groundedness = dashboards.metric_names()[semconv.METRIC_GROUNDEDNESS]
+    by = f"{semconv.ATTR_JUDGE_MODEL}, {semconv.ATTR_JUDGE_PROMPT}"
+    assert annotation["expr"] == (f"count by ({by}) ({groundedness}_count)\nunless\n"
+                                  f"count by ({by}) ({groundedness}_count offset 30m)")
+    assert annotation["tagKeys"] == "judge_model,judge_prompt"
+    assert annotation["titleFormat"] == "Judge {{judge_model}}, prompt {{judge_prompt}}"
+    assert annotation["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+    assert annotation["enable"] is True
 
 
 def substitute(expr: str, rate_interval: str = "1m", range_: str = "10m") -> str:

@@ -106,16 +106,20 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
         assert span.parent_span_id == span.attributes[semconv.EVAL_TARGET_SPAN_ID]
 
     # Prometheus: the groundedness histogram over the six answers (1, .5, 1, 1, 1, 1).
-    labels = ('judge_model="lexical",otel_scope_name="ragtrace.evaluation",'
-              'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
-              'service="lumen-support-bot"')
+    # judge_prompt: the first 12 hex characters of the lexical judge's prompt SHA-256.
+    prompt = LexicalJudge().info.prompt_sha256[:12]
+    judge = f'judge_model="lexical",judge_prompt="{prompt}"'
+    rest = ('otel_scope_name="ragtrace.evaluation",'
+            'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
+            'service="lumen-support-bot"')
     lines = set(scrape.splitlines())
-    assert f'ragtrace_groundedness_count{{{labels}}} 6.0' in lines
-    assert f'ragtrace_groundedness_sum{{{labels}}} 5.5' in lines
-    rest = labels.split(",", 1)[1]
+    assert f'ragtrace_groundedness_count{{{judge},{rest}}} 6.0' in lines
+    assert f'ragtrace_groundedness_sum{{{judge},{rest}}} 5.5' in lines
     for le, n in (("0.4", 0.0), ("0.5", 1.0), ("0.9", 1.0), ("1.0", 6.0), ("+Inf", 6.0)):
-        line = f'ragtrace_groundedness_bucket{{judge_model="lexical",le="{le}",{rest}}} {n}'
+        line = f'ragtrace_groundedness_bucket{{{judge},le="{le}",{rest}}} {n}'
         assert line in lines, line
+    calls = f'ragtrace_judge_calls_total{{{judge},otel_scope_name="ragtrace.evaluation",'
+    assert any(x.startswith(calls) for x in lines), calls
 
 
 def _hand_built_trace() -> tuple[bytes, str]:
