@@ -10,6 +10,16 @@ leases hand a dead replica's traces to another one.
 Backpressure: while every worker is busy the runner pauses its partitions and blocks on the
 workers (not on a timer) until one finishes; ``poll`` keeps the group membership alive.
 
+Group membership: :meth:`KafkaRunner.subscribe` loads the topic's partition metadata right after
+subscribing, before the first join, so the first assignment already covers every partition. A
+kafka-python 3.0 leader that re-joins because the topic metadata changed can otherwise stall for
+good: the join's own assignment step clears the "metadata changed" trigger while the join is still
+in flight, so once a ``poll`` returns before the join finished, no later ``poll`` completes it
+(the assignment is never applied and heartbeats stay off). As a safety net the runner watches its
+membership: when it has been unsettled (joining, rebalancing) for ``stall_timeout_s`` while the
+topic has partitions, it leaves the group and subscribes again (counted in ``forced_rejoins`` and
+logged).
+
 A replica is stateless apart from its partitions: scale out with more replicas (same group) and
 more partitions.
 """
@@ -53,6 +63,8 @@ _CLAIM_EVERY_S = 0.1
 _LAG_EVERY_S = 1.0
 _STATUS_EVERY_S = 30.0
 _RETRY_INGEST_S = 1.0
+_WATCH_EVERY_S = 1.0
+_STALL_BACKOFF_MAX = 8  # forced re-joins back off up to 8 x stall_timeout_s
 
 
 class KafkaRunner:
@@ -63,7 +75,10 @@ class KafkaRunner:
     def __init__(self, consumer: Any, producer: Any, pipeline: Pipeline, workers: ScoringWorkers,
                  metrics: ConsumerMetrics, *, dlq_topic: str, commit_interval_s: float = 1.0,
                  drain_timeout_s: float = 60.0, max_poll_records: int = 500,
+                 stall_timeout_s: float = 30.0,
                  clock: Callable[[], float] = time.time) -> None:
+        if not stall_timeout_s > 0:
+            raise ValueError(f"stall_timeout_s must be > 0, got {stall_timeout_s!r}")
         self._consumer = consumer
         self._producer = producer
         self._pipeline = pipeline
@@ -84,17 +99,80 @@ class KafkaRunner:
         self._last_status = 0.0
         self._done_seen = 0
         self._lag: int | None = None
+        self._topic: str | None = None
+        self._stall_timeout_s = stall_timeout_s
+        self._stall_wait_s = stall_timeout_s
+        self._unsettled_since: float | None = None
+        self._last_watch = 0.0
+        self.forced_rejoins = 0
         self.messages = 0
         self.spans = 0
         self.dead_lettered = 0
         metrics.set_lag_source(lambda: self._lag)
 
-    # --- rebalance listener (kafka-python calls these inside poll) --------------------------
-    def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
+    # --- group membership ------------------------------------------------------------------
+    def subscribe(self, topic: str) -> set[int]:
+        """Subscribe to ``topic`` (this runner as the rebalance listener), then fetch the
+        cluster metadata so the topic's partitions are known before the first join; returns
+        them (empty, with a warning, when the topic does not exist yet)."""
+        self._topic = topic
+        self._consumer.subscribe([topic], listener=_listener(self))
+        # A blocking metadata fetch issued after subscribe: its response reaches the group
+        # coordinator's metadata listener while the topic is subscribed, so the first assignment
+        # is made with every partition and no metadata-triggered re-join follows (see module doc).
+        self._consumer.topics()
+        partitions = set(self._consumer.partitions_for_topic(topic) or ())
+        if partitions:
+            _log.info("topic %s: %d partitions", topic, len(partitions))
+        else:
+            _log.warning("topic %s has no partitions yet (does it exist?); waiting for it", topic)
+        return partitions
+
+    def _group_settled(self) -> bool | None:
+        """True when the consumer is a stable group member, None when it cannot tell."""
+        group_metadata = getattr(self._consumer, "group_metadata", None)
+        if group_metadata is None:
+            return None
+        from kafka.structs import MemberState
+
+        return bool(group_metadata().state == MemberState.STABLE)
+
+    def _watch_group(self, now: float) -> None:
+        """Leave and re-join when the membership stays unsettled too long (module doc)."""
+        settled = self._group_settled()
+        if settled is None or settled or self._topic is None:
+            self._unsettled_since = None
+            if settled:
+                self._stall_wait_s = self._stall_timeout_s
+            return
+        if self._unsettled_since is None:
+            self._unsettled_since = now
+            return
+        waited = now - self._unsettled_since
+        if waited < self._stall_wait_s:
+            return
+        if not self._consumer.partitions_for_topic(self._topic):
+            self._unsettled_since = now  # nothing to be assigned: not a stall
+            return
+        self.forced_rejoins += 1
+        _log.warning("group membership unsettled for %.0f s with %d partitions assigned; leaving "
+                     "the group and joining again (forced re-join %d)", waited,
+                     len(self._consumer.assignment()), self.forced_rejoins)
+        self.on_partitions_revoked(self._consumer.assignment(), blocking=False)
+        self._consumer.unsubscribe()
+        self.subscribe(self._topic)
+        self._unsettled_since = now
+        self._stall_wait_s = min(self._stall_wait_s * 2, self._stall_timeout_s * _STALL_BACKOFF_MAX)
+
+    # --- rebalance listener (kafka-python calls these on its IO thread) --------------------
+    def on_partitions_revoked(self, revoked: Iterable[Any], *, blocking: bool = True) -> None:
+        """Commit what is committable on ``revoked`` and forget them. ``blocking=False`` (from
+        kafka-python's IO thread, where a blocking commit cannot run) sends the commit without
+        waiting; if it is lost, the next owner re-reads those messages (ingest is idempotent)."""
         revoked = list(revoked)
         _log.info("revoked partitions: %s",
                   ", ".join(f"{tp.topic}[{tp.partition}]" for tp in revoked) or "none")
-        self.commit(only=revoked)
+        self.commit(only=revoked, blocking=blocking)
         for tp in revoked:
             self._committable.pop(tp, None)
             self._committed.pop(tp, None)
@@ -137,13 +215,17 @@ class KafkaRunner:
         if now - self._last_lag >= _LAG_EVERY_S:
             self._last_lag = now
             self._lag = self._measure_lag()
+        if now - self._last_watch >= _WATCH_EVERY_S:
+            self._last_watch = now
+            self._watch_group(now)
         if now - self._last_status >= _STATUS_EVERY_S:
             self._last_status = now
             _log.info("status: %d messages, %d spans, %d dead-lettered; %d of %d workers busy%s;"
-                      " %d traces scored, %d failed; lag %s", self.messages, self.spans,
-                      self.dead_lettered, self._workers.in_flight, self._workers.size,
+                      " %d traces scored, %d failed; lag %s; %d forced re-joins", self.messages,
+                      self.spans, self.dead_lettered, self._workers.in_flight, self._workers.size,
                       " (paused)" if self._paused else "", self._workers.completed,
-                      self._workers.failed, "unknown" if self._lag is None else self._lag)
+                      self._workers.failed, "unknown" if self._lag is None else self._lag,
+                      self.forced_rejoins)
 
     def _fill(self, force: bool) -> None:
         """Claim due traces for free workers: after a change, else at most every 100 ms."""
@@ -200,8 +282,9 @@ class KafkaRunner:
                      reason, detail[:200])
 
     # --- offsets -------------------------------------------------------------------------
-    def commit(self, only: Iterable[Any] | None = None) -> None:
-        """Commit every committable offset not yet committed (dead letters flushed first)."""
+    def commit(self, only: Iterable[Any] | None = None, *, blocking: bool = True) -> None:
+        """Commit every committable offset not yet committed (dead letters flushed first);
+        ``blocking=False`` sends the commit without waiting for the broker."""
         self._last_commit = self._clock()
         wanted = set(only) if only is not None else None
         offsets = {tp: off for tp, off in self._committable.items()
@@ -213,9 +296,9 @@ class KafkaRunner:
             self._dlq_unflushed = 0
         from kafka.structs import OffsetAndMetadata
 
+        commit = self._consumer.commit if blocking else self._consumer.commit_async
         try:
-            self._consumer.commit({tp: OffsetAndMetadata(off, "", -1)
-                                   for tp, off in offsets.items()})
+            commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items()})
         except Exception:  # noqa: BLE001 - e.g. a rebalance in progress: the next owner re-reads
             _log.warning("offset commit failed; uncommitted messages will be re-read",
                          exc_info=True)
@@ -260,3 +343,17 @@ class KafkaRunner:
         self._consumer = None
         _log.info("stopped: %d messages, %d spans, %d dead-lettered", self.messages, self.spans,
                   self.dead_lettered)
+
+
+def _listener(runner: KafkaRunner) -> Any:
+    """A kafka-python ``ConsumerRebalanceListener`` forwarding to ``runner``."""
+    from kafka import ConsumerRebalanceListener
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            runner.on_partitions_revoked(revoked, blocking=False)
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            runner.on_partitions_assigned(assigned)
+
+    return Listener()

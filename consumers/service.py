@@ -76,22 +76,6 @@ class ConsumerService:
             self.health.stop()
 
 
-class _Rebalance:
-    """kafka-python wants a ConsumerRebalanceListener; forward to the runner."""
-
-    def __new__(cls, runner: KafkaRunner) -> Any:
-        from kafka import ConsumerRebalanceListener
-
-        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                runner.on_partitions_revoked(revoked)
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                runner.on_partitions_assigned(assigned)
-
-        return Listener()
-
-
 def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                   metric_readers: Sequence[MetricReader] = ()) -> ConsumerService:
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
@@ -140,12 +124,9 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)
-    # Know the topic's partitions before joining the group: a first assignment made without
-    # them forces an immediate second rebalance, which kafka-python can leave hanging.
-    partitions = consumer.partitions_for_topic(k.topic)
-    if not partitions:
-        _log.warning("topic %s has no partitions yet (does it exist?); waiting for it", k.topic)
-    consumer.subscribe([k.topic], listener=_Rebalance(runner))
+    # Subscribes, then loads the topic's partition metadata before the first join (a join made
+    # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner).
+    runner.subscribe(k.topic)
     _log.info("ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
               k.topic, k.group_id, judge.info.name, judge.info.model or "no model",
               cfg.judge.concurrency, cfg.export.otlp_endpoint)

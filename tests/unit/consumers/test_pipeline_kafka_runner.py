@@ -245,3 +245,126 @@ def test_revoked_partitions_are_committed_first() -> None:
     assert consumer.commits == [{p1: 4}]
     runner.close()
     assert consumer.commits == [{p1: 4}, {p0: 1}]
+
+
+GroupMetadata = namedtuple("GroupMetadata", "state")
+
+
+class GroupConsumer(FakeConsumer):
+    """FakeConsumer with the group-membership calls the runner makes (kafka-python's names)."""
+
+    def __init__(self, partitions: set[int]) -> None:
+        super().__init__([])
+        self.assigned = set()
+        self.partitions = partitions
+        self.state = "<unjoined>"
+        self.calls: list[str] = []
+        self.listener: Any = None
+        self.async_commits: list[dict[Any, int]] = []
+
+    def subscribe(self, topics: list[str], listener: Any = None) -> None:
+        self.calls.append(f"subscribe {','.join(topics)}")
+        self.listener = listener
+
+    def unsubscribe(self) -> None:
+        self.calls.append("unsubscribe")
+        self.assigned = set()
+        self.state = "<unjoined>"
+
+    def topics(self) -> set[str]:
+        self.calls.append("topics")
+        return {"spans"}
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return set(self.partitions)
+
+    def group_metadata(self) -> GroupMetadata:
+        return GroupMetadata(self.state)
+
+    def commit_async(self, offsets: dict[Any, Any]) -> None:
+        self.async_commits.append({tp: om.offset for tp, om in offsets.items()})
+
+
+def _group_runner(r, consumer: GroupConsumer, stall_s: float = 30.0  # type: ignore[no-untyped-def]
+                  ) -> KafkaRunner:
+    return KafkaRunner(consumer, FakeProducer(), r.pipeline, ScoringWorkers(r.pipeline, 1),
+                       r.metrics, dlq_topic="spans.dlq", stall_timeout_s=stall_s, clock=r.clock)
+
+
+def test_subscribe_loads_topic_metadata_after_subscribing_before_any_poll() -> None:
+    r = rig()
+    consumer = GroupConsumer({0, 1, 2})
+    runner = _group_runner(r, consumer)
+    assert runner.subscribe("spans") == {0, 1, 2}
+    # The metadata fetch comes after subscribe (the coordinator must see it while subscribed)
+    # and before the first poll (the first join).
+    assert consumer.calls == ["subscribe spans", "topics"]
+    from kafka import ConsumerRebalanceListener
+
+    assert isinstance(consumer.listener, ConsumerRebalanceListener)
+    runner.close()
+
+
+def test_listener_revocation_commits_without_blocking_the_io_thread() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = GroupConsumer({0})
+    consumer.batches = [{p0: [Msg("spans", 0, 4, None, encode(rag_spans(90)))]}]
+    runner = _group_runner(r, consumer)
+    runner.subscribe("spans")
+    runner._last_commit = r.clock.now
+    runner.step()
+    consumer.listener.on_partitions_revoked({p0})
+    assert consumer.async_commits == [{p0: 5}] and consumer.commits == []
+    runner.close()
+
+
+def test_membership_unsettled_past_the_stall_timeout_leaves_and_rejoins() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = GroupConsumer({0, 1})
+    runner = _group_runner(r, consumer, stall_s=10.0)
+    runner.subscribe("spans")
+    consumer.calls.clear()
+    consumer.state, consumer.assigned = "<stable>", {p0}
+    for _ in range(30):  # stable for 30 s: nothing happens
+        r.clock.now += 1.0
+        runner.step()
+    consumer.state = "<rebalancing>"  # a join that never completes
+    for _ in range(10):
+        r.clock.now += 1.0
+        runner.step()
+    assert runner.forced_rejoins == 0 and consumer.calls == []
+    r.clock.now += 1.0
+    runner.step()  # unsettled for 10 s: leave, subscribe again, reload the metadata
+    assert runner.forced_rejoins == 1
+    assert consumer.calls == ["unsubscribe", "subscribe spans", "topics"]
+    # Still stuck: the next forced re-join waits twice as long (then 4x, capped at 8x).
+    for _ in range(19):
+        r.clock.now += 1.0
+        runner.step()
+    assert runner.forced_rejoins == 1
+    r.clock.now += 1.0
+    runner.step()
+    assert runner.forced_rejoins == 2
+    consumer.state = "<stable>"  # settled: the backoff starts over
+    r.clock.now += 1.0
+    runner.step()
+    consumer.state = "<rebalancing>"
+    for _ in range(11):
+        r.clock.now += 1.0
+        runner.step()
+    assert runner.forced_rejoins == 3
+    runner.close()
+
+
+def test_no_forced_rejoin_while_the_topic_has_no_partitions() -> None:
+    r = rig()
+    consumer = GroupConsumer(set())
+    runner = _group_runner(r, consumer, stall_s=5.0)
+    runner.subscribe("spans")
+    for _ in range(60):  # a topic not created yet: joining cannot give partitions
+        r.clock.now += 1.0
+        runner.step()
+    assert runner.forced_rejoins == 0
+    runner.close()
