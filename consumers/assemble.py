@@ -46,6 +46,7 @@ STORE_STATS: tuple[str, ...] = (
     "parked",  # park() calls that rescheduled a trace
     "dead",  # traces given up after max_attempts parks (kept in the dead set)
     "released",  # traces scored and deleted
+    "lease_lost",  # release/park by a claimant whose lease had run out and moved on: ignored
 )
 """Counters every TraceStore implementation keeps (``stats()``), cumulative since creation."""
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ragtrace.consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace.consumers.labels import LabelIndex, LabelStats
-from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.model import Lease, SpanRecord
 from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
@@ -57,11 +58,12 @@ class MemoryTraceStore:
     """:class:`~ragtrace.consumers.model.TraceStore` in process memory.
 
     Lifecycle of a trace: ``append`` creates it (only with a RAG span) and keeps its earliest
-    due time; ``claim_due`` leases it to one caller for ``lease_s``; then ``release`` deletes it
-    (later spans are counted as ``late_spans`` and dropped for ``done_ttl_s``), or ``park``
-    reschedules it (after ``max_attempts`` parks it goes to the dead set instead). A lease that
-    runs out makes the trace due again; spans not appended to for ``ttl_s`` expire, and the claim
-    that finds them gone counts ``expired``.
+    due time; ``claim`` leases it to one caller for ``lease_s`` under a fresh token; then
+    ``release`` deletes it (later spans are counted as ``late_spans`` and dropped for
+    ``done_ttl_s``), or ``park`` reschedules it (after ``max_attempts`` parks it goes to the dead
+    set instead). A lease that runs out makes the trace due again; a release or park with a token
+    that is no longer the current lease's does nothing and counts ``lease_lost``. Spans not
+    appended to for ``ttl_s`` expire, and the claim that finds them gone counts ``expired``.
     """
 
     def __init__(
@@ -86,7 +88,7 @@ class MemoryTraceStore:
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._due: dict[str, float] = {}
-        self._leases: dict[str, float] = {}
+        self._leases: dict[str, tuple[float, str]] = {}  # trace -> (lease expiry, token)
         self._done: dict[str, float] = {}
         self._dead: dict[str, DeadTrace] = {}
         self._stats = dict.fromkeys(STORE_STATS, 0)
@@ -120,18 +122,19 @@ class MemoryTraceStore:
             return None
         return entry
 
-    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+    def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]:
         if limit < 1:
             return []
         _check_positive("lease_s", lease_s)
         clock_now = self._clock()
+        batch = uuid.uuid4().hex
         with self._lock:
-            for trace_id, until in list(self._leases.items()):
+            for trace_id, (until, _) in list(self._leases.items()):
                 if until <= now:
                     del self._leases[trace_id]
                     self._due[trace_id] = min(until, self._due.get(trace_id, until))
                     self._stats["lease_expired"] += 1
-            claimed: list[str] = []
+            claimed: list[Lease] = []
             for at, trace_id in sorted((at, t) for t, at in self._due.items() if at <= now):
                 if len(claimed) >= limit:
                     break
@@ -139,18 +142,35 @@ class MemoryTraceStore:
                 if self._live(trace_id, clock_now) is None:
                     self._stats["expired"] += 1
                     continue
-                self._leases[trace_id] = now + lease_s
-                claimed.append(trace_id)
+                lease = Lease(trace_id, f"{batch}:{len(claimed)}")
+                self._leases[trace_id] = (now + lease_s, lease.token)
+                claimed.append(lease)
             return claimed
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+        """:meth:`claim` without the tokens (release/park them with ``token=None``)."""
+        return [lease.trace_id for lease in self.claim(now, limit, lease_s)]
+
+    def _holds(self, trace_id: str, token: str | None) -> bool:
+        """Whether ``token`` is the trace's current lease (None: always); counts a lost one."""
+        if token is None:
+            return True
+        lease = self._leases.get(trace_id)
+        if lease is not None and lease[1] == token:
+            return True
+        self._stats["lease_lost"] += 1
+        return False
 
     def load(self, trace_id: str) -> list[SpanRecord]:
         with self._lock:
             entry = self._live(trace_id, self._clock())
             return list(entry.spans) if entry is not None else []
 
-    def release(self, trace_id: str) -> None:
+    def release(self, trace_id: str, token: str | None = None) -> bool:
         now = self._clock()
         with self._lock:
+            if not self._holds(trace_id, token):
+                return False
             self._entries.pop(trace_id, None)
             self._due.pop(trace_id, None)
             self._leases.pop(trace_id, None)
@@ -160,26 +180,31 @@ class MemoryTraceStore:
             for t, until in list(self._done.items()):
                 if until <= now:
                     del self._done[t]
+            return True
 
-    def park(self, trace_id: str, retry_at: float, reason: str) -> None:
+    def park(self, trace_id: str, retry_at: float, reason: str,
+             token: str | None = None) -> bool:
         now = self._clock()
         with self._lock:
+            if not self._holds(trace_id, token):
+                return False
             self._leases.pop(trace_id, None)
             entry = self._live(trace_id, now)
             if entry is None:
                 self._due.pop(trace_id, None)
                 self._stats["expired"] += 1
-                return
+                return True
             entry.attempts += 1
             if entry.attempts >= self._max_attempts:
                 self._due.pop(trace_id, None)
                 self._dead[trace_id] = DeadTrace(trace_id, entry.attempts, reason, retry_at)
                 entry.expires_at = now + self._dead_ttl_s
                 self._stats["dead"] += 1
-                return
+                return True
             self._due[trace_id] = retry_at
             entry.expires_at = max(entry.expires_at, retry_at + self._ttl_s)
             self._stats["parked"] += 1
+            return True
 
     def attempts(self, trace_id: str) -> int:
         """Parks so far of a trace still stored (0 for an unknown trace)."""

@@ -16,6 +16,7 @@ __all__ = [
     "SpanRecord",
     "Chunk",
     "RagTrace",
+    "Lease",
     "TraceStore",
     "LabelStore",
     "JudgeResultCache",
@@ -88,23 +89,38 @@ class RagTrace:
     ended_ns: int = 0
 
 
+@dataclass(frozen=True)
+class Lease:
+    """One claim of a trace: its ID and the token that proves the claim is still current."""
+
+    trace_id: str
+    token: str
+
+
 class TraceStore(Protocol):
     """Holds the spans of traces still being assembled, shared by every replica.
 
     ``append`` is durable when it returns: after it, the Kafka offsets of those spans may be
-    committed. ``claim_due`` hands each due trace to exactly one caller for ``lease_s`` seconds;
-    a trace whose lease runs out (its claimant died) becomes due again.
+    committed. ``claim`` hands each due trace to exactly one caller for ``lease_s`` seconds, with
+    a fresh token; a trace whose lease runs out (its claimant died or was too slow) becomes due
+    again and the next claim gets a new token. ``release`` and ``park`` act only for the current
+    token and return whether they did: a claimant whose lease was taken over can never delete or
+    reschedule the new claimant's work. (``token=None`` acts unconditionally, for tools and
+    callers of the older ``claim_due``, which returns bare trace IDs.)
     """
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None: ...
+
+    def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]: ...
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]: ...
 
     def load(self, trace_id: str) -> list[SpanRecord]: ...
 
-    def release(self, trace_id: str) -> None: ...
+    def release(self, trace_id: str, token: str | None = None) -> bool: ...
 
-    def park(self, trace_id: str, retry_at: float, reason: str) -> None: ...
+    def park(self, trace_id: str, retry_at: float, reason: str,
+             token: str | None = None) -> bool: ...
 
 
 class LabelStore(Protocol):

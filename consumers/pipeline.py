@@ -11,6 +11,8 @@ Contracts:
 * :meth:`Pipeline.process_trace` never raises for a bad trace or a failing judge: it scores and
   releases, skips and releases, or parks the trace for a later retry. A store outage does raise;
   the trace's lease then runs out and any replica retries it.
+* Release and park carry the claim's lease token: a replica whose lease ran out while it was
+  scoring (and whose trace another replica has claimed since) changes nothing in the store.
 * A (trace, metric family) is written back at most once: the :class:`IdempotencyStore` is
   checked before scoring and marked only after the sink delivered the span. A crash between the
   two re-sends the identical span (deterministic ID), never a second different score.
@@ -34,6 +36,7 @@ from ragtrace.consumers.model import (
     JudgeBudget,
     JudgeResultCache,
     LabelStore,
+    Lease,
     RagTrace,
     SpanRecord,
     TraceStore,
@@ -146,45 +149,54 @@ class Pipeline:
             self.traces.append(kept, completion_due(kept, now, self.settings.quiet_s))
         return len(kept)
 
-    def claim_due(self, now: float | None = None, limit: int | None = None) -> list[str]:
+    def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
+        """Claim due traces (at most ``limit``, default ``claim_batch``) for ``lease_s``."""
         now = self._clock() if now is None else now
-        return list(self.traces.claim_due(now, limit or self.settings.claim_batch,
-                                          self.settings.lease_s))
+        return list(self.traces.claim(now, limit or self.settings.claim_batch,
+                                      self.settings.lease_s))
 
     def process_due(self, now: float | None = None, limit: int | None = None) -> int:
         """Claim due traces and process each in this thread; returns how many were claimed."""
-        ids = self.claim_due(now, limit)
-        for trace_id in ids:
-            self.process_trace(trace_id)
-        return len(ids)
+        leases = self.claim_due(now, limit)
+        for lease in leases:
+            self.process_trace(lease)
+        return len(leases)
 
     # --- one trace -------------------------------------------------------------------------
-    def process_trace(self, trace_id: str) -> Outcome:
-        """Score one claimed trace (see the module contract)."""
+    def process_trace(self, lease: Lease | str) -> Outcome:
+        """Score one claimed trace (see the module contract). A bare trace ID (no token)
+        releases or parks it whoever holds its lease."""
+        trace_id, token = (lease.trace_id, lease.token) if isinstance(lease, Lease) \
+            else (lease, None)
         with suppressed():
-            return self._process(trace_id)
+            return self._process(trace_id, token)
+
+    def _release(self, trace_id: str, token: str | None) -> None:
+        if not self.traces.release(trace_id, token):
+            _log.warning("lease on trace %s ran out before it was released (another replica "
+                         "has claimed it since; consider a longer assembly.lease_s)", trace_id)
 
     def _skip(self, trace: RagTrace, reason: str) -> None:
         assert reason in SKIP_REASONS, reason
         self.metrics.trace_skipped(trace.service, trace.pipeline, reason)
 
-    def _process(self, trace_id: str) -> Outcome:
+    def _process(self, trace_id: str, token: str | None) -> Outcome:
         spans = self.traces.load(trace_id)
         if not spans:
-            self.traces.release(trace_id)
+            self._release(trace_id, token)
             return Outcome.GONE
         trace = to_rag_trace(spans)
         if trace is None:
             service = spans[0].service
             self.metrics.trace_seen(service, None)
             self.metrics.trace_skipped(service, None, "not_rag")
-            self.traces.release(trace_id)
+            self._release(trace_id, token)
             return Outcome.SKIPPED
         self.metrics.trace_seen(trace.service, trace.pipeline)
         decision = self.sampler.decide(trace)
         if not (decision.recall or decision.judge):
             self._skip(trace, decision.reason or "sampled_out")
-            self.traces.release(trace_id)
+            self._release(trace_id, token)
             return Outcome.SKIPPED
         self.metrics.trace_sampled(trace.service, trace.pipeline)
         recall_done = decision.recall and self.idempotency.written(trace_id, FAMILY_RECALL)
@@ -197,7 +209,7 @@ class Pipeline:
             try:
                 judged, judge_skip = self._judge(trace)
             except ParkTrace as park:
-                if self._park(trace, park.reason, park.retry_after):
+                if self._park(trace, token, park.reason, park.retry_after):
                     return Outcome.PARKED
                 judge_skip = "judge_gave_up"
         groundedness: GroundednessResult | None = judged.result if judged else None
@@ -208,18 +220,18 @@ class Pipeline:
         if scores is None:
             done = recall_done or judge_done
             self._skip(trace, "already_scored" if done else judge_skip or "unlabelled")
-            self.traces.release(trace_id)
+            self._release(trace_id, token)
             return Outcome.SKIPPED
         try:
             self.sink.write(scores)
         except WriteBackError as exc:
             _log.warning("%s", exc)
-            self._park(trace, "writeback_failed", None, give_up=False)
+            self._park(trace, token, "writeback_failed", None, give_up=False)
             return Outcome.PARKED
         for family in scores.families:
             self.idempotency.mark_written(trace_id, family)
         self._record(scores)
-        self.traces.release(trace_id)
+        self._release(trace_id, token)
         return Outcome.SCORED
 
     def _retrieval(self, trace: RagTrace) -> RetrievalScores | None:
@@ -244,17 +256,21 @@ class Pipeline:
             return None, outcome.skipped
         return outcome, None
 
-    def _park(self, trace: RagTrace, reason: str, retry_after: float | None, *,
-              give_up: bool = True) -> bool:
-        """Park for a retry; False (not parked) once the trace is older than give-up age."""
+    def _park(self, trace: RagTrace, token: str | None, reason: str, retry_after: float | None,
+              *, give_up: bool = True) -> bool:
+        """Park for a retry; False (not parked) once the trace is older than give-up age. A
+        lease lost meanwhile leaves the trace to its new claimant (True: nothing more to do)."""
         s = self.settings
         now = self._clock()
         age = max(0.0, now - trace.ended_ns / 1e9)
         if give_up and age >= s.give_up_after_s:
             return False
         delay = min(max(s.park_backoff_s, retry_after or 0.0, age / 2), s.park_backoff_max_s)
-        self.traces.park(trace.trace_id, now + delay, reason)
-        self.metrics.parked(reason)
+        if self.traces.park(trace.trace_id, now + delay, reason, token):
+            self.metrics.parked(reason)
+        else:
+            _log.warning("lease on trace %s ran out before it was parked (another replica has "
+                         "claimed it since)", trace.trace_id)
         return True
 
     def _record(self, scores: TraceScores) -> None:

@@ -7,6 +7,7 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:trace:<trace_id>:spans   list of JSON spans, TTL refreshed on append (abandoned: expire)
     P:due                      zset trace_id -> due time (earliest wins)
     P:leases                   zset trace_id -> lease expiry
+    P:lease_tokens             hash trace_id -> token of the current lease
     P:attempts                 hash trace_id -> parks so far
     P:done:<trace_id>          marker (TTL): the trace was scored; later spans are counted late
     P:dead, P:dead:info        zset trace_id -> time given up; hash trace_id -> JSON details
@@ -39,7 +40,7 @@ from ragtrace.consumers.memory_stores import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
-from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.model import Lease, SpanRecord
 from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
@@ -137,18 +138,23 @@ end
 return 1
 """
 
+# Returns {trace_id, token, trace_id, token, ...}; tokens are ARGV[5] .. ':' .. n (a random
+# prefix per call, made by the client: a script cannot make random values).
 _CLAIM = """
 local p, now, limit, lease_until = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local prefix = ARGV[5]
 local due_key, lease_key, stats = p .. ':due', p .. ':leases', p .. ':stats'
+local tokens = p .. ':lease_tokens'
 for _, tid in ipairs(redis.call('ZRANGEBYSCORE', lease_key, '-inf', now)) do
   local until_ = redis.call('ZSCORE', lease_key, tid)
   redis.call('ZREM', lease_key, tid)
+  redis.call('HDEL', tokens, tid)
   redis.call('ZADD', due_key, 'LT', until_, tid)
   redis.call('HINCRBY', stats, 'lease_expired', 1)
 end
-local out = {}
-while #out < limit do
-  local batch = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'LIMIT', 0, limit - #out)
+local out, n = {}, 0
+while n < limit do
+  local batch = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'LIMIT', 0, limit - n)
   if #batch == 0 then break end
   for _, tid in ipairs(batch) do
     redis.call('ZREM', due_key, tid)
@@ -156,9 +162,40 @@ while #out < limit do
       redis.call('HINCRBY', stats, 'expired', 1)
       redis.call('HDEL', p .. ':attempts', tid)
     else
+      local token = prefix .. ':' .. n
+      n = n + 1
       redis.call('ZADD', lease_key, lease_until, tid)
+      redis.call('HSET', tokens, tid, token)
       table.insert(out, tid)
+      table.insert(out, token)
     end
+  end
+end
+return out
+"""
+
+# ARGV: prefix, done_ms, then (trace_id, token) pairs; an empty token releases unconditionally.
+# Returns one 1 (released) or 0 (the lease was no longer the caller's) per pair.
+_RELEASE = """
+local p, done_ms = ARGV[1], tonumber(ARGV[2])
+local stats, tokens = p .. ':stats', p .. ':lease_tokens'
+local out = {}
+for i = 3, #ARGV, 2 do
+  local tid, token = ARGV[i], ARGV[i + 1]
+  if token ~= '' and redis.call('HGET', tokens, tid) ~= token then
+    redis.call('HINCRBY', stats, 'lease_lost', 1)
+    table.insert(out, 0)
+  else
+    redis.call('DEL', p .. ':trace:' .. tid .. ':spans')
+    redis.call('ZREM', p .. ':due', tid)
+    redis.call('ZREM', p .. ':leases', tid)
+    redis.call('HDEL', tokens, tid)
+    redis.call('ZREM', p .. ':dead', tid)
+    redis.call('HDEL', p .. ':dead:info', tid)
+    redis.call('HDEL', p .. ':attempts', tid)
+    redis.call('SET', p .. ':done:' .. tid, '1', 'PX', done_ms)
+    redis.call('HINCRBY', stats, 'released', 1)
+    table.insert(out, 1)
   end
 end
 return out
@@ -167,8 +204,14 @@ return out
 _PARK = """
 local p, tid, retry_at, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local max_attempts, keep_ms, dead_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local token = ARGV[8]
 local spans, stats = p .. ':trace:' .. tid .. ':spans', p .. ':stats'
+if token ~= '' and redis.call('HGET', p .. ':lease_tokens', tid) ~= token then
+  redis.call('HINCRBY', stats, 'lease_lost', 1)
+  return -2
+end
 redis.call('ZREM', p .. ':leases', tid)
+redis.call('HDEL', p .. ':lease_tokens', tid)
 if redis.call('EXISTS', spans) == 0 then
   redis.call('ZREM', p .. ':due', tid)
   redis.call('HDEL', p .. ':attempts', tid)
@@ -225,6 +268,7 @@ class RedisTraceStore:
         self._clock = clock
         self._append = client.register_script(_APPEND)
         self._claim = client.register_script(_CLAIM)
+        self._release = client.register_script(_RELEASE)
         self._park = client.register_script(_PARK)
 
     def _spans_key(self, trace_id: str) -> str:
@@ -240,35 +284,33 @@ class RedisTraceStore:
         if len(args) > 2:
             self._append(keys=[], args=args)
 
-    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+    def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]:
         if limit < 1:
             return []
         if not lease_s > 0:
             raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
         out = self._claim(keys=[], args=[self._p, repr(float(now)), int(limit),
-                                         repr(float(now + lease_s))])
-        return [_text(t) for t in out]
+                                         repr(float(now + lease_s)), uuid.uuid4().hex])
+        return [Lease(_text(out[i]), _text(out[i + 1])) for i in range(0, len(out), 2)]
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
+        """:meth:`claim` without the tokens (release/park them with ``token=None``)."""
+        return [lease.trace_id for lease in self.claim(now, limit, lease_s)]
 
     def load(self, trace_id: str) -> list[SpanRecord]:
         return [decode_span(raw) for raw in self._r.lrange(self._spans_key(trace_id), 0, -1)]
 
-    def release(self, trace_id: str) -> None:
-        p = self._p
-        pipe = self._r.pipeline(transaction=True)
-        pipe.delete(self._spans_key(trace_id))
-        pipe.zrem(f"{p}:due", trace_id)
-        pipe.zrem(f"{p}:leases", trace_id)
-        pipe.zrem(f"{p}:dead", trace_id)
-        pipe.hdel(f"{p}:dead:info", trace_id)
-        pipe.hdel(f"{p}:attempts", trace_id)
-        pipe.set(f"{p}:done:{trace_id}", b"1", px=self._done_ttl_ms)
-        pipe.hincrby(f"{p}:stats", "released", 1)
-        pipe.execute()
+    def release(self, trace_id: str, token: str | None = None) -> bool:
+        out = self._release(keys=[], args=[self._p, self._done_ttl_ms, trace_id, token or ""])
+        return bool(int(out[0]))
 
-    def park(self, trace_id: str, retry_at: float, reason: str) -> None:
+    def park(self, trace_id: str, retry_at: float, reason: str,
+             token: str | None = None) -> bool:
         keep_ms = _ms(max(retry_at - self._clock(), 0.0)) + self._ttl_ms
-        self._park(keys=[], args=[self._p, trace_id, repr(float(retry_at)), reason,
-                                  self._max_attempts, keep_ms, self._dead_ttl_ms])
+        out = self._park(keys=[], args=[self._p, trace_id, repr(float(retry_at)), reason,
+                                        self._max_attempts, keep_ms, self._dead_ttl_ms,
+                                        token or ""])
+        return int(out) != -2
 
     def attempts(self, trace_id: str) -> int:
         raw = self._r.hget(f"{self._p}:attempts", trace_id)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["ScoringWorkers", "TraceProcessor"]
 
@@ -23,11 +24,12 @@ _SLOW_S = 10.0
 
 
 class TraceProcessor(Protocol):
-    """What the workers drive (a :class:`~ragtrace.consumers.pipeline.Pipeline`)."""
+    """What the workers drive (a :class:`~ragtrace.consumers.pipeline.Pipeline`): claims (a
+    :class:`~ragtrace.consumers.model.Lease` each) handed back to ``process_trace``."""
 
-    def claim_due(self, now: float | None = None, limit: int | None = None) -> list[str]: ...
+    def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Any]: ...
 
-    def process_trace(self, trace_id: str) -> object: ...
+    def process_trace(self, lease: Any) -> object: ...
 
 
 class ScoringWorkers:
@@ -62,21 +64,22 @@ class ScoringWorkers:
         free = self._size - self.in_flight
         if free <= 0:
             return 0
-        ids = self._processor.claim_due(now, free)
-        for trace_id in ids:
-            future = self._pool.submit(self._timed, trace_id)
+        leases = self._processor.claim_due(now, free)
+        for lease in leases:
+            future = self._pool.submit(self._timed, lease)
             with self._lock:
                 self._in_flight.add(future)
-        return len(ids)
+        return len(leases)
 
-    def _timed(self, trace_id: str) -> object:
+    def _timed(self, lease: Any) -> object:
         started = time.monotonic()
         try:
-            return self._processor.process_trace(trace_id)
+            return self._processor.process_trace(lease)
         finally:
             took = time.monotonic() - started
             if took > _SLOW_S:
-                _log.warning("trace %s took %.1f s to score", trace_id, took)
+                _log.warning("trace %s took %.1f s to score", getattr(lease, "trace_id", lease),
+                             took)
 
     def reap(self) -> int:
         """Forget finished traces (logging any failure); returns how many finished."""

@@ -259,6 +259,49 @@ def test_abandoned_traces_expire_and_the_claim_counts_them(kit: Kit) -> None:
     _stats(store, spans_appended=4, traces_created=2, expired=1)
 
 
+def test_claims_carry_a_fresh_lease_token_each_time(kit: Kit) -> None:
+    store = kit.trace_store()
+    now = kit.now()
+    store.append([span(T1, "1" * 16), span(T2, "2" * 16)], {T1: now, T2: now + 1})
+    first = store.claim(now + 1, 10, 30.0)
+    assert [lease.trace_id for lease in first] == [T1, T2]
+    (again,) = store.claim(now + 31, 1, 30.0)  # T1's lease ran out: claimed anew
+    tokens = [lease.token for lease in first] + [again.token]
+    assert again.trace_id == T1
+    assert all(isinstance(t, str) and t for t in tokens) and len(set(tokens)) == 3
+
+
+def test_a_release_or_park_after_the_lease_was_taken_over_changes_nothing(kit: Kit) -> None:
+    store = kit.trace_store()
+    now = kit.now()
+    store.append([span(T1, "1" * 16)], {T1: now})
+    (old,) = store.claim(now, 10, 30.0)
+    (new,) = store.claim(now + 30, 10, 30.0)  # the first claimant was too slow
+    assert new.trace_id == T1 and new.token != old.token
+    assert store.release(T1, old.token) is False
+    assert store.park(T1, now + 100, "judge_unavailable", old.token) is False
+    assert store.load(T1) != [] and store.attempts(T1) == 0
+    assert store.claim(now + 31, 10, 30.0) == []  # still the new claimant's
+    assert store.pending() == 1
+    assert store.park(T1, now + 100, "judge_unavailable", new.token) is True
+    assert store.release(T1, new.token) is False  # parking ended that lease too
+    (third,) = store.claim(now + 100, 10, 30.0)
+    assert store.release(T1, third.token) is True
+    assert store.load(T1) == [] and store.pending() == 0
+    _stats(store, spans_appended=1, traces_created=1, lease_expired=1, lease_lost=3, parked=1,
+           released=1)
+
+
+def test_a_release_without_a_token_acts_whoever_holds_the_lease(kit: Kit) -> None:
+    store = kit.trace_store()
+    now = kit.now()
+    store.append([span(T1, "1" * 16)], {T1: now})
+    assert store.claim_due(now, 10, 30.0) == [T1]
+    assert store.release(T1) is True
+    assert store.load(T1) == []
+    _stats(store, spans_appended=1, traces_created=1, released=1)
+
+
 def test_trace_claims_are_exclusive_between_concurrent_replicas(kit: Kit) -> None:
     ids = [f"{i:032x}" for i in range(1, 121)]
     setup = kit.trace_store()

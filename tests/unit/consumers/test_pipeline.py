@@ -163,6 +163,20 @@ def test_crash_window_replay_yields_the_identical_span() -> None:
     assert len(r.judge.calls) == 1
 
 
+def test_a_replica_whose_lease_ran_out_cannot_release_the_new_claimants_work() -> None:
+    r = rig(grounded(1, 1))
+    r.pipeline.ingest(rag_spans(12), T0)
+    (slow,) = r.pipeline.claim_due(T0)
+    (taken_over,) = r.pipeline.claim_due(T0 + 61)  # the first lease (60 s) ran out
+    assert slow.trace_id == taken_over.trace_id == tid(12)
+    assert r.pipeline.process_trace(slow) is Outcome.SCORED  # it still writes its score...
+    assert r.traces.pending() == 1  # ...but leaves the trace to the current claimant
+    assert r.pipeline.process_trace(taken_over) is Outcome.SKIPPED  # already scored
+    assert r.traces.pending() == 0 and len(r.spans()) == 1 and len(r.judge.calls) == 1
+    stats = r.traces.stats()
+    assert (stats["released"], stats["lease_lost"], stats["lease_expired"]) == (1, 1, 1)
+
+
 def test_unavailable_judge_parks_then_scores_on_retry() -> None:
     r = rig(JudgeUnavailable("529"), JudgeUnavailable("529", retry_after=45.0), grounded(1, 1))
     r.pipeline.ingest(rag_spans(9), T0)
