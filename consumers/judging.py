@@ -2,10 +2,12 @@
 retries and backoff; a judge that stays unreachable asks the caller to park the trace.
 
 The cache key is the SHA-256 of (answer, context texts, judge model, prompt hash): a repeated
-answer over the same context costs nothing. Only real scores are cached, never errors. A cached
-entry remembers the trace that paid for it, so replaying that same trace (after a crash) reports
-the original cost and yields an identical evaluation span, while another trace reusing it
-reports a cost of 0.
+answer over the same context costs nothing. The model in the key is the judge's configured
+model (:func:`cache_model`), the same for the life of a deployment, not the model the API
+reports (an alias resolves to a dated ID after the first call). Only real scores are cached,
+never errors. A cached entry remembers the trace that paid for it, so replaying that same trace
+(after a crash) reports the original cost and yields an identical evaluation span, while another
+trace reusing it reports a cost of 0.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
 
 from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 
-__all__ = ["GroundednessScorer", "JudgeOutcome", "ParkTrace", "judge_cache_key"]
+__all__ = ["GroundednessScorer", "JudgeOutcome", "ParkTrace", "cache_model", "judge_cache_key"]
 
 _log = logging.getLogger(__name__)
 # Tokens of the judge's fixed instructions and tool schema, added to the content estimate.
@@ -66,6 +68,17 @@ def _model_of(judge: Judge) -> str:
     return info.model or info.name
 
 
+def cache_model(judge: Judge) -> str:
+    """The model name judgements of ``judge`` are cached under: its configured ``model``
+    attribute when it has one (e.g. ``AnthropicJudge.model``, the name it was asked to use),
+    else what its info says. Read it once, before any call: ``JudgeInfo.model`` becomes the
+    served (dated) model ID after the first call."""
+    configured = getattr(judge, "model", None)
+    if isinstance(configured, str) and configured:
+        return configured
+    return _model_of(judge)
+
+
 class GroundednessScorer:
     """Judges one (answer, context) with the cache, the shared budget and bounded retries.
 
@@ -88,6 +101,7 @@ class GroundednessScorer:
         self._backoff_s = backoff_s
         self._max_wait_s = max_wait_s
         self._sleep = sleep
+        self._cache_model = cache_model(judge)
         metrics.ensure_judge(_model_of(judge))
 
     @property
@@ -99,7 +113,7 @@ class GroundednessScorer:
         """A judgement, a skip (budget spent), or :class:`ParkTrace` raised."""
         info = self._judge.info
         model = _model_of(self._judge)
-        key = judge_cache_key(answer, context, model, info.prompt_sha256)
+        key = judge_cache_key(answer, context, self._cache_model, info.prompt_sha256)
         hit = self._cached(key)
         if hit is not None:
             result, payer = hit
@@ -112,8 +126,8 @@ class GroundednessScorer:
             self._metrics.budget_exhausted(service)
             return JudgeOutcome(None, skipped="budget_exhausted")
         result = self._call(model, answer, context)
-        # The API reports the exact model it served (an alias resolves to a dated ID): count and
-        # cache under it, and under the requested name too so a fresh replica finds it at once.
+        # The API reports the exact model it served (an alias resolves to a dated ID): count
+        # under it; the cache key keeps the configured name (see the module doc).
         served = result.judge.model or result.judge.name
         self._metrics.judge_usage(served, result.usage.input_tokens, result.usage.output_tokens,
                                   result.usage.cache_read_input_tokens,
@@ -126,10 +140,8 @@ class GroundednessScorer:
         self._metrics.judge_call(served, "ok")
         payload = json.dumps({"trace_id": trace_id, "result": result.to_dict()},
                              separators=(",", ":")).encode("utf-8")
-        keys = {key, judge_cache_key(answer, context, served, info.prompt_sha256)}
         try:
-            for k in sorted(keys):
-                self._cache.put(k, payload)
+            self._cache.put(key, payload)
         except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
             _log.warning("judge cache write failed", exc_info=True)
         return JudgeOutcome(result, cost_usd=result.cost_usd)

@@ -13,6 +13,7 @@ from ragtrace.consumers.judging import (
     GroundednessScorer,
     JudgeOutcome,
     ParkTrace,
+    cache_model,
     judge_cache_key,
 )
 from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
@@ -173,6 +174,47 @@ def test_scorer_caches_real_scores_and_a_repeat_costs_nothing() -> None:
     assert tokens[(("judge_model", MODEL), ("token_type", "cache_write"))] == 10
     assert _counter(reader, "ragtrace.judge.cost")[(("judge_model", MODEL),)] == \
         pytest.approx(0.01)
+
+
+class AliasJudge(ScriptedJudge):
+    """Like AnthropicJudge: configured with an alias, reports the dated model after a call."""
+
+    model = "claude-haiku-4-5"
+
+    def __init__(self) -> None:
+        super().__init__(model=self.model)
+        dated = JudgeInfo("anthropic", "claude-haiku-4-5-20251001", PROMPT)
+        self.default = lambda a, c: grounded(1, 1, info=dated)
+
+    def groundedness(self, answer, context):  # type: ignore[no-untyped-def]
+        result = super().groundedness(answer, context)
+        self._info = result.judge
+        return result
+
+
+def test_the_cache_key_uses_the_configured_model_before_and_after_the_first_call() -> None:
+    used, fresh = AliasJudge(), AliasJudge()
+    scorer, cache, _ = _scorer(used)
+    scorer.judge_trace("t" * 32, "svc", "answer", ["ctx"])
+    assert used.info.model == "claude-haiku-4-5-20251001"  # the served ID from now on
+    assert scorer.judge_trace("u" * 32, "svc", "answer", ["ctx"]).cached
+    # A fresh replica (its judge still says the alias) finds the same entry.
+    other = GroundednessScorer(fresh, cache, MemoryJudgeBudget(100, 10**9),
+                               ConsumerMetrics(MeterProvider()))
+    assert fresh.info.model == "claude-haiku-4-5"
+    assert other.judge_trace("v" * 32, "svc", "answer", ["ctx"]).cached
+    assert len(used.calls) == 1 and fresh.calls == []
+    assert len(cache._items) == 1
+    assert cache.get(judge_cache_key("answer", ["ctx"], "claude-haiku-4-5", PROMPT)) is not None
+    assert cache_model(used) == cache_model(fresh) == "claude-haiku-4-5"
+
+
+def test_cache_model_of_the_anthropic_judge_is_its_configured_model() -> None:
+    from ragtrace.evaluation.judges import AnthropicJudge
+
+    judge = AnthropicJudge("claude-haiku-4-5", api_key="unused", base_url="http://127.0.0.1:9")
+    assert cache_model(judge) == "claude-haiku-4-5"
+    assert cache_model(ScriptedJudge(model=None)) == "anthropic"  # no model: the judge's name
 
 
 def test_unreadable_cache_entry_is_a_miss() -> None:
