@@ -113,6 +113,11 @@ class OtlpSink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, and no ~40 ms Nagle/delayed-ACK stall between the reply's header and
+            # body writes: exporters see the latency of a real collector.
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
             def do_POST(self) -> None:
                 sink._handle(self)
 

@@ -242,6 +242,9 @@ class FakeAnthropic:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Replies go out in two writes (headers, body): with Nagle's algorithm on, the
+            # client's delayed ACK holds the second for ~40 ms. A real API server does not.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
