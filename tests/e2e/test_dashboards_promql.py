@@ -127,7 +127,8 @@ def test_consumer_metrics_carry_the_prompt_hash_of_the_evaluation_spans(online_r
                if semconv.EVAL_JUDGE_PROMPT_SHA256 in s.attributes}
     assert len(prompts) == 1, prompts
     expected = prompts.pop()[:12]
-    job = f'job="{CONSUMER_JOB}"'
+    # Scoped to the online run's replica: other e2e tests export probe series under the same job.
+    job = f'job="{CONSUMER_JOB}",instance="{online_run.instance}"'
     for metric in ("ragtrace_groundedness_count", "ragtrace_judge_calls_total",
                    "ragtrace_judge_errors_total"):
         labels = query(online_run.prometheus_url, f"count by (judge_prompt) ({metric}{{{job}}})")
