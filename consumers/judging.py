@@ -15,16 +15,25 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ragtrace.consumers.batching import cache_get_many, cache_put_many
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
 
 from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 
-__all__ = ["GroundednessScorer", "JudgeOutcome", "ParkTrace", "cache_model", "judge_cache_key"]
+__all__ = [
+    "GroundednessScorer",
+    "JudgeJob",
+    "JudgeOutcome",
+    "ParkTrace",
+    "cache_model",
+    "judge_cache_key",
+]
 
 _log = logging.getLogger(__name__)
 # Tokens of the judge's fixed instructions and tool schema, added to the content estimate.
@@ -61,6 +70,32 @@ class JudgeOutcome:
     def __post_init__(self) -> None:
         if (self.result is None) == (self.skipped is None):
             raise ValueError("JudgeOutcome has a result or a skip reason, not both or neither")
+
+
+@dataclass(eq=False)
+class JudgeJob:
+    """One judgement on its way through :meth:`GroundednessScorer.plan`, ``run`` and ``store``:
+    it ends with an ``outcome`` or a ``park`` request."""
+
+    trace_id: str
+    service: str
+    answer: str
+    context: tuple[str, ...]
+    key: str = ""
+    tokens: int = 0
+    outcome: JudgeOutcome | None = None
+    park: ParkTrace | None = None
+    payload: bytes | None = field(default=None, repr=False)
+    """The cache entry to write once the batch is stored (fresh real scores only)."""
+    leader: JudgeJob | None = field(default=None, repr=False)
+    """An earlier job of the same batch with the same key: its fresh score is reused."""
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+    fresh: bool = False
+    """A real score from this job's own call (reusable by followers, cached)."""
+
+    @property
+    def needs_call(self) -> bool:
+        return self.outcome is None and self.park is None
 
 
 def _model_of(judge: Judge) -> str:
@@ -111,21 +146,87 @@ class GroundednessScorer:
     def judge_trace(self, trace_id: str, service: str, answer: str,
                     context: Sequence[str]) -> JudgeOutcome:
         """A judgement, a skip (budget spent), or :class:`ParkTrace` raised."""
-        info = self._judge.info
-        model = _model_of(self._judge)
-        key = judge_cache_key(answer, context, self._cache_model, info.prompt_sha256)
-        hit = self._cached(key)
-        if hit is not None:
-            result, payer = hit
-            self._metrics.judge_call(model, "cached")
-            return JudgeOutcome(result, cached=True,
-                                cost_usd=result.cost_usd if payer == trace_id else 0.0)
-        tokens = (len(answer) + sum(len(c) for c in context)) // 4 + _PROMPT_OVERHEAD_TOKENS \
+        job = self.job(trace_id, service, answer, context)
+        self.plan([job])
+        self.run(job)
+        self.store([job])
+        if job.park is not None:
+            raise job.park
+        assert job.outcome is not None
+        return job.outcome
+
+    def job(self, trace_id: str, service: str, answer: str,
+            context: Sequence[str]) -> JudgeJob:
+        """A job for one (answer, context), its cache key and token estimate filled in."""
+        ctx = tuple(context)
+        key = judge_cache_key(answer, ctx, self._cache_model, self._judge.info.prompt_sha256)
+        tokens = (len(answer) + sum(len(c) for c in ctx)) // 4 + _PROMPT_OVERHEAD_TOKENS \
             + _OUTPUT_ESTIMATE_TOKENS
-        if not self._budget.try_acquire(1, tokens):
-            self._metrics.budget_exhausted(service)
-            return JudgeOutcome(None, skipped="budget_exhausted")
-        result = self._call(model, answer, context)
+        return JudgeJob(trace_id, service, answer, ctx, key, tokens)
+
+    def plan(self, jobs: Sequence[JudgeJob]) -> None:
+        """Answer what the cache knows (one lookup for all) and reserve the budget for the
+        rest (one reservation when it covers them all); a job left without an outcome needs
+        :meth:`run`."""
+        jobs = [j for j in jobs if j.needs_call]
+        if not jobs:
+            return
+        model = _model_of(self._judge)
+        for job, hit in zip(jobs, self._cached([j.key for j in jobs])):
+            if hit is not None:
+                result, payer = hit
+                self._metrics.judge_call(model, "cached")
+                job.outcome = JudgeOutcome(
+                    result, cached=True, cost_usd=result.cost_usd if payer == job.trace_id
+                    else 0.0)
+                job.done.set()
+        # The same answer and context twice in one batch: one call; the later jobs follow the
+        # first (and reserve budget only if they end up calling themselves).
+        leaders: dict[str, JudgeJob] = {}
+        misses = []
+        for job in jobs:
+            if job.needs_call:
+                job.leader = leaders.setdefault(job.key, job)
+                if job.leader is job:
+                    job.leader = None
+                    misses.append(job)
+        if len(misses) > 1 and self._budget.try_acquire(len(misses),
+                                                        sum(j.tokens for j in misses)):
+            return
+        for job in misses:
+            if not self._budget.try_acquire(1, job.tokens):
+                self._metrics.budget_exhausted(job.service)
+                job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
+                job.done.set()
+
+    def run(self, job: JudgeJob) -> None:
+        """Call the judge for a planned job (blocking, with retries); never raises for the
+        judge's failures: they become ``job.park``."""
+        try:
+            self._run(job)
+        finally:
+            job.done.set()
+
+    def _run(self, job: JudgeJob) -> None:
+        if not job.needs_call:
+            return
+        model = _model_of(self._judge)
+        leader = job.leader
+        if leader is not None:
+            leader.done.wait()  # started first: jobs are run in batch order
+            if leader.fresh and leader.outcome is not None:
+                self._metrics.judge_call(model, "cached")
+                job.outcome = JudgeOutcome(leader.outcome.result, cached=True)
+                return
+            if not self._budget.try_acquire(1, job.tokens):  # no reusable score: call
+                self._metrics.budget_exhausted(job.service)
+                job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
+                return
+        try:
+            result = self._call(model, job.answer, job.context)
+        except ParkTrace as park:
+            job.park = park
+            return
         # The API reports the exact model it served (an alias resolves to a dated ID): count
         # under it; the cache key keeps the configured name (see the module doc).
         served = result.judge.model or result.judge.name
@@ -136,26 +237,42 @@ class GroundednessScorer:
         if result.error is not None:
             self._metrics.judge_call(served, "error")
             self._metrics.judge_error(served, "invalid_output")
-            return JudgeOutcome(result, cost_usd=result.cost_usd)
-        self._metrics.judge_call(served, "ok")
-        payload = json.dumps({"trace_id": trace_id, "result": result.to_dict()},
-                             separators=(",", ":")).encode("utf-8")
+        else:
+            self._metrics.judge_call(served, "ok")
+            job.payload = json.dumps({"trace_id": job.trace_id, "result": result.to_dict()},
+                                     separators=(",", ":")).encode("utf-8")
+            job.fresh = True
+        job.outcome = JudgeOutcome(result, cost_usd=result.cost_usd)
+
+    def store(self, jobs: Sequence[JudgeJob]) -> None:
+        """Cache the fresh real scores of ``jobs`` (one write for all)."""
+        items = [(j.key, j.payload) for j in jobs if j.payload is not None]
         try:
-            self._cache.put(key, payload)
+            cache_put_many(self._cache, items)
         except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
             _log.warning("judge cache write failed", exc_info=True)
-        return JudgeOutcome(result, cost_usd=result.cost_usd)
+        for job in jobs:
+            job.payload = None
 
-    def _cached(self, key: str) -> tuple[GroundednessResult, str | None] | None:
+    def _cached(self, keys: Sequence[str]) -> list[tuple[GroundednessResult, str | None] | None]:
         try:
-            raw = self._cache.get(key)
-            if raw is None:
-                return None
-            payload = json.loads(raw)
-            return GroundednessResult.from_dict(payload["result"]), payload.get("trace_id")
-        except Exception:  # noqa: BLE001 - an unreadable entry is a miss, not a failure
-            _log.warning("ignoring unreadable judge cache entry %s", key, exc_info=True)
-            return None
+            raws = cache_get_many(self._cache, keys)
+        except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
+            _log.warning("judge cache read failed", exc_info=True)
+            return [None] * len(keys)
+        out: list[tuple[GroundednessResult, str | None] | None] = []
+        for key, raw in zip(keys, raws):
+            try:
+                if raw is None:
+                    out.append(None)
+                    continue
+                payload = json.loads(raw)
+                out.append((GroundednessResult.from_dict(payload["result"]),
+                            payload.get("trace_id")))
+            except Exception:  # noqa: BLE001 - an unreadable entry is a miss, not a failure
+                _log.warning("ignoring unreadable judge cache entry %s", key, exc_info=True)
+                out.append(None)
+        return out
 
     def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
         retry_after: float | None = None

@@ -166,6 +166,12 @@ class MemoryTraceStore:
             entry = self._live(trace_id, self._clock())
             return list(entry.spans) if entry is not None else []
 
+    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
+        return [self.load(t) for t in trace_ids]
+
+    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
+        return [self.release(t, token) for t, token in leases]
+
     def release(self, trace_id: str, token: str | None = None) -> bool:
         now = self._clock()
         with self._lock:
@@ -299,6 +305,13 @@ class MemoryJudgeResultCache:
         with self._lock:
             self._items[key] = (self._clock() + self._ttl_s, bytes(value))
 
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [self.get(k) for k in keys]
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        for key, value in items:
+            self.put(key, value)
+
 
 class MemoryIdempotencyStore:
     """:class:`~ragtrace.consumers.model.IdempotencyStore`; marks expire after ``ttl_s``."""
@@ -317,6 +330,13 @@ class MemoryIdempotencyStore:
     def mark_written(self, trace_id: str, metric: str) -> None:
         with self._lock:
             self._marks[(trace_id, metric)] = self._clock() + self._ttl_s
+
+    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        return [self.written(t, m) for t, m in keys]
+
+    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
+        for trace_id, metric in keys:
+            self.mark_written(trace_id, metric)
 
 
 class MemoryJudgeBudget:

@@ -1,43 +1,43 @@
 """The OTLP score sink: evaluation spans and consumer metrics through the OpenTelemetry SDK.
 
-Its own TracerProvider and MeterProvider (never the global ones, so write-back can never enter
+Its own span exporter and MeterProvider (never the global ones, so write-back can never enter
 an application's span stream), scope ``semconv.EVALUATION_SCOPE``, exporting over OTLP/HTTP to
 the collector's evaluation receiver. Every export runs with instrumentation suppressed.
 
-Deterministic span IDs: the SDK asks its IdGenerator for a span ID; ours returns the ID the
-writer put in a context variable just before starting the span (and a random one otherwise).
+Evaluation spans are built as finished SDK spans (``ReadableSpan``) directly: their IDs,
+timestamps and attributes are all known in advance (deterministic span ID, the evaluated trace's
+end), so there is nothing for a tracer to decide, and skipping it halves the cost of a span.
 
-Delivery is synchronous for the caller but batched on the wire: ``write`` ends the span, and a
-single exporter thread ships everything queued by all workers in one request, then wakes each
-writer with the outcome. ``write`` returns only after the collector accepted the span.
+Delivery is synchronous for the caller but batched on the wire: ``write_many`` ends one span per
+scored trace, and a single exporter thread ships everything queued in one request (up to 512
+spans), then wakes the writer with each span's outcome. ``write``/``write_many`` return only
+after the collector accepted (or refused) the spans.
 """
 
 from __future__ import annotations
 
-import contextvars
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from ragtrace.consumers.score import TraceScores
 from ragtrace.consumers.writeback import (
     WriteBackError,
     evaluation_attributes,
     evaluation_events,
     evaluation_span_id,
-    suppressed,
 )
 
 from ragtrace import semconv
@@ -45,9 +45,9 @@ from ragtrace import semconv
 __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 
 _log = logging.getLogger(__name__)
-_NEXT_SPAN_ID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "ragtrace_next_span_id", default=None)
 _BATCH_MAX = 512
+_SCOPE = InstrumentationScope(semconv.EVALUATION_SCOPE)
+_SAMPLED = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED)
 
 
 def make_resource(service_name: str, extra: Mapping[str, str] | None = None) -> Resource:
@@ -59,12 +59,6 @@ def make_resource(service_name: str, extra: Mapping[str, str] | None = None) -> 
     return Resource.create(attrs)
 
 
-class _ContextIdGenerator(RandomIdGenerator):
-    def generate_span_id(self) -> int:
-        wanted = _NEXT_SPAN_ID.get()
-        return wanted if wanted is not None else super().generate_span_id()
-
-
 class _Pending:
     __slots__ = ("done", "ok")
 
@@ -73,32 +67,29 @@ class _Pending:
         self.ok = False
 
 
-class _DeliveringProcessor(SpanProcessor):
-    """Queues ended spans; one thread exports them in batches and reports back per span."""
+class _Delivery:
+    """Queues finished spans; one thread exports them in batches and reports back per span."""
 
     def __init__(self, exporter: SpanExporter) -> None:
         self._exporter = exporter
         self._cond = threading.Condition()
         self._queue: list[tuple[ReadableSpan, _Pending]] = []
-        self._waiting: dict[tuple[int, int], _Pending] = {}
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="ragtrace-writeback", daemon=True)
         self._thread.start()
 
-    def expect(self, trace_id: int, span_id: int) -> _Pending:
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Spans submitted inside go out together: the exporter waits until the block is left."""
+        with self._cond:
+            yield
+
+    def submit(self, span: ReadableSpan) -> _Pending:
         pending = _Pending()
         with self._cond:
-            self._waiting[(trace_id, span_id)] = pending
-        return pending
-
-    def on_end(self, span: ReadableSpan) -> None:
-        ctx = span.get_span_context()
-        if ctx is None:
-            return
-        with self._cond:
-            pending = self._waiting.pop((ctx.trace_id, ctx.span_id), None) or _Pending()
             self._queue.append((span, pending))
             self._cond.notify()
+        return pending
 
     def _run(self) -> None:
         while True:
@@ -133,9 +124,6 @@ class _DeliveringProcessor(SpanProcessor):
         self._thread.join(timeout=30)
         self._exporter.shutdown()
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
 
 class OtlpScoreSink:
     """A :class:`~ragtrace.consumers.writeback.ScoreSink` sending evaluation spans through the
@@ -145,11 +133,8 @@ class OtlpScoreSink:
     def __init__(self, exporter: SpanExporter, resource: Resource, *, timeout_s: float = 30.0,
                  recall_threshold: float | None = None,
                  groundedness_threshold: float | None = None) -> None:
-        self._processor = _DeliveringProcessor(exporter)
-        self._provider = TracerProvider(resource=resource, sampler=ALWAYS_ON,
-                                        id_generator=_ContextIdGenerator())
-        self._provider.add_span_processor(self._processor)
-        self._tracer = self._provider.get_tracer(semconv.EVALUATION_SCOPE)
+        self._delivery = _Delivery(exporter)
+        self._resource = resource
         self._timeout_s = timeout_s
         self._thresholds = (recall_threshold, groundedness_threshold)
 
@@ -166,33 +151,47 @@ class OtlpScoreSink:
                    groundedness_threshold=groundedness_threshold)
 
     def write(self, scores: TraceScores) -> None:
+        (error,) = self.write_many([scores])
+        if error is not None:
+            raise error
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        """One evaluation span per item, delivered together; per item None (delivered) or the
+        :class:`WriteBackError` (not delivered within the timeout, or refused)."""
+        with self._delivery.holding():
+            pending = [self._delivery.submit(self._span(scores)) for scores in batch]
+        deadline = time.monotonic() + self._timeout_s
+        out: list[WriteBackError | None] = []
+        for scores, p in zip(batch, pending):
+            if p.done.wait(max(0.0, deadline - time.monotonic())) and p.ok:
+                out.append(None)
+            else:
+                out.append(WriteBackError(
+                    f"evaluation span of trace {scores.trace.trace_id} not delivered"))
+        return out
+
+    def _span(self, scores: TraceScores) -> ReadableSpan:
+        """The evaluation span of ``scores``: in the evaluated trace, child of its target span,
+        a deterministic ID, both timestamps the trace's end (now if unknown)."""
         trace = scores.trace
         trace_id = int(trace.trace_id, 16)
         span_id = int(evaluation_span_id(trace.trace_id, scores.families), 16)
         parent = trace_api.SpanContext(trace_id, int(trace.target_span_id, 16), is_remote=True,
-                                       trace_flags=trace_api.TraceFlags(
-                                           trace_api.TraceFlags.SAMPLED))
-        ctx = trace_api.set_span_in_context(trace_api.NonRecordingSpan(parent))
-        at = trace.ended_ns or None
-        pending = self._processor.expect(trace_id, span_id)
-        token = _NEXT_SPAN_ID.set(span_id)
-        try:
-            with suppressed():
-                span = self._tracer.start_span(semconv.SPAN_EVALUATION, context=ctx,
-                                               attributes=evaluation_attributes(scores),
-                                               start_time=at)
-        finally:
-            _NEXT_SPAN_ID.reset(token)
+                                       trace_flags=_SAMPLED)
+        at = trace.ended_ns or time.time_ns()
         recall_t, ground_t = self._thresholds
-        for name, attrs in evaluation_events(scores, recall_threshold=recall_t,
-                                             groundedness_threshold=ground_t):
-            span.add_event(name, attributes=attrs, timestamp=at)
-        span.end(end_time=at)
-        if not pending.done.wait(self._timeout_s) or not pending.ok:
-            raise WriteBackError(f"evaluation span of trace {trace.trace_id} not delivered")
+        events = [Event(name, attrs, at) for name, attrs in evaluation_events(
+            scores, recall_threshold=recall_t, groundedness_threshold=ground_t)]
+        return ReadableSpan(
+            semconv.SPAN_EVALUATION,
+            context=trace_api.SpanContext(trace_id, span_id, is_remote=False,
+                                          trace_flags=_SAMPLED),
+            parent=parent, resource=self._resource, attributes=evaluation_attributes(scores),
+            events=events, kind=trace_api.SpanKind.INTERNAL, start_time=at, end_time=at,
+            instrumentation_scope=_SCOPE)
 
     def shutdown(self) -> None:
-        self._provider.shutdown()
+        self._delivery.shutdown()
 
 
 def make_meter_provider(resource: Resource, *, endpoint: str | None = None,

@@ -16,6 +16,14 @@ Contracts:
 * A (trace, metric family) is written back at most once: the :class:`IdempotencyStore` is
   checked before scoring and marked only after the sink delivered the span. A crash between the
   two re-sends the identical span (deterministic ID), never a second different score.
+
+Claimed traces go through three stages, so that store round trips and write-back deliveries are
+paid per batch, not per trace: :meth:`Pipeline.prepare` (batched: load, recognise, sample, check
+the idempotency marks, score retrieval, judge-cache lookup and budget), :meth:`Pipeline.judge`
+(one trace's judge call, on any thread) and :meth:`Pipeline.finish` (batched: cache the fresh
+judgements, write back in one delivery, mark, release or park).
+:class:`~ragtrace.consumers.workers.ScoringWorkers` drives them concurrently;
+:meth:`Pipeline.process_trace` and :meth:`Pipeline.process_due` run them in the calling thread.
 """
 
 from __future__ import annotations
@@ -28,8 +36,15 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragtrace.consumers.assemble import completion_due, select_spans
-from ragtrace.consumers.judging import GroundednessScorer, JudgeOutcome, ParkTrace
-from ragtrace.consumers.labels import match_label
+from ragtrace.consumers.batching import (
+    load_many,
+    mark_written_many,
+    release_many,
+    write_many,
+    written_many,
+)
+from ragtrace.consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
+from ragtrace.consumers.labels import LabelIndex, match_label
 from ragtrace.consumers.metrics import SKIP_REASONS, ConsumerMetrics
 from ragtrace.consumers.model import (
     IdempotencyStore,
@@ -50,7 +65,7 @@ from ragtrace.consumers.score import (
     combine,
     score_retrieval,
 )
-from ragtrace.consumers.writeback import ScoreSink, WriteBackError, suppressed
+from ragtrace.consumers.writeback import ScoreSink, suppressed
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
@@ -59,7 +74,7 @@ from ragtrace.evaluation.retrieval import RecallDefinition
 if TYPE_CHECKING:
     from ragtrace.consumers.config import ConsumerConfig
 
-__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Sampler"]
+__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Sampler", "TraceWork"]
 
 _log = logging.getLogger(__name__)
 
@@ -109,6 +124,76 @@ class Outcome(str, Enum):
     """Nothing stored under that ID any more (another replica finished it)."""
 
 
+_RELEASED = (Outcome.SCORED, Outcome.SKIPPED, Outcome.GONE)
+
+
+@dataclass(eq=False)
+class TraceWork:
+    """One claimed trace between the stages of :class:`Pipeline` (read-only for callers)."""
+
+    trace_id: str
+    token: str | None
+    outcome: Outcome | None = None
+    error: Exception | None = None
+    """Set when this trace's own processing failed: it is left to its lease."""
+    trace: RagTrace | None = None
+    recall: bool = False
+    judge: bool = False
+    recall_done: bool = False
+    judge_done: bool = False
+    retrieval: RetrievalScores | None = None
+    job: JudgeJob | None = None
+    judge_skip: str | None = None
+
+    @property
+    def needs_judge_call(self) -> bool:
+        return self.error is None and self.job is not None and self.job.needs_call
+
+
+class _LabelView:
+    """The label set as the pipeline reads it: indexed in process, reloaded from the store only
+    when the store's version changes (checked once per batch with :meth:`refresh`). A store
+    without ``questions()`` is read through as is."""
+
+    def __init__(self, store: LabelStore) -> None:
+        self._store = store
+        self._questions = getattr(store, "questions", None)
+        self._index: LabelIndex | None = None
+        self._version = ""
+
+    def refresh(self) -> None:
+        if self._questions is None:
+            return
+        version = self._store.version()
+        if version == self._version:
+            return
+        questions = self._questions() if version else []
+        # Indexed from what was read, with its own version: a reload between the two reads is
+        # picked up at the next batch, never mixed.
+        self._index = LabelIndex.build(questions) if questions else None
+        self._version = self._index.version if self._index is not None else ""
+
+    def by_id(self, qid: str) -> object | None:
+        if self._questions is None:
+            direct: object | None = self._store.by_id(qid)
+            return direct
+        found: object | None = self._index.by_id.get(qid) if self._index is not None else None
+        return found
+
+    def by_question_sha256(self, digest: str) -> object | None:
+        if self._questions is None:
+            direct: object | None = self._store.by_question_sha256(digest)
+            return direct
+        index = self._index
+        if index is None or digest not in index.by_sha256:
+            return None
+        found: object = index.by_id[index.by_sha256[digest]]
+        return found
+
+    def version(self) -> str:
+        return self._store.version() if self._questions is None else self._version
+
+
 class Sampler(Protocol):
     """The sampling seam (``ragtrace.consumers.sample.Sampler``): ``decide(trace)`` returns a
     decision with boolean ``recall`` and ``judge``."""
@@ -117,8 +202,9 @@ class Sampler(Protocol):
 
 
 class Pipeline:
-    """Scores assembled traces through the seams it is given. Thread-safe: ``process_trace``
-    may run on many worker threads at once (each trace is claimed by exactly one)."""
+    """Scores assembled traces through the seams it is given. ``judge`` may run on many worker
+    threads at once (each trace is claimed by exactly one); ``prepare`` and ``finish`` run one
+    batch at a time per thread, and may run on different threads."""
 
     def __init__(self, *, traces: TraceStore, labels: LabelStore, cache: JudgeResultCache,
                  idempotency: IdempotencyStore, budget: JudgeBudget, judge: Judge | None,
@@ -128,6 +214,7 @@ class Pipeline:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.traces = traces
         self.labels = labels
+        self._labels = _LabelView(labels)
         self.idempotency = idempotency
         self.sink = sink
         self.metrics = metrics
@@ -156,122 +243,206 @@ class Pipeline:
                                       self.settings.lease_s))
 
     def process_due(self, now: float | None = None, limit: int | None = None) -> int:
-        """Claim due traces and process each in this thread; returns how many were claimed."""
+        """Claim due traces and process them in this thread (as one batch); returns how many
+        were claimed."""
         leases = self.claim_due(now, limit)
-        for lease in leases:
-            self.process_trace(lease)
+        if leases:
+            works = self.prepare(leases)
+            for work in works:
+                self.judge(work)
+            self.finish(works)
         return len(leases)
 
-    # --- one trace -------------------------------------------------------------------------
-    def process_trace(self, lease: Lease | str) -> Outcome:
-        """Score one claimed trace (see the module contract). A bare trace ID (no token)
-        releases or parks it whoever holds its lease."""
-        trace_id, token = (lease.trace_id, lease.token) if isinstance(lease, Lease) \
-            else (lease, None)
-        with suppressed():
-            return self._process(trace_id, token)
+    # --- the three stages ----------------------------------------------------------------------
+    def process_trace(self, lease: Lease | str) -> Outcome | None:
+        """Score one claimed trace (see the module contract): the three stages for a batch of
+        one. A bare trace ID (no token) releases or parks it whoever holds its lease. None:
+        the trace's own processing failed (logged); its lease runs out and it is retried."""
+        (work,) = self.prepare([lease])
+        self.judge(work)
+        return self.finish([work])[0]
 
-    def _release(self, trace_id: str, token: str | None) -> None:
-        if not self.traces.release(trace_id, token):
-            _log.warning("lease on trace %s ran out before it was released (another replica "
-                         "has claimed it since; consider a longer assembly.lease_s)", trace_id)
+    def prepare(self, leases: Sequence[Lease | str]) -> list[TraceWork]:
+        """Stage 1, batched: load the claimed traces, recognise, sample, check what was already
+        written, score retrieval, look the judgements up in the cache and reserve the judge
+        budget, with one store round trip per step for the whole batch. A failure of one
+        trace's own steps marks that trace (it is left to its lease); a store outage raises."""
+        works = [TraceWork(lease.trace_id, lease.token) if isinstance(lease, Lease)
+                 else TraceWork(lease, None) for lease in leases]
+        with suppressed():
+            loaded = load_many(self.traces, [w.trace_id for w in works])
+            for work, spans in zip(works, loaded):
+                self._guarded(work, self._recognise, work, spans)
+            sampled = [w for w in works if w.outcome is None and w.error is None]
+            keys = [(w.trace_id, family) for w in sampled for family, wanted in
+                    ((FAMILY_RECALL, w.recall), (FAMILY_GROUNDEDNESS, w.judge)) if wanted]
+            flags = dict(zip(keys, written_many(self.idempotency, keys)))
+            if any(w.recall for w in sampled):
+                self._labels.refresh()
+            for work in sampled:
+                work.recall_done = flags.get((work.trace_id, FAMILY_RECALL), False)
+                work.judge_done = flags.get((work.trace_id, FAMILY_GROUNDEDNESS), False)
+                self._guarded(work, self._plan, work)
+            if self._scorer is not None:
+                self._scorer.plan([w.job for w in sampled if w.job is not None])
+        return works
+
+    def judge(self, work: TraceWork) -> None:
+        """Stage 2: the judge call a prepared trace still needs (blocking, with retries; any
+        thread). The judge's failures become a park request, never an exception."""
+        job = work.job
+        if self._scorer is not None and job is not None and job.needs_call:
+            try:
+                with suppressed():
+                    self._guarded(work, self._scorer.run, job)
+            finally:
+                job.done.set()  # never leave a follower of this job waiting
+
+    def finish(self, works: Sequence[TraceWork]) -> list[Outcome | None]:
+        """Stage 3, batched: cache the fresh judgements, write every score back in one delivery,
+        then mark them written and release the traces (one round trip each), or park. Returns
+        each trace's outcome: None for a trace whose own processing failed (its lease runs
+        out and it is retried). A store outage raises: the leases run out, nothing is lost."""
+        with suppressed():
+            if self._scorer is not None:
+                self._scorer.store([w.job for w in works if w.job is not None])
+            to_write: list[tuple[TraceWork, TraceScores]] = []
+            for work in works:
+                if work.error is None and work.outcome is None:
+                    scores = self._guarded(work, self._combine, work)
+                    if scores is not None:
+                        to_write.append((work, scores))
+            errors = write_many(self.sink, [scores for _, scores in to_write])
+            marks: list[tuple[str, str]] = []
+            written: list[TraceScores] = []
+            for (work, scores), error in zip(to_write, errors):
+                if error is not None:
+                    _log.warning("%s", error)
+                    work.outcome = self._park(work, "writeback_failed", None, give_up=False)
+                    continue
+                marks += [(work.trace_id, family) for family in scores.families]
+                written.append(scores)
+                work.outcome = Outcome.SCORED
+            # Marked only after delivery: a crash in between re-sends the identical span.
+            mark_written_many(self.idempotency, marks)
+            for scores in written:
+                self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
+            done = [w for w in works if w.outcome in _RELEASED]
+            released = release_many(self.traces, [(w.trace_id, w.token) for w in done])
+            for work, ok in zip(done, released):
+                if not ok:
+                    _log.warning("lease on trace %s ran out before it was released (another "
+                                 "replica has claimed it since; consider a longer "
+                                 "assembly.lease_s)", work.trace_id)
+        return [w.outcome if w.error is None else None for w in works]
+
+    def _guarded(self, work: TraceWork, step: Callable[..., Any], *args: Any) -> Any:
+        """Run one trace's own step. An unexpected failure there (a bug, not a store outage:
+        those come from the batched calls and fail the batch) marks only that trace."""
+        if work.error is not None:
+            return None
+        try:
+            return step(*args)
+        except Exception as exc:  # noqa: BLE001 - one bad trace never fails its batch
+            _log.error("scoring trace %s failed; it will be retried after its lease",
+                       work.trace_id, exc_info=True)
+            work.error = exc
+            return None
 
     def _skip(self, trace: RagTrace, reason: str) -> None:
         assert reason in SKIP_REASONS, reason
         self.metrics.trace_skipped(trace.service, trace.pipeline, reason)
 
-    def _process(self, trace_id: str, token: str | None) -> Outcome:
-        spans = self.traces.load(trace_id)
+    def _recognise(self, work: TraceWork, spans: list[SpanRecord]) -> None:
         if not spans:
-            self._release(trace_id, token)
-            return Outcome.GONE
+            work.outcome = Outcome.GONE
+            return
         trace = to_rag_trace(spans)
         if trace is None:
             service = spans[0].service
             self.metrics.trace_seen(service, None)
             self.metrics.trace_skipped(service, None, "not_rag")
-            self._release(trace_id, token)
-            return Outcome.SKIPPED
+            work.outcome = Outcome.SKIPPED
+            return
         self.metrics.trace_seen(trace.service, trace.pipeline)
         decision = self.sampler.decide(trace)
         if not (decision.recall or decision.judge):
             self._skip(trace, decision.reason or "sampled_out")
-            self._release(trace_id, token)
-            return Outcome.SKIPPED
+            work.outcome = Outcome.SKIPPED
+            return
         self.metrics.trace_sampled(trace.service, trace.pipeline)
-        recall_done = decision.recall and self.idempotency.written(trace_id, FAMILY_RECALL)
-        judge_done = decision.judge and self.idempotency.written(trace_id, FAMILY_GROUNDEDNESS)
+        work.trace, work.recall, work.judge = trace, bool(decision.recall), bool(decision.judge)
 
-        retrieval = self._retrieval(trace) if decision.recall else None
+    def _plan(self, work: TraceWork) -> None:
+        trace = work.trace
+        assert trace is not None
+        work.retrieval = self._retrieval(trace) if work.recall else None
+        if not work.judge or work.judge_done or self._scorer is None:
+            return
+        texts = [c.text for c in trace.context]
+        if not trace.answer or any(t is None for t in texts):
+            work.judge_skip = "context_text_missing"  # the sampler already excludes these
+            return
+        work.job = self._scorer.job(trace.trace_id, trace.service, trace.answer,
+                                    [t for t in texts if t is not None])
+
+    def _combine(self, work: TraceWork) -> TraceScores | None:
+        """The scores to write, or None after parking or skipping the trace."""
+        trace = work.trace
+        assert trace is not None
         judged: JudgeOutcome | None = None
-        judge_skip: str | None = None
-        if decision.judge and not judge_done:
-            try:
-                judged, judge_skip = self._judge(trace)
-            except ParkTrace as park:
-                if self._park(trace, token, park.reason, park.retry_after):
-                    return Outcome.PARKED
-                judge_skip = "judge_gave_up"
+        judge_skip = work.judge_skip
+        job = work.job
+        if job is not None and job.park is not None:
+            if self._park(work, job.park.reason, job.park.retry_after) is Outcome.PARKED:
+                work.outcome = Outcome.PARKED
+                return None
+            judge_skip = "judge_gave_up"
+        elif job is not None and job.outcome is not None:
+            if job.outcome.skipped is not None:
+                judge_skip = job.outcome.skipped
+            else:
+                judged = job.outcome
         groundedness: GroundednessResult | None = judged.result if judged else None
+        retrieval = work.retrieval
         scores = combine(trace, retrieval, groundedness, self.settings.thresholds,
-                         write_retrieval=retrieval is not None and not recall_done,
+                         write_retrieval=retrieval is not None and not work.recall_done,
                          write_groundedness=groundedness is not None,
                          groundedness_cost_usd=judged.cost_usd if judged else 0.0)
         if scores is None:
-            done = recall_done or judge_done
+            done = work.recall_done or work.judge_done
             self._skip(trace, "already_scored" if done else judge_skip or "unlabelled")
-            self._release(trace_id, token)
-            return Outcome.SKIPPED
-        try:
-            self.sink.write(scores)
-        except WriteBackError as exc:
-            _log.warning("%s", exc)
-            self._park(trace, token, "writeback_failed", None, give_up=False)
-            return Outcome.PARKED
-        for family in scores.families:
-            self.idempotency.mark_written(trace_id, family)
-        self._record(scores)
-        self._release(trace_id, token)
-        return Outcome.SCORED
+            work.outcome = Outcome.SKIPPED
+        return scores
 
     def _retrieval(self, trace: RagTrace) -> RetrievalScores | None:
         if not trace.has_retrieval:
             return None
-        question, matched_by = match_label(trace, self.labels)
+        question, matched_by = match_label(trace, self._labels)
         if question is None or matched_by is None:
             return None
-        return score_retrieval(trace, question, matched_by, self.labels.version(),
+        return score_retrieval(trace, question, matched_by, self._labels.version(),
                                self.settings.k, self.settings.recall_definition)
 
-    def _judge(self, trace: RagTrace) -> tuple[JudgeOutcome | None, str | None]:
-        """A judgement, or why there is none (a skip reason); ParkTrace propagates."""
-        if self._scorer is None:
-            return None, None
-        texts = [c.text for c in trace.context]
-        if not trace.answer or any(t is None for t in texts):
-            return None, "context_text_missing"  # the sampler already excludes these
-        outcome = self._scorer.judge_trace(trace.trace_id, trace.service, trace.answer,
-                                           [t for t in texts if t is not None])
-        if outcome.skipped is not None:
-            return None, outcome.skipped
-        return outcome, None
-
-    def _park(self, trace: RagTrace, token: str | None, reason: str, retry_after: float | None,
-              *, give_up: bool = True) -> bool:
-        """Park for a retry; False (not parked) once the trace is older than give-up age. A
-        lease lost meanwhile leaves the trace to its new claimant (True: nothing more to do)."""
+    def _park(self, work: TraceWork, reason: str, retry_after: float | None, *,
+              give_up: bool = True) -> Outcome | None:
+        """Park for a retry: PARKED, or None (not parked) once the trace is older than the
+        give-up age. A lease lost meanwhile leaves the trace to its new claimant (PARKED too:
+        nothing more to do here)."""
+        trace = work.trace
+        assert trace is not None
         s = self.settings
         now = self._clock()
         age = max(0.0, now - trace.ended_ns / 1e9)
         if give_up and age >= s.give_up_after_s:
-            return False
+            return None
         delay = min(max(s.park_backoff_s, retry_after or 0.0, age / 2), s.park_backoff_max_s)
-        if self.traces.park(trace.trace_id, now + delay, reason, token):
+        if self.traces.park(trace.trace_id, now + delay, reason, work.token):
             self.metrics.parked(reason)
         else:
             _log.warning("lease on trace %s ran out before it was parked (another replica has "
                          "claimed it since)", trace.trace_id)
-        return True
+        return Outcome.PARKED
 
     def _record(self, scores: TraceScores) -> None:
         trace = scores.trace

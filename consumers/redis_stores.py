@@ -17,6 +17,7 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:judge:<key>              judge result cache (TTL)
     P:written:<trace>:<metric> write-back idempotency marks (TTL)
     P:budget                   zset of judge-budget grants in the sliding window
+    P:budget:sums              hash: calls and tokens of those grants
 
 The scripts build key names from the prefix, so they need one Redis server (not a cluster).
 """
@@ -300,9 +301,26 @@ class RedisTraceStore:
     def load(self, trace_id: str) -> list[SpanRecord]:
         return [decode_span(raw) for raw in self._r.lrange(self._spans_key(trace_id), 0, -1)]
 
+    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
+        """:meth:`load` for several traces in one round trip."""
+        if not trace_ids:
+            return []
+        pipe = self._r.pipeline(transaction=False)
+        for trace_id in trace_ids:
+            pipe.lrange(self._spans_key(trace_id), 0, -1)
+        return [[decode_span(raw) for raw in raws] for raws in pipe.execute()]
+
     def release(self, trace_id: str, token: str | None = None) -> bool:
-        out = self._release(keys=[], args=[self._p, self._done_ttl_ms, trace_id, token or ""])
-        return bool(int(out[0]))
+        return self.release_many([(trace_id, token)])[0]
+
+    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
+        """:meth:`release` for several (trace, token) pairs in one script call."""
+        if not leases:
+            return []
+        args: list[str | int] = [self._p, self._done_ttl_ms]
+        for trace_id, token in leases:
+            args += [trace_id, token or ""]
+        return [bool(int(x)) for x in self._release(keys=[], args=args)]
 
     def park(self, trace_id: str, retry_at: float, reason: str,
              token: str | None = None) -> bool:
@@ -471,11 +489,27 @@ class RedisJudgeResultCache:
         self._ttl_ms = _ms(ttl_s)
 
     def get(self, key: str) -> bytes | None:
-        raw = self._r.get(f"{self._p}:judge:{key}")
-        return raw if isinstance(raw, bytes) or raw is None else _text(raw).encode()
+        return self.get_many([key])[0]
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """:meth:`get` for several keys in one round trip (MGET)."""
+        if not keys:
+            return []
+        raws = self._r.mget([f"{self._p}:judge:{k}" for k in keys])
+        return [raw if isinstance(raw, bytes) or raw is None else _text(raw).encode()
+                for raw in raws]
 
     def put(self, key: str, value: bytes) -> None:
         self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """:meth:`put` for several entries in one round trip."""
+        if not items:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for key, value in items:
+            pipe.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+        pipe.execute()
 
 
 class RedisIdempotencyStore:
@@ -489,25 +523,61 @@ class RedisIdempotencyStore:
     def written(self, trace_id: str, metric: str) -> bool:
         return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
 
+    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET)."""
+        if not keys:
+            return []
+        raws = self._r.mget([f"{self._p}:written:{t}:{m}" for t, m in keys])
+        return [raw is not None for raw in raws]
+
     def mark_written(self, trace_id: str, metric: str) -> None:
         self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
 
+    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
+        """:meth:`mark_written` for several pairs in one round trip."""
+        if not keys:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for trace_id, metric in keys:
+            pipe.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
+        pipe.execute()
 
+
+# KEYS[1]: zset of grants "id:calls:tokens" scored by grant time; KEYS[2]: hash of their sums
+# (kept in step, so a check costs the grants expiring since the last one, not the whole window).
 _BUDGET = """
-local key, calls, tokens = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local key, sums, calls, tokens = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
 local calls_limit, tokens_limit, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local used_calls, used_tokens = 0, 0
-for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-  local c, k = string.match(m, '^[^:]*:(%d+):(%d+)$')
-  used_calls = used_calls + tonumber(c)
-  used_tokens = used_tokens + tonumber(k)
+local function total(members)
+  local c_sum, k_sum = 0, 0
+  for _, m in ipairs(members) do
+    local c, k = string.match(m, '^[^:]*:(%d+):(%d+)$')
+    c_sum, k_sum = c_sum + tonumber(c), k_sum + tonumber(k)
+  end
+  return c_sum, k_sum
 end
+if redis.call('EXISTS', sums) == 0 then  -- first use (or grants kept by an older version)
+  local c, k = total(redis.call('ZRANGE', key, 0, -1))
+  redis.call('HSET', sums, 'calls', c, 'tokens', k)
+end
+local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - window)
+if #gone > 0 then
+  local c, k = total(gone)
+  redis.call('HINCRBY', sums, 'calls', -c)
+  redis.call('HINCRBY', sums, 'tokens', -k)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+end
+local used_calls = tonumber(redis.call('HGET', sums, 'calls'))
+local used_tokens = tonumber(redis.call('HGET', sums, 'tokens'))
 if used_calls + calls > calls_limit or used_tokens + tokens > tokens_limit then return 0 end
 redis.call('ZADD', key, now, ARGV[6] .. ':' .. calls .. ':' .. tokens)
-redis.call('EXPIRE', key, math.ceil(window) + 1)
+redis.call('HINCRBY', sums, 'calls', calls)
+redis.call('HINCRBY', sums, 'tokens', tokens)
+local ttl = math.ceil(window) + 1
+redis.call('EXPIRE', key, ttl)
+redis.call('EXPIRE', sums, ttl)
 return 1
 """
 
@@ -525,6 +595,7 @@ class RedisJudgeBudget:
         if not window_s > 0:
             raise ValueError(f"window_s must be > 0, got {window_s!r}")
         self._key = f"{_check_prefix(prefix)}:budget"
+        self._sums = f"{self._key}:sums"
         self._limits = (calls_per_minute, tokens_per_minute, window_s)
         self._script = client.register_script(_BUDGET)
 
@@ -532,7 +603,7 @@ class RedisJudgeBudget:
         if calls < 0 or tokens < 0:
             raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
         calls_limit, tokens_limit, window = self._limits
-        ok = self._script(keys=[self._key], args=[int(calls), int(tokens), calls_limit,
+        ok = self._script(keys=[self._key, self._sums], args=[int(calls), int(tokens), calls_limit,
                                                   tokens_limit, repr(float(window)),
                                                   uuid.uuid4().hex])
         return bool(ok)

@@ -302,6 +302,21 @@ def test_a_release_without_a_token_acts_whoever_holds_the_lease(kit: Kit) -> Non
     _stats(store, spans_appended=1, traces_created=1, released=1)
 
 
+def test_batched_load_and_release_match_the_single_calls(kit: Kit) -> None:
+    store = kit.trace_store()
+    now = kit.now()
+    a, b = span(T1, "1" * 16), span(T2, "2" * 16)
+    store.append([a, span(T1, "3" * 16), b], {T1: now, T2: now})
+    assert store.load_many([T2, "d" * 32, T1]) == [[b], [], [a, span(T1, "3" * 16)]]
+    assert store.load_many([]) == []
+    first, second = store.claim(now, 10, 30.0)
+    assert store.release_many([(first.trace_id, first.token), (second.trace_id, "stale"),
+                               (T3, None)]) == [True, False, True]
+    assert store.load(first.trace_id) == [] and store.load(second.trace_id) != []
+    assert store.release_many([]) == []
+    _stats(store, spans_appended=3, traces_created=2, released=2, lease_lost=1)
+
+
 def test_trace_claims_are_exclusive_between_concurrent_replicas(kit: Kit) -> None:
     ids = [f"{i:032x}" for i in range(1, 121)]
     setup = kit.trace_store()
@@ -425,6 +440,17 @@ def test_idempotency_marks_and_ttl(kit: Kit) -> None:
     assert not marks.written(T1, "recall")
 
 
+def test_batched_cache_and_marks_match_the_single_calls(kit: Kit) -> None:
+    cache, marks = kit.cache(), kit.idempotency()
+    cache.put_many([("k1", b"one"), ("k2", b"\x00two")])
+    assert cache.get_many(["k2", "nope", "k1"]) == [b"\x00two", None, b"one"]
+    assert cache.get("k1") == b"one" and cache.get_many([]) == []
+    marks.mark_written_many([(T1, "recall"), (T2, "groundedness")])
+    assert marks.written_many([(T1, "recall"), (T1, "groundedness"), (T2, "groundedness")]) \
+        == [True, False, True]
+    assert marks.written(T2, "groundedness") and marks.written_many([]) == []
+
+
 def test_budget_never_exceeds_either_limit_in_the_window(kit: Kit) -> None:
     budget = kit.budget(3, 1000, window_s=1.0)
     assert [budget.try_acquire(1, 100) for _ in range(4)] == [True, True, True, False]
@@ -462,3 +488,4 @@ def test_budget_is_shared_between_concurrent_clients(kit: Kit) -> None:
         t.join()
     # Memory budgets are per instance (one process); Redis budgets share one window.
     assert sum(granted) == (10 if kit.concurrent else 40)
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.pipeline import Outcome, PipelineSettings
 from ragtrace.consumers.sample import Sampler, SamplerConfig
@@ -25,7 +26,7 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
-from ragtrace.evaluation.judges import JudgeUnavailable
+from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))
 
@@ -292,11 +293,12 @@ def test_workers_bound_concurrency_and_report_backpressure() -> None:
     r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
     for n in range(30, 36):  # six distinct answers: six judge calls
         r.pipeline.ingest(rag_spans(n, answer=f"answer {n}"), T0)
-    workers = ScoringWorkers(r.pipeline, 2)
+    workers = ScoringWorkers(r.pipeline, 2, depth=1)
     try:
+        assert workers.capacity == 2
         assert workers.fill(T0) == 2
         assert workers.full and workers.in_flight == 2
-        assert workers.fill(T0) == 0  # no free worker: nothing claimed
+        assert workers.fill(T0) == 0  # no room: nothing claimed
         assert r.traces.pending() == 6
         gate.set()
         while workers.in_flight or workers.fill(T0):
@@ -307,6 +309,61 @@ def test_workers_bound_concurrency_and_report_backpressure() -> None:
     finally:
         gate.set()
         workers.shutdown()
+
+
+class CountingExporter(InMemorySpanExporter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def export(self, spans):  # type: ignore[no-untyped-def]
+        self.batches.append(len(spans))
+        return super().export(spans)
+
+
+def test_workers_run_size_judge_calls_at_once_and_write_back_in_batches() -> None:
+    gate = threading.Event()
+    running = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def judged(answer: str, context: object) -> GroundednessResult:
+        with lock:
+            running["now"] += 1
+            running["max"] = max(running["max"], running["now"])
+        gate.wait(10)
+        with lock:
+            running["now"] -= 1
+        return grounded(1, 1)
+
+    exporter = CountingExporter()
+    r = rig(judge=ScriptedJudge(default=judged), exporter=exporter)
+    for n in range(50, 62):  # twelve distinct answers
+        r.pipeline.ingest(rag_spans(n, answer=f"answer {n}"), T0)
+    workers = ScoringWorkers(r.pipeline, 2, depth=3)
+    try:
+        assert workers.fill(T0) == 6  # claimed and prepared as one batch
+        assert workers.full and r.traces.pending() == 12
+        threading.Timer(0.2, gate.set).start()
+        while workers.in_flight or workers.fill(T0):
+            workers.wait(1.0)
+        assert workers.drain(5.0)
+    finally:
+        gate.set()
+        workers.shutdown()
+    assert running["max"] == 2  # never more judge calls than threads
+    assert workers.completed == 12 and r.traces.pending() == 0
+    assert sum(exporter.batches) == 12 and len(exporter.batches) < 12
+
+
+def test_a_repeated_answer_in_one_batch_is_judged_once() -> None:
+    r = rig()
+    for n in (70, 71, 72):
+        r.pipeline.ingest(rag_spans(n), T0)
+    assert r.pipeline.process_due(T0) == 3  # one batch
+    assert len(r.judge.calls) == 1 and len(r.spans()) == 3
+    costs = sorted(_attrs(s)[semconv.EVAL_JUDGE_COST_USD] for s in r.spans())
+    assert costs == [0.0, 0.0, 0.002]  # the first trace paid; the others reused its score
+    assert r.points("ragtrace.judge.calls")[(("judge_model", MODEL), ("outcome", "cached"))] == 2
 
 
 def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later() -> None:

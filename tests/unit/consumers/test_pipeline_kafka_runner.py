@@ -109,7 +109,7 @@ class FakeProducer:
 
 def _runner(r, consumer: FakeConsumer, producer: FakeProducer, workers: int = 2,  # type: ignore[no-untyped-def]
             ) -> tuple[KafkaRunner, ScoringWorkers]:
-    w = ScoringWorkers(r.pipeline, workers)
+    w = ScoringWorkers(r.pipeline, workers, depth=1)  # in flight = judge threads
     runner = KafkaRunner(consumer, producer, r.pipeline, w, r.metrics, dlq_topic="spans.dlq",
                          commit_interval_s=1.0, drain_timeout_s=5.0, clock=r.clock)
     return runner, w
