@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
@@ -145,8 +146,8 @@ class OtlpScoreSink:
         """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` is appended)."""
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces",
-                                    timeout=timeout_s)
+        url = endpoint.rstrip("/") + "/v1/traces"
+        exporter = OTLPSpanExporter(endpoint=url, timeout=timeout_s, session=_session(url))
         return cls(exporter, resource, timeout_s=timeout_s * 3, recall_threshold=recall_threshold,
                    groundedness_threshold=groundedness_threshold)
 
@@ -192,6 +193,26 @@ class OtlpScoreSink:
 
     def shutdown(self) -> None:
         self._delivery.shutdown()
+
+
+_CREDENTIAL_PROVIDER_VARS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+                             "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
+_CA_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def _session(url: str) -> Any:
+    """A requests session with the environment's proxy settings for ``url`` resolved once: by
+    default requests re-reads the whole environment on every request, a large part of a
+    write-back's CPU. None (the exporter's own session, reading the environment each time) when
+    a credential provider or a requests CA bundle variable is set."""
+    if any(os.environ.get(name) for name in (*_CREDENTIAL_PROVIDER_VARS, *_CA_BUNDLE_VARS)):
+        return None
+    import requests
+
+    session = requests.Session()
+    session.trust_env = False
+    session.proxies.update(requests.utils.get_environ_proxies(url))
+    return session
 
 
 def make_meter_provider(resource: Resource, *, endpoint: str | None = None,

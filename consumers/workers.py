@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_DEPTH", "ScoringWorkers", "TraceProcessor"]
 
 _log = logging.getLogger(__name__)
 _SLOW_S = 10.0
-DEFAULT_DEPTH = 4
+DEFAULT_DEPTH = 8
 """Traces in flight per worker thread (see the module doc)."""
 
 
