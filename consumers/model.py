@@ -3,6 +3,10 @@
 The Kafka consumer (``ragtrace consume``) and the embedded evaluator (``ragtrace serve``) run the
 same steps over these types; they differ only in which implementation sits behind each seam
 (Redis or in-process/SQLite) and where spans come from (Kafka or an OTLP/HTTP receiver).
+
+The seams are per item. An implementation may also offer the batched forms the pipeline uses
+when present (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``,
+``get_many``, ``put_many``: same results, one round trip; see ``consumers/batching.py``).
 """
 
 from __future__ import annotations
