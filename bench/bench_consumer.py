@@ -49,6 +49,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from ragtrace.consumers.decode import decode_request
+from ragtrace.consumers.workers import DEFAULT_DEPTH
 
 from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
@@ -483,8 +484,8 @@ clock; shares of the consumer's total, rows nest where marked):
     return f"""## Consumer (`bench/bench_consumer.py`)
 
 {machine_line()}; Kafka 4.1 (one broker), Redis, all on the
-same machine; one consumer process (8 judge threads, up to 64 traces in flight), write-back to a
-local OTLP/HTTP receiver.
+same machine; one consumer process (8 judge threads, up to {8 * DEFAULT_DEPTH} traces in flight),
+write-back to a local OTLP/HTTP receiver.
 
 Throughput over {n:,} traces ({n * SPANS_PER_TRACE:,} spans, one message per trace, every trace
 judged unless said otherwise; each consumer run timed from its first finished trace to its

@@ -31,8 +31,9 @@ __all__ = ["DEFAULT_DEPTH", "ScoringWorkers", "TraceProcessor"]
 
 _log = logging.getLogger(__name__)
 _SLOW_S = 10.0
-DEFAULT_DEPTH = 8
-"""Traces in flight per worker thread (see the module doc)."""
+DEFAULT_DEPTH = 4
+"""Traces in flight per worker thread (see the module doc): four rounds of the slowest judge
+call (30 s timeout, two attempts) stay under the default 300 s lease."""
 
 
 class TraceProcessor(Protocol):
