@@ -10,7 +10,7 @@ import platform
 import re
 from pathlib import Path
 
-__all__ = ["write_section", "machine_line"]
+__all__ = ["machine_line", "write_section"]
 
 _DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 _HEADER = (
@@ -28,7 +28,7 @@ def machine_line() -> str:
 def write_section(name: str, markdown: str, doc: Path = _DOC) -> None:
     text = doc.read_text(encoding="utf-8") if doc.exists() else _HEADER
     block = f"<!-- bench:{name} -->\n{markdown.strip()}\n<!-- /bench:{name} -->"
-    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.DOTALL)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else f"{text.rstrip()}\n\n{block}\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text, encoding="utf-8")

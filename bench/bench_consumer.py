@@ -48,11 +48,11 @@ sys.path.insert(0, str(ROOT))
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from ragtrace.consumers.decode import decode_request
-from ragtrace.consumers.workers import DEFAULT_DEPTH
 
 from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
+from ragtrace.consumers.decode import decode_request
+from ragtrace.consumers.workers import DEFAULT_DEPTH
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from scripts.services import (
     OtlpSink,

@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+
 from ragtrace.consumers.model import AttributeValue, SpanRecord
 
 __all__ = [

@@ -29,6 +29,8 @@ from types import TracebackType
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
+from typing_extensions import Self
+
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore, MemoryTraceStore
 from ragtrace.consumers.metrics import ConsumerMetrics
@@ -46,8 +48,6 @@ from ragtrace.consumers.sample import Sampler
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.consumers.writeback import ScoreSink
-from typing_extensions import Self
-
 from ragtrace.evaluation.judges import Judge, make_judge
 from ragtrace.evaluation.labels import load_labels
 

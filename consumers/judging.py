@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from ragtrace.consumers.batching import cache_get_many, cache_put_many
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
-
 from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 
 __all__ = [

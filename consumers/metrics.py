@@ -20,10 +20,10 @@ import threading
 from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
-from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
-from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 from ragtrace import semconv
+from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
     "DLQ_REASONS",

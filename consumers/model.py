@@ -13,22 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Protocol
 
 __all__ = [
     "AttributeValue",
-    "SpanRecord",
     "Chunk",
-    "RagTrace",
-    "Lease",
-    "TraceStore",
-    "LabelStore",
-    "JudgeResultCache",
     "IdempotencyStore",
     "JudgeBudget",
+    "JudgeResultCache",
+    "LabelStore",
+    "Lease",
+    "RagTrace",
+    "SpanRecord",
+    "TraceStore",
 ]
 
-AttributeValue = Union[str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int], Sequence[float]]
+AttributeValue = (
+    str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
+)
 
 
 @dataclass(frozen=True)

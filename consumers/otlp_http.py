@@ -33,10 +33,10 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 from opentelemetry import metrics
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from ragtrace.consumers.model import SpanRecord
 from typing_extensions import Self
 
 from ragtrace import semconv
+from ragtrace.consumers.model import SpanRecord
 
 __all__ = [
     "DEFAULT_HOST",

@@ -33,6 +33,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from ragtrace import semconv
 from ragtrace.consumers.score import TraceScores
 from ragtrace.consumers.writeback import (
     WriteBackError,
@@ -40,8 +42,6 @@ from ragtrace.consumers.writeback import (
     evaluation_events,
     evaluation_span_id,
 )
-
-from ragtrace import semconv
 
 __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 

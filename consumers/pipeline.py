@@ -66,7 +66,6 @@ from ragtrace.consumers.score import (
     score_retrieval,
 )
 from ragtrace.consumers.writeback import ScoreSink, suppressed
-
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition

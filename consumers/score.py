@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 from ragtrace.consumers.model import RagTrace
-
 from ragtrace.evaluation.attribution import Cell, Thresholds, attribute
 from ragtrace.evaluation.judges import GroundednessResult
 from ragtrace.evaluation.labels import LabelledQuestion

@@ -16,6 +16,7 @@ from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
+
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace.consumers.kafka_runner import KafkaRunner
@@ -23,7 +24,6 @@ from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.workers import ScoringWorkers
-
 from ragtrace.evaluation.judges import Judge
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
@@ -80,6 +80,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                   metric_readers: Sequence[MetricReader] = ()) -> ConsumerService:
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
     from kafka import KafkaConsumer, KafkaProducer
+
     from ragtrace.consumers import redis_stores as rs
     from ragtrace.consumers.sample import Sampler
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
-from ragtrace.consumers.score import TraceScores
 
 from ragtrace import semconv
+from ragtrace.consumers.score import TraceScores
 
 __all__ = [
     "FAIL",

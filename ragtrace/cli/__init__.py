@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 # Order is the order shown in --help.
 _COMMAND_MODULES: tuple[str, ...] = (

@@ -28,9 +28,9 @@ from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExp
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from ragtrace.consumers.metrics import ConsumerMetrics
 
 from ragtrace import semconv
+from ragtrace.consumers.metrics import ConsumerMetrics
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
 from scripts.services.prometheus import query, wait_for_series

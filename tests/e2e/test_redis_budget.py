@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+
 from ragtrace.consumers.redis_stores import RedisJudgeBudget, connect
 
 pytestmark = pytest.mark.e2e

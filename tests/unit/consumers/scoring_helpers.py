@@ -14,6 +14,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragtrace import semconv
 from ragtrace.consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -26,8 +28,6 @@ from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_sink import OtlpScoreSink
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.sample import Sampler, SamplerConfig
-
-from ragtrace import semconv
 from ragtrace.evaluation.judges import (
     ClaimVerdict,
     GroundednessResult,

@@ -10,9 +10,9 @@ from unittest import mock
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
 from ragtrace.consumers import service
 from ragtrace.consumers.config import ConsumerConfig
-
 from ragtrace.evaluation.judges import make_judge
 
 
@@ -71,6 +71,7 @@ class Built:
 def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Built:
     """``service.build_service(cfg)`` against fakes; the lexical judge."""
     import kafka
+
     from ragtrace.consumers import redis_stores
 
     made: dict[str, Any] = {}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from ragtrace.consumers.config import (
     ENV_CONFIG_FILE,
     ConfigError,

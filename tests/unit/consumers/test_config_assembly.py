@@ -7,11 +7,11 @@ import logging
 from pathlib import Path
 
 import pytest
+from service_fakes import build_with_fakes
+
 from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace.consumers.memory_stores import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
-from service_fakes import build_with_fakes
-
 from ragtrace.evaluation.judges import make_judge
 
 

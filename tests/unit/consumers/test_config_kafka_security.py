@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from service_fakes import build_with_fakes
+
+from ragtrace.cli import main
 from ragtrace.consumers.config import (
     REDACTED,
     ConfigError,
@@ -15,9 +18,6 @@ from ragtrace.consumers.config import (
     load_config,
     redact_url,
 )
-from service_fakes import build_with_fakes
-
-from ragtrace.cli import main
 
 # The variables the Helm chart sets for Kafka over mutual TLS with SASL/SCRAM.
 CHART_ENV = {

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from service_fakes import build_with_fakes
+
 from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace.consumers.model import RagTrace
 from ragtrace.consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
-from service_fakes import build_with_fakes
-
 from ragtrace.evaluation.judges import make_judge
 
 FILE = """\

@@ -13,9 +13,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from service_fakes import FakeKafkaConsumer, build_with_fakes
+
 from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace.consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
-from service_fakes import FakeKafkaConsumer, build_with_fakes
 
 
 class Clock:

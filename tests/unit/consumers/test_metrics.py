@@ -12,6 +12,8 @@ from opentelemetry.sdk.metrics.export import (
     InMemoryMetricReader,
     Sum,
 )
+
+from ragtrace import semconv
 from ragtrace.consumers.metrics import (
     DLQ_REASONS,
     JUDGE_OUTCOMES,
@@ -20,8 +22,6 @@ from ragtrace.consumers.metrics import (
     SKIP_REASONS,
     ConsumerMetrics,
 )
-
-from ragtrace import semconv
 
 
 def _collect(reader: InMemoryMetricReader) -> dict[str, Any]:

@@ -7,12 +7,6 @@ import threading
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.pipeline import Outcome, PipelineSettings
-from ragtrace.consumers.sample import Sampler, SamplerConfig
-from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace.consumers.workers import ScoringWorkers
-from ragtrace.consumers.writeback import evaluation_span_id
 from scoring_helpers import (
     MODEL,
     T0,
@@ -26,6 +20,12 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.pipeline import Outcome, PipelineSettings
+from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace.consumers.writeback import evaluation_span_id
 from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))

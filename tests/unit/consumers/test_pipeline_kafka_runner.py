@@ -11,6 +11,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
+
 from ragtrace.consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace.consumers.kafka_runner import (
     DLQ_HEADER_OFFSET,
@@ -20,7 +22,6 @@ from ragtrace.consumers.kafka_runner import (
 )
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.workers import ScoringWorkers
-from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")

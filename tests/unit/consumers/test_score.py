@@ -9,6 +9,8 @@ import math
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
+
 from ragtrace.consumers.judging import (
     GroundednessScorer,
     JudgeOutcome,
@@ -26,8 +28,6 @@ from ragtrace.consumers.score import (
     combine,
     score_retrieval,
 )
-from scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
-
 from ragtrace.evaluation.attribution import Cell, Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
 from ragtrace.evaluation.labels import LabelledQuestion

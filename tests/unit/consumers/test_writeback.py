@@ -12,6 +12,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from scoring_helpers import MODEL, PROMPT, FailingExporter, grounded, rag_spans, root_span_id, tid
+
+from ragtrace import semconv
 from ragtrace.consumers.otlp_sink import OtlpScoreSink
 from ragtrace.consumers.recognise import to_rag_trace
 from ragtrace.consumers.score import combine, score_retrieval
@@ -21,9 +24,6 @@ from ragtrace.consumers.writeback import (
     evaluation_events,
     evaluation_span_id,
 )
-from scoring_helpers import MODEL, PROMPT, FailingExporter, grounded, rag_spans, root_span_id, tid
-
-from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion

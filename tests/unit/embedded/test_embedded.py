@@ -21,11 +21,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragtrace import semconv
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace.consumers.sqlite_stores import ScoredResult
-
-from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from scripts.services.otlp_sink import OtlpSink
 
@@ -199,7 +199,6 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
                             hit_rate=1.0, reciprocal_rank=0.5, extra={"labels_version": "v1"})
     from ragtrace.consumers.model import RagTrace
     from ragtrace.consumers.score import TraceScores
-
     from ragtrace.evaluation.attribution import Cell
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 
 TRACE_A = "a" * 32

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CHART, ROOT, Rendered, containers, env_of, run_helm, values_file
-from ragtrace.consumers import config as consumer_config
-from ragtrace.consumers.sample import SamplingRule
 
 from ragtrace.cli.labels import resolve_redis
+from ragtrace.consumers import config as consumer_config
+from ragtrace.consumers.sample import SamplingRule
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 INLINE_SECRETS = ("sk-ant-test-inline-key", "inline-redis-password")
