@@ -6,6 +6,7 @@ import math
 import random
 
 import pytest
+from seed_runs import HYBRID, QUESTIONS, VECTOR
 
 from ragtrace.evaluation.compare import (
     IncomparableReportsError,
@@ -17,27 +18,6 @@ from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.report import evaluate_run
 from ragtrace.evaluation.retrieval import RecallDefinition
 
-QUESTIONS = [
-    LabelledQuestion("q1", "one", frozenset({"d1"})),
-    LabelledQuestion("q2", "two", frozenset({"d4", "d5"})),
-    LabelledQuestion("q3", "three", frozenset({"d9"})),
-    LabelledQuestion("q4", "four", frozenset({"d2"})),
-    LabelledQuestion("q5", "five", frozenset({"d7"})),
-]
-VECTOR = {
-    "q1": ["d1", "d3", "d2"],
-    "q2": ["d5", "d8", "d6"],
-    "q3": ["d2", "d6", "d9"],
-    "q4": ["d3", "d1", "d8"],
-    "q5": ["d7", "d5", "d1"],
-}
-HYBRID = {
-    "q1": ["d1", "d2", "d3"],
-    "q2": ["d4", "d5", "d8"],
-    "q3": ["d9", "d2", "d6"],
-    "q4": ["d2", "d3", "d1"],
-    "q5": ["d5", "d7", "d1"],
-}
 MEAN = RecallDefinition.MEAN_RECALL
 
 

@@ -7,25 +7,12 @@ import math
 from pathlib import Path
 
 import pytest
+from seed_runs import QUESTIONS, VECTOR
 
 from ragtrace.evaluation.labels import InputFileError, LabelledQuestion, label_set_version
 from ragtrace.evaluation.report import RetrievalReport, evaluate_run, load_report
 from ragtrace.evaluation.retrieval import RecallDefinition, score_question
 
-QUESTIONS = [
-    LabelledQuestion("q1", "one", frozenset({"d1"})),
-    LabelledQuestion("q2", "two", frozenset({"d4", "d5"})),
-    LabelledQuestion("q3", "three", frozenset({"d9"})),
-    LabelledQuestion("q4", "four", frozenset({"d2"})),
-    LabelledQuestion("q5", "five", frozenset({"d7"})),
-]
-VECTOR = {
-    "q1": ["d1", "d3", "d2"],
-    "q2": ["d5", "d8", "d6"],
-    "q3": ["d2", "d6", "d9"],
-    "q4": ["d3", "d1", "d8"],
-    "q5": ["d7", "d5", "d1"],
-}
 UNANSWERABLE = LabelledQuestion("q6", "not in the corpus", frozenset())
 
 
