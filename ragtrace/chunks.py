@@ -199,12 +199,7 @@ def _unwrap_node(item: object) -> tuple[object, object | None]:
 def _read_id(holder: object) -> object:
     if _is_plain_id(holder):
         return holder
-    value = _first(holder, ID_KEYS)
-    if value is _MISSING or value is None:
-        meta = _get(holder, "metadata")
-        if isinstance(meta, Mapping):
-            value = _first(meta, ID_KEYS)
-    return value
+    return _field_or_metadata(holder, ID_KEYS)
 
 
 def _read_text(holder: object) -> object:
@@ -221,12 +216,19 @@ def _read_text(holder: object) -> object:
 def _read_score(holder: object) -> object:
     if _is_plain_id(holder):
         return None
-    value = _first(holder, SCORE_KEYS)
+    value = _field_or_metadata(holder, SCORE_KEYS)
+    return None if value is _MISSING else value
+
+
+def _field_or_metadata(holder: object, names: tuple[str, ...]) -> object:
+    """The first of ``names`` on ``holder``, else in its ``metadata`` mapping (LangChain keeps
+    IDs and scores there)."""
+    value = _first(holder, names)
     if value is _MISSING or value is None:
         meta = _get(holder, "metadata")
         if isinstance(meta, Mapping):
-            value = _first(meta, SCORE_KEYS)
-    return None if value is _MISSING else value
+            value = _first(meta, names)
+    return value
 
 
 def _first(holder: object, names: tuple[str, ...]) -> object:
