@@ -220,6 +220,7 @@ class ExportSettings:
     service_name: str = _key(_non_empty)
     metrics_interval_s: float = _key(_positive)
     timeout_s: float = _key(_positive)
+    metrics_otlp: bool = _key()
 
     def __post_init__(self) -> None:
         _validate(self, "export")
@@ -333,6 +334,7 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "service_name": "ragtrace-consumer",
         "metrics_interval_s": 5.0,
         "timeout_s": 10.0,
+        "metrics_otlp": True,
     },
     "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64, "ttl_s": 3600.0,
                  "max_attempts": 200},

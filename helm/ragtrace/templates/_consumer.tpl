@@ -15,6 +15,8 @@ from .Values.consumer.config; connection keys from the chart's top-level values,
 {{- $_ := set $cfg "redis" $redis }}
 {{- $export := get $cfg "export" | default dict }}
 {{- $_ := set $export "otlp_endpoint" (include "ragtrace.consumer.otlpEndpoint" .) }}
+{{- /* Scraped directly: pushing the same metrics through the collector would count them twice. */}}
+{{- $_ := set $export "metrics_otlp" (not (include "ragtrace.consumer.scraped" .)) }}
 {{- $_ := set $cfg "export" $export }}
 {{- $judge := get $cfg "judge" | default dict }}
 {{- $_ := set $judge "name" .Values.judge.name }}
@@ -176,4 +178,10 @@ readinessProbe:
 startupProbe:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end }}
+
+{{/* "true" when Prometheus scrapes the consumer pods' /metrics (consumer.metrics.scrape needs the
+health server, which serves it). */}}
+{{- define "ragtrace.consumer.scraped" -}}
+{{- if and .Values.consumer.metrics.scrape .Values.consumer.health.enabled }}true{{- end }}
 {{- end }}

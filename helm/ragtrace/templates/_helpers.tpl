@@ -114,13 +114,46 @@ in the chart's own Secret under "key". Nothing is rendered when neither is set.
 {{- toYaml $out }}
 {{- end }}
 
+{{/* An image reference; global.imageRegistry replaces the repository's registry host (a first
+path part with a dot or port, or localhost), or is prepended when it names none. */}}
 {{- define "ragtrace.image" -}}
 {{- $tag := .image.tag | default .root.Chart.AppVersion }}
-{{- if .image.digest }}
-{{- printf "%s@%s" .image.repository .image.digest }}
-{{- else }}
-{{- printf "%s:%s" .image.repository $tag }}
+{{- $repo := .image.repository }}
+{{- with (.root.Values.global | default dict).imageRegistry }}
+{{- $first := regexFind "^[^/]+" $repo }}
+{{- if and (contains "/" $repo) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $repo = trimPrefix (printf "%s/" $first) $repo }}
 {{- end }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}
+{{- end }}
+{{- if .image.digest }}
+{{- printf "%s@%s" $repo .image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo $tag }}
+{{- end }}
+{{- end }}
+
+{{/* Topology spread constraints of one component: include "ragtrace.topologySpread" (dict "root"
+$ "component" "consumer" "constraints" list); an item without labelSelector selects the
+component's pods. */}}
+{{- define "ragtrace.topologySpread" -}}
+{{- $out := list }}
+{{- range .constraints }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}
+{{- $sel := include "ragtrace.selectorLabels" (dict "root" $.root "component" $.component) | fromYaml }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $sel) }}
+{{- end }}
+{{- $out = append $out $c }}
+{{- end }}
+{{- if $out }}
+{{- toYaml $out }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the cluster serves a prometheus-operator kind: include "ragtrace.hasMonitoringApi" (dict "root" $ "kind" "PodMonitor") is "true" or "". */}}
+{{- define "ragtrace.hasMonitoringApi" -}}
+{{- if .root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) }}true{{- end }}
 {{- end }}
 
 {{/* Where TLS material is mounted in the pods. */}}

@@ -75,9 +75,18 @@ class Rendered:
         return sorted(d["metadata"]["name"] for d in self.of_kind(kind))
 
 
-def render_with(helm: Path, files: Sequence[Path] = (), sets: Sequence[str] = ()) -> Rendered:
+# The prometheus-operator kinds a kube-prometheus-stack cluster serves; the chart renders its
+# PrometheusRule, ServiceMonitor and PodMonitor only where they exist.
+MONITORING_APIS = tuple(f"monitoring.coreos.com/v1/{kind}"
+                        for kind in ("PrometheusRule", "ServiceMonitor", "PodMonitor"))
+
+
+def render_with(helm: Path, files: Sequence[Path] = (), sets: Sequence[str] = (),
+                api_versions: Sequence[str] = MONITORING_APIS) -> Rendered:
     args = ["template", RELEASE, str(CHART), "--namespace", "rag", "--kube-version",
             KUBE_VERSION]
+    for api in api_versions:
+        args += ["--api-versions", api]
     for f in files:
         args += ["-f", str(f)]
     for s in sets:  # key=<JSON value>, so numbers stay numbers
@@ -102,16 +111,19 @@ def rendered(helm_bin: Path) -> Iterator[Callable[[str], Rendered]]:
 
 @pytest.fixture(scope="session")
 def render(helm_bin: Path) -> Callable[..., Rendered]:
-    """``render(files=[...], sets=["key=<JSON>", ...])``: an uncached render with extra values."""
+    """``render(files=[...], sets=["key=<JSON>", ...], api_versions=[...])``: an uncached render
+    with extra values (by default on a cluster serving the prometheus-operator APIs)."""
 
-    def go(files: Sequence[Path] = (), sets: Sequence[str] = ()) -> Rendered:
-        return render_with(helm_bin, files, sets)
+    def go(files: Sequence[Path] = (), sets: Sequence[str] = (),
+           api_versions: Sequence[str] = MONITORING_APIS) -> Rendered:
+        return render_with(helm_bin, files, sets, api_versions)
 
     return go
 
 
 def containers(manifest: Manifest) -> list[dict[str, Any]]:
-    spec = manifest["spec"]["template"]["spec"]
+    """The containers of a workload's pod template, or of a Pod."""
+    spec = manifest["spec"] if manifest["kind"] == "Pod" else manifest["spec"]["template"]["spec"]
     return list(spec.get("initContainers", [])) + list(spec["containers"])
 
 

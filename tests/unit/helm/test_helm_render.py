@@ -21,14 +21,14 @@ from conftest import (
 
 # Oldest supported (Chart.yaml kubeVersion) and newest schema bundled with kubernetes-validate.
 SCHEMA_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())
-CRD_KINDS = {"PrometheusRule", "ServiceMonitor"}
+CRD_KINDS = {"PodMonitor", "PrometheusRule", "ScaledObject", "ServiceMonitor"}
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def test_scenarios_are_the_documented_five() -> None:
-    assert SCENARIOS == ["autoscaling", "default", "labels-job", "minimal",
+def test_scenarios_are_the_documented_six() -> None:
+    assert SCENARIOS == ["autoscaling", "default", "labels-job", "minimal", "restricted",
                          "tls-sasl-existingsecret"]
 
 

@@ -468,7 +468,7 @@ def test_collector_probes_use_the_health_extension(rendered: Callable[[str], Ren
 def test_minimal_deploys_no_collector(rendered: Callable[[str], Rendered]) -> None:
     r = rendered("minimal")
     assert [d["metadata"]["name"] for d in r.docs if "collector" in d["metadata"]["name"]] == []
-    assert sorted(d["kind"] for d in r.docs) == ["ConfigMap", "Deployment"]
+    assert sorted(d["kind"] for d in r.docs) == ["ConfigMap", "Deployment", "Service"]
     spec = _consumer(r)["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "default"
 
@@ -543,7 +543,7 @@ def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> N
 # --- values.yaml documentation ------------------------------------------------------------------
 # Kubernetes objects passed through verbatim: their inner keys are Kubernetes' own.
 _PASS_THROUGH = {"resources", "podSecurityContext", "securityContext", "behavior",
-                 "livenessProbe", "readinessProbe", "startupProbe"}
+                 "livenessProbe", "readinessProbe", "startupProbe", "topologySpreadConstraints"}
 _KEY_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*|\"[^\"]+\"):")
 
 
