@@ -6,6 +6,9 @@ A small stdlib HTTP server (``ThreadingHTTPServer``) answering ``GET``:
   within ``liveness_timeout_s`` (the loop beats it on every Kafka poll, several times a second
   when healthy). 503 once it has not, i.e. the loop is stuck: the container should be restarted.
   While the replica drains after SIGTERM the loop stops polling; ``/livez`` then stays 200.
+* ``/metrics`` — the replica's metrics in the Prometheus text format, when the server was given
+  a ``metrics`` exposition (``ragtrace consume`` always gives it one): Prometheus scrapes every
+  replica itself, so a replica's series end with it.
 * ``/readyz`` — 200 when every readiness check passes: Redis answers ``PING``, and the Kafka
   consumer has partitions assigned or at least an open broker connection (a replica beyond the
   topic's partition count is idle but ready). 503 otherwise, and while draining.
@@ -131,7 +134,8 @@ class HealthServer:
 
     def __init__(self, host: str, port: int, *, heartbeat: Heartbeat, liveness_timeout_s: float,
                  readiness: Mapping[str, Check] | None = None,
-                 draining: Callable[[], bool] = lambda: False) -> None:
+                 draining: Callable[[], bool] = lambda: False,
+                 metrics: Callable[[], tuple[bytes, str]] | None = None) -> None:
         if not liveness_timeout_s > 0:
             raise ValueError(f"liveness_timeout_s must be > 0, got {liveness_timeout_s!r}")
         if not 0 <= port <= 65535:
@@ -140,6 +144,8 @@ class HealthServer:
         self.liveness_timeout_s = liveness_timeout_s
         self.readiness = dict(readiness or {})
         self.draining = draining
+        self.metrics = metrics
+        """``metrics()`` returns ``(body, content type)`` of GET /metrics; None: no such path."""
         self._server = ThreadingHTTPServer((host, port), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -199,7 +205,16 @@ def _handler(health: HealthServer) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            route = routes.get(self.path.split("?", 1)[0])
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics" and health.metrics is not None:
+                body, content_type = health.metrics()
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            route = routes.get(path)
             if route is None:
                 self._reply(404, {"status": "not found", "paths": sorted(routes)})
                 return

@@ -38,6 +38,7 @@ from ragtrace.consumers.decode import (
     DecodeError,
     decode_request,
 )
+from ragtrace.consumers.lag import LagTracker
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.pipeline import Pipeline
@@ -108,7 +109,8 @@ class KafkaRunner:
         self.messages = 0
         self.spans = 0
         self.dead_lettered = 0
-        metrics.set_lag_source(lambda: self._lag)
+        self._lag_tracker = LagTracker(clock=clock)
+        metrics.set_lag_source(lambda: self._lag_tracker.last)
 
     # --- group membership ------------------------------------------------------------------
     def subscribe(self, topic: str) -> set[int]:
@@ -173,6 +175,7 @@ class KafkaRunner:
         _log.info("revoked partitions: %s",
                   ", ".join(f"{tp.topic}[{tp.partition}]" for tp in revoked) or "none")
         self.commit(only=revoked, blocking=blocking)
+        self._lag_tracker.forget(revoked)
         for tp in revoked:
             self._committable.pop(tp, None)
             self._committed.pop(tp, None)
@@ -315,17 +318,9 @@ class KafkaRunner:
         self._consumer.resume(*list(self._consumer.assignment()))
 
     def _measure_lag(self) -> int | None:
-        total, known = 0, False
-        try:
-            for tp in self._consumer.assignment():
-                high = self._consumer.highwater(tp)
-                if high is None:
-                    continue
-                total += max(0, high - self._consumer.position(tp))
-                known = True
-        except Exception:  # noqa: BLE001 - lag is best effort (e.g. mid-rebalance)
-            return self._lag
-        return total if known else None
+        """Total lag of the held partitions (committed vs end offsets, see consumers/lag.py)."""
+        lags = self._lag_tracker.measure(self._consumer, self._committed)
+        return None if lags is None else sum(x.lag for x in lags)
 
     # --- shutdown ------------------------------------------------------------------------
     def close(self) -> None:

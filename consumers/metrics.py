@@ -17,12 +17,13 @@ and alerts see every series from the first export, not only after the first fail
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
 from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace.consumers.lag import PartitionLag
 from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
@@ -114,10 +115,12 @@ class ConsumerMetrics:
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
         self._parked = m.create_counter(semconv.METRIC_PARKED, "{trace}",
                                         "Traces parked for a later retry")
-        self._lag_source: Callable[[], int | None] = lambda: None
-        self._lag_attrs: dict[str, str] = {}
+        self._lag_source: Callable[[], Sequence[PartitionLag] | None] = lambda: None
         m.create_observable_gauge(semconv.METRIC_CONSUMER_LAG, [self._observe_lag], "{message}",
-                                  "Records behind the end of the span topic")
+                                  "Records of a partition not yet committed by the group "
+                                  "(end offset - committed offset)")
+        m.create_observable_gauge(semconv.METRIC_CONSUMER_PARTITIONS, [self._observe_partitions],
+                                  "{partition}", "Partitions assigned to this replica")
         self._lock = threading.Lock()
         self._known_services: set[tuple[str, str]] = set()
         self._known_models: set[tuple[str, str | None]] = set()
@@ -127,17 +130,24 @@ class ConsumerMetrics:
             self._parked.add(0, {semconv.ATTR_REASON: reason})
 
     # --- lag -------------------------------------------------------------------------------
-    def set_lag_source(self, source: Callable[[], int | None], topic: str | None = None) -> None:
-        """``source()`` returns the records behind (summed over assigned partitions) or None."""
+    def set_lag_source(self, source: Callable[[], Sequence[PartitionLag] | None]) -> None:
+        """``source()`` returns the lag of each partition this replica holds (see
+        :mod:`ragtrace.consumers.lag`), or None before the first measurement."""
         self._lag_source = source
-        self._lag_attrs = {"topic": topic} if topic else {}
+
+    def _lags(self) -> Sequence[PartitionLag] | None:
+        try:
+            return self._lag_source()
+        except Exception:  # noqa: BLE001 - a failing callback must not break the export
+            return None
 
     def _observe_lag(self, _options: CallbackOptions) -> Iterable[Observation]:
-        try:
-            value = self._lag_source()
-        except Exception:  # noqa: BLE001 - a failing callback must not break the export
-            return []
-        return [] if value is None else [Observation(value, self._lag_attrs)]
+        return [Observation(x.lag, {"topic": x.topic, "partition": str(x.partition)})
+                for x in self._lags() or ()]
+
+    def _observe_partitions(self, _options: CallbackOptions) -> Iterable[Observation]:
+        lags = self._lags()
+        return [] if lags is None else [Observation(len(lags))]
 
     # --- eager label sets ------------------------------------------------------------------
     def _ensure_service(self, service: str, pipeline: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from ragtrace.consumers.kafka_runner import KafkaRunner
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.prometheus_exposition import prometheus_exposition
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.evaluation.judges import Judge
 
@@ -97,9 +98,11 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     judge = judge or build_judge(cfg)
 
     resource = make_resource(cfg.export.service_name)
-    meter_provider = make_meter_provider(resource, endpoint=cfg.export.otlp_endpoint,
-                                         interval_s=cfg.export.metrics_interval_s,
-                                         timeout_s=cfg.export.timeout_s, readers=metric_readers)
+    exposition = prometheus_exposition() if cfg.health.enabled else None
+    readers = [*metric_readers, *([exposition.reader] if exposition else [])]
+    meter_provider = make_meter_provider(
+        resource, endpoint=cfg.export.otlp_endpoint if cfg.export.metrics_otlp else None,
+        interval_s=cfg.export.metrics_interval_s, timeout_s=cfg.export.timeout_s, readers=readers)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
     sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
                                       timeout_s=cfg.export.timeout_s,
@@ -135,5 +138,6 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     if cfg.health.enabled:  # bound last: nothing after it can fail and leave the port taken
         health = HealthServer(cfg.health.host, cfg.health.port, heartbeat=heartbeat,
                               liveness_timeout_s=cfg.health.liveness_timeout_s,
-                              readiness={"redis": redis_check(client), "kafka": consumer.check})
+                              readiness={"redis": redis_check(client), "kafka": consumer.check},
+                              metrics=exposition.render if exposition else None)
     return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client, health)

@@ -72,6 +72,7 @@ __all__ = [
     "METADATA",
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
+    "METRIC_CONSUMER_PARTITIONS",
     "METRIC_DLQ_MESSAGES",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
@@ -272,6 +273,9 @@ METRIC_JUDGE_BUDGET_EXHAUSTED: Final = "ragtrace.judge.budget.exhausted"
 METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
 METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
 METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
+"""Per partition (topic, partition): end offset minus the group's committed offset."""
+METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
+"""Partitions assigned to one replica (0 while idle): its presence says a consumer is alive."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"

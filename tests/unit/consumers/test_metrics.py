@@ -14,6 +14,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
+from ragtrace.consumers.lag import PartitionLag
 from ragtrace.consumers.metrics import (
     DLQ_REASONS,
     JUDGE_OUTCOMES,
@@ -61,7 +62,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.dead_lettered("protobuf_parse_error")
     m.scoring_delay(7.0, "svc")
     m.parked("judge_unavailable")
-    m.set_lag_source(lambda: 42, topic="spans")
+    m.set_lag_source(lambda: (PartitionLag("spans", 0, 50, 8), PartitionLag("spans", 3, 5, 5)))
     got = _collect(reader)
     expected = {
         semconv.METRIC_GROUNDEDNESS: (Histogram, "1"),
@@ -82,6 +83,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_DLQ_MESSAGES: (Sum, "{message}"),
         semconv.METRIC_SCORING_DELAY: (Histogram, "s"),
         semconv.METRIC_CONSUMER_LAG: (Gauge, "{message}"),
+        semconv.METRIC_CONSUMER_PARTITIONS: (Gauge, "{partition}"),
         semconv.METRIC_PARKED: (Sum, "{trace}"),
     }
     assert set(got) == set(expected)
@@ -116,8 +118,11 @@ def test_every_contract_metric_with_its_unit_and_kind(
     assert lat.sum == 1.5
     (delay,) = _points(got[semconv.METRIC_SCORING_DELAY]).values()
     assert delay.sum == 7.0 and delay.attributes == {"service": "svc"}
-    (lag,) = _points(got[semconv.METRIC_CONSUMER_LAG]).values()
-    assert lag.value == 42 and lag.attributes == {"topic": "spans"}
+    lags = {k: p.value for k, p in _points(got[semconv.METRIC_CONSUMER_LAG]).items()}
+    assert lags == {(("partition", "0"), ("topic", "spans")): 42,
+                    (("partition", "3"), ("topic", "spans")): 0}
+    (held,) = _points(got[semconv.METRIC_CONSUMER_PARTITIONS]).values()
+    assert held.value == 2 and held.attributes == {}
 
 
 def test_series_exist_before_anything_happens(
@@ -141,8 +146,9 @@ def test_series_exist_before_anything_happens(
         (("pipeline", "default"), ("service", "svc"))].value == 1
     assert _points(got[semconv.METRIC_TRACES_SCORED])[
         (("pipeline", "default"), ("service", "svc"))].value == 0
-    # No lag source yet: the gauge reports nothing rather than a made-up 0.
+    # No lag measured yet: the gauges report nothing rather than a made-up 0.
     assert semconv.METRIC_CONSUMER_LAG not in got
+    assert semconv.METRIC_CONSUMER_PARTITIONS not in got
 
 
 def test_skip_reasons_include_the_samplers_and_ours() -> None:
@@ -158,9 +164,28 @@ def test_a_failing_lag_source_reports_nothing(
         rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
     m, reader = rig
 
-    def broken() -> int:
+    def broken() -> tuple[PartitionLag, ...]:
         raise RuntimeError("rebalancing")
 
     m.set_lag_source(broken)
     m.trace_seen("svc", None)
-    assert semconv.METRIC_CONSUMER_LAG not in _collect(reader)
+    got = _collect(reader)
+    assert semconv.METRIC_CONSUMER_LAG not in got
+    assert semconv.METRIC_CONSUMER_PARTITIONS not in got
+
+
+def test_a_revoked_partition_leaves_the_lag_gauge(
+        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    """Only the holder reports a partition: after a rebalance the old holder's series end."""
+    m, reader = rig
+    held = [PartitionLag("spans", 0, 9, 1), PartitionLag("spans", 1, 9, 1)]
+    m.set_lag_source(lambda: tuple(held))
+    assert len(_points(_collect(reader)[semconv.METRIC_CONSUMER_LAG])) == 2
+    held.pop(0)
+    assert list(_points(_collect(reader)[semconv.METRIC_CONSUMER_LAG])) == [
+        (("partition", "1"), ("topic", "spans"))]
+    held.clear()
+    got = _collect(reader)
+    assert semconv.METRIC_CONSUMER_LAG not in got
+    (idle,) = _points(got[semconv.METRIC_CONSUMER_PARTITIONS]).values()
+    assert idle.value == 0

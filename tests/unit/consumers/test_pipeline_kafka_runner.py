@@ -84,11 +84,16 @@ class FakeConsumer:
     def seek(self, tp: Any, offset: int) -> None:
         self.seeks.append((tp, offset))
 
-    def highwater(self, tp: Any) -> int:
-        return 10
+    config = {"auto_offset_reset": "earliest"}
 
-    def position(self, tp: Any) -> int:
-        return 7
+    def end_offsets(self, tps: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
+        return {tp: 10 for tp in tps}
+
+    def beginning_offsets(self, tps: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
+        return {tp: 2 for tp in tps}
+
+    def committed(self, tp: Any, timeout_ms: int | None = None) -> int | None:
+        return None  # the group never committed before this runner
 
     def close(self, autocommit: bool = True) -> None:
         assert autocommit is False
@@ -135,7 +140,13 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
     r.clock.now += 1.0
     runner.step()  # nothing new: no empty commit
     assert len(consumer.commits) == 2
-    assert runner._lag == 6  # (10 - 7) on each of two partitions
+    # Measured at the first step: p0 committed at 6 (10 - 6), p1 never committed, counted from
+    # its beginning (10 - 2); measured again 5 s later, from the runner's own commits.
+    assert runner._lag == 4 + 8
+    r.clock.now += 5.0
+    runner.step()
+    assert runner._lag == 4 + 0
+    assert [(x.partition, x.lag) for x in runner._lag_tracker.last] == [(0, 4), (1, 0)]
     runner.close()
     assert consumer.closed
     assert workers.completed == 2 and len(r.spans()) == 2
