@@ -1,8 +1,11 @@
-"""A private Prometheus server scraping the collector, and PromQL helpers.
+"""A private Prometheus server scraping the collector and the consumers, and PromQL helpers.
 
 Debian's Prometheus (2.42) has no OTLP ingestion, so it scrapes the collector's ``prometheus``
 exporter (``honor_labels: true``: the exporter's ``job``/``instance`` labels, taken from the
-senders' ``service.name``/``service.instance.id``, are kept) and the collector's own metrics.
+senders' ``service.name``/``service.instance.id``, are kept), the collector's own metrics, and
+each consumer's own ``/metrics`` directly (job ``ragtrace-consumers``, as the Helm chart's
+PodMonitor does): consumers come and go during a run, so their targets are a file Prometheus
+watches (``file_sd``), rewritten by :meth:`PrometheusServer.set_consumer_targets`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,18 @@ from typing import Any
 from . import paths
 from .process import ServiceProcess, free_port, http_ok
 
-__all__ = ["PromQLError", "PrometheusServer", "query", "start_prometheus", "wait_for_series"]
+__all__ = [
+    "CONSUMERS_JOB",
+    "PromQLError",
+    "PrometheusServer",
+    "query",
+    "start_prometheus",
+    "wait_for_series",
+]
+
+CONSUMERS_JOB = "ragtrace-consumers"
+"""Scrape job of the consumers' own /metrics endpoints (targets from a watched file)."""
+_CONSUMER_TARGETS = "consumer-targets.json"
 
 
 class PromQLError(RuntimeError):
@@ -43,6 +57,10 @@ scrape_configs:
   - job_name: otelcol
     static_configs:
       - targets: {targets(telemetry_targets)}
+  - job_name: {CONSUMERS_JOB}
+    file_sd_configs:
+      - files: [{_CONSUMER_TARGETS}]
+        refresh_interval: 1s
 """
 
 
@@ -101,8 +119,19 @@ class PrometheusServer:
     ) -> list[dict[str, Any]]:
         return wait_for_series(self.url, promql, timeout, min_series)
 
+    def set_consumer_targets(self, targets: Sequence[str]) -> None:
+        """Scrape exactly these ``host:port`` consumer health servers (``/metrics``) from now
+        on; a target left out is dropped and its series go stale, as when a pod goes away."""
+        _write_targets(self.workdir, targets)
+
     def stop(self) -> None:
         self.process.stop()
+
+
+def _write_targets(workdir: Path, targets: Sequence[str]) -> None:
+    tmp = workdir / f".{_CONSUMER_TARGETS}.tmp"
+    tmp.write_text(json.dumps([{"targets": list(targets)}] if targets else []))
+    tmp.replace(workdir / _CONSUMER_TARGETS)  # atomic: Prometheus never reads half a file
 
 
 def start_prometheus(
@@ -120,6 +149,7 @@ def start_prometheus(
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(_config(scrape_targets, telemetry_targets, scrape_interval))
+    _write_targets(workdir, ())
     argv = [
         str(binary),
         f"--config.file={config}",
