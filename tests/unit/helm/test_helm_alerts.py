@@ -54,3 +54,18 @@ def test_promtool_unit_tests_can_fail(promtool_bin: Path, render: Callable[..., 
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode != 0
     assert "RagtraceGroundednessLow" in proc.stdout + proc.stderr
+
+
+def test_every_alert_links_its_runbook_section(rendered: Callable[[str], Rendered]) -> None:
+    runbooks = (HERE.parents[2] / "docs" / "runbooks.md").read_text()
+    # GitHub's anchor of "## RagtraceX" is "ragtracex".
+    anchors = {line[3:].strip().lower() for line in runbooks.splitlines()
+               if line.startswith("## ")}
+    rule = rendered("default").of_kind("PrometheusRule")[0]
+    alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    assert alerts
+    for a in alerts:
+        url = a["annotations"]["runbook_url"]
+        base, _, anchor = url.partition("#")
+        assert base.endswith("/docs/runbooks.md"), url
+        assert anchor == a["alert"].lower() and anchor in anchors, a["alert"]

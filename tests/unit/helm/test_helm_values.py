@@ -521,13 +521,13 @@ def test_dashboards_are_configmaps_for_the_grafana_sidecar(
         d["metadata"]["name"]]
 
 
-def test_prometheus_rule_has_the_seven_alerts(rendered: Callable[[str], Rendered]) -> None:
+def test_prometheus_rule_has_the_eight_alerts(rendered: Callable[[str], Rendered]) -> None:
     rule = rendered("default").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == ["RagtraceGroundednessLow", "RagtraceRecallLow",
                       "RagtraceJudgeErrorRateHigh", "RagtraceJudgeBudgetExhausted",
                       "RagtraceDeadLetterGrowing", "RagtraceConsumerLagHigh",
-                      "RagtraceScoringStalled"]
+                      "RagtraceConsumersDown", "RagtraceScoringStalled"]
     labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
     assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
