@@ -52,6 +52,18 @@ def metric_names() -> dict[str, str]:
 
 
 _M = metric_names()
+
+
+def alert_thresholds() -> dict[str, float]:
+    """The chart's default alert thresholds (values.yaml prometheusRule.*.threshold) drawn as
+    threshold lines on the panels the alerts watch."""
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))
+    rules = values["prometheusRule"]
+    return {name: float(rules[name]["threshold"]) for name in ("groundedness", "recall",
+                                                               "judgeErrors", "consumerLag")}
+
+
+_T = alert_thresholds()
 # Label filters driven by the dashboard variables.
 _SP = 'service=~"$service", pipeline=~"$pipeline"'
 _S = 'service=~"$service"'
@@ -75,6 +87,9 @@ QUALITY: dict[str, str] = {
     "groundedness_p10": _quantile(0.1, "ragtrace.groundedness", "service, pipeline", _SP),
     "groundedness_p25": _quantile(0.25, "ragtrace.groundedness", "service, pipeline", _SP),
     "judged_rate": f"sum by (service, pipeline) (rate({_M['ragtrace.groundedness']}_count{{{_SP}}}[{_RI}]))",
+    # How many judgements / labelled traces each plotted mean rests on (same window).
+    "groundedness_n": f"sum by (service, pipeline) (increase({_M['ragtrace.groundedness']}_count{{{_SP}}}[{_RI}]))",
+    "recall_n": f"sum by (service, pipeline) (increase({_M['ragtrace.recall']}_count{{{_SP}}}[{_RI}]))",
     "recall_mean": _mean("ragtrace.recall"),
     "hit_rate_mean": _mean("ragtrace.hit_rate"),
     "mrr": _mean("ragtrace.reciprocal_rank"),
@@ -111,7 +126,10 @@ OPERATIONS: dict[str, str] = {
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
     "budget_exhausted": f"sum by (service) (rate({_M['ragtrace.judge.budget.exhausted']}{{{_S}}}[{_RI}]))",
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
-    "consumer_lag": f"sum({_M['ragtrace.consumer.lag']})",
+    # One series per partition, from the replica holding it (committed vs end offset).
+    "consumer_lag": f"sum by (topic, partition) ({_M['ragtrace.consumer.lag']})",
+    "consumer_lag_total": f"sum({_M['ragtrace.consumer.lag']})",
+    "partitions_by_replica": f"sum by (instance) ({_M['ragtrace.consumer.partitions']})",
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -162,6 +180,26 @@ def _ts(ids: _Ids, title: str, desc: str, targets: list[prometheus.Dataquery], u
     return p
 
 
+def _threshold_line(p: timeseries.Panel, value: float, color: str = "red") -> timeseries.Panel:
+    """A dashed line at ``value`` (the alert's threshold)."""
+    steps = [model.Threshold(value=None, color="green"), model.Threshold(value=value, color=color)]
+    return (p.thresholds(dash.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps))
+            .thresholds_style(common.GraphThresholdsStyleConfig().mode(
+                common_model.GraphThresholdsStyleMode.DASHED)))
+
+
+def _sample_count_axis(p: timeseries.Panel, ref: str) -> timeseries.Panel:
+    """Query ``ref`` (a sample count) as bars on a right-hand axis in plain numbers."""
+    return p.override_by_query(ref, [
+        model.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+        model.DynamicConfigValue(id_val="custom.drawStyle", value="bars"),
+        model.DynamicConfigValue(id_val="custom.fillOpacity", value=30),
+        model.DynamicConfigValue(id_val="unit", value="short"),
+        model.DynamicConfigValue(id_val="min", value=0),
+        model.DynamicConfigValue(id_val="max", value=None),
+    ])
+
+
 def _common_vars(d: dash.Dashboard, *, pipelines: bool = True) -> dash.Dashboard:
     seen = _M["ragtrace.traces.seen"]
     d = d.with_variable(dash.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
@@ -196,11 +234,14 @@ def quality() -> dash.Dashboard:
         dash.AnnotationQuery().name(JUDGE_CHANGE).datasource(_PROM).enable(True)
         .icon_color("purple").expr(q["judge_changed"]))
     d = d.with_row(dash.Row("Groundedness (judged traffic)").id(ids()))
-    d = d.with_panel(_ts(ids, "Mean groundedness",
-                         "Mean groundedness of judged traces: share of an answer's claims "
-                         "entailed by its context with verified evidence.",
-                         [_q(q["groundedness_mean"], "{{service}} / {{pipeline}}")],
-                         "percentunit", unit_range=True))
+    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
+        ids, "Mean groundedness",
+        "Mean groundedness of judged traces: share of an answer's claims entailed by its context "
+        "with verified evidence. Bars (right axis): judgements each point rests on. Dashed: "
+        "the alert threshold.",
+        [_q(q["groundedness_mean"], "{{service}} / {{pipeline}}", "A"),
+         _q(q["groundedness_n"], "n {{service}} / {{pipeline}}", "B")],
+        "percentunit", unit_range=True), _T["groundedness"]), "B"))
     d = d.with_panel(_ts(ids, "Low groundedness percentiles",
                          "10th and 25th percentiles (from 0.1-wide buckets): how bad the worst "
                          "answers are, which the mean hides.",
@@ -210,11 +251,14 @@ def quality() -> dash.Dashboard:
     d = d.with_panel(_ts(ids, "Judged traces", "Traces scored for groundedness per second.",
                          [_q(q["judged_rate"], "{{service}} / {{pipeline}}")], "reqps", w=24))
     d = d.with_row(dash.Row("Retrieval (labelled traffic)").id(ids()))
-    d = d.with_panel(_ts(ids, "Mean recall@k",
-                         "Mean recall@k over traces matching a labelled question: share of the "
-                         "gold chunks found in the top k.",
-                         [_q(q["recall_mean"], "{{service}} / {{pipeline}}")], "percentunit",
-                         w=8, unit_range=True))
+    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
+        ids, "Mean recall@k",
+        "Mean recall@k over traces matching a labelled question: share of the gold chunks found "
+        "in the top k. Bars (right axis): labelled traces each point rests on. Dashed: the alert "
+        "threshold.",
+        [_q(q["recall_mean"], "{{service}} / {{pipeline}}", "A"),
+         _q(q["recall_n"], "n {{service}} / {{pipeline}}", "B")], "percentunit",
+        w=8, unit_range=True), _T["recall"]), "B"))
     d = d.with_panel(_ts(ids, "Hit rate@k",
                          "Share of labelled traces with at least one gold chunk in the top k "
                          "(Success@k; always >= mean recall).",
@@ -301,9 +345,17 @@ def operations() -> dash.Dashboard:
     d = d.with_panel(_ts(ids, "Dead-lettered messages",
                          "Span messages sent to the dead-letter topic per minute, by reason.",
                          [_q(q["dlq_by_reason"], "{{reason}}")], "short", w=8))
-    d = d.with_panel(_ts(ids, "Consumer lag",
-                         "Records behind the end of the span topic, summed over replicas.",
-                         [_q(q["consumer_lag"], "lag")], "short", w=8))
+    d = d.with_panel(_threshold_line(_ts(
+        ids, "Consumer lag by partition",
+        "Records of each partition the consumer group has not committed (end offset - committed "
+        "offset), reported once by the replica holding the partition, and their total. Dashed: "
+        "the alert threshold on the total.",
+        [_q(q["consumer_lag"], "{{topic}}[{{partition}}]", "A"),
+         _q(q["consumer_lag_total"], "total", "B")], "short", w=8), _T["consumerLag"]))
+    d = d.with_panel(_ts(ids, "Partitions per replica",
+                         "Partitions each live consumer replica holds (0: idle, e.g. more "
+                         "replicas than partitions). No series at all: no consumer is alive.",
+                         [_q(q["partitions_by_replica"], "{{instance}}")], "short", w=8))
     d = d.with_panel(_ts(ids, "Scoring delay",
                          "Time from a trace's last span to its score being written back.",
                          [_q(q["scoring_delay_p50"], "p50 {{service}}", "A"),

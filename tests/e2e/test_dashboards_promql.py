@@ -30,6 +30,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
+from ragtrace.consumers.lag import PartitionLag
 from ragtrace.consumers.metrics import ConsumerMetrics
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
@@ -143,7 +144,7 @@ def _emit_every_metric(endpoint: str) -> None:
                              metric_readers=[reader])
     try:
         m = ConsumerMetrics(provider, judge_prompt_sha256="ab" * 32)
-        m.set_lag_source(lambda: 7, topic="otlp_spans")
+        m.set_lag_source(lambda: (PartitionLag("otlp_spans", 0, 9, 2),))
         m.trace_seen("shop", "qa")
         m.trace_sampled("shop", "qa")
         m.trace_scored("shop", "qa", "fine")
