@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
 
 # Order is the order shown in --help.
 _COMMAND_MODULES: tuple[str, ...] = (
@@ -27,25 +28,61 @@ _COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ragtrace")
+    except Exception:  # noqa: BLE001 - not installed as a distribution (a source checkout)
+        from ragtrace import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from ragtrace.cli._logging import LOG_FORMATS, default_log_format
+
     parser = argparse.ArgumentParser(
         prog="ragtrace",
         description="Evaluate retrieval-augmented generation: recall@k and groundedness, "
         "offline on labelled sets and online on live traces.",
     )
+    parser.add_argument("--version", action="version", version=f"ragtrace {_version()}")
+    parser.add_argument(
+        "--log-format", choices=LOG_FORMATS, default=default_log_format(),
+        help="log records on stderr as text or one JSON object per line "
+        "(default: $RAGTRACE_LOG_FORMAT or text)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a writer whose reader went away (``| head``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.log_format == "json":
+        from ragtrace.cli._logging import configure_logging
+
+        # A command's own --log-level (consume) applies to the JSON handler too.
+        configure_logging("json", getattr(args, "log_level", None) or "INFO")
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader closed the pipe (`ragtrace eval ... | head -1`): stop quietly. Point stdout
+        # at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Standard library only, so every command works on the core install.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -23,11 +24,15 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAILURE",
     "EXIT_OK",
+    "JSON_STDOUT",
     "ProgressBar",
+    "add_json_option",
+    "emit_json",
     "error",
     "fmt_num",
     "format_table",
     "json_safe",
+    "json_to_stdout",
     "write_json_atomic",
 ]
 
@@ -155,6 +160,38 @@ class ProgressBar:
         self._last_draw = now
         self._stream.write("\r" + self.render())
         self._stream.flush()
+
+
+JSON_STDOUT = "-"
+"""``--json`` target meaning standard output (also what a bare ``--json`` means)."""
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """The one machine-output convention of every command: ``--json [PATH]``. No PATH or ``-``:
+    the JSON goes to stdout *instead of* the text; a PATH: written there atomically, the text
+    still printed. (Put ``--json`` after the positional arguments, or give it a PATH.)"""
+    parser.add_argument(
+        "--json", nargs="?", const=JSON_STDOUT, default=None, metavar="PATH",
+        help=f"write {what} as JSON to PATH; no PATH or '-': to stdout instead of the text")
+
+
+def json_to_stdout(target: str | None) -> bool:
+    """Whether ``--json`` asked for JSON on stdout (so no text goes there)."""
+    return target == JSON_STDOUT
+
+
+def emit_json(command: str, target: str, doc: object) -> bool:
+    """Write ``doc`` to the ``--json`` target (stdout, or atomically to a file); NaN -> null.
+    False (after printing the error) when the file cannot be written."""
+    if json_to_stdout(target):
+        print(json.dumps(json_safe(doc), indent=2, ensure_ascii=False, allow_nan=False))
+        return True
+    try:
+        write_json_atomic(target, doc)
+    except OSError as exc:
+        error(command, f"cannot write {target}: {exc}")
+        return False
+    return True
 
 
 def json_safe(value: object) -> object:

@@ -7,12 +7,16 @@ from collections.abc import Sequence
 
 from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
+    EXIT_FAILURE,
     EXIT_OK,
+    add_json_option,
+    emit_json,
     error,
     fmt_num,
     format_table,
-    write_json_atomic,
+    json_to_stdout,
 )
+from ragtrace.cli._gate import Gate, GateError, parse_gates
 from ragtrace.evaluation.compare import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -32,6 +36,12 @@ question: the change in each metric's mean with a paired bootstrap confidence in
 every question that got better or worse. An average can rise while some questions fall.
 
 The reports must use the same recall definition and the same labels.
+
+CI gate: --fail-if 'recall@5<-0.02' exits 1 when the change in mean recall@5 (B - A) is below
+-0.02. A condition is METRIC<VALUE or METRIC>VALUE on the delta; add "ci" to test the
+interval's bound instead (recall@5:ci<0, fails only when the whole interval is below 0, i.e. a
+significant drop). Repeat --fail-if or separate conditions with commas.
+Exit status: 0 no gate failed, 1 a gate failed, 2 bad input.
 """
 
 
@@ -87,8 +97,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="questions listed per metric and direction (default: 10; --json has all)",
     )
-    parser.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
+    parser.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="COND",
+        type=_gates,
+        help="exit 1 when a condition on a metric's change holds, e.g. 'recall@5<-0.02' or "
+        "'mrr:ci<0' (repeatable, comma-separated)",
+    )
+    add_json_option(parser, "the comparison")
     parser.set_defaults(func=run)
+
+
+def _gates(text: str) -> tuple[Gate, ...]:
+    try:
+        return parse_gates(text)
+    except GateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _movers(movers: Sequence[Mover], limit: int) -> str:
@@ -157,11 +183,20 @@ def run(args: argparse.Namespace) -> int:
     except (InputFileError, IncomparableReportsError) as exc:
         error("compare", str(exc))
         return EXIT_BAD_INPUT
+    gates = [g for group in args.fail_if for g in group]
+    try:
+        failed = [g for g in gates if g.fails(comparison)]
+    except GateError as exc:
+        error("compare", str(exc))
+        return EXIT_BAD_INPUT
     if args.json is not None:
-        try:
-            write_json_atomic(args.json, comparison.to_json())
-        except OSError as exc:
-            error("compare", f"cannot write {args.json}: {exc}")
+        doc = comparison.to_json()
+        if gates:
+            doc["gates"] = [{"condition": str(g), "failed": g in failed} for g in gates]
+        if not emit_json("compare", args.json, doc):
             return EXIT_BAD_INPUT
-    print(format_comparison(comparison, movers=args.movers, a_name=args.a, b_name=args.b))
-    return EXIT_OK
+    if not json_to_stdout(args.json):
+        print(format_comparison(comparison, movers=args.movers, a_name=args.a, b_name=args.b))
+    for g in failed:
+        error("compare", f"gate failed: {g} ({g.describe(comparison)})")
+    return EXIT_FAILURE if failed else EXIT_OK

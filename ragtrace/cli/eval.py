@@ -12,16 +12,19 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
     ProgressBar,
+    add_json_option,
+    emit_json,
     error,
     fmt_num,
     format_table,
-    write_json_atomic,
+    json_to_stdout,
 )
 from ragtrace.evaluation.labels import InputFileError, LabelledQuestion, load_labels, load_run
 from ragtrace.evaluation.report import RetrievalReport, evaluate_run
@@ -31,7 +34,7 @@ from ragtrace.evaluation.retrieval import (
     resolve_recall_definition,
 )
 
-__all__ = ["format_report", "load_retriever", "register", "run"]
+__all__ = ["format_report", "load_retriever", "register", "retrieve_all", "run"]
 
 _DESCRIPTION = """\
 Score retrieval against labelled questions: recall@k, hit rate@k, precision@k, nDCG@k and MRR.
@@ -44,6 +47,11 @@ Run file (JSON Lines):    {"qid": "q1", "retrieved": ["chunk-id", ...]}  (best f
 "recall@k" follows --recall-definition: mean_recall (the fraction of the gold set in the top k)
 or hit_rate (1 if any gold chunk is in the top k). Hit rate is never lower, so keep one
 definition across releases; every report names the one it used and the average gold-set size.
+
+With --retriever, questions are retrieved --concurrency at a time. A question whose retrieval
+fails (the retriever raises, or returns something without chunk IDs) is reported on stderr and
+in the JSON's "errors", left out of the means, and makes the exit status 1; the others are
+scored. Exit status: 0 scored, 1 some question failed, 2 bad input.
 """
 
 _DEFINITION_NAMES = {
@@ -92,8 +100,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"what recall@k means (default: ${ENV_RECALL_DEFINITION}, else mean_recall)",
     )
     parser.add_argument(
-        "--json", metavar="OUT", help="also write the full report (per question) as JSON to OUT"
+        "--concurrency",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="questions retrieved at once with --retriever (default: 4)",
     )
+    add_json_option(parser, "the full report (per question)")
     parser.set_defaults(func=run)
 
 
@@ -121,35 +134,53 @@ def load_retriever(spec: str) -> Callable[[str], object]:
     return target
 
 
-class _RetrieverFailedError(Exception):
+class _QuestionFailedError(Exception):
     pass
 
 
-def _retrieve_all(
-    retriever: Callable[[str], object], questions: Sequence[LabelledQuestion]
-) -> dict[str, list[str]]:
+def _retrieve_one(retriever: Callable[[str], object], q: LabelledQuestion) -> list[str]:
     from ragtrace.chunks import ChunkExtractionError, extract_chunks
 
-    run: dict[str, list[str]] = {}
-    with ProgressBar(len(questions), "retrieving") as bar:
-        for q in questions:
-            try:
-                result = retriever(q.question)
-                if inspect.isawaitable(result):
-                    result = asyncio.run(_await(result))
-            except Exception as exc:
-                raise _RetrieverFailedError(
-                    f"the retriever raised on question {q.qid!r}: {type(exc).__name__}: {exc}"
-                ) from exc
-            try:
-                chunks = extract_chunks(result)  # type: ignore[arg-type]
-            except ChunkExtractionError as exc:
-                raise ValueError(
-                    f"cannot read the retriever's result for question {q.qid!r}: {exc}"
-                ) from None
-            run[q.qid] = [c.id for c in chunks]
-            bar.advance()
-    return run
+    try:
+        result = retriever(q.question)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))  # each worker thread runs its own event loop
+    except Exception as exc:  # noqa: BLE001 - the user's retriever: recorded per question
+        raise _QuestionFailedError(
+            f"the retriever raised on question {q.qid!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        chunks = extract_chunks(result)  # type: ignore[arg-type]
+    except ChunkExtractionError as exc:
+        raise _QuestionFailedError(
+            f"cannot read the retriever's result for question {q.qid!r}: {exc}"
+        ) from None
+    return [c.id for c in chunks]
+
+
+def retrieve_all(
+    retriever: Callable[[str], object],
+    questions: Sequence[LabelledQuestion],
+    concurrency: int = 4,
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Call ``retriever`` on every question, ``concurrency`` at a time: (retrieved chunk IDs by
+    qid, error message by qid), both in label-file order. One question's failure never stops
+    the others."""
+    found: dict[str, list[str]] = {}
+    failed: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ragtrace-eval") as pool:
+        futures = {pool.submit(_retrieve_one, retriever, q): q for q in questions}
+        with ProgressBar(len(questions), "retrieving") as bar:
+            for future in as_completed(futures):
+                q = futures[future]
+                try:
+                    found[q.qid] = future.result()
+                except _QuestionFailedError as exc:
+                    failed[q.qid] = str(exc)
+                bar.advance()
+    order = {q.qid: i for i, q in enumerate(questions)}
+    return (dict(sorted(found.items(), key=lambda kv: order[kv[0]])),
+            dict(sorted(failed.items(), key=lambda kv: order[kv[0]])))
 
 
 async def _await(awaitable: object) -> object:
@@ -186,25 +217,32 @@ def format_report(report: RetrievalReport) -> str:
 def run(args: argparse.Namespace) -> int:
     ks: list[int] = sorted(set(args.k or [5]))
     definition = resolve_recall_definition(args.recall_definition)
+    failed: dict[str, str] = {}
     try:
         questions = load_labels(args.labels)
         if args.run is not None:
             retrieved = load_run(args.run, questions)
         else:
             retriever = load_retriever(args.retriever)
-            retrieved = _retrieve_all(retriever, questions)
+            retrieved, failed = retrieve_all(retriever, questions, args.concurrency)
     except (InputFileError, ValueError, TypeError) as exc:
         error("eval", str(exc))
         return EXIT_BAD_INPUT
-    except _RetrieverFailedError as exc:
-        error("eval", str(exc))
+    for message in failed.values():
+        error("eval", message)
+    scored = [q for q in questions if q.qid not in failed]
+    if not scored:
+        error("eval", "no question could be retrieved; nothing to score")
         return EXIT_FAILURE
-    report = evaluate_run(questions, retrieved, ks, definition)
+    report = evaluate_run(scored, retrieved, ks, definition)
     if args.json is not None:
-        try:
-            write_json_atomic(args.json, report.to_json())
-        except OSError as exc:
-            error("eval", f"cannot write {args.json}: {exc}")
+        doc = report.to_json()
+        if failed:
+            doc["errors"] = failed
+        if not emit_json("eval", args.json, doc):
             return EXIT_BAD_INPUT
-    print(format_report(report))
-    return EXIT_OK
+    if not json_to_stdout(args.json):
+        print(format_report(report))
+        if failed:
+            print(f"\n{len(failed)} question(s) left out: retrieval failed (see the errors above)")
+    return EXIT_FAILURE if failed else EXIT_OK

@@ -121,5 +121,57 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["compare", "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for text in ("A.json", "B.json", "--resamples", "--confidence", "--seed", "--json OUT"):
+    for text in ("A.json", "B.json", "--resamples", "--confidence", "--seed", "--json [PATH]"):
         assert text in out
+
+
+@pytest.mark.parametrize(
+    ("gates", "code", "failed"),
+    [
+        # hybrid vs vector: recall@3 +0.300, mrr +0.233 (see the table test above).
+        (["recall@3<-0.02"], 0, []),
+        (["recall@3>0.29"], 1, ["recall@3>0.29 (delta +0.3000)"]),
+        (["recall@3<0.31,mrr<0.2"], 1, ["recall@3<0.31 (delta +0.3000)"]),
+        (["mrr>=0.2", "recall@3<=-1"], 1, ["mrr>=0.2 (delta +0.2333)"]),
+    ],
+)
+def test_fail_if_gates_exit_1(capsys: pytest.CaptureFixture[str], gates: list[str], code: int,
+                              failed: list[str]) -> None:
+    capsys.readouterr()
+    argv = ["compare", "vector.json", "hybrid.json", "--resamples", "200"]
+    for g in gates:
+        argv += ["--fail-if", g]
+    assert main([*argv, "--json", "cmp.json"]) == code
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"ragtrace compare: error: gate failed: {f}" for f in failed]
+    doc = json.loads(Path("cmp.json").read_text())
+    assert [g["failed"] for g in doc["gates"]] == [
+        any(f.startswith(g["condition"] + " ") for f in failed) for g in doc["gates"]]
+
+
+def test_fail_if_on_the_interval_needs_a_significant_change(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``:ci<`` tests the interval's upper bound: the gate fails only when the whole interval
+    lies below the value."""
+    argv = ["compare", "hybrid.json", "vector.json", "--resamples", "500"]
+    assert main([*argv, "--json"]) == 0
+    recall = json.loads(capsys.readouterr().out)["metrics"]["recall@3"]
+    high = recall["ci"][1]
+    assert recall["delta"] < high <= 0.0  # vector is worse than hybrid on recall@3
+    assert main([*argv, "--fail-if", f"recall@3:ci<{high + 0.001}"]) == 1
+    assert main([*argv, "--fail-if", f"recall@3:ci<{high}"]) == 0
+    # The delta alone is past the same value: without :ci the gate fails.
+    assert main([*argv, "--fail-if", f"recall@3<{high}"]) == 1
+
+
+@pytest.mark.parametrize(("cond", "message"), [
+    ("recall@3<<0", "not a condition: 'recall@3<<0'"),
+    ("recall@3", "not a condition: 'recall@3'"),
+    ("nope@3<0", "no metric 'nope@3' in both reports"),
+])
+def test_bad_gates_exit_2(capsys: pytest.CaptureFixture[str], cond: str, message: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        code = main(["compare", "vector.json", "hybrid.json", "--fail-if", cond])
+        raise SystemExit(code)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
