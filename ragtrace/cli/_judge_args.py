@@ -49,10 +49,19 @@ def judge_line(info: Any) -> str:
     return f"judge: {info.name}  model: {model}  prompt sha256: {info.prompt_sha256[:12]}"
 
 
+_stdin_read_by: list[str] = []
+
+
 def read_text_arg(option: str, value: str) -> str:
-    """``TEXT`` as is, or the contents of ``FILE`` for ``@FILE`` (one trailing newline dropped)."""
+    """``TEXT`` as is, the contents of ``FILE`` for ``@FILE``, or standard input for ``@-``
+    (one trailing newline dropped). Only one argument can read stdin."""
     if not value.startswith("@"):
         return value
+    if value == "@-":
+        if _stdin_read_by:
+            raise ValueError(f"{option} @-: stdin was already read by {_stdin_read_by[0]}")
+        _stdin_read_by.append(option)
+        return sys.stdin.read().removesuffix("\n")
     path = Path(value[1:])
     try:
         text = path.read_text(encoding="utf-8")

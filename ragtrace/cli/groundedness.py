@@ -13,7 +13,16 @@ from ragtrace.cli._judge_args import (
     read_text_arg,
     warn,
 )
-from ragtrace.cli._output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error, fmt_num
+from ragtrace.cli._groundedness_cli import add_batch_arguments, run_batch
+from ragtrace.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    add_json_option,
+    emit_json,
+    error,
+    fmt_num,
+)
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import GroundednessResult
@@ -31,8 +40,13 @@ claims (1.0 for an answer with no claims, flagged).
 
 Groundedness does not judge correctness: an answer faithful to the wrong passage scores 1.0.
 
-TEXT arguments may be @FILE to read the file. Exit status: 0 scored, 1 judge error (no score),
-2 bad input, 3 judge unreachable after retries.
+TEXT arguments may be @FILE to read the file, or @- to read stdin. Exit status: 0 scored, 1
+judge error (no score), 2 bad input, 3 judge unreachable after retries.
+
+Batch: --input answers.jsonl ({"id", "answer", "context": [...]} per line) judges every answer,
+--concurrency at a time, appending one JSON line per result to --output (stdout when omitted);
+re-running with the same --output resumes, skipping answers already judged. Totals (tokens,
+cost) go to stderr; exit 1 if any answer got a judge error, 3 if the judge became unreachable.
 """
 
 
@@ -40,12 +54,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "groundedness", help="check one answer's claims against its context",
         description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--answer", required=True, metavar="TEXT|@FILE", help="the answer")
-    parser.add_argument("--context", required=True, action="append", metavar="TEXT|@FILE",
+    parser.add_argument("--answer", metavar="TEXT|@FILE|@-", help="the answer")
+    parser.add_argument("--context", action="append", metavar="TEXT|@FILE|@-",
                         help="one context document; repeat for each, in the order supplied")
     add_judge_arguments(parser)
-    parser.add_argument("--json", action="store_true",
-                        help="print the result as JSON instead of text")
+    add_json_option(parser, "the result")
+    add_batch_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -95,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.calibration import calibration_warning
     from ragtrace.evaluation.judges import JudgeUnavailable
 
+    if args.input is not None:
+        return run_batch(args)
+    if args.answer is None or not args.context:
+        error("groundedness", "--answer and --context are required (or --input FILE.jsonl)")
+        return EXIT_BAD_INPUT
     try:
         answer = read_text_arg("--answer", args.answer)
         context = [read_text_arg("--context", c) for c in args.context]
@@ -111,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
     warning = calibration_warning(result.judge, args.calibration_file)
     if warning is not None:
         warn("groundedness", warning)
-    if args.json:
-        print(json.dumps(to_json(result, warning), ensure_ascii=False, indent=2))
-    else:
+    if args.json is not None:
+        if not emit_json("groundedness", args.json, to_json(result, warning)):
+            return EXIT_BAD_INPUT
+    if args.json is None or args.json != "-":
         print(format_result(result))
     return EXIT_FAILURE if result.error is not None else EXIT_OK

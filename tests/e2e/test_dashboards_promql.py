@@ -87,6 +87,7 @@ DASHBOARD_QUERIES = _dashboard_queries()
 def _alert_exprs() -> list[tuple[str, str]]:
     helm = paths.helm()
     proc = subprocess.run([str(helm), "template", "rt", str(CHART), "--kube-version", "1.31.0",
+                           "--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
                            "--show-only", "templates/prometheusrule.yaml"],
                           capture_output=True, text=True, timeout=120, check=True)
     (rule,) = [d for d in yaml.safe_load_all(proc.stdout) if d]
