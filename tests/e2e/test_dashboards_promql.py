@@ -106,8 +106,12 @@ def test_every_dashboard_query_is_collected() -> None:
 @pytest.mark.parametrize(("key", "expr"), DASHBOARD_QUERIES, ids=[k for k, _ in DASHBOARD_QUERIES])
 def test_dashboard_promql_returns_series(online_run: Any, key: str, expr: str) -> None:
     promql = substitute(expr)
-    result = query(online_run.prometheus_url, promql)
-    assert result, f"{key}: no series for {promql!r}"
+    # A rate needs two scrapes of a series inside its window: right after the online run a
+    # series may have only one yet, so give Prometheus a few scrape intervals.
+    try:
+        wait_for_series(online_run.prometheus_url, promql, timeout=15)
+    except TimeoutError:
+        pytest.fail(f"{key}: no series for {promql!r}")
     for metric in set(_METRIC.findall(promql)):
         real = query(online_run.prometheus_url, f'count({metric}{{job="{CONSUMER_JOB}"}})')
         assert real, f"{key}: {metric} has no series from the consumer ({CONSUMER_JOB})"
