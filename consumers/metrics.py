@@ -28,6 +28,8 @@ from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
     "DLQ_REASONS",
+    "GENAI_DURATION_BUCKETS",
+    "GENAI_TOKEN_BUCKETS",
     "JUDGE_OUTCOMES",
     "PARK_REASONS",
     "SCORE_BUCKETS",
@@ -49,6 +51,9 @@ JUDGE_OUTCOMES: tuple[str, ...] = ("ok", "error", "cached", "unavailable")
 TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
 PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed")
+# Bucket boundaries the GenAI semantic conventions advise for their client histograms.
+GENAI_TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4 ** i) for i in range(14))
+GENAI_DURATION_BUCKETS: tuple[float, ...] = tuple(0.01 * 2 ** i for i in range(14))
 DEFAULT_PIPELINE = "default"
 PROMPT_LABEL_CHARS = 12
 _HEX = frozenset("0123456789abcdef")
@@ -102,7 +107,18 @@ class ConsumerMetrics:
                                               "Failed judge calls by reason")
         self._judge_tokens = m.create_counter(semconv.METRIC_JUDGE_TOKENS, "{token}",
                                               "Judge tokens billed")
-        self._judge_cost = m.create_counter(semconv.METRIC_JUDGE_COST, "USD", "Judge cost")
+        # UCUM has no currency: the unit is an annotation ({USD}), so the Prometheus name has no
+        # unit suffix (ragtrace_judge_cost_total).
+        self._judge_cost = m.create_counter(semconv.METRIC_JUDGE_COST, "{USD}",
+                                            "Judge cost in US dollars at list prices")
+        # The judge's own calls in the OTel GenAI client conventions, next to ours.
+        self._genai_tokens = m.create_histogram(
+            semconv.METRIC_GEN_AI_CLIENT_TOKEN_USAGE, "{token}",
+            "Tokens used per judge call (input includes cached tokens)",
+            explicit_bucket_boundaries_advisory=list(GENAI_TOKEN_BUCKETS))
+        self._genai_duration = m.create_histogram(
+            semconv.METRIC_GEN_AI_CLIENT_OPERATION_DURATION, "s", "Duration of a judge call",
+            explicit_bucket_boundaries_advisory=list(GENAI_DURATION_BUCKETS))
         self._judge_latency = m.create_histogram(
             semconv.METRIC_JUDGE_LATENCY, "s", "Judge call latency",
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
@@ -238,7 +254,8 @@ class ConsumerMetrics:
                                    semconv.ATTR_REASON: reason})
 
     def judge_usage(self, model: str, input_tokens: int, output_tokens: int, cache_read: int,
-                    cache_write: int, cost_usd: float, latency_s: float) -> None:
+                    cache_write: int, cost_usd: float, latency_s: float,
+                    provider: str = "anthropic") -> None:
         self.ensure_judge(model)
         attrs = {semconv.ATTR_JUDGE_MODEL: model}
         for token_type, n in zip(TOKEN_TYPES, (input_tokens, output_tokens, cache_read,
@@ -248,3 +265,9 @@ class ConsumerMetrics:
         if cost_usd > 0:
             self._judge_cost.add(cost_usd, attrs)
         self._judge_latency.record(max(0.0, latency_s), attrs)
+        genai = {semconv.GEN_AI_OPERATION_NAME: "chat", semconv.GEN_AI_PROVIDER_NAME: provider,
+                 semconv.GEN_AI_REQUEST_MODEL: model}
+        self._genai_tokens.record(input_tokens + cache_read + cache_write,
+                                  {**genai, semconv.GEN_AI_TOKEN_TYPE: "input"})
+        self._genai_tokens.record(output_tokens, {**genai, semconv.GEN_AI_TOKEN_TYPE: "output"})
+        self._genai_duration.record(max(0.0, latency_s), genai)

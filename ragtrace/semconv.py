@@ -59,12 +59,14 @@ __all__ = [
     "GEN_AI_EVALUATION_SCORE_LABEL",
     "GEN_AI_EVALUATION_SCORE_VALUE",
     "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROVIDER_NAME",
     "GEN_AI_OPERATION_RETRIEVAL",
     "GEN_AI_REQUEST_MODEL",
     "GEN_AI_REQUEST_TOP_K",
     "GEN_AI_RESPONSE_MODEL",
     "GEN_AI_RETRIEVAL_DOCUMENTS",
     "GEN_AI_RETRIEVAL_QUERY_TEXT",
+    "GEN_AI_TOKEN_TYPE",
     "INPUT_MIME_TYPE",
     "INPUT_VALUE",
     "INSTRUMENTATION_SCOPE",
@@ -74,6 +76,8 @@ __all__ = [
     "METRIC_CONSUMER_LAG",
     "METRIC_CONSUMER_PARTITIONS",
     "METRIC_DLQ_MESSAGES",
+    "METRIC_GEN_AI_CLIENT_OPERATION_DURATION",
+    "METRIC_GEN_AI_CLIENT_TOKEN_USAGE",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
     "METRIC_JUDGE_BUDGET_EXHAUSTED",
@@ -279,6 +283,12 @@ METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+METRIC_GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+"""The judge's own calls (OTel GenAI semconv): tokens per call by gen_ai.token.type."""
+METRIC_GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+"""The judge's own calls (OTel GenAI semconv): seconds per call."""
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 METRIC_RECEIVER_REJECTED: Final = "ragtrace.receiver.rejected"
 """Embedded OTLP/HTTP receiver: requests (or spans, on partial success) refused, by reason."""
 

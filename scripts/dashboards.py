@@ -121,6 +121,13 @@ OPERATIONS: dict[str, str] = {
     "tokens_per_hour": (f"sum by (judge_model, token_type) "
                         f"(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 3600"),
     "cost_per_hour": f"sum by (judge_model) (rate({_M['ragtrace.judge.cost']}{{{_J}}}[{_RI}])) * 3600",
+    # The judge's calls in the OTel GenAI client conventions (gen_ai.* attributes as labels).
+    "genai_tokens_p95": (f"histogram_quantile(0.95, sum by (le, gen_ai_request_model, "
+                         f"gen_ai_token_type) (rate({_M['gen_ai.client.token.usage']}_bucket"
+                         f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'),
+    "genai_duration_p95": (f"histogram_quantile(0.95, sum by (le, gen_ai_request_model) "
+                           f"(rate({_M['gen_ai.client.operation.duration']}_bucket"
+                           f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'),
     "calls_per_minute": (f"sum(rate({_M['ragtrace.judge.calls']}"
                          f'{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'),
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
@@ -334,6 +341,14 @@ def operations() -> dash.Dashboard:
                          w=8))
     d = d.with_panel(_ts(ids, "Cost per hour", "Judge cost in USD per hour (list prices).",
                          [_q(q["cost_per_hour"], "{{judge_model}}")], "currencyUSD", w=8))
+    d = d.with_panel(_ts(ids, "Judge calls (GenAI conventions)",
+                         "95th percentile of tokens per judge call by type, and of a call's "
+                         "duration, from gen_ai.client.token.usage and "
+                         "gen_ai.client.operation.duration.",
+                         [_q(q["genai_tokens_p95"],
+                             "p95 tokens {{gen_ai_request_model}} {{gen_ai_token_type}}", "A"),
+                          _q(q["genai_duration_p95"], "p95 s {{gen_ai_request_model}}", "B")],
+                         "short", w=8))
     d = d.with_panel(_ts(ids, "Budget use",
                          "Judge calls and tokens per minute (compare with judge.calls_per_minute "
                          "and judge.tokens_per_minute), and traces left unjudged because the "

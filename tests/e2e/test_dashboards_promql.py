@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "ragtrace"
 NAMES: dict[str, str] = yaml.safe_load((CHART / "files" / "prometheus-metrics.yaml").read_text())
 HISTOGRAMS = {"ragtrace.groundedness", "ragtrace.recall", "ragtrace.hit_rate",
-              "ragtrace.reciprocal_rank", "ragtrace.judge.latency", "ragtrace.scoring.delay"}
+              "ragtrace.reciprocal_rank", "ragtrace.judge.latency", "ragtrace.scoring.delay",
+              "gen_ai.client.token.usage", "gen_ai.client.operation.duration"}
 CONSUMER_JOB = "ragtrace-consumer"
 PROBE_JOB = "ragtrace-names-probe"
 _METRIC = re.compile(r"\b(ragtrace_[a-zA-Z0-9_]+)\b")

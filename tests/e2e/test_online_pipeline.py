@@ -194,7 +194,7 @@ PROMETHEUS_NAMES = {
     semconv.METRIC_JUDGE_CALLS: "ragtrace_judge_calls_total",
     semconv.METRIC_JUDGE_ERRORS: "ragtrace_judge_errors_total",
     semconv.METRIC_JUDGE_TOKENS: "ragtrace_judge_tokens_total",
-    semconv.METRIC_JUDGE_COST: "ragtrace_judge_cost_USD_total",
+    semconv.METRIC_JUDGE_COST: "ragtrace_judge_cost_total",
     semconv.METRIC_JUDGE_LATENCY: "ragtrace_judge_latency_seconds_bucket",
     semconv.METRIC_JUDGE_BUDGET_EXHAUSTED: "ragtrace_judge_budget_exhausted_total",
     semconv.METRIC_DLQ_MESSAGES: "ragtrace_dlq_messages_total",

@@ -77,7 +77,9 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_JUDGE_CALLS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_ERRORS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_TOKENS: (Sum, "{token}"),
-        semconv.METRIC_JUDGE_COST: (Sum, "USD"),
+        semconv.METRIC_JUDGE_COST: (Sum, "{USD}"),
+        semconv.METRIC_GEN_AI_CLIENT_TOKEN_USAGE: (Histogram, "{token}"),
+        semconv.METRIC_GEN_AI_CLIENT_OPERATION_DURATION: (Histogram, "s"),
         semconv.METRIC_JUDGE_LATENCY: (Histogram, "s"),
         semconv.METRIC_JUDGE_BUDGET_EXHAUSTED: (Sum, "{trace}"),
         semconv.METRIC_DLQ_MESSAGES: (Sum, "{message}"),
@@ -116,6 +118,15 @@ def test_every_contract_metric_with_its_unit_and_kind(
     assert _points(got[semconv.METRIC_JUDGE_COST])[(("judge_model", "model-a"),)].value == 0.003
     (lat,) = _points(got[semconv.METRIC_JUDGE_LATENCY]).values()
     assert lat.sum == 1.5
+    genai = (("gen_ai.operation.name", "chat"), ("gen_ai.provider.name", "anthropic"),
+             ("gen_ai.request.model", "model-a"))
+    usage = {k: (p.count, p.sum) for k, p in
+             _points(got[semconv.METRIC_GEN_AI_CLIENT_TOKEN_USAGE]).items()}
+    assert usage == {(*genai, ("gen_ai.token.type", "input")): (1, 106),
+                     (*genai, ("gen_ai.token.type", "output")): (1, 20)}
+    (duration,) = _points(got[semconv.METRIC_GEN_AI_CLIENT_OPERATION_DURATION]).values()
+    assert (duration.count, duration.sum) == (1, 1.5)
+    assert tuple(duration.explicit_bounds)[:3] == (0.01, 0.02, 0.04)
     (delay,) = _points(got[semconv.METRIC_SCORING_DELAY]).values()
     assert delay.sum == 7.0 and delay.attributes == {"service": "svc"}
     lags = {k: p.value for k, p in _points(got[semconv.METRIC_CONSUMER_LAG]).items()}

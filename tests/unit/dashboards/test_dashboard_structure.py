@@ -27,7 +27,7 @@ FILES = sorted(dashboards.DASHBOARD_DIR.glob("*.json"))
 BOARDS = {p.name: json.loads(p.read_text()) for p in FILES}
 BUILTIN_VARS = {"__rate_interval", "__range", "__interval"}
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-_METRIC = re.compile(r"\b(ragtrace_[a-zA-Z0-9_]+)\b")
+_METRIC = re.compile(r"\b((?:ragtrace|gen_ai_client)_[a-zA-Z0-9_]+)\b")
 
 
 def panels(board: dict[str, Any]) -> list[dict[str, Any]]:
