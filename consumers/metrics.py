@@ -23,6 +23,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
 from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace.consumers.dimensions import BoundedLabel
 from ragtrace.consumers.lag import PartitionLag
 from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
@@ -78,6 +79,9 @@ class ConsumerMetrics:
     def __init__(self, meter_provider: MeterProvider, *,
                  judge_prompt_sha256: str | None = None) -> None:
         self._judge_prompt = prompt_label(judge_prompt_sha256)
+        # Values chosen by the applications: capped (dimensions.py) before they become labels.
+        self.generator_models = BoundedLabel()
+        self.data_sources = BoundedLabel()
         m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(
@@ -229,15 +233,21 @@ class ConsumerMetrics:
 
     # --- scores ----------------------------------------------------------------------------
     def groundedness(self, value: float, service: str, pipeline: str | None, model: str,
-                     prompt_sha256: str | None = None) -> None:
+                     prompt_sha256: str | None = None, *,
+                     generator_model: str | None = None) -> None:
+        """``model`` is the judge's; ``generator_model`` the app's (label ``model``, capped)."""
         self._groundedness.record(value, {semconv.ATTR_SERVICE: service,
                                           semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
                                           semconv.ATTR_JUDGE_MODEL: model,
-                                          **self._prompt(prompt_sha256)})
+                                          **self._prompt(prompt_sha256),
+                                          semconv.ATTR_MODEL: self.generator_models(
+                                              generator_model)})
 
     def retrieval(self, recall: float, hit_rate: float, reciprocal_rank: float, service: str,
-                  pipeline: str | None) -> None:
-        attrs = {semconv.ATTR_SERVICE: service, semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE}
+                  pipeline: str | None, *, data_source: str | None = None) -> None:
+        """``data_source``: the retriever's ``gen_ai.data_source.id`` (label, capped)."""
+        attrs = {semconv.ATTR_SERVICE: service, semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
+                 semconv.ATTR_DATA_SOURCE: self.data_sources(data_source)}
         self._recall.record(recall, attrs)
         self._hit_rate.record(hit_rate, attrs)
         self._rr.record(reciprocal_rank, attrs)

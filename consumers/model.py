@@ -88,6 +88,8 @@ class RagTrace:
     context: tuple[Chunk, ...] = ()
     answer: str | None = None
     model: str | None = None
+    data_source: str | None = None
+    """The retrieval span's ``gen_ai.data_source.id`` (which index or store answered)."""
     attributes: Mapping[str, str] = field(default_factory=dict)
     context_truncated: bool = False
     has_retrieval: bool = False

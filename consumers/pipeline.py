@@ -450,9 +450,10 @@ class Pipeline:
         r = scores.retrieval
         if r is not None and r.answerable:
             m.retrieval(r.scores.recall, r.scores.hit_rate, r.scores.reciprocal_rank,
-                        trace.service, trace.pipeline)
+                        trace.service, trace.pipeline, data_source=trace.data_source)
         g = scores.groundedness
         if g is not None and g.score is not None:
-            m.groundedness(g.score, trace.service, trace.pipeline, g.judge.model or g.judge.name)
+            m.groundedness(g.score, trace.service, trace.pipeline, g.judge.model or g.judge.name,
+                           generator_model=trace.model)
         if trace.ended_ns:
             m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)

@@ -243,6 +243,7 @@ def to_rag_trace(spans: Sequence[SpanRecord]) -> RagTrace | None:
       ``retrieved``; ``retrieved`` when the generation span lists nothing (OpenInference LLM).
     * ``answer``/``model``: ``output.value`` and ``llm.model_name`` / ``gen_ai.response.model`` /
       ``gen_ai.request.model`` of the last-ending generation span (the final answer).
+    * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
     * ``target_span_id``: the pipeline span (outermost), else generation, else retrieval.
     * ``attributes``: user attributes of the pipeline, generation and retrieval spans used (in
       that order of precedence), as strings.
@@ -313,6 +314,7 @@ def to_rag_trace(spans: Sequence[SpanRecord]) -> RagTrace | None:
         context=context,
         answer=answer,
         model=model,
+        data_source=_first(retrievals, semconv.GEN_AI_DATA_SOURCE_ID),
         attributes={k: v for s in used for k, v in user_attributes(s).items()},
         context_truncated=_truncated_content(used),
         has_retrieval=bool(retrievals),

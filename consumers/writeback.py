@@ -95,6 +95,10 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
     }
     if trace.pipeline:
         attrs[semconv.RAGTRACE_PIPELINE_NAME] = trace.pipeline
+    if trace.model:
+        attrs[semconv.EVAL_GENERATOR_MODEL] = trace.model
+    if trace.data_source:
+        attrs[semconv.GEN_AI_DATA_SOURCE_ID] = trace.data_source
     r = scores.retrieval
     if r is not None:
         attrs[semconv.EVAL_K] = r.scores.k

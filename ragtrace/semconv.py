@@ -20,9 +20,11 @@ from typing import Final
 
 __all__ = [
     "ATTR_CELL",
+    "ATTR_DATA_SOURCE",
     "ATTR_JUDGE_MODEL",
     "ATTR_JUDGE_PROMPT",
     "ATTR_METRIC",
+    "ATTR_MODEL",
     "ATTR_OUTCOME",
     "ATTR_PIPELINE",
     "ATTR_REASON",
@@ -32,6 +34,7 @@ __all__ = [
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
     "EVAL_GOLD_SIZE",
+    "EVAL_GENERATOR_MODEL",
     "EVAL_GROUNDEDNESS",
     "EVAL_GROUNDEDNESS_CLAIMS",
     "EVAL_GROUNDEDNESS_NO_CLAIMS",
@@ -297,6 +300,12 @@ ATTR_SERVICE: Final = "service"
 ATTR_PIPELINE: Final = "pipeline"
 ATTR_JUDGE_MODEL: Final = "judge_model"
 ATTR_JUDGE_PROMPT: Final = "judge_prompt"
+ATTR_MODEL: Final = "model"
+"""The application's generator model (bounded: ragtrace.consumers.dimensions)."""
+ATTR_DATA_SOURCE: Final = "data_source"
+"""The retriever's gen_ai.data_source.id (bounded: ragtrace.consumers.dimensions)."""
+EVAL_GENERATOR_MODEL: Final = "ragtrace.eval.generator.model"
+"""On the evaluation span: the model of the generation span that was judged."""
 """First 12 hex characters of the judge prompt template's SHA-256 (``JudgeInfo.prompt_sha256``)."""
 ATTR_REASON: Final = "reason"
 ATTR_METRIC: Final = "metric"

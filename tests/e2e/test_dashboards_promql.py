@@ -178,7 +178,7 @@ def test_prometheus_names_are_the_charts(collector: CollectorEndpoints,
         else:
             expected.add(prom)
     _emit_every_metric(collector.eval_metrics_url)
-    selector = f'{{job="{PROBE_JOB}", __name__=~"ragtrace_.+"}}'
+    selector = f'{{job="{PROBE_JOB}", __name__=~"(ragtrace|gen_ai_client)_.+"}}'
     result = wait_for_series(prometheus_url, f"count by (__name__) ({selector})",
                              timeout=30, min_series=len(expected))
     stored = {r["metric"]["__name__"] for r in result}

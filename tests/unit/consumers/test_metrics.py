@@ -53,8 +53,8 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.trace_sampled("svc", "p")
     m.trace_scored("svc", "p", "fine")
     m.trace_skipped("svc", None, "sampled_out")
-    m.groundedness(0.75, "svc", "p", "model-a")
-    m.retrieval(0.5, 1.0, 1 / 3, "svc", "p")
+    m.groundedness(0.75, "svc", "p", "model-a", generator_model="gpt-x")
+    m.retrieval(0.5, 1.0, 1 / 3, "svc", "p", data_source="docs-index")
     m.judge_call("model-a", "ok")
     m.judge_error("model-a", "invalid_output")
     m.judge_usage("model-a", 100, 20, 5, 1, 0.003, 1.5)
@@ -97,14 +97,16 @@ def test_every_contract_metric_with_its_unit_and_kind(
 
     g = _points(got[semconv.METRIC_GROUNDEDNESS])
     (point,) = g.values()
-    assert list(g) == [(("judge_model", "model-a"), ("pipeline", "p"), ("service", "svc"))]
+    assert list(g) == [(("judge_model", "model-a"), ("model", "gpt-x"), ("pipeline", "p"),
+                        ("service", "svc"))]
     assert tuple(point.explicit_bounds) == SCORE_BUCKETS == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
                                                               0.7, 0.8, 0.9, 1.0)
     assert point.count == 1 and point.sum == 0.75
     for name in (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK):
         (p,) = _points(got[name]).values()
         assert tuple(p.explicit_bounds) == SCORE_BUCKETS
-        assert list(_points(got[name])) == [(("pipeline", "p"), ("service", "svc"))]
+        assert list(_points(got[name])) == [(("data_source", "docs-index"), ("pipeline", "p"),
+                                             ("service", "svc"))]
     assert _points(got[semconv.METRIC_CELL])[
         (("cell", "fine"), ("pipeline", "p"), ("service", "svc"))].value == 1
     skipped = _points(got[semconv.METRIC_TRACES_SKIPPED])

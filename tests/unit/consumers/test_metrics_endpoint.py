@@ -36,7 +36,7 @@ def test_metrics_are_served_per_replica_with_per_partition_lag() -> None:
     held = [PartitionLag("otlp_spans", 0, 90, 40), PartitionLag("otlp_spans", 2, 7, 7)]
     metrics.set_lag_source(lambda: tuple(held))
     metrics.trace_seen("shop", "qa")
-    metrics.groundedness(0.5, "shop", "qa", "claude")
+    metrics.groundedness(0.5, "shop", "qa", "claude", generator_model="gpt-4o")
     srv = HealthServer("127.0.0.1", 0, heartbeat=Heartbeat(), liveness_timeout_s=30,
                        metrics=exposition.render).start()
     try:
@@ -47,7 +47,8 @@ def test_metrics_are_served_per_replica_with_per_partition_lag() -> None:
         assert got["ragtrace_consumer_partitions"] == {(): 2.0}
         assert got["ragtrace_traces_seen_total"] == {(("pipeline", "qa"), ("service", "shop")): 1}
         assert got["ragtrace_groundedness_count"] == {
-            (("judge_model", "claude"), ("pipeline", "qa"), ("service", "shop")): 1}
+            (("judge_model", "claude"), ("model", "gpt-4o"), ("pipeline", "qa"),
+             ("service", "shop")): 1}
         held.pop(0)  # partition 0 moved to another replica: this one stops reporting it
         assert list(_scrape(srv.url)["ragtrace_consumer_lag"]) == [
             (("partition", "2"), ("topic", "otlp_spans"))]

@@ -66,7 +66,8 @@ def test_groundedness_and_judge_counters_carry_the_replicas_prompt() -> None:
     m.judge_usage("model-a", 10, 2, 0, 0, 0.001, 0.5)
     p = PROMPT[:12]
     assert list(_points(reader, semconv.METRIC_GROUNDEDNESS)) == [
-        (("judge_model", "model-a"), ("judge_prompt", p), ("pipeline", "p"), ("service", "svc"))]
+        (("judge_model", "model-a"), ("judge_prompt", p), ("model", "unknown"), ("pipeline", "p"),
+         ("service", "svc"))]
     calls = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_CALLS).items()}
     assert calls == {(("judge_model", "model-a"), ("judge_prompt", p), ("outcome", o)):
                      int(o == "ok") for o in JUDGE_OUTCOMES}
@@ -93,8 +94,8 @@ def test_a_call_can_name_its_own_prompt() -> None:
     calls = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_CALLS).items()}
     assert {dict(k)["judge_prompt"] for k in calls} == {OTHER[:12], PROMPT[:12]}
     assert list(_points(reader, semconv.METRIC_GROUNDEDNESS)) == [
-        (("judge_model", "model-a"), ("judge_prompt", OTHER[:12]), ("pipeline", "default"),
-         ("service", "svc"))]
+        (("judge_model", "model-a"), ("judge_prompt", OTHER[:12]), ("model", "unknown"),
+         ("pipeline", "default"), ("service", "svc"))]
 
 
 def test_without_a_known_prompt_the_attribute_is_left_out() -> None:

@@ -68,10 +68,15 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert r.points("ragtrace.traces.sampled")[SVC] == 1
     assert r.points("ragtrace.traces.scored")[SVC] == 1
     assert r.points("ragtrace.attribution")[(("cell", "generation_failed"), *SVC)] == 1
-    assert r.points("ragtrace.recall")[SVC].sum == 0.5
-    assert r.points("ragtrace.hit_rate")[SVC].sum == 1.0
-    assert r.points("ragtrace.reciprocal_rank")[SVC].sum == 1.0
-    assert r.points("ragtrace.groundedness")[(("judge_model", MODEL), *SVC)].sum == 0.5
+    # The retrieval span names no gen_ai.data_source.id: "unknown"; the generator is "gen-model".
+    retrieval_key = (("data_source", "unknown"), *SVC)
+    assert r.points("ragtrace.recall")[retrieval_key].sum == 0.5
+    assert r.points("ragtrace.hit_rate")[retrieval_key].sum == 1.0
+    assert r.points("ragtrace.reciprocal_rank")[retrieval_key].sum == 1.0
+    assert r.points("ragtrace.groundedness")[
+        (("judge_model", MODEL), ("model", "gen-model"), *SVC)].sum == 0.5
+    assert a[semconv.EVAL_GENERATOR_MODEL] == "gen-model"
+    assert semconv.GEN_AI_DATA_SOURCE_ID not in a
     delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
     assert delay.count == 1 and delay.sum == 0.0  # the fake clock did not move
 

@@ -83,6 +83,7 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
         semconv.EVAL_TARGET_SPAN_ID: root_span_id(7),
         semconv.EVAL_CELL: "generation_failed",
         semconv.RAGTRACE_PIPELINE_NAME: "support",
+        semconv.EVAL_GENERATOR_MODEL: "gen-model",
         semconv.EVAL_K: 5,
         semconv.EVAL_RECALL_DEFINITION: "mean_recall",
         semconv.EVAL_GOLD_SIZE: 2,

@@ -109,10 +109,13 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
     # judge_prompt: the first 12 hex characters of the lexical judge's prompt SHA-256.
     prompt = LexicalJudge().info.prompt_sha256[:12]
     judge = f'judge_model="lexical",judge_prompt="{prompt}"'
-    rest = ('otel_scope_name="ragtrace.evaluation",'
+    # model: the demo app's generator (@ragtrace.generate(model=...)), a bounded label.
+    rest = ('model="demo-template-generator",otel_scope_name="ragtrace.evaluation",'
             'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
             'service="lumen-support-bot"')
     lines = set(scrape.splitlines())
+    # recall by retriever: the demo's @ragtrace.retrieve(data_source="lumen-docs").
+    assert any(x.startswith('ragtrace_recall_count{data_source="lumen-docs",') for x in lines)
     assert f'ragtrace_groundedness_count{{{judge},{rest}}} 6.0' in lines
     assert f'ragtrace_groundedness_sum{{{judge},{rest}}} 5.5' in lines
     for le, n in (("0.4", 0.0), ("0.5", 1.0), ("0.9", 1.0), ("1.0", 6.0), ("+Inf", 6.0)):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, Manifest, Rendered, containers
+from conftest import CHART, KUBE_VERSION, SCENARIOS, Manifest, Rendered, containers, run_helm
 
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
 _RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
@@ -286,8 +286,6 @@ def test_keda_scales_on_the_groups_kafka_lag(rendered: Callable[[str], Rendered]
 
 
 def test_keda_and_the_hpa_exclude_each_other(helm_bin: Path) -> None:
-    from conftest import CHART, KUBE_VERSION, run_helm
-
     proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", KUBE_VERSION,
                     "--set", "consumer.keda.enabled=true", "--set",
                     "consumer.autoscaling.enabled=true")
