@@ -30,7 +30,9 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import prometheus as prom_model
 
 __all__ = [
+    "APP_METRICS",
     "CHART_DIR",
+    "COLLECTOR_METRICS",
     "DASHBOARD_DIR",
     "JUDGE_CHANGE",
     "OPERATIONS",
@@ -64,6 +66,20 @@ def alert_thresholds() -> dict[str, float]:
 
 
 _T = alert_thresholds()
+
+# Metrics the applications' ragtrace SDK and the embedded receiver (`ragtrace serve`) emit, not
+# the consumers: Prometheus names after the collector's translation (checked end to end in
+# tests/e2e/test_dashboards_promql.py). They exist only once something failed.
+APP_METRICS: dict[str, str] = {
+    "ragtrace.sdk.errors": "ragtrace_sdk_errors_total",
+    "ragtrace.sdk.dropped": "ragtrace_sdk_dropped_total",
+    "ragtrace.receiver.rejected": "ragtrace_receiver_rejected_total",
+}
+# The collector's own telemetry (job otelcol / the ServiceMonitor's self-metrics endpoint).
+COLLECTOR_METRICS: dict[str, str] = {
+    "refused_spans": "otelcol_receiver_refused_spans",
+    "send_failed_spans": "otelcol_exporter_send_failed_spans",
+}
 # Label filters driven by the dashboard variables.
 _SP = 'service=~"$service", pipeline=~"$pipeline"'
 _S = 'service=~"$service"'
@@ -94,6 +110,13 @@ QUALITY: dict[str, str] = {
     "hit_rate_mean": _mean("ragtrace.hit_rate"),
     "mrr": _mean("ragtrace.reciprocal_rank"),
     "labelled_rate": f"sum by (service, pipeline) (rate({_M['ragtrace.recall']}_count{{{_SP}}}[{_RI}]))",
+    # Slices by the app's generator model and the retriever's data source (bounded labels).
+    "groundedness_by_model": _mean("ragtrace.groundedness", by="model"),
+    "groundedness_by_model_n": (f"sum by (model) (increase({_M['ragtrace.groundedness']}_count"
+                                f"{{{_SP}}}[{_RI}]))"),
+    "recall_by_data_source": _mean("ragtrace.recall", by="data_source"),
+    "recall_by_data_source_n": (f"sum by (data_source) (increase({_M['ragtrace.recall']}_count"
+                                f"{{{_SP}}}[{_RI}]))"),
     "cells_range": (f"sum by (cell) (increase({_M['ragtrace.attribution']}"
                     f'{{{_SP}, cell=~"fine|retrieval_failed|generation_failed|both_failed"}}[$__range]))'),
     "cells_share": (f"sum by (cell) (rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))\n"
@@ -137,6 +160,14 @@ OPERATIONS: dict[str, str] = {
     "consumer_lag": f"sum by (topic, partition) ({_M['ragtrace.consumer.lag']})",
     "consumer_lag_total": f"sum({_M['ragtrace.consumer.lag']})",
     "partitions_by_replica": f"sum by (instance) ({_M['ragtrace.consumer.partitions']})",
+    "collector_refused": (f"sum by (receiver) (rate({COLLECTOR_METRICS['refused_spans']}"
+                          f"[{_RI}]))"),
+    "collector_send_failed": (f"sum by (exporter) (rate("
+                              f"{COLLECTOR_METRICS['send_failed_spans']}[{_RI}]))"),
+    "sdk_errors": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.errors']}[{_RI}]))",
+    "sdk_dropped": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.dropped']}[{_RI}]))",
+    "receiver_rejected": (f"sum by (reason) (rate({APP_METRICS['ragtrace.receiver.rejected']}"
+                          f"[{_RI}]))"),
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -277,6 +308,21 @@ def quality() -> dash.Dashboard:
                          unit_range=True))
     d = d.with_panel(_ts(ids, "Labelled traces", "Traces matching a labelled question, per second.",
                          [_q(q["labelled_rate"], "{{service}} / {{pipeline}}")], "reqps", w=24))
+    d = d.with_row(dash.Row("By generator model and retriever").id(ids()))
+    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
+        ids, "Groundedness by generator model",
+        "Mean groundedness per application model (the generation span's model; at most 20 "
+        "models per consumer replica, the rest as 'other'). Bars: judgements behind each point.",
+        [_q(q["groundedness_by_model"], "{{model}}", "A"),
+         _q(q["groundedness_by_model_n"], "n {{model}}", "B")], "percentunit",
+        unit_range=True), _T["groundedness"]), "B"))
+    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
+        ids, "Recall by retriever",
+        "Mean recall@k per data source (the retrieval span's gen_ai.data_source.id; at most 20 "
+        "per replica, the rest as 'other'). Bars: labelled traces behind each point.",
+        [_q(q["recall_by_data_source"], "{{data_source}}", "A"),
+         _q(q["recall_by_data_source_n"], "n {{data_source}}", "B")], "percentunit",
+        unit_range=True), _T["recall"]), "B"))
     d = d.with_row(dash.Row("Attribution: retrieval or generation?").id(ids()))
     d = d.with_panel(
         barchart.Panel().id(ids()).title("Four cells over the time range")
@@ -371,6 +417,24 @@ def operations() -> dash.Dashboard:
                          "Partitions each live consumer replica holds (0: idle, e.g. more "
                          "replicas than partitions). No series at all: no consumer is alive.",
                          [_q(q["partitions_by_replica"], "{{instance}}")], "short", w=8))
+    d = d.with_row(dash.Row("Ingest health").id(ids()))
+    d = d.with_panel(_ts(ids, "Collector: refused spans and export failures",
+                         "Spans the collector's receivers refused (memory limiter) and spans its "
+                         "exporters failed to send (Kafka, the trace backend), per second.",
+                         [_q(q["collector_refused"], "refused {{receiver}}", "A"),
+                          _q(q["collector_send_failed"], "send failed {{exporter}}", "B")],
+                         "reqps", w=8))
+    d = d.with_panel(_ts(ids, "SDK errors and dropped spans",
+                         "Failures inside the applications' ragtrace SDK and spans it dropped "
+                         "before export, per second, by application (job) and reason. Empty "
+                         "while nothing has failed.",
+                         [_q(q["sdk_errors"], "errors {{job}} {{reason}}", "A"),
+                          _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B")], "reqps",
+                         w=8))
+    d = d.with_panel(_ts(ids, "Receiver rejections (ragtrace serve)",
+                         "OTLP requests the embedded evaluator's receiver refused, per second, by "
+                         "reason. Empty while nothing was refused.",
+                         [_q(q["receiver_rejected"], "{{reason}}")], "reqps", w=8))
     d = d.with_panel(_ts(ids, "Scoring delay",
                          "Time from a trace's last span to its score being written back.",
                          [_q(q["scoring_delay_p50"], "p50 {{service}}", "A"),

@@ -12,6 +12,8 @@ from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    add_json_option,
+    emit_json,
     error,
     fmt_num,
     format_table,
@@ -54,8 +56,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "evidence quote (to see what the quote check changes)")
     parser.add_argument("--no-save", action="store_true",
                         help="do not record this run as the last calibration")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--concurrency", type=_positive, default=4, metavar="N",
+                        help="judge calls in flight at once (default: 4)")
+    add_json_option(parser, "the report")
     parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def format_report(report: CalibrationReport) -> str:
@@ -88,13 +102,11 @@ def format_report(report: CalibrationReport) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.calibration import (
-        calibrate,
         calibration_warning,
         default_stamp_path,
         load_human_labels,
         save_stamp,
     )
-    from ragtrace.evaluation.judges import JudgeUnavailable
     from ragtrace.evaluation.labels import InputFileError
 
     try:
@@ -103,20 +115,34 @@ def run(args: argparse.Namespace) -> int:
     except (InputFileError, ValueError) as exc:
         error("calibrate", str(exc))
         return EXIT_BAD_INPUT
-    try:
-        report = calibrate(labels, judge, require_verified_evidence=not args.loose)
-    except JudgeUnavailable as exc:
-        after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
-        error("calibrate", f"{exc}{after}")
+    from ragtrace.cli._calibrate_concurrent import calibrate_concurrently
+
+    outcome = calibrate_concurrently(labels, judge, require_verified_evidence=not args.loose,
+                                     concurrency=args.concurrency)
+    report = outcome.report
+    print(f"ragtrace calibrate: tokens {outcome.input_tokens} in, {outcome.output_tokens} out; "
+          f"cost ${outcome.cost_usd:.4f}", file=sys.stderr)
+    if outcome.unavailable is not None and (report is None or not report.items):
+        error("calibrate", outcome.unavailable)
         return EXIT_JUDGE_UNAVAILABLE
+    assert report is not None
     if not report.items:
         error("calibrate", f"the judge returned an error for all {report.errors} claims")
         return EXIT_FAILURE
     previous = calibration_warning(report.judge, args.calibration_file)
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
-    else:
+    if args.json is not None:
+        doc = report.to_dict()
+        if outcome.unavailable is not None:
+            doc["partial"] = {"unjudged_claims": outcome.unjudged, "reason": outcome.unavailable}
+        if not emit_json("calibrate", args.json, doc):
+            return EXIT_BAD_INPUT
+    if args.json != "-":
         print(format_report(report))
+    if outcome.unavailable is not None:
+        # Partial: what was judged is reported, never saved as the calibration.
+        error("calibrate", f"partial result: {outcome.unjudged} claim(s) not judged: "
+                           f"{outcome.unavailable}; the calibration stamp was not saved")
+        return EXIT_JUDGE_UNAVAILABLE
     if not args.no_save and not args.loose:
         if previous is not None:
             warn("calibrate", previous.replace("run `ragtrace calibrate` again",

@@ -107,6 +107,12 @@ def test_every_dashboard_query_is_collected() -> None:
 @pytest.mark.parametrize(("key", "expr"), DASHBOARD_QUERIES, ids=[k for k, _ in DASHBOARD_QUERIES])
 def test_dashboard_promql_returns_series(online_run: Any, key: str, expr: str) -> None:
     promql = substitute(expr)
+    app_side = set(dashboards.APP_METRICS.values())
+    if set(_METRIC.findall(promql)) and set(_METRIC.findall(promql)) <= app_side:
+        # SDK failures and receiver rejections: no series until something fails (the online run
+        # has none). The query must run; the names are checked by test_app_metric_names below.
+        query(online_run.prometheus_url, promql)
+        return
     # A rate needs two scrapes of a series inside its window: right after the online run a
     # series may have only one yet, so give Prometheus a few scrape intervals.
     try:
@@ -188,6 +194,37 @@ def test_prometheus_names_are_the_charts(collector: CollectorEndpoints,
         prometheus_url, f'ragtrace_groundedness_bucket{{job="{PROBE_JOB}"}}')}
     assert les == {"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1",
                    "+Inf"}
+
+
+_APP_PROBE = """
+import sys
+from opentelemetry import metrics
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=sys.argv[1]),
+                                       export_interval_millis=3_600_000)
+provider = MeterProvider(resource=Resource.create({"service.name": sys.argv[2]}),
+                         metric_readers=[reader])
+metrics.set_meter_provider(provider)
+from ragtrace import _health
+_health.report("probe")
+_health.dropped("probe", 2)
+assert provider.force_flush(10_000)
+provider.shutdown()
+"""
+
+
+def test_app_metric_names(collector: CollectorEndpoints, prometheus_url: str) -> None:
+    """The SDK's own failure counters, emitted by the real SDK code (ragtrace._health) in an
+    app process through the collector, are stored under the names the dashboard reads."""
+    job = "ragtrace-app-probe"
+    subprocess.run([sys.executable, "-c", _APP_PROBE, collector.eval_metrics_url, job],
+                   check=True, timeout=60, cwd=ROOT)
+    for otel in ("ragtrace.sdk.errors", "ragtrace.sdk.dropped"):
+        name = dashboards.APP_METRICS[otel]
+        wait_for_series(prometheus_url, f'{name}{{job="{job}", reason="probe"}}', timeout=30)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -130,7 +130,8 @@ def test_every_variable_used_is_defined(name: str) -> None:
 
 def _known_series() -> set[str]:
     names = set()
-    for prom in dashboards.metric_names().values():
+    # The consumers' metrics, and those of the apps' SDK and the embedded receiver.
+    for prom in [*dashboards.metric_names().values(), *dashboards.APP_METRICS.values()]:
         names.add(prom)
         names.update(f"{prom}_{s}" for s in ("bucket", "sum", "count"))
     return names
