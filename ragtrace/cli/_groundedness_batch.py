@@ -85,7 +85,7 @@ class BatchTotals:
 
 def read_items(path: str) -> Iterator[BatchItem]:
     """The input items; ``-`` reads stdin. Raises :class:`BatchInputError` on a bad line."""
-    stream: TextIO = sys.stdin if path == "-" else Path(path).open(encoding="utf-8")
+    stream: TextIO = sys.stdin if path == "-" else Path(path).open(encoding="utf-8")  # noqa: SIM115
     try:
         for n, line in enumerate(stream, start=1):
             if not line.strip():

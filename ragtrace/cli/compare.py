@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from ragtrace.cli._gate import Gate, GateError, parse_gates
 from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -16,7 +17,6 @@ from ragtrace.cli._output import (
     format_table,
     json_to_stdout,
 )
-from ragtrace.cli._gate import Gate, GateError, parse_gates
 from ragtrace.evaluation.compare import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,

@@ -9,10 +9,16 @@ judge did not find supported, the four-cell table and the totals. It finishes on
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from ragtrace.cli._output import EXIT_FAILURE, EXIT_OK, error, json_safe
+from ragtrace.cli._output import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    JSON_STDOUT,
+    add_json_option,
+    emit_json,
+    error,
+)
 
 __all__ = ["register", "run"]
 
@@ -30,9 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "demo", help="score a bundled RAG app with the embedded evaluator (start here)",
         description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON document on stdout instead of the report "
-                        "(progress goes to stderr)")
+    add_json_option(p, "the result (one document; on stdout the progress goes to stderr)")
     p.add_argument("--judge", choices=("auto", "lexical", "anthropic"), default="auto",
                    help="auto (default): anthropic when ANTHROPIC_API_KEY is set, else lexical")
     p.add_argument("--state", metavar="PATH", default=None,
@@ -47,12 +51,13 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.demo.run import DemoTimeout, run_demo
 
     out = sys.stdout
-    progress_stream = sys.stderr if args.json else sys.stdout
+    to_stdout = args.json == JSON_STDOUT
+    progress_stream = sys.stderr if to_stdout else sys.stdout
 
     def progress(line: str) -> None:
         print(line, file=progress_stream, flush=True)
 
-    if not args.json:
+    if not to_stdout:
         progress("ragtrace demo: a support bot over a tiny documentation corpus, evaluated online")
     try:
         result = run_demo(judge_name=args.judge, state_path=args.state,
@@ -63,10 +68,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # e.g. --judge anthropic without a key
         error("demo", str(exc))
         return EXIT_FAILURE
-    if args.json:
-        json.dump(json_safe(to_json(result)), out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    else:
+    if args.json is not None and not emit_json("demo", args.json, to_json(result)):
+        return EXIT_FAILURE
+    if not to_stdout:
         print(format_text(result), file=out)
     out.flush()
     return EXIT_OK

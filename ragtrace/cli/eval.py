@@ -145,7 +145,7 @@ def _retrieve_one(retriever: Callable[[str], object], q: LabelledQuestion) -> li
         result = retriever(q.question)
         if inspect.isawaitable(result):
             result = asyncio.run(_await(result))  # each worker thread runs its own event loop
-    except Exception as exc:  # noqa: BLE001 - the user's retriever: recorded per question
+    except Exception as exc:
         raise _QuestionFailedError(
             f"the retriever raised on question {q.qid!r}: {type(exc).__name__}: {exc}"
         ) from exc

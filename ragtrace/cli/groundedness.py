@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._groundedness_cli import add_batch_arguments, run_batch
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     build_judge,
@@ -13,7 +14,6 @@ from ragtrace.cli._judge_args import (
     read_text_arg,
     warn,
 )
-from ragtrace.cli._groundedness_cli import add_batch_arguments, run_batch
 from ragtrace.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -130,9 +130,9 @@ def run(args: argparse.Namespace) -> int:
     warning = calibration_warning(result.judge, args.calibration_file)
     if warning is not None:
         warn("groundedness", warning)
-    if args.json is not None:
-        if not emit_json("groundedness", args.json, to_json(result, warning)):
-            return EXIT_BAD_INPUT
-    if args.json is None or args.json != "-":
+    if args.json is not None and not emit_json("groundedness", args.json,
+                                                to_json(result, warning)):
+        return EXIT_BAD_INPUT
+    if args.json != "-":
         print(format_result(result))
     return EXIT_FAILURE if result.error is not None else EXIT_OK

@@ -8,13 +8,22 @@ The file format is the one ``ragtrace eval`` reads.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from ragtrace.cli._output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error, format_table
+from ragtrace.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    JSON_STDOUT,
+    add_json_option,
+    emit_json,
+    error,
+    format_table,
+)
 
 __all__ = ["register", "resolve_redis"]
 
@@ -75,12 +84,14 @@ def register(subparsers: Any) -> None:
 
     lister = commands.add_parser("list", help="print the loaded questions")
     lister.add_argument("--limit", type=int, default=None, help="print at most N questions")
-    lister.add_argument("--json", action="store_true", help="JSON Lines, the labels file format")
+    lister.add_argument("--json", nargs="?", const=JSON_STDOUT, default=None, metavar="PATH",
+                        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
+                             "stdout instead of the table")
     common(lister)
     lister.set_defaults(func=_list)
 
     stats = commands.add_parser("stats", help="version and counts of the loaded set")
-    stats.add_argument("--json", action="store_true", help="one JSON object")
+    add_json_option(stats, "the counts (one object)")
     common(stats)
     stats.set_defaults(func=_stats)
 
@@ -147,10 +158,14 @@ def _list(args: argparse.Namespace) -> int:
     def action(store: Any) -> int:
         questions = store.questions()
         shown = questions if args.limit is None else questions[: args.limit]
-        if args.json:
+        if args.json == JSON_STDOUT:
             for q in shown:
                 print(question_to_json(q))
             return EXIT_OK
+        if args.json is not None:
+            tmp = Path(f"{args.json}.tmp")
+            tmp.write_text("".join(question_to_json(q) + "\n" for q in shown), encoding="utf-8")
+            tmp.replace(args.json)
         if not questions:
             print("no label set loaded")
             return EXIT_OK
@@ -171,9 +186,11 @@ def _clip(text: str, width: int = 70) -> str:
 def _stats(args: argparse.Namespace) -> int:
     def action(store: Any) -> int:
         s = store.stats()
-        if args.json:
-            print(json.dumps(s.to_dict(), sort_keys=True))
-            return EXIT_OK
+        if args.json is not None:
+            if not emit_json(_COMMAND, args.json, s.to_dict()):
+                return EXIT_BAD_INPUT
+            if args.json == JSON_STDOUT:
+                return EXIT_OK
         if s.version is None:
             print("no label set loaded")
             return EXIT_OK

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from scripts.services import CollectorEndpoints
-from scripts.services.prometheus import CONSUMERS_JOB, PrometheusServer
 from scripts.services.process import free_port
+from scripts.services.prometheus import CONSUMERS_JOB, PrometheusServer
 from tests.e2e.online import (
     ASSIGNED,
     DLQ_TOPIC,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from typing import Any
+from typing import Any, ClassVar
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
@@ -84,7 +84,7 @@ class FakeConsumer:
     def seek(self, tp: Any, offset: int) -> None:
         self.seeks.append((tp, offset))
 
-    config = {"auto_offset_reset": "earliest"}
+    config: ClassVar[dict[str, str]] = {"auto_offset_reset": "earliest"}
 
     def end_offsets(self, tps: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
         return {tp: 10 for tp in tps}

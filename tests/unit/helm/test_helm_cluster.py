@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import CHART, KUBE_VERSION, SCENARIOS, Manifest, Rendered, containers, run_helm
@@ -192,7 +192,7 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
     """Answers every request with ``status``; records what it was sent."""
 
     status = 200
-    seen: list[tuple[str, str, bytes]] = []
+    seen: ClassVar[list[tuple[str, str, bytes]]] = []
 
     def _answer(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
