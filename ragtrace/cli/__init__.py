@@ -21,6 +21,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "ragtrace.cli.eval",
     "ragtrace.cli.compare",
     "ragtrace.cli.groundedness",
+    "ragtrace.cli.answer",
     "ragtrace.cli.calibrate",
     "ragtrace.cli.labels",
     "ragtrace.cli.consume",
