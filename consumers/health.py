@@ -207,12 +207,12 @@ def _handler(health: HealthServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics" and health.metrics is not None:
-                body, content_type = health.metrics()
+                exposition, content_type = health.metrics()
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(exposition)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(exposition)
                 return
             route = routes.get(path)
             if route is None:

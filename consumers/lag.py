@@ -114,5 +114,5 @@ class LagTracker:
                 never, timeout_ms=self._timeout_ms)
             for tp in never:
                 known[tp] = start[tp]
-        return tuple(PartitionLag(tp.topic, tp.partition, int(ends[tp]), int(known[tp]))
+        return tuple(PartitionLag(tp.topic, tp.partition, int(ends[tp]), int(known[tp] or 0))
                      for tp in assigned if tp in ends)
