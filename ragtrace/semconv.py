@@ -72,6 +72,7 @@ __all__ = [
     "METADATA",
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
+    "METRIC_DEPENDENCY_ERRORS",
     "METRIC_DLQ_MESSAGES",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
@@ -272,6 +273,8 @@ METRIC_JUDGE_BUDGET_EXHAUSTED: Final = "ragtrace.judge.budget.exhausted"
 METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
 METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
 METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
+METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
+"""Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka), each retried."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
