@@ -72,6 +72,10 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 log.retention.hours=24
+# Sized with the collector's Kafka exporter (producer.max_message_bytes 8 MiB): a trace that
+# passes the SDK's caps fits (collector/README.md, "Message size").
+message.max.bytes=10485760
+replica.fetch.max.bytes=10485760
 """
 
 
