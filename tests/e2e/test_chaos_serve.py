@@ -16,98 +16,18 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import threading
 import time
-import urllib.error
-import urllib.request
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ragtrace import semconv
 from scripts.services import OtlpSink
-from tests.e2e.online import RAGTRACE, ROOT, evaluation_spans, verbatim_responder
+from tests.e2e.chaos import Sender, assert_scored_once
+from tests.e2e.online import RAGTRACE, ROOT, verbatim_responder
 from tests.fakes.anthropic_server import FakeAnthropic
 
 pytestmark = pytest.mark.e2e
-
-PER_REQUEST = 5
-_TEXT = "Keys rotate from the Settings page."
-
-
-def _kv(key: str, value: str) -> common_pb2.KeyValue:
-    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=value))
-
-
-def _request(first: int) -> tuple[bytes, list[str]]:
-    """``PER_REQUEST`` complete RAG traces (root, retrieval, generation), IDs from ``first``."""
-    spans, ids = [], []
-    for n in range(first, first + PER_REQUEST):
-        tid = n.to_bytes(16, "big")
-        root, ret, gen = ((3 * n + k).to_bytes(8, "big") for k in (1, 2, 3))
-        ids.append(tid.hex())
-        text = f"{_TEXT[:-1]} of workspace {n}."  # unique: no judge-cache hit
-        now = time.time_ns()
-        spans += [
-            trace_pb2.Span(trace_id=tid, span_id=root, name=semconv.SPAN_PIPELINE,
-                           start_time_unix_nano=now, end_time_unix_nano=now + 3,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "CHAIN"),
-                                       _kv(semconv.INPUT_VALUE, f"question {n}")]),
-            trace_pb2.Span(trace_id=tid, span_id=ret, parent_span_id=root,
-                           name=semconv.SPAN_RETRIEVE, start_time_unix_nano=now,
-                           end_time_unix_nano=now + 1,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-                                       _kv(semconv.INPUT_VALUE, f"question {n}"),
-                                       _kv(semconv.retrieval_document_id(0), "c-1"),
-                                       _kv(semconv.retrieval_document_content(0), text)]),
-            trace_pb2.Span(trace_id=tid, span_id=gen, parent_span_id=root,
-                           name=semconv.SPAN_GENERATE, start_time_unix_nano=now + 1,
-                           end_time_unix_nano=now + 2,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "LLM"),
-                                       _kv(semconv.OUTPUT_VALUE, text)]),
-        ]
-    req = trace_service_pb2.ExportTraceServiceRequest(resource_spans=[trace_pb2.ResourceSpans(
-        resource=resource_pb2.Resource(attributes=[_kv("service.name", "chaos-app")]),
-        scope_spans=[trace_pb2.ScopeSpans(
-            scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
-            spans=spans)])])
-    return req.SerializeToString(), ids
-
-
-class Sender(threading.Thread):
-    """Steady traffic with exporter-style retries; ``accepted`` holds the 2xx'd trace IDs."""
-
-    def __init__(self, port: int, start_at: int) -> None:
-        super().__init__(daemon=True)
-        self.url = f"http://127.0.0.1:{port}/v1/traces"
-        self.next = start_at
-        self.accepted: list[str] = []
-        self.refused = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            body, ids = _request(self.next)
-            self.next += PER_REQUEST
-            while not self.halt.is_set():
-                req = urllib.request.Request(self.url, data=body, headers={
-                    "Content-Type": "application/x-protobuf"})
-                try:
-                    with urllib.request.urlopen(req, timeout=10) as resp:
-                        if resp.status == 200:
-                            self.accepted += ids
-                            break
-                except (urllib.error.URLError, OSError):
-                    self.refused += 1
-                time.sleep(0.05)
-            time.sleep(0.1)
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -163,7 +83,7 @@ def test_serve_restart_under_traffic_scores_every_accepted_trace_once(
     log = tmp_path / "serve.log"
     with FakeAnthropic(verbatim_responder(delay_s=0.2)) as judge:
         serve = _serve(tmp_path, port, judge.base_url, backend.endpoint, log)
-        sender = Sender(port, 1)
+        sender = Sender(f"http://127.0.0.1:{port}/v1/traces")
         sender.start()
         try:
             time.sleep(3.0)
@@ -193,19 +113,11 @@ def test_serve_restart_under_traffic_scores_every_accepted_trace_once(
                 assert time.monotonic() < deadline, len(accepted - _scored(state))
                 assert serve.poll() is None, log.read_text()[-3000:]
                 time.sleep(0.2)
-            backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
-                                   and s.trace_id in accepted, count=len(accepted), timeout=30)
-            time.sleep(1.0)  # a late duplicate would show
+            assert_scored_once(backend, accepted, timeout=30)
         finally:
             serve.send_signal(signal.SIGTERM)
             rc = serve.wait(60)
     assert rc == 0, log.read_text()[-3000:]
     assert sender.refused > 0  # it was down while traffic kept coming
-    span_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for s in evaluation_spans(backend, accepted):
-        for _, attrs in s.events:
-            span_ids[(s.trace_id, str(attrs[semconv.GEN_AI_EVALUATION_NAME]))].add(s.span_id)
-    assert {t for t, _ in span_ids} == accepted
-    assert all(len(ids) == 1 for ids in span_ids.values())  # each written back once, ever
     print(json.dumps({"how": how, "accepted": len(accepted), "refused_attempts": sender.refused,
                       "pending_at_stop": len(accepted) - down_scored}))
