@@ -238,3 +238,63 @@ def test_collector_restart_under_traffic(stack: Stack) -> None:
         _alive(consumer)
     finally:
         consumer.kill()
+
+
+def _big_trace(salt: int, extra_spans: int, span_bytes: int) -> tuple[bytes, str]:
+    """A complete RAG trace plus ``extra_spans`` child spans of ``span_bytes`` of text each."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.common.v1 import common_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    from tests.e2e.chaos import trace_request
+
+    body, (trace_id,) = trace_request(1, 1, salt)
+    req = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+    spans = req.resource_spans[0].scope_spans[0].spans
+    root = spans[0]
+    for i in range(extra_spans):
+        spans.append(trace_pb2.Span(
+            trace_id=root.trace_id, span_id=(1000 + i).to_bytes(8, "big"),
+            parent_span_id=root.span_id, name="tool", start_time_unix_nano=1,
+            end_time_unix_nano=2, attributes=[common_pb2.KeyValue(
+                key="tool.output", value=common_pb2.AnyValue(string_value="x" * span_bytes))]))
+    return req.SerializeToString(), trace_id
+
+
+def _post(url: str, body: bytes) -> int:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/x-protobuf"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return int(resp.status)
+
+
+def _failed_spans(stack: Stack) -> float:
+    url = f"http://{stack.collector.endpoints.telemetry_metrics}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("otelcol_exporter_send_failed_spans{")
+               and 'exporter="kafka"' in line)
+
+
+def test_a_trace_at_the_sdk_caps_fits_and_an_oversized_one_is_counted(stack: Stack) -> None:
+    """24 spans of 60 KB (each under the SDK's 64 KiB cap: a 1.4 MB Kafka message, over Kafka's
+    default 1 MiB) reach the consumer and are scored; a 9 MB span (no SDK would send it) is
+    dropped by the collector's Kafka exporter and counted in its send-failed metric."""
+    group, prefix = _fresh(stack, "size")
+    consumer = _consumer(stack, "size", group, prefix)
+    try:
+        before = _failed_spans(stack)
+        body, fits = _big_trace(6, 24, 60_000)
+        assert len(body) > 1_400_000
+        assert _post(stack.app_url, body) == 200
+        assert_scored_once(stack.backend, {fits}, timeout=60)
+        huge, _ = _big_trace(7, 1, 9 * 1024 * 1024)
+        assert _post(stack.app_url, huge) == 200  # the app cannot tell
+        deadline = time.monotonic() + 30
+        while _failed_spans(stack) <= before:
+            assert time.monotonic() < deadline, "the drop was not counted"
+            time.sleep(0.5)
+        assert "MESSAGE_TOO_LARGE" in stack.collector.process.log_path.read_text(errors="replace")
+        _alive(consumer)
+    finally:
+        consumer.kill()
