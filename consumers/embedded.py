@@ -155,6 +155,9 @@ class EmbeddedEvaluator:
         try:
             self._build(extra_metric_readers)
         except BaseException:
+            traces = getattr(self, "traces", None)
+            if traces is not None:
+                traces.close()
             self.state.close()
             raise
         self._wake = threading.Event()
