@@ -68,8 +68,12 @@ class ConsumerService:
     def run(self, stop: threading.Event) -> None:
         halt = self.halt
         if halt is not None:  # a SIGTERM during an outage still ends the retries
-            threading.Thread(target=lambda: (stop.wait(), halt.set()), daemon=True,
-                             name="ragtrace-halt").start()
+
+            def relay() -> None:
+                stop.wait()
+                halt.set()
+
+            threading.Thread(target=relay, daemon=True, name="ragtrace-halt").start()
         if self.health is not None:
             self.health.draining = stop.is_set  # after SIGTERM: live, not ready
             self.health.start()

@@ -86,8 +86,12 @@ def test_a_stop_ends_the_retries_with_the_last_error() -> None:
     deps = Dependencies()
     stop = threading.Event()
     sleeps: list[float] = []
-    retry = Retrier("redis", (ConnectionError,), dependencies=deps, stop=stop,
-                    sleep=lambda s: (sleeps.append(s), stop.set()))
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        stop.set()  # SIGTERM arrives while waiting out the outage
+
+    retry = Retrier("redis", (ConnectionError,), dependencies=deps, stop=stop, sleep=sleep)
     with pytest.raises(ConnectionError):
         retry.call(Flaky(100, ConnectionError("down")))
     assert len(sleeps) == 1
@@ -199,7 +203,7 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     r = rig()
     deps = Dependencies()
     retry = _retrier(deps)
-    r.pipeline.traces = Retrying(FlakyStore(r.traces, 3), retry)  # type: ignore[assignment]
+    r.pipeline.traces = Retrying(FlakyStore(r.traces, 3), retry)
     p0 = TP("spans", 0)
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 7, None, encode(rag_spans(1)))]}])
     workers = ScoringWorkers(r.pipeline, 2, depth=1)
@@ -224,7 +228,7 @@ class LossyProducer(FakeProducer):
     """The first dead letter is not acknowledged by the broker."""
 
     def send(self, topic: str, value: bytes | None = None, key: Any = None,
-             headers: list[tuple[str, bytes]] | None = None) -> Any:  # type: ignore[override]
+             headers: list[tuple[str, bytes]] | None = None) -> Any:
         super().send(topic, value, key, headers)
         return FailingFuture(len(self.sent) == 1)
 
