@@ -116,7 +116,7 @@ class ConsumerMetrics:
                                         "Traces parked for a later retry")
         self._dependency_errors = m.create_counter(
             semconv.METRIC_DEPENDENCY_ERRORS, "{error}",
-            "Failed calls to a dependency (Redis, Kafka); each is retried with backoff")
+            "Failed calls to a dependency (Redis, Kafka, write-back); each is retried")
         self._lag_source: Callable[[], int | None] = lambda: None
         self._lag_attrs: dict[str, str] = {}
         m.create_observable_gauge(semconv.METRIC_CONSUMER_LAG, [self._observe_lag], "{message}",

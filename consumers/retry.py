@@ -30,6 +30,7 @@ __all__ = [
     "Dependencies",
     "Retrier",
     "Retrying",
+    "WatchedSink",
     "kafka_transient_errors",
     "redis_transient_errors",
 ]
@@ -169,6 +170,41 @@ class Retrying:
 
         retried.__name__ = name
         return retried
+
+
+class WatchedSink:
+    """A score sink whose delivery failures mark ``writeback`` down in ``dependencies`` (and
+    count it) until a delivery succeeds. It does not retry: an undelivered trace is parked with
+    backoff by the Pipeline and scored again (the write-back's capped backoff is
+    ``judge.park_backoff_s`` .. ``park_backoff_max_s``)."""
+
+    name = "writeback"
+
+    def __init__(self, sink: Any, dependencies: Dependencies) -> None:
+        self._sink = sink
+        self._dependencies = dependencies
+
+    def write_many(self, batch: Any) -> list[Any]:
+        from ragtrace.consumers.batching import write_many
+
+        errors: list[Any] = list(write_many(self._sink, batch))
+        failed = [e for e in errors if e is not None]
+        if failed and len(failed) == len(errors):
+            self._dependencies.failed(self.name, failed[0])
+        elif errors:
+            self._dependencies.recovered(self.name)
+        return errors
+
+    def write(self, scores: Any) -> None:
+        (error,) = self.write_many([scores])
+        if error is not None:
+            raise error
+
+    def shutdown(self) -> None:
+        self._sink.shutdown()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sink, name)
 
 
 def redis_transient_errors() -> tuple[type[BaseException], ...]:

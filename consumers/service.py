@@ -27,6 +27,7 @@ from ragtrace.consumers.retry import (
     Dependencies,
     Retrier,
     Retrying,
+    WatchedSink,
     kafka_transient_errors,
     redis_transient_errors,
 )
@@ -130,7 +131,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                          interval_s=cfg.export.metrics_interval_s,
                                          timeout_s=cfg.export.timeout_s, readers=metric_readers)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
-    for name in ("redis", "kafka"):
+    for name in ("redis", "kafka", WatchedSink.name):
         metrics.dependency_known(name)
     dependencies.on_error = metrics.dependency_error
     sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
@@ -138,7 +139,8 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       recall_threshold=cfg.scoring.recall_threshold,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
-                        budget=budget, judge=judge, sink=sink, metrics=metrics,
+                        budget=budget, judge=judge, sink=WatchedSink(sink, dependencies),
+                        metrics=metrics,
                         sampler=Sampler(cfg.sampling.sampler_config()),
                         settings=PipelineSettings.from_config(cfg))
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)

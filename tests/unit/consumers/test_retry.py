@@ -275,3 +275,34 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
     runner.step()
     assert consumer.commits == [{p0: 4}] and deps.down() == {}
     runner.close()
+
+
+def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
+    from ragtrace.consumers.retry import WatchedSink
+    from ragtrace.consumers.writeback import WriteBackError
+
+    class Sink:
+        def __init__(self) -> None:
+            self.up = False
+            self.closed = False
+
+        def write_many(self, batch: list[str]) -> list[WriteBackError | None]:
+            return [None if self.up else WriteBackError(f"{b} not delivered") for b in batch]
+
+        def shutdown(self) -> None:
+            self.closed = True
+
+    errors: list[str] = []
+    deps = Dependencies(on_error=errors.append)
+    inner = Sink()
+    sink = WatchedSink(inner, deps)
+    assert [str(e) for e in sink.write_many(["t1", "t2"])] == ["t1 not delivered",
+                                                              "t2 not delivered"]
+    assert set(deps.down()) == {"writeback"} and errors == ["writeback"]
+    with pytest.raises(WriteBackError):
+        sink.write("t3")
+    inner.up = True
+    assert sink.write_many(["t4"]) == [None]
+    assert deps.down() == {} and errors == ["writeback", "writeback"]
+    sink.shutdown()
+    assert inner.closed
