@@ -20,6 +20,11 @@ membership: when it has been unsettled (joining, rebalancing) for ``stall_timeou
 topic has partitions, it leaves the group and subscribes again (counted in ``forced_rejoins`` and
 logged).
 
+Outages (:mod:`ragtrace.consumers.retry`): store calls wait out a Redis outage inside the stores
+(ingest holds its batch, nothing is re-read or dead-lettered twice), dead-letter sends are
+retried, a failed commit is retried at the next interval, and offsets are committed only once
+the dead letters before them are acknowledged; the loop never exits for an outage.
+
 A replica is stateless apart from its partitions: scale out with more replicas (same group) and
 more partitions.
 """
