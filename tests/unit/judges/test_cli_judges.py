@@ -84,7 +84,7 @@ def test_groundedness_json_shape_with_a_downgraded_claim(
     env.enqueue(claims_reply([("Refunds take 5 days.", True, "Refunds take 5 days"),
                               ("Refunds are automatic.", True, "Refunds are automatic")],
                              usage={"input_tokens": 1000, "output_tokens": 100}))
-    code = main(["groundedness", "--answer", "Refunds take 5 days and are automatic.",
+    code = main(["groundedness", "--answer", "Refunds take 5 days. Refunds are automatic.",
                  "--context", "Refunds take 5 days.", "--context", "Other.", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)

@@ -1,0 +1,167 @@
+"""The checks a judge's verdict must pass before a claim counts: evidence and unit fidelity.
+
+A claim the judge marks entailed is **downgraded** (counted unsupported) at the first failed
+check, which is recorded by name on the claim (:data:`CHECKS`, in the order they run):
+
+``no_quote``
+    no evidence quote, or an empty one.
+``verbatim``
+    the quote, normalised (:mod:`ragtrace.evaluation.judges.evidence`), is not a substring of
+    one single context document (a quote stitched across documents fails too).
+``instruction``
+    the quote reads as an instruction to an evaluator or a model
+    (:mod:`ragtrace.evaluation.judges.injection`).
+``injected_passage``
+    the quote is found only in documents flagged for a suspected injection: such a passage
+    never serves as evidence.
+``too_short``
+    the quote has fewer than :data:`MIN_EVIDENCE_WORDS` content words
+    (:mod:`ragtrace.evaluation.judges.terms`): ``"."`` or ``"the"`` carry no meaning.
+``unrelated``
+    the quote does not share the claim's content: it must contain every number of the claim,
+    at least one of its named entities when it has any, and at least
+    ``min(MIN_SHARED_WORDS, claim's content words)`` of the claim's content words making at
+    least :data:`MIN_SHARED_SHARE` of them.
+``off_unit``
+    (answer mode) the claim is not drawn from the unit it is filed under: fewer than
+    :data:`MIN_UNIT_SHARE` of its content words occur in the unit, or it adds a number the unit
+    does not have. A claim may refine its unit, not replace it.
+
+And per unit (answer mode), the unit is unsupported when:
+
+``coverage``
+    its claims together leave out a number of the unit or cover less than
+    :data:`MIN_COVERAGE` of its content words (a judge may not drop the unsupported half).
+``claimless``
+    the judge gave it no claims, but it has a number or more than
+    :data:`MAX_CLAIMLESS_WORDS` content words: only a short unit without figures (a greeting,
+    "I don't know.") may be declared free of factual claims.
+
+The thresholds were set on the seed's worked examples and the demo's answers, so honest
+verdicts on them keep their scores (``tests/unit/judges/test_adversarial.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .evidence import normalise_for_match
+from .injection import reads_as_instruction
+from .terms import content_words, named_entities, numbers
+
+__all__ = [
+    "CHECKS",
+    "MAX_CLAIMLESS_WORDS",
+    "MIN_COVERAGE",
+    "MIN_EVIDENCE_WORDS",
+    "MIN_SHARED_SHARE",
+    "MIN_SHARED_WORDS",
+    "MIN_UNIT_SHARE",
+    "UNIT_CHECKS",
+    "check_claimless",
+    "check_coverage",
+    "check_evidence",
+    "check_unit_fidelity",
+    "describe",
+    "locate_quote",
+]
+
+MIN_EVIDENCE_WORDS = 2
+MIN_SHARED_WORDS = 2
+MIN_SHARED_SHARE = 0.3
+MIN_UNIT_SHARE = 0.5
+MIN_COVERAGE = 0.5
+MAX_CLAIMLESS_WORDS = 4
+
+CHECKS = ("no_quote", "verbatim", "instruction", "injected_passage", "too_short", "unrelated",
+          "off_unit")
+UNIT_CHECKS = ("coverage", "claimless")
+
+_DESCRIPTIONS = {
+    "no_quote": "no evidence quote given",
+    "verbatim": "evidence quote not found in the context",
+    "instruction": "evidence quote reads as an instruction to the evaluator",
+    "injected_passage": "evidence quote comes only from a passage flagged for prompt injection",
+    "too_short": f"evidence quote has fewer than {MIN_EVIDENCE_WORDS} content words",
+    "unrelated": "evidence quote does not share the claim's numbers, names or key terms",
+    "off_unit": "claim is not drawn from the answer unit it is filed under",
+    "coverage": "the unit's claims leave out part of the unit",
+    "claimless": "the judge declared the unit free of claims, but it states facts",
+}
+
+
+def describe(check: str) -> str:
+    """The human-readable reason for a failed check."""
+    return _DESCRIPTIONS[check]
+
+
+def locate_quote(quote: str, context: Sequence[str]) -> tuple[int, ...]:
+    """1-based indices of the documents that contain the normalised ``quote`` (see evidence)."""
+    q = normalise_for_match(quote)
+    if len(q) >= 2 and q[0] == q[-1] and q[0] in "\"'":
+        q = q[1:-1].strip()
+    if not q:
+        return ()
+    return tuple(i for i, doc in enumerate(context, start=1) if q in normalise_for_match(doc))
+
+
+def _shares(claim: str, evidence: str) -> bool:
+    c, e = content_words(claim), content_words(evidence)
+    if not numbers(claim) <= e:
+        return False
+    entities = named_entities(claim)
+    if entities and not entities & e:
+        return False
+    if not c:
+        return True  # nothing to share: the other checks carry it
+    shared = len(c & e)
+    return shared >= min(MIN_SHARED_WORDS, len(c)) and shared / len(c) >= MIN_SHARED_SHARE
+
+
+def check_evidence(claim: str, evidence: str | None, context: Sequence[str],
+                   suspect: Sequence[int] = ()) -> str | None:
+    """The first failed evidence check for ``claim`` (None: the quote supports it)."""
+    if evidence is None or not evidence.strip():
+        return "no_quote"
+    found = locate_quote(evidence, context)
+    if not found:
+        return "verbatim"
+    if reads_as_instruction(evidence):
+        return "instruction"
+    if not set(found) - set(suspect):
+        return "injected_passage"
+    if len(content_words(evidence)) < MIN_EVIDENCE_WORDS:
+        return "too_short"
+    if not _shares(claim, evidence):
+        return "unrelated"
+    return None
+
+
+def check_unit_fidelity(claim: str, unit: str) -> str | None:
+    """``off_unit`` when ``claim`` is not drawn from ``unit`` (module docstring), else None."""
+    c, u = content_words(claim), content_words(unit)
+    if not numbers(claim) <= u:
+        return "off_unit"
+    if not c:
+        return None if not u else "off_unit"
+    return None if len(c & u) / len(c) >= MIN_UNIT_SHARE else "off_unit"
+
+
+def check_coverage(claims: Sequence[str], unit: str) -> str | None:
+    """``coverage`` when the unit's claims together leave out part of it, else None."""
+    u = content_words(unit)
+    covered: set[str] = set()
+    for claim in claims:
+        covered |= content_words(claim)
+    if not numbers(unit) <= covered:
+        return "coverage"
+    if u and len(u & covered) / len(u) < MIN_COVERAGE:
+        return "coverage"
+    return None
+
+
+def check_claimless(unit: str) -> str | None:
+    """``claimless`` when a unit the judge called free of claims states facts, else None."""
+    if numbers(unit) or len(content_words(unit)) > MAX_CLAIMLESS_WORDS:
+        return "claimless"
+    return None
