@@ -140,8 +140,12 @@ def test_calibrate_then_groundedness_warns_on_a_judge_change(
                  "--judge", "anthropic", "--json"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    # the fake marks every claim entailed with a real quote: the 6 human-entailed claims agree
-    assert report["claims"] == 10 and report["agreement"] == 0.6
+    # the fake marks every claim entailed quoting its whole context document: the 6
+    # human-entailed claims agree, and of the 4 loose ones the evidence checks downgrade the two
+    # whose quote lacks their key terms (the Team plan; cashing out leave)
+    assert report["claims"] == 10 and report["agreement"] == 0.8
+    assert report["downgrades_by_check"]["unrelated"] == 2
+    assert {d["id"] for d in report["disagreements"]} == {"a1-c4", "a3-c2"}
     assert report["judge"]["model"] == "claude-haiku-4-5-20251001"
     assert "calibration stamp saved to" in captured.err
     assert len(env.requests) == 3          # one call per context
