@@ -78,8 +78,8 @@ def format_report(report: CalibrationReport) -> str:
     ]
     downgrades = report.downgrades_by_check
     verb = "would have downgraded" if not report.require_verified_evidence else "downgraded"
-    lines += ["", f"claims the judge called entailed that each check {verb} "
-                  f"({sum(downgrades.values())} in all):",
+    lines += ["", (f"claims the judge called entailed that each check {verb} "
+                  f"({sum(downgrades.values())} in all):"),
               "  " + ", ".join(f"{name} {n}" for name, n in downgrades.items())]
     if report.disagreements:
         lines += ["", f"disagreements ({len(report.disagreements)}):"]

@@ -20,10 +20,10 @@ import time
 from collections.abc import Sequence
 
 from .answer_metrics import token_f1
-from .prompts import CHECKS_VERSION
 from .base import GroundednessResult, JudgeCapabilityError, JudgeInfo, MetricResult
 from .checks import check_evidence
 from .injection import suspect_documents
+from .prompts import CHECKS_VERSION
 from .scoring import JudgedClaim, score_units
 from .segment import Unit, segment_answer
 from .text import split_sentences, strip_citations, words

@@ -27,9 +27,9 @@ from .scoring import JudgedClaim
 from .segment import Unit
 
 __all__ = [
+    "CHECKS_VERSION",
     "GROUNDEDNESS_INSTRUCTIONS",
     "GROUNDEDNESS_TOOL",
-    "CHECKS_VERSION",
     "PROMPT_SHA256",
     "TOOL_NAME",
     "MalformedOutput",

@@ -9,8 +9,8 @@
   blank line;
 * each block is split into sentences by :func:`ragtrace.evaluation.judges.text.split_sentences`
   (Latin, Arabic and CJK terminators, abbreviations and decimals kept whole);
-* bracketed citation markers (``[c-9930]``) are removed and whitespace collapsed; a piece left
-  with no word (punctuation, a lone marker) is not a unit.
+* bracketed citation markers (``[c-9930]``) are removed, whitespace collapsed and dropped before
+  punctuation; a piece left with no word (punctuation, a lone marker) is not a unit.
 
 Every unit must get a verdict, and the groundedness score is computed over units, so a judge
 that drops, merges, repeats or invents claims cannot move the denominator.
@@ -29,6 +29,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _ITEM = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-zA-Z][.)]|[٠-٩]{1,3}[.)\-])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _SPACE = re.compile(r"\s+")
+_SPACE_BEFORE_MARK = re.compile(r"\s+(?=[.,;:!?؟،。])")
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def segment_answer(answer: str) -> tuple[Unit, ...]:
                 units.append(Unit(len(units) + 1, text.strip("\n"), "code"))
             continue
         for sentence in split_sentences(strip_citations(text)):
-            sentence = _SPACE.sub(" ", sentence).strip()
+            sentence = _SPACE_BEFORE_MARK.sub("", _SPACE.sub(" ", sentence)).strip()
             if words(sentence):
                 units.append(Unit(len(units) + 1, sentence))
     return tuple(units)
