@@ -370,7 +370,7 @@ class FakeAnthropic:
                 return self._queue.popleft().resolved(body if isinstance(body, dict) else {})
         if self.responder is None or not isinstance(body, dict):
             return error_reply(500, "api_error", "fake: no scripted reply and no responder")
-        return self.responder(body)
+        return self.responder(body).resolved(body)
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("content-length") or 0)

@@ -252,3 +252,12 @@ def test_the_lexical_judge_never_quotes_a_poisoned_passage() -> None:
     # without the poisoned passage, sentence 1 has too few of its words in the context
     assert result.score == HONEST_SCORE and result.injection_suspected == (3,)
     assert [c.entailed for c in result.claims] == [False, True]
+
+
+def test_a_responder_returning_a_flat_claims_reply_is_filed_under_units() -> None:
+    from tests.fakes.anthropic_server import claims_reply
+
+    with FakeAnthropic(lambda request: claims_reply([SUPPORTED_U2, (U1, False, None)])) as fake:
+        result = judge(fake).groundedness(ANSWER, CONTEXT)
+    assert result.score == HONEST_SCORE
+    assert [(c.unit, c.entailed) for c in result.claims] == [(1, False), (2, True)]

@@ -29,6 +29,8 @@ def test_arabic_question_mark_cjk_and_decimals() -> None:
     assert texts("هل يمكن الترحيل؟ نعم يمكن.") == ["هل يمكن الترحيل؟", "نعم يمكن."]
     assert texts("監査ログは90日間保存されます。復元できません。") == [
         "監査ログは90日間保存されます。", "復元できません。"]
+    assert texts("लॉग 90 दिन रखे जाते हैं। उन्हें बहाल नहीं किया जा सकता।") == [
+        "लॉग 90 दिन रखे जाते हैं।", "उन्हें बहाल नहीं किया जा सकता।"]
     assert texts("Version 3.5 of the API is current, e.g. for exports.") == [
         "Version 3.5 of the API is current, e.g. for exports."]
 
