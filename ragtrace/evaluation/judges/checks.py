@@ -44,6 +44,7 @@ verdicts on them keep their scores (``tests/unit/judges/test_adversarial.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .evidence import normalise_for_match
 from .injection import reads_as_instruction
@@ -102,7 +103,12 @@ def locate_quote(quote: str, context: Sequence[str]) -> tuple[int, ...]:
         q = q[1:-1].strip()
     if not q:
         return ()
-    return tuple(i for i, doc in enumerate(context, start=1) if q in normalise_for_match(doc))
+    return tuple(i for i, doc in enumerate(context, start=1) if q in _normalised(doc))
+
+
+@lru_cache(maxsize=1024)
+def _normalised(doc: str) -> str:
+    return normalise_for_match(doc)
 
 
 def _shares(claim: str, evidence: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .evidence import normalise_for_match
 
@@ -95,18 +96,23 @@ def _normalise(text: str) -> str:
 
 def injection_hits(text: str) -> list[str]:
     """Names (``lang:name``) of the patterns ``text`` matches, in pattern order, no repeats."""
+    return list(_hits(text))
+
+
+@lru_cache(maxsize=1024)  # retrieved passages recur across traces
+def _hits(text: str) -> tuple[str, ...]:
     normalised = _normalise(text)
     hits: list[str] = []
     for name, lang, rx in _COMPILED:
         label = f"{lang}:{name}"
         if label not in hits and rx.search(normalised):
             hits.append(label)
-    return hits
+    return tuple(hits)
 
 
 def reads_as_instruction(text: str) -> bool:
     """True when ``text`` matches any pattern: it addresses an evaluator or a model."""
-    return bool(injection_hits(text))
+    return bool(_hits(text))
 
 
 def suspect_documents(context: Sequence[str]) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from functools import lru_cache
 
 from .text import word_list
 
@@ -63,10 +63,21 @@ def _ascii_digits(word: str) -> str:
                    for c in word)
 
 
+_RANGES: tuple[tuple[int, int, str], ...] = (
+    (0x0600, 0x06FF, "ARABIC"), (0x0750, 0x077F, "ARABIC"), (0x08A0, 0x08FF, "ARABIC"),
+    (0xFB50, 0xFDFF, "ARABIC"), (0xFE70, 0xFEFF, "ARABIC"), (0x0E00, 0x0E7F, "THAI"),
+    (0x3040, 0x309F, "HIRAGANA"), (0x30A0, 0x30FF, "KATAKANA"), (0x31F0, 0x31FF, "KATAKANA"),
+    (0xFF66, 0xFF9F, "KATAKANA"), (0x3400, 0x4DBF, "CJK"), (0x4E00, 0x9FFF, "CJK"),
+    (0xF900, 0xFAFF, "CJK"), (0x20000, 0x3FFFF, "CJK"),
+)
+
+
 def _script(ch: str) -> str:
-    name = unicodedata.name(ch, "")
-    for script in ("ARABIC", "CJK", "HIRAGANA", "KATAKANA", "THAI", "HANGUL"):
-        if name.startswith(script):
+    code = ord(ch)
+    if code < 0x0600:
+        return "OTHER"
+    for low, high, script in _RANGES:
+        if low <= code <= high:
             return script
     return "OTHER"
 
@@ -96,6 +107,8 @@ _UNSPACED = ("CJK", "HIRAGANA", "KATAKANA", "THAI")
 
 def term(word: str) -> list[str]:
     """The normalised term(s) of one word from ``word_list`` (bigrams for unspaced scripts)."""
+    if word.isascii():
+        return [_latin(word)] if word else []
     word = _ascii_digits(word)
     if not word:
         return []
@@ -119,8 +132,10 @@ def _is_stop(word: str) -> bool:
 _ARABIC_STOP = frozenset(w.translate(_ALEF) for w in ARABIC_STOP_WORDS)
 
 
-def content_words(text: str) -> set[str]:
-    """The distinct content terms of ``text`` (module docstring)."""
+@lru_cache(maxsize=4096)
+def content_words(text: str) -> frozenset[str]:
+    """The distinct content terms of ``text`` (module docstring); cached, as the checks ask for
+    the same claim, unit and quote several times."""
     out: set[str] = set()
     for word in word_list(text):
         if _is_stop(word):
@@ -128,15 +143,17 @@ def content_words(text: str) -> set[str]:
         for t in term(word):
             if not _is_stop(t):
                 out.add(t)
-    return out
+    return frozenset(out)
 
 
-def numbers(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def numbers(text: str) -> frozenset[str]:
     """Content terms holding a digit (any script's digits, as ASCII)."""
-    return {t for t in content_words(text) if any(c.isdigit() for c in t)}
+    return frozenset(t for t in content_words(text) if any(c.isdigit() for c in t))
 
 
-def named_entities(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def named_entities(text: str) -> frozenset[str]:
     """Latin-script capitalised words not opening a sentence, and letter+digit words, as terms."""
     found: set[str] = set()
     normalised = unicodedata.normalize("NFKC", text)
@@ -149,9 +166,8 @@ def named_entities(text: str) -> set[str]:
             not _SENTENCE_START.search(normalised[:match.start()])
         if mixed or capital:
             found.update(_terms_of(word))
-    return found
+    return frozenset(found)
 
 
-def _terms_of(words: Iterable[str] | str) -> set[str]:
-    text = words if isinstance(words, str) else " ".join(words)
-    return content_words(text)
+def _terms_of(word: str) -> frozenset[str]:
+    return content_words(word)
