@@ -9,8 +9,9 @@ client (and everything built on it) runs in tests and benchmarks.
 
 Scripted replies are served first, in order; when the queue is empty the ``responder``
 ``(request_json) -> Reply`` answers (default :func:`entail_all`). A reply may carry ``render``,
-``(request_json) -> body``: its body is then built from the request it answers (the scripting
-hook :func:`claims_reply` uses to file claims under the request's answer units). A reply whose ``model`` or
+``(request_json) -> body``: its body is then built from the request it answers, when it is
+served (the scripting hook :func:`claims_reply` uses to file claims under the request's answer
+units; read a reply's body through ``reply.resolved(request)``). A reply whose ``model`` or
 ``usage`` is left ``None`` gets them filled from the request: the model through
 ``model_aliases`` (an alias resolves to a dated ID, as the real API reports it) and usage from a
 character-count estimate, with prompt caching simulated (``cache_control`` on the system block:
