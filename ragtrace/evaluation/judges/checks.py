@@ -43,15 +43,18 @@ verdicts on them keep their scores (``tests/unit/judges/test_adversarial.py``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 
 from .evidence import normalise_for_match
-from .injection import reads_as_instruction
-from .terms import content_words, named_entities, numbers
+from .injection import PATTERNS, reads_as_instruction
+from .terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, content_words, named_entities, numbers
 
 __all__ = [
     "CHECKS",
+    "CHECKS_VERSION",
     "MAX_CLAIMLESS_WORDS",
     "MIN_COVERAGE",
     "MIN_EVIDENCE_WORDS",
@@ -63,6 +66,7 @@ __all__ = [
     "check_coverage",
     "check_evidence",
     "check_unit_fidelity",
+    "checks_fingerprint",
     "describe",
     "locate_quote",
 ]
@@ -73,6 +77,10 @@ MIN_SHARED_SHARE = 0.3
 MIN_UNIT_SHARE = 0.5
 MIN_COVERAGE = 0.5
 MAX_CLAIMLESS_WORDS = 4
+
+CHECKS_VERSION = 1
+"""Bump on a change to the checks' logic (thresholds, patterns and word lists are in the
+fingerprint by value)."""
 
 CHECKS = ("no_quote", "verbatim", "instruction", "injected_passage", "too_short", "unrelated",
           "off_unit")
@@ -89,6 +97,21 @@ _DESCRIPTIONS = {
     "coverage": "the unit's claims leave out part of the unit",
     "claimless": "the judge declared the unit free of claims, but it states facts",
 }
+
+
+def checks_fingerprint() -> str:
+    """SHA-256 of everything the checks decide by: their version, thresholds, the injection
+    pattern set and the stop-word lists. Part of every groundedness prompt hash, so a change to
+    the checks shows as a judge change, like a prompt change."""
+    blob = json.dumps({
+        "version": CHECKS_VERSION,
+        "thresholds": [MIN_EVIDENCE_WORDS, MIN_SHARED_WORDS, MIN_SHARED_SHARE, MIN_UNIT_SHARE,
+                       MIN_COVERAGE, MAX_CLAIMLESS_WORDS],
+        "checks": [CHECKS, UNIT_CHECKS],
+        "patterns": PATTERNS,
+        "stop_words": sorted(ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS),
+    }, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def describe(check: str) -> str:

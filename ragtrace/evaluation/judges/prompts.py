@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .checks import checks_fingerprint
 from .scoring import JudgedClaim
 from .segment import Unit
 
@@ -112,7 +113,7 @@ GROUNDEDNESS_TOOL: Mapping[str, Any] = {
 }
 
 # The code-side checks are part of the judge: a change to them changes the prompt hash as well.
-CHECKS_VERSION = "ragtrace groundedness checks v1: units, evidence checks, injection scan"
+CHECKS_VERSION = f"ragtrace groundedness checks {checks_fingerprint()}"
 
 _DOCUMENT = '<document index="{index}">\n{text}\n</document>'
 _UNIT = '<unit id="{index}">{text}</unit>'

@@ -172,3 +172,14 @@ def test_valid_unit_judgement_and_claims_mode() -> None:
     assert given[1][0].claim == "the given claim" and given[1][0].entailed
     with pytest.raises(MalformedOutput, match="expected 1 claims, got 2"):
         parse_units(_units((1, [CLAIM, CLAIM])), [1], ["c"])
+
+
+def test_the_checks_are_part_of_the_prompt_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtrace.evaluation.judges import PROMPT_SHA256, checks
+    from ragtrace.evaluation.judges.prompts import CHECKS_VERSION, groundedness_sha256
+
+    assert checks.checks_fingerprint() in CHECKS_VERSION
+    before = checks.checks_fingerprint()
+    monkeypatch.setattr(checks, "MIN_SHARED_SHARE", 0.25)
+    assert checks.checks_fingerprint() != before
+    assert groundedness_sha256() == PROMPT_SHA256   # the constant was computed from the real ones
