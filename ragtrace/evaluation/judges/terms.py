@@ -3,7 +3,8 @@
 Words come from :func:`ragtrace.evaluation.judges.text.word_list` (NFKC, case-folded, combining
 marks and tatweel dropped). Then, per script:
 
-* **digits** of any script become ASCII (``٩٠`` → ``90``); a word holding a digit is a *number*;
+* **digits** of any script become ASCII (``٩٠`` → ``90``) and thousands separators are dropped
+  (``1,000`` → ``1000``); a word holding a digit is a *number*;
 * **Arabic**: alef variants ``أ إ آ ٱ`` → ``ا``, ``ى`` → ``ي``, ``ة`` → ``ه``; one leading
   conjunction ``و``/``ف`` and then one article or preposition+article (``ال``, ``بال``, ``كال``,
   ``لل``, ``بـ``/``لـ`` before ``ال``) are stripped from words long enough to keep a stem of three
@@ -53,6 +54,7 @@ ARABIC_STOP_WORDS = frozenset("""
 _ALEF = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه"})
 _AR_PREFIXES = ("وال", "فال", "بال", "كال", "لل", "ال")
 _LATIN_WORD = re.compile(r"[^\W\d_][\w'-]*|\d[\w-]*", re.UNICODE)
+_THOUSANDS = re.compile(r"(?<=\d)[,\u066c\u202f'](?=\d{3}(?!\d))")
 _SENTENCE_START = re.compile(r"(?:^|[.!?؟…:;]\s+|\n\s*)$")
 
 
@@ -137,7 +139,7 @@ def content_words(text: str) -> frozenset[str]:
     """The distinct content terms of ``text`` (module docstring); cached, as the checks ask for
     the same claim, unit and quote several times."""
     out: set[str] = set()
-    for word in word_list(text):
+    for word in word_list(_THOUSANDS.sub("", text)):
         if _is_stop(word):
             continue
         for t in term(word):

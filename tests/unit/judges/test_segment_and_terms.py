@@ -85,6 +85,7 @@ def test_arabic_content_words_match_across_clitics_and_spelling() -> None:
 
 def test_numbers_any_script_and_named_entities() -> None:
     assert numbers("٩٠ يوما") == {"90"}
+    assert numbers("1,000 requests, or 1000 a day, 3.5 each") == {"1000", "3", "5"}
     assert numbers("The /v1/exports endpoint returns HTTP 409") == {"v1", "409"}
     assert named_entities("Workspace data can be hosted in the EU (Frankfurt) or Oregon.") == {
         "eu", "frankfurt", "oregon"}
