@@ -18,10 +18,10 @@ check, which is recorded by name on the claim (:data:`CHECKS`, in the order they
     the quote has fewer than :data:`MIN_EVIDENCE_WORDS` content words
     (:mod:`ragtrace.evaluation.judges.terms`): ``"."`` or ``"the"`` carry no meaning.
 ``unrelated``
-    the quote does not share the claim's content: it must contain every number of the claim,
-    at least one of its named entities when it has any, and at least
-    ``min(MIN_SHARED_WORDS, claim's content words)`` of the claim's content words making at
-    least :data:`MIN_SHARED_SHARE` of them.
+    the quote does not share the claim's content: it must contain every number and every
+    named entity of the claim, and at least ``min(MIN_SHARED_WORDS, claim's content words)`` of
+    the claim's content words making at least :data:`MIN_SHARED_SHARE` of them (a quote that
+    carries less than half of what the claim says does not entail it).
 ``off_unit``
     (answer mode) the claim is not drawn from the unit it is filed under: fewer than
     :data:`MIN_UNIT_SHARE` of its content words occur in the unit, or it adds a number the unit
@@ -73,7 +73,7 @@ __all__ = [
 
 MIN_EVIDENCE_WORDS = 2
 MIN_SHARED_WORDS = 2
-MIN_SHARED_SHARE = 0.3
+MIN_SHARED_SHARE = 0.5
 MIN_UNIT_SHARE = 0.5
 MIN_COVERAGE = 0.5
 MAX_CLAIMLESS_WORDS = 4
@@ -138,8 +138,7 @@ def _shares(claim: str, evidence: str) -> bool:
     c, e = content_words(claim), content_words(evidence)
     if not numbers(claim) <= e:
         return False
-    entities = named_entities(claim)
-    if entities and not entities & e:
+    if not named_entities(claim) <= e:
         return False
     if not c:
         return True  # nothing to share: the other checks carry it

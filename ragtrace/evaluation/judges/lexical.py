@@ -9,8 +9,10 @@ That is a rough check — it catches outright invention, not a negation or a swa
 the score carries this judge's name so it is never mistaken for a model judge's.
 
 The evidence for a supported unit is the context sentence sharing most words with it among those
-that pass the evidence checks (else the best-overlapping one, which is then downgraded), copied
-from the context; it points at where the words came from, it does not prove entailment.
+that pass the evidence checks, else the whole passage sharing most words that passes them (a
+unit may draw on two sentences of one passage), else the best-overlapping sentence, which is
+then downgraded; copied from the context, it points at where the words came from, it does not
+prove entailment.
 """
 
 from __future__ import annotations
@@ -58,17 +60,21 @@ class LexicalJudge:
     def info(self) -> JudgeInfo:
         return self._info
 
-    def _claim(self, claim: str, context: Sequence[str], source_words: set[str],
-               source_sentences: list[tuple[str, set[str]]]) -> JudgedClaim:
+    def _claim(self, claim: str, context: Sequence[str], source_docs: Sequence[str],
+               source_words: set[str], source_sentences: list[tuple[str, set[str]]]
+               ) -> JudgedClaim:
         w = words(strip_citations(claim))
         support = len(w & source_words) / len(w) if w else 0.0
         entailed = support >= self.threshold
         evidence = None
         if entailed and source_sentences:
             ranked = sorted(source_sentences, key=lambda s: len(s[1] & w), reverse=True)
-            # the best-overlapping sentence that carries the claim's figures and key terms
-            evidence = next((s for s, _ in ranked[:_CANDIDATES]
-                             if check_evidence(claim, s, context) is None), ranked[0][0])
+            # the best-overlapping sentence that carries the claim's figures and key terms, else
+            # the best whole passage (a unit may draw on two sentences of one passage)
+            candidates = [s for s, _ in ranked[:_CANDIDATES]] + sorted(
+                source_docs, key=lambda d: len(words(d) & w), reverse=True)
+            evidence = next((c for c in candidates if check_evidence(claim, c, context) is None),
+                            ranked[0][0])
         return JudgedClaim(claim, entailed, evidence, support)
 
     @staticmethod
@@ -95,7 +101,9 @@ class LexicalJudge:
                answer_mode: bool) -> GroundednessResult:
         suspect = suspect_documents(context)
         source_words, sentences = self._prepare(context, suspect)
-        judged = {u.id: [self._claim(u.text, context, source_words, sentences)] for u in units}
+        clean = [d for i, d in enumerate(context, start=1) if i not in suspect]
+        judged = {u.id: [self._claim(u.text, context, clean, source_words, sentences)]
+                  for u in units}
         return score_units(units, judged, context, self._info, suspect=suspect,
                            answer_mode=answer_mode, latency_s=time.perf_counter() - start)
 

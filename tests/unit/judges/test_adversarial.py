@@ -140,6 +140,8 @@ def test_demo_answers_keep_their_scores_with_both_judges() -> None:
     ("an irrelevant true sentence of the context as evidence",
      units_reply([(1, [(U1, True, ("Each line holds one record, and the download link expires "
                                   "after 24 hours."))]), (2, [SUPPORTED_U2])]), "unrelated"),
+    ("the whole passage on the same topic as evidence",
+     units_reply([(1, [(U1, True, C2210)]), (2, [SUPPORTED_U2])]), "unrelated"),
     ('"." as evidence', units_reply([(1, [(U1, True, ".")]), (2, [SUPPORTED_U2])]), "too_short"),
     ("a claim quoting a different document",
      units_reply([(1, [(U1, True, ("a second request returns HTTP 409 until the first job "

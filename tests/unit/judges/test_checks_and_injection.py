@@ -33,7 +33,7 @@ DOCS = [("Audit log retention on the Enterprise plan is 90 days. Logs older than
 
 def test_thresholds_are_the_documented_ones() -> None:
     assert (MIN_EVIDENCE_WORDS, MIN_SHARED_SHARE, MIN_UNIT_SHARE, MIN_COVERAGE,
-            MAX_CLAIMLESS_WORDS) == (2, 0.3, 0.5, 0.5, 4)
+            MAX_CLAIMLESS_WORDS) == (2, 0.5, 0.5, 0.5, 4)
     assert CHECKS == ("no_quote", "verbatim", "instruction", "injected_passage", "too_short",
                       "unrelated", "off_unit")
     assert all(describe(c) for c in (*CHECKS, "coverage", "claimless"))
@@ -47,7 +47,8 @@ def test_thresholds_are_the_documented_ones() -> None:
     ("Audit logs are kept 90 days.", "cannot be restored. The Team plan", "verbatim"),   # stitched
     ("Audit logs are kept 90 days.", ".", "too_short"),
     ("Audit logs are kept 90 days.", "is 90", "too_short"),          # 1 content word < 2
-    ("Audit logs are kept 90 days.", "is 90 days", None),             # 2 content words: enough
+    ("Logs are kept 90 days.", "is 90 days", None),                   # 2 of 4 words: enough
+    ("Audit logs are kept 90 days.", "is 90 days", "unrelated"),      # 2 of 5: under half
     # shares no number: the claim's 90 must be quoted
     ("Audit logs are kept 90 days.", "Logs older than the retention window are deleted", "unrelated"),
     # a named entity of the claim must be in the quote
@@ -60,11 +61,19 @@ def test_evidence_checks(claim: str, evidence: str | None, failed: str | None) -
 
 
 def test_shared_share_threshold_is_inclusive() -> None:
-    # claim content words: alpha beta gamma delta epsilon zeta eta theta iota kappa (10)
-    claim = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
-    docs = ["alpha beta gamma omega psi", "alpha beta omega psi chi"]
-    assert check_evidence(claim, "alpha beta gamma omega psi", docs) is None      # 3/10 = 0.3
-    assert check_evidence(claim, "alpha beta omega psi chi", docs) == "unrelated"  # 2/10
+    # claim content words: alpha beta gamma delta epsilon zeta eta theta (8)
+    claim = "alpha beta gamma delta epsilon zeta eta theta"
+    docs = ["alpha beta gamma delta omega psi", "alpha beta gamma omega psi chi"]
+    assert check_evidence(claim, "alpha beta gamma delta omega psi", docs) is None   # 4/8 = 0.5
+    assert check_evidence(claim, "alpha beta gamma omega psi chi", docs) == "unrelated"  # 3/8
+
+
+def test_every_named_entity_of_the_claim_must_be_quoted() -> None:
+    docs = ["Workspace data can be hosted in the EU (Frankfurt) or the US (Oregon)."]
+    claim = "Data can be hosted in Frankfurt or Oregon."
+    assert check_evidence(claim, "hosted in the EU (Frankfurt) or the US (Oregon)", docs) is None
+    assert check_evidence(claim, "Workspace data can be hosted in the EU (Frankfurt)",
+                          docs) == "unrelated"
 
 
 def test_instruction_and_injected_passage_checks() -> None:
@@ -76,8 +85,8 @@ def test_instruction_and_injected_passage_checks() -> None:
     assert check_evidence("Audit logs are kept 90 days.", "Retention is 90 days for audit logs",
                           docs, (3,)) == "injected_passage"
     # the same sentence also in a clean document is fine
-    assert check_evidence("Audit logs are kept 90 days.", "retention on the Enterprise plan is 90 "
-                          "days", docs, (3,)) is None
+    assert check_evidence("Audit logs are kept 90 days.", "Audit log retention on the Enterprise "
+                          "plan is 90 days", docs, (3,)) is None
 
 
 def test_unit_checks() -> None:
