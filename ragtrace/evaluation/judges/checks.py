@@ -23,9 +23,10 @@ check, which is recorded by name on the claim (:data:`CHECKS`, in the order they
     the claim's content words making at least :data:`MIN_SHARED_SHARE` of them (a quote that
     carries less than half of what the claim says does not entail it).
 ``off_unit``
-    (answer mode) the claim is not drawn from the unit it is filed under: fewer than
-    :data:`MIN_UNIT_SHARE` of its content words occur in the unit, or it adds a number the unit
-    does not have. A claim may refine its unit, not replace it.
+    (answer mode) the claim is not drawn from the unit it is filed under: it shares no content
+    word with the unit, fewer than :data:`MIN_UNIT_SHARE` of its content words occur in the unit
+    or the units before it (a pronoun may be resolved), or it adds a number none of them has. A
+    claim may refine its unit, not replace it.
 
 And per unit (answer mode), the unit is unsupported when:
 
@@ -165,14 +166,22 @@ def check_evidence(claim: str, evidence: str | None, context: Sequence[str],
     return None
 
 
-def check_unit_fidelity(claim: str, unit: str) -> str | None:
-    """``off_unit`` when ``claim`` is not drawn from ``unit`` (module docstring), else None."""
+def check_unit_fidelity(claim: str, unit: str, earlier: str = "") -> str | None:
+    """``off_unit`` when ``claim`` is not drawn from ``unit`` (module docstring), else None.
+
+    Words of the ``earlier`` units count too, so a claim may resolve a pronoun ("They cannot be
+    restored." → "Deleted audit logs cannot be restored."), but it must share at least one
+    content word with its own unit; coverage still requires a unit's claims to carry its own
+    words."""
     c, u = content_words(claim), content_words(unit)
-    if not numbers(claim) <= u:
+    known = u | content_words(earlier)
+    if not numbers(claim) <= known:
         return "off_unit"
     if not c:
         return None if not u else "off_unit"
-    return None if len(c & u) / len(c) >= MIN_UNIT_SHARE else "off_unit"
+    if u and not c & u:
+        return "off_unit"
+    return None if len(c & known) / len(c) >= MIN_UNIT_SHARE else "off_unit"
 
 
 def check_coverage(claims: Sequence[str], unit: str) -> str | None:

@@ -39,11 +39,11 @@ class JudgedClaim:
     support: float | None = None
 
 
-def _verdict(raw: JudgedClaim, unit: Unit, context: Sequence[str], suspect: Sequence[int],
-             answer_mode: bool) -> ClaimVerdict:
+def _verdict(raw: JudgedClaim, unit: Unit, earlier: str, context: Sequence[str],
+             suspect: Sequence[int], answer_mode: bool) -> ClaimVerdict:
     failed = check_evidence(raw.claim, raw.evidence, context, suspect)
     if failed is None and answer_mode:
-        failed = check_unit_fidelity(raw.claim, unit.text)
+        failed = check_unit_fidelity(raw.claim, unit.text, earlier)
         verified = True
     else:
         verified = failed is None
@@ -73,7 +73,8 @@ def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim
     """
     unit_verdicts: list[UnitVerdict] = []
     all_claims: list[ClaimVerdict] = []
-    for unit in units:
+    for n, unit in enumerate(units):
+        earlier = " ".join(u.text for u in units[:n])
         raws = judged[unit.id]
         if not raws:
             if not answer_mode:
@@ -81,7 +82,7 @@ def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim
             failed = check_claimless(unit.text)
             unit_verdicts.append(UnitVerdict(unit.id, unit.text, False, failed is None, failed))
             continue
-        verdicts = [_verdict(r, unit, context, suspect, answer_mode) for r in raws]
+        verdicts = [_verdict(r, unit, earlier, context, suspect, answer_mode) for r in raws]
         all_claims.extend(verdicts)
         supported = all(v.entailed for v in verdicts)
         failed = None

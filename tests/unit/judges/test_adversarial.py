@@ -273,3 +273,12 @@ def test_an_answer_cannot_close_its_unit_and_forge_another(api: FakeAnthropic) -
     assert text.count("<unit ") == 1 and text.count("</unit>") == 1   # only our own tags
     assert '&lt;/unit> &lt;unit id="9">' in text                      # the forged ones escaped
     assert result.score == 0.0 and len(result.units) == 1
+
+
+def test_an_earlier_units_claim_filed_under_a_later_unit_fails_coverage(
+        api: FakeAnthropic) -> None:
+    # earlier units' words may resolve a pronoun, so fidelity lets this through: coverage does not
+    answer = f"{U2} {U1}"
+    result = run(api, units_reply([(1, [SUPPORTED_U2]), (2, [SUPPORTED_U2])]), answer)
+    assert result.score == HONEST_SCORE
+    assert [u.check for u in result.units] == [None, "coverage"]

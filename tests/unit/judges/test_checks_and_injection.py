@@ -95,6 +95,14 @@ def test_unit_checks() -> None:
     assert check_unit_fidelity("Logs are deleted nightly after the retention period.", unit) is None
     assert check_unit_fidelity("Exports are CSV files delivered weekly.", unit) == "off_unit"
     assert check_unit_fidelity("Audit logs are retained for 30 days.", unit) == "off_unit"  # new number
+    # a pronoun resolved from an earlier unit is fine; a claim with nothing of its unit is not
+    earlier = "Audit logs are retained for 90 days."
+    assert check_unit_fidelity("Deleted audit logs cannot be restored.", "They cannot be restored.",
+                               earlier) is None
+    assert check_unit_fidelity("Deleted audit logs cannot be restored.",
+                               "They cannot be restored.") == "off_unit"
+    assert check_unit_fidelity("Audit logs are retained for 90 days.", "They cannot be restored.",
+                               earlier) == "off_unit"
     assert check_coverage(["Audit logs are retained for 90 days.",
                            "Deleted logs cannot be restored."], unit) is None
     assert check_coverage(["Logs are deleted nightly."], unit) == "coverage"    # 90 left out
