@@ -5,7 +5,9 @@ claim called entailed must pass the evidence checks (and, in answer mode, come f
 the unit is supported when it has claims, all of them entailed, and they cover it. A unit with no
 claims is accepted as claimless only when it is short and carries no figure. Duplicate claims
 (same normalised text) are listed once, the worst verdict kept; they never move the score, which
-is computed over units.
+is computed over units. A unit failed by a unit check (``coverage``, ``claimless``) while none of
+its claims is unsupported is itself listed as an unsupported claim, so the claims shown (and
+written back as "unsupported") account for every unsupported unit.
 
 Context documents flagged for a suspected injection are listed on the result and excluded as
 evidence.
@@ -51,6 +53,12 @@ def _verdict(raw: JudgedClaim, unit: Unit, earlier: str, context: Sequence[str],
                         failed if raw.entailed else None)
 
 
+def _unsupported_unit(unit: Unit) -> ClaimVerdict:
+    """A unit failed by a unit check while no claim of it is unsupported: the unit itself is
+    listed as an unsupported claim, so every unsupported unit shows among the claims."""
+    return ClaimVerdict(unit.text, False, None, False, None, unit.id)
+
+
 def _dedupe(claims: Sequence[ClaimVerdict]) -> tuple[ClaimVerdict, ...]:
     kept: dict[str, ClaimVerdict] = {}
     for c in claims:
@@ -81,6 +89,8 @@ def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim
                 raise ValueError(f"claims mode: no verdict for claim {unit.id}")
             failed = check_claimless(unit.text)
             unit_verdicts.append(UnitVerdict(unit.id, unit.text, False, failed is None, failed))
+            if failed is not None:
+                all_claims.append(_unsupported_unit(unit))
             continue
         verdicts = [_verdict(r, unit, earlier, context, suspect, answer_mode) for r in raws]
         all_claims.extend(verdicts)
@@ -89,6 +99,8 @@ def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim
         if supported and answer_mode:
             failed = check_coverage([r.claim for r in raws], unit.text)
             supported = failed is None
+            if failed is not None:
+                all_claims.append(_unsupported_unit(unit))
         unit_verdicts.append(UnitVerdict(unit.id, unit.text, supported, False, failed))
     return GroundednessResult.from_units(unit_verdicts, _dedupe(all_claims), judge,
                                          injection_suspected=suspect, usage=usage,

@@ -171,12 +171,15 @@ def test_dropping_the_unsupported_half_of_a_unit_fails_coverage(api: FakeAnthrop
         (2, [SUPPORTED_U2])]))
     assert result.score is not None and result.score <= HONEST_SCORE
     assert result.units[0].check == "coverage" and not result.units[0].supported
+    # the unit itself is listed as unsupported, so the written-back claims account for it
+    assert [c.claim for c in result.claims if not c.entailed] == [U1]
 
 
 def test_declaring_the_unsupported_unit_claimless_does_not_drop_it(api: FakeAnthropic) -> None:
     result = run(api, units_reply([(1, []), (2, [SUPPORTED_U2])]))
     assert result.score == HONEST_SCORE
     assert result.units[0].check == "claimless" and not result.units[0].claimless
+    assert [(c.claim, c.unit) for c in result.claims if not c.entailed] == [(U1, 1)]
 
 
 def test_repeating_the_supported_claim_nine_times_counts_it_once(api: FakeAnthropic) -> None:
