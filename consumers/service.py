@@ -147,6 +147,10 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
 
     k = cfg.kafka
     client_id = f"{k.client_id}-{os.getpid()}"
+    # Each connection attempt gives up within the start-up wait (kafka-python >= 3 waits 30 s).
+    if "bootstrap_timeout_ms" in getattr(KafkaConsumer, "DEFAULT_CONFIG", {}):
+        kafka_security = {**kafka_security,
+                          "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000)}
     consumer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaConsumer(
         bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
         client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,

@@ -25,9 +25,12 @@ class DependencyUnavailable(RuntimeError):
     """A dependency did not answer within the start-up wait."""
 
     def __init__(self, name: str, address: str, waited_s: float, error: BaseException) -> None:
-        detail = " ".join(str(error).split()) or type(error).__name__
+        kind = type(error).__name__
+        detail = " ".join(str(error).split())
+        if not detail.startswith(kind):  # kafka-python's errors already start with their name
+            detail = f"{kind}: {detail}" if detail else kind
         super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: "
-                         f"{type(error).__name__}: {detail[:200]}")
+                         f"{detail[:200]}")
         self.name = name
         self.address = address
 

@@ -306,3 +306,19 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
     assert deps.down() == {} and errors == ["writeback", "writeback"]
     sink.shutdown()
     assert inner.closed
+
+
+def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    from unittest import mock
+
+    from ragtrace.consumers import redis_stores
+    from ragtrace.consumers.service import build_service
+
+    monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
+    cfg = ConsumerConfig.defaults().replace(health={"startup_wait_s": 0.5},
+                                            kafka={"bootstrap_servers": "127.0.0.1:1"},
+                                            judge={"name": "lexical"})
+    with pytest.raises(DependencyUnavailable, match=r"^Kafka at 127\.0\.0\.1:1 unavailable after "
+                                                     r"\d s: KafkaTimeoutError: Unable to "
+                                                     r"bootstrap"):
+        build_service(cfg)
