@@ -14,7 +14,10 @@
   or when the sink raises :class:`RequestTooLarge` (the request could never fit);
 * 400 as well for JSON nested deeper than the decoder's recursion limit;
 * 415 for any other content type or content encoding;
-* 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable);
+* 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable),
+  or before the body is read when the bytes of the requests in flight would pass
+  ``max_inflight_bytes`` (default four maximum bodies; a gzip body counts its decompressed
+  maximum too): memory per request times the worker pool stays bounded;
 * 404 for other paths, 405 for other methods on ``/v1/traces``.
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
@@ -125,6 +128,7 @@ class OtlpHttpReceiver:
         meter_provider: metrics.MeterProvider | None = None,
         timeout_s: float = 10.0,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        max_inflight_bytes: int | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
@@ -133,6 +137,8 @@ class OtlpHttpReceiver:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         self._timeout_s = timeout_s
+        # Default: four bodies of the largest size (a gzip one counts its decompressed size too).
+        self._inflight = _Budget(max_inflight_bytes or 4 * max_body_bytes)
         if decode_protobuf is None or decode_json is None or decode_error is None:
             dp, dj, de = _default_decoders()
             decode_protobuf = decode_protobuf or dp
@@ -295,6 +301,22 @@ class OtlpHttpReceiver:
                     self._reply(413, "text/plain; charset=utf-8",
                                 f"body exceeds {receiver._max_body} bytes".encode(), close=True)
                     return
+                # Bytes in flight (the body, plus its decompressed form at most) are bounded
+                # across all requests: past the bound a request is refused before it is read.
+                gzipped = "gzip" in self.headers.get("Content-Encoding", "").lower()
+                reserve = length + (receiver._max_body if gzipped else 0)
+                if not receiver._inflight.acquire(reserve):
+                    receiver._count("busy")
+                    self._reply(503, "text/plain; charset=utf-8",
+                                b"too many request bytes in flight; retry later",
+                                {"Retry-After": "1"}, close=True)
+                    return
+                try:
+                    self._read_and_handle(length)
+                finally:
+                    receiver._inflight.release(reserve)
+
+            def _read_and_handle(self, length: int) -> None:
                 try:
                     body = self.rfile.read(length)
                 except TimeoutError:
@@ -364,6 +386,29 @@ class OtlpHttpReceiver:
 
 class _TooLarge(Exception):
     pass
+
+
+class _Budget:
+    """A count of bytes shared by the request threads: ``acquire`` succeeds only within the
+    limit (a single reservation larger than the limit succeeds when nothing else is held)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_inflight_bytes must be >= 1, got {limit}")
+        self._limit = limit
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def acquire(self, n: int) -> bool:
+        with self._lock:
+            if self._held and self._held + n > self._limit:
+                return False
+            self._held += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self._held -= n
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:

@@ -175,3 +175,35 @@ def test_a_request_over_the_pending_bound_is_refused_whole(tmp_path: Path) -> No
             "the request alone exceeds the evaluator's bound")
         held = ev.traces.held()
         assert held.traces == 2 and held == Held(2, held.bytes)
+
+
+def test_bytes_in_flight_are_bounded_across_requests() -> None:
+    """A request is refused (503, before its body is read) while the bodies in flight would
+    pass ``max_inflight_bytes``; it is taken once they are done."""
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(spans: Sequence[SpanRecord]) -> Accepted | None:
+        calls.append(len(spans))
+        entered.set()
+        release.wait(5)
+        return None
+
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    req = _request()
+    req.resource_spans[0].scope_spans[0].spans[0].attributes.append(common_pb2.KeyValue(
+        key="padding", value=common_pb2.AnyValue(string_value="p" * 50_000)))
+    body = req.SerializeToString()
+    with OtlpHttpReceiver(slow, port=0, max_body_bytes=64 * 1024,
+                          max_inflight_bytes=80_000) as receiver:
+        first: list[int] = []
+        client = threading.Thread(target=lambda: first.append(_post(receiver, body, PB)[0]))
+        client.start()
+        assert entered.wait(5)
+        status, headers, _ = _post(receiver, body, PB)
+        assert (status, headers["retry-after"], calls) == (503, "1", [2])
+        release.set()
+        client.join(5)
+        assert first == [200]
+        assert _post(receiver, body, PB)[0] == 200 and calls == [2, 2]
