@@ -173,7 +173,7 @@ class KafkaRunner:
                      len(self._consumer.assignment()), self.forced_rejoins)
         self.on_partitions_revoked(self._consumer.assignment(), blocking=False)
         self._consumer.unsubscribe()
-        self.subscribe(self._topic)
+        self._kafka(self.subscribe, self._topic)  # a broker outage is waited out, not fatal
         self._unsettled_since = now
         self._stall_wait_s = min(self._stall_wait_s * 2, self._stall_timeout_s * _STALL_BACKOFF_MAX)
 
@@ -216,7 +216,8 @@ class KafkaRunner:
         self._fill(False)
         # Short polls while traces are being scored, so a freed worker gets its next trace soon.
         busy = self._workers.in_flight > 0
-        records = self._consumer.poll(
+        records = self._kafka(
+            self._consumer.poll,
             timeout_ms=0 if self._paused else (_BUSY_POLL_MS if busy else _POLL_MS),
             max_records=self._max_poll_records)
         if records:
@@ -296,10 +297,14 @@ class KafkaRunner:
         _log.warning("dead-lettered %s[%d]@%d: %s: %s", msg.topic, msg.partition, msg.offset,
                      reason, detail[:200])
 
+    def _kafka(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A Kafka call, through the retrier when there is one (retry.py)."""
+        if self._kafka_retry is None:
+            return fn(*args, **kwargs)
+        return self._kafka_retry.call(fn, *args, **kwargs)
+
     def _send_dead_letter(self, message: dict[str, Any]) -> None:
-        send = self._producer.send
-        future = (self._kafka_retry.call(send, self._dlq_topic, **message)
-                  if self._kafka_retry is not None else send(self._dlq_topic, **message))
+        future = self._kafka(self._producer.send, self._dlq_topic, **message)
         self._dlq_sent.append((future, message))
         self._dlq_unflushed += 1
 

@@ -108,6 +108,21 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     wait_s = cfg.health.startup_wait_s
     client = rs.connect(cfg.redis.url)
     wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)
+    k = cfg.kafka
+    client_id = f"{k.client_id}-{os.getpid()}"
+    # Each connection attempt gives up within the start-up wait (kafka-python >= 3 waits 30 s).
+    if "bootstrap_timeout_ms" in getattr(KafkaConsumer, "DEFAULT_CONFIG", {}):
+        kafka_security = {**kafka_security,
+                          "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000)}
+    consumer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaConsumer(
+        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
+        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
+        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
+        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security),
+        wait_s)
+    producer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaProducer(
+        bootstrap_servers=k.bootstrap_servers.split(","), client_id=f"{client_id}-dlq",
+        acks="all", **kafka_security), wait_s)
     heartbeat = Heartbeat()
     halt = threading.Event()
     dependencies = Dependencies()
@@ -145,21 +160,6 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                         settings=PipelineSettings.from_config(cfg))
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
-    k = cfg.kafka
-    client_id = f"{k.client_id}-{os.getpid()}"
-    # Each connection attempt gives up within the start-up wait (kafka-python >= 3 waits 30 s).
-    if "bootstrap_timeout_ms" in getattr(KafkaConsumer, "DEFAULT_CONFIG", {}):
-        kafka_security = {**kafka_security,
-                          "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000)}
-    consumer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaConsumer(
-        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
-        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
-        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
-        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security),
-        wait_s)
-    producer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaProducer(
-        bootstrap_servers=k.bootstrap_servers.split(","), client_id=f"{client_id}-dlq",
-        acks="all", **kafka_security), wait_s)
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
     kafka_retry = Retrier("kafka", kafka_transient_errors(), dependencies=dependencies,
                           stop=halt, on_wait=heartbeat.beat)

@@ -322,3 +322,28 @@ def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -
                                                      r"\d s: KafkaTimeoutError: Unable to "
                                                      r"bootstrap"):
         build_service(cfg)
+
+
+def test_a_poll_that_fails_on_a_broker_outage_is_retried() -> None:
+    r = rig()
+    deps = Dependencies()
+    p0 = TP("spans", 0)
+
+    class Outage(FakeConsumer):
+        failures = 2
+
+        def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise TimeoutError("broker unavailable")
+            return super().poll(timeout_ms, max_records)
+
+    consumer = Outage([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(3)))]}])
+    kafka_retry = Retrier("kafka", (TimeoutError,), dependencies=deps, sleep=lambda s: None)
+    runner = KafkaRunner(consumer, FakeProducer(), r.pipeline, ScoringWorkers(r.pipeline, 1),
+                         r.metrics, dlq_topic="spans.dlq", clock=r.clock, dependencies=deps,
+                         kafka_retry=kafka_retry)
+    r.clock.now = T0 + 10
+    runner.step()
+    assert consumer.failures == 0 and consumer.commits == [{p0: 1}] and deps.down() == {}
+    runner.close()
