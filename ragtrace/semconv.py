@@ -91,6 +91,7 @@ __all__ = [
     "METRIC_SCORING_DELAY",
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
+    "METRIC_SDK_OVERSIZED",
     "METRIC_TRACES_SAMPLED",
     "METRIC_TRACES_SCORED",
     "METRIC_TRACES_SEEN",
@@ -285,6 +286,7 @@ METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+METRIC_SDK_OVERSIZED: Final = "ragtrace.sdk.oversized"
 METRIC_RECEIVER_REJECTED: Final = "ragtrace.receiver.rejected"
 """Embedded OTLP/HTTP receiver: requests (or spans, on partial success) refused, by reason."""
 
