@@ -40,6 +40,7 @@ __all__ = [
     "EVAL_GROUNDEDNESS_NO_CLAIMS",
     "EVAL_GROUNDEDNESS_UNSUPPORTED",
     "EVAL_HIT_RATE",
+    "EVAL_INJECTION_SUSPECTED",
     "EVAL_JUDGE_COST_USD",
     "EVAL_JUDGE_MODEL",
     "EVAL_JUDGE_NAME",
@@ -78,11 +79,13 @@ __all__ = [
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
     "METRIC_CONSUMER_PARTITIONS",
+    "METRIC_DEPENDENCY_ERRORS",
     "METRIC_DLQ_MESSAGES",
     "METRIC_GEN_AI_CLIENT_OPERATION_DURATION",
     "METRIC_GEN_AI_CLIENT_TOKEN_USAGE",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
+    "METRIC_INJECTION_SUSPECTED",
     "METRIC_JUDGE_BUDGET_EXHAUSTED",
     "METRIC_JUDGE_CALLS",
     "METRIC_JUDGE_COST",
@@ -96,6 +99,7 @@ __all__ = [
     "METRIC_SCORING_DELAY",
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
+    "METRIC_SDK_OVERSIZED",
     "METRIC_TRACES_SAMPLED",
     "METRIC_TRACES_SCORED",
     "METRIC_TRACES_SEEN",
@@ -260,6 +264,9 @@ EVAL_JUDGE_NAME: Final = "ragtrace.eval.judge.name"
 EVAL_JUDGE_MODEL: Final = "ragtrace.eval.judge.model"
 EVAL_JUDGE_PROMPT_SHA256: Final = "ragtrace.eval.judge.prompt_sha256"
 EVAL_JUDGE_COST_USD: Final = "ragtrace.eval.judge.cost_usd"
+EVAL_INJECTION_SUSPECTED: Final = "ragtrace.eval.injection_suspected"
+"""``True`` when a context passage addresses an evaluator or a model (a suspected prompt
+injection; never used as evidence). Written only when true."""
 
 # --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
 METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"
@@ -277,15 +284,20 @@ METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"
 METRIC_JUDGE_COST: Final = "ragtrace.judge.cost"
 METRIC_JUDGE_LATENCY: Final = "ragtrace.judge.latency"
 METRIC_JUDGE_BUDGET_EXHAUSTED: Final = "ragtrace.judge.budget.exhausted"
+METRIC_INJECTION_SUSPECTED: Final = "ragtrace.judge.injection_suspected"
+"""Judged traces whose context held a passage flagged as a suspected prompt injection."""
 METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
 METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
 METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
 """Per partition (topic, partition): end offset minus the group's committed offset."""
 METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
 """Partitions assigned to one replica (0 while idle): its presence says a consumer is alive."""
+METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
+"""Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka, writeback)."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+METRIC_SDK_OVERSIZED: Final = "ragtrace.sdk.oversized"
 METRIC_GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 """The judge's own calls (OTel GenAI semconv): tokens per call by gen_ai.token.type."""
 METRIC_GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"

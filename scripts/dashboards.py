@@ -73,6 +73,7 @@ _T = alert_thresholds()
 APP_METRICS: dict[str, str] = {
     "ragtrace.sdk.errors": "ragtrace_sdk_errors_total",
     "ragtrace.sdk.dropped": "ragtrace_sdk_dropped_total",
+    "ragtrace.sdk.oversized": "ragtrace_sdk_oversized_total",
     "ragtrace.receiver.rejected": "ragtrace_receiver_rejected_total",
 }
 # The collector's own telemetry (job otelcol / the ServiceMonitor's self-metrics endpoint).
@@ -155,6 +156,8 @@ OPERATIONS: dict[str, str] = {
                          f'{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'),
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
     "budget_exhausted": f"sum by (service) (rate({_M['ragtrace.judge.budget.exhausted']}{{{_S}}}[{_RI}]))",
+    "injection_suspected": (f"sum by (service) (increase("
+                            f"{_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"),
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
     # One series per partition, from the replica holding it (committed vs end offset).
     "consumer_lag": f"sum by (topic, partition) ({_M['ragtrace.consumer.lag']})",
@@ -166,8 +169,15 @@ OPERATIONS: dict[str, str] = {
                               f"{COLLECTOR_METRICS['send_failed_spans']}[{_RI}]))"),
     "sdk_errors": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.errors']}[{_RI}]))",
     "sdk_dropped": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.dropped']}[{_RI}]))",
+    "sdk_oversized": f"sum by (job) (rate({APP_METRICS['ragtrace.sdk.oversized']}[{_RI}]))",
     "receiver_rejected": (f"sum by (reason) (rate({APP_METRICS['ragtrace.receiver.rejected']}"
                           f"[{_RI}]))"),
+    "dependency_errors": (f"sum by (dependency) "
+                          f"(rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"),
+    # The collector's own counter exists only after a first failure: "or ... * 0" keeps a 0 line.
+    "collector_dropped": ('sum by (exporter) (rate(otelcol_exporter_send_failed_spans'
+                          f'{{exporter=~"kafka.*"}}[{_RI}])) * 60 or sum by (exporter) '
+                          f'(rate(otelcol_exporter_sent_spans{{exporter=~"kafka.*"}}[{_RI}])) * 0'),
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -402,6 +412,11 @@ def operations() -> dash.Dashboard:
                          [_q(q["calls_per_minute"], "calls/min", "A"),
                           _q(q["tokens_per_minute"], "tokens/min", "B"),
                           _q(q["budget_exhausted"], "exhausted {{service}}", "C")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Suspected prompt injections",
+                         "Judged traces whose retrieved context held a passage addressed to an "
+                         "evaluator or model (never used as evidence), over the time range; "
+                         "the traces carry ragtrace.eval.injection_suspected=true.",
+                         [_q(q["injection_suspected"], "{{service}}")], "short", w=8))
     d = d.with_row(dash.Row("Pipeline health").id(ids()))
     d = d.with_panel(_ts(ids, "Dead-lettered messages",
                          "Span messages sent to the dead-letter topic per minute, by reason.",
@@ -417,6 +432,15 @@ def operations() -> dash.Dashboard:
                          "Partitions each live consumer replica holds (0: idle, e.g. more "
                          "replicas than partitions). No series at all: no consumer is alive.",
                          [_q(q["partitions_by_replica"], "{{instance}}")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Dependency errors",
+                         "Failed calls to Redis or Kafka per minute (each retried with backoff; "
+                         "/readyz names the dependency down meanwhile).",
+                         [_q(q["dependency_errors"], "{{dependency}}")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Spans the collector failed to export",
+                         "Spans per minute the collector dropped on the way to Kafka (e.g. a "
+                         "trace over the exporter's max_message_bytes): never scored. Alert "
+                         "RagtraceCollectorDroppingSpans.",
+                         [_q(q["collector_dropped"], "{{exporter}}")], "short", w=8))
     d = d.with_row(dash.Row("Ingest health").id(ids()))
     d = d.with_panel(_ts(ids, "Collector: refused spans and export failures",
                          "Spans the collector's receivers refused (memory limiter) and spans its "
@@ -425,11 +449,13 @@ def operations() -> dash.Dashboard:
                           _q(q["collector_send_failed"], "send failed {{exporter}}", "B")],
                          "reqps", w=8))
     d = d.with_panel(_ts(ids, "SDK errors and dropped spans",
-                         "Failures inside the applications' ragtrace SDK and spans it dropped "
-                         "before export, per second, by application (job) and reason. Empty "
-                         "while nothing has failed.",
+                         "Failures inside the applications' ragtrace SDK, spans it dropped "
+                         "before export, and traces too large for one collector Kafka message, "
+                         "per second, by application (job) and reason. Empty while nothing has "
+                         "failed.",
                          [_q(q["sdk_errors"], "errors {{job}} {{reason}}", "A"),
-                          _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B")], "reqps",
+                          _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B"),
+                          _q(q["sdk_oversized"], "oversized traces {{job}}", "C")], "reqps",
                          w=8))
     d = d.with_panel(_ts(ids, "Receiver rejections (ragtrace serve)",
                          "OTLP requests the embedded evaluator's receiver refused, per second, by "

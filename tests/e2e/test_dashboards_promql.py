@@ -173,6 +173,7 @@ def _emit_every_metric(endpoint: str) -> None:
         m.parked("judge_unavailable")
         m.dead_lettered("decode_error")
         m.scoring_delay(2.0, "shop")
+        m.dependency_error("redis")
         assert provider.force_flush(10_000)
     finally:
         provider.shutdown()
@@ -214,6 +215,7 @@ metrics.set_meter_provider(provider)
 from ragtrace import _health
 _health.report("probe")
 _health.dropped("probe", 2)
+_health.oversized()
 assert provider.force_flush(10_000)
 provider.shutdown()
 """
@@ -225,9 +227,11 @@ def test_app_metric_names(collector: CollectorEndpoints, prometheus_url: str) ->
     job = "ragtrace-app-probe"
     subprocess.run([sys.executable, "-c", _APP_PROBE, collector.eval_metrics_url, job],
                    check=True, timeout=60, cwd=ROOT)
-    for otel in ("ragtrace.sdk.errors", "ragtrace.sdk.dropped"):
+    for otel, selector in (("ragtrace.sdk.errors", ', reason="probe"'),
+                           ("ragtrace.sdk.dropped", ', reason="probe"'),
+                           ("ragtrace.sdk.oversized", "")):
         name = dashboards.APP_METRICS[otel]
-        wait_for_series(prometheus_url, f'{name}{{job="{job}", reason="probe"}}', timeout=30)
+        wait_for_series(prometheus_url, f'{name}{{job="{job}"{selector}}}', timeout=30)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -121,8 +121,9 @@ def test_batch_to_stdout_and_bad_input(api: FakeAnthropic,
 
 def test_answer_from_stdin_and_json_to_a_file(api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("x is y.\n"))
-    assert main(["groundedness", "--judge", "lexical", "--answer", "@-", "--context", "x is y.",
+    monkeypatch.setattr("sys.stdin", io.StringIO("Audit logs are kept ninety days.\n"))
+    assert main(["groundedness", "--judge", "lexical", "--answer", "@-", "--context",
+                 "Audit logs are kept ninety days.",
                  "--json", "result.json"]) == 0
     assert capsys.readouterr().out.startswith("judge: lexical")
     assert json.loads(Path("result.json").read_text())["score"] == 1.0
