@@ -66,6 +66,8 @@ class Built:
     redis: mock.MagicMock
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
     reader: InMemoryMetricReader = field(default_factory=InMemoryMetricReader)
+    meter_options: dict[str, Any] = field(default_factory=dict)
+    """The keyword arguments ``make_meter_provider`` was called with (endpoint, readers, ...)."""
 
 
 def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Built:
@@ -98,9 +100,15 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     monkeypatch.setattr(kafka, "KafkaProducer", producer)
     monkeypatch.setattr(redis_stores, "connect", lambda url: redis_client)
     monkeypatch.setattr(redis_stores, "RedisTraceStore", recording(redis_stores.RedisTraceStore))
-    monkeypatch.setattr(service, "make_meter_provider",
-                        lambda *a, **k: MeterProvider(metric_readers=[reader]))
+    meter_options: dict[str, Any] = {}
+
+    def meter_provider(*a: Any, **k: Any) -> MeterProvider:
+        meter_options.update(k)
+        return MeterProvider(metric_readers=[reader, *k.get("readers", ())])
+
+    monkeypatch.setattr(service, "make_meter_provider", meter_provider)
     monkeypatch.setattr(service.OtlpScoreSink, "to_collector",
                         classmethod(lambda cls, *a, **k: mock.MagicMock(name="sink")))
     built = service.build_service(cfg, judge=make_judge("lexical"))
-    return Built(built, made["consumer"], made["producer"], redis_client, stores, reader)
+    return Built(built, made["consumer"], made["producer"], redis_client, stores, reader,
+                 meter_options)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -71,3 +72,30 @@ def test_no_metrics_path_without_an_exposition() -> None:
             assert json.load(exc)["paths"] == ["/livez", "/readyz"]
     finally:
         srv.stop()
+
+
+def test_consume_serves_metrics_on_its_health_port_and_can_stop_pushing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``build_service``: with health on, GET /metrics answers with the replica's metrics;
+    ``export.metrics_otlp=false`` (what the Helm chart sets) leaves out the OTLP push."""
+    from service_fakes import build_with_fakes
+
+    from ragtrace.consumers.config import ConsumerConfig
+
+    health = {"enabled": True, "port": 0}
+    for push in (True, False):
+        cfg = ConsumerConfig.defaults().replace(health=health, export={"metrics_otlp": push})
+        built = build_with_fakes(monkeypatch, cfg)
+        try:
+            assert (built.meter_options["endpoint"] is not None) is push
+            server = built.service.health
+            assert server is not None
+            server.start()
+            built.service.runner._metrics.trace_seen("shop", "qa")
+            got = _scrape(server.url)
+            assert got["ragtrace_traces_seen_total"] == {
+                (("pipeline", "qa"), ("service", "shop")): 1}
+        finally:
+            if built.service.health is not None:
+                built.service.health.stop()
+            built.service.meter_provider.shutdown()
