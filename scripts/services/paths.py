@@ -6,7 +6,7 @@ produced it, so a stale build is never picked up after the manifest changes:
 
 * Kafka jars: ``<cache>/kafka/<key of scripts/kafka/pom.xml>/libs/*.jar``
 * collector: ``<cache>/collector/<key of collector/builder-config.yaml>/otelcol-ragtrace``
-* helm: ``<cache>/bin/helm``
+* helm, kube-score: ``<cache>/bin/helm``, ``<cache>/bin/kube-score``
 * redis-server, prometheus, promtool: Debian packages, found on ``PATH``.
 
 Each can be overridden by an environment variable (``RAGTRACE_KAFKA_LIBS``, ``RAGTRACE_OTELCOL``,
@@ -28,6 +28,7 @@ __all__ = [
     "cache_dir",
     "helm",
     "kafka_libs",
+    "kube_score",
     "manifest_key",
     "otelcol",
     "prometheus",
@@ -94,6 +95,12 @@ def otelcol() -> Path:
 def helm() -> Path:
     """The helm binary (``go install helm.sh/helm/v3/cmd/helm``)."""
     return _executable("helm", _override("RAGTRACE_HELM") or cache_dir() / "bin" / "helm")
+
+
+def kube_score() -> Path:
+    """The kube-score binary (``go install github.com/zegl/kube-score/cmd/kube-score``)."""
+    return _executable("kube-score",
+                       _override("RAGTRACE_KUBE_SCORE") or cache_dir() / "bin" / "kube-score")
 
 
 def _on_path(what: str, var: str, name: str) -> Path:

@@ -28,7 +28,7 @@ def test_missing_builds_say_to_run_make_provision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAGTRACE_CACHE", str(tmp_path))
-    for finder in (paths.kafka_libs, paths.otelcol, paths.helm):
+    for finder in (paths.kafka_libs, paths.otelcol, paths.helm, paths.kube_score):
         with pytest.raises(paths.NotProvisioned, match=r"Run `make provision`") as info:
             finder()
         assert str(tmp_path) in str(info.value)

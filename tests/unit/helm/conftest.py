@@ -43,6 +43,11 @@ def helm_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def kube_score_bin() -> Path:
+    return _tool(paths.kube_score, "kube-score")
+
+
+@pytest.fixture(scope="session")
 def promtool_bin() -> Path:
     return _tool(paths.promtool, "promtool")
 

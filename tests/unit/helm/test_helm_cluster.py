@@ -303,3 +303,47 @@ def test_collector_runs_two_replicas_behind_a_pdb(rendered: Callable[[str], Rend
     single = render(sets=["collector.replicas=1"])
     assert [p["metadata"]["name"] for p in single.of_kind("PodDisruptionBudget")] == [
         "rt-ragtrace-consumer"]
+
+
+# --- kube-score ---------------------------------------------------------------------------------
+# Checks the chart opts out of, each for a reason:
+# - container-cpu-limit: CPU limits throttle the judge's bursts and the collector's batches for
+#   no protection that requests do not give; memory limits are set.
+# - container-image-pull-policy (wants Always): images are pinned by tag or digest.
+# - pod-networkpolicy, in scenarios without networkPolicy.enabled (it is opt-in).
+# Objects carry their own exceptions as kube-score/ignore annotations (the collector's probes
+# share the health_check endpoint; helm test pods only connect out). Warnings (a host
+# podAntiAffinity, where the chart uses topology spread) do not fail.
+_KUBE_SCORE_IGNORED = ("container-image-pull-policy",)
+
+
+def _kube_score(binary: Path, r: Rendered, tmp_path: Path, *ignored: str) -> \
+        subprocess.CompletedProcess[str]:
+    manifest = tmp_path / "rendered.yaml"
+    manifest.write_text(r.text)
+    args = [str(binary), "score", "--output-format", "ci", "--ignore-container-cpu-limit"]
+    for test in (*_KUBE_SCORE_IGNORED, *ignored):
+        args += ["--ignore-test", test]
+    return subprocess.run([*args, str(manifest)], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_kube_score_finds_nothing_critical(kube_score_bin: Path,
+                                           rendered: Callable[[str], Rendered], scenario: str,
+                                           tmp_path: Path) -> None:
+    r = rendered(scenario)
+    extra = () if r.of_kind("NetworkPolicy") else ("pod-networkpolicy",)
+    proc = _kube_score(kube_score_bin, r, tmp_path, *extra)
+    critical = [x for x in proc.stdout.splitlines() if x.startswith("[CRITICAL]")]
+    assert critical == [] and proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[OK]" in proc.stdout
+
+
+def test_kube_score_catches_a_weakened_chart(kube_score_bin: Path,
+                                             render: Callable[..., Rendered],
+                                             tmp_path: Path) -> None:
+    r = render(sets=["consumer.resources=null", "networkPolicy.enabled=true"])
+    proc = _kube_score(kube_score_bin, r, tmp_path)
+    assert proc.returncode != 0
+    assert "(consumer) Memory limit is not set" in proc.stdout

@@ -11,6 +11,8 @@ metadata:
   annotations:
     helm.sh/hook: test
     helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+    # A short-lived client that only connects out: no NetworkPolicy selects it.
+    kube-score/ignore: pod-networkpolicy
 spec:
   restartPolicy: Never
   serviceAccountName: {{ include "ragtrace.serviceAccountName" $root }}
@@ -35,8 +37,10 @@ spec:
         requests:
           cpu: 10m
           memory: 32Mi
+          ephemeral-storage: 1Mi
         limits:
           memory: 64Mi
+          ephemeral-storage: 16Mi
       {{- with $root.Values.consumer.securityContext }}
       securityContext:
         {{- toYaml . | nindent 8 }}
