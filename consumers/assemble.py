@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.recognise import Role, is_evaluation_span, role_of
+from ragtrace.consumers.readers import Role, is_evaluation_span, role_of
 
 __all__ = [
     "DEFAULT_IDLE_S",

@@ -56,7 +56,7 @@ from ragtrace.consumers.model import (
     SpanRecord,
     TraceStore,
 )
-from ragtrace.consumers.recognise import to_rag_trace
+from ragtrace.consumers.readers import to_rag_trace
 from ragtrace.consumers.score import (
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
