@@ -11,7 +11,7 @@ export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,dialects]'
 	touch $@
 
 venv: $(VENV)/.installed

@@ -72,6 +72,7 @@ class ConsumerMetrics:
     def __init__(self, meter_provider: MeterProvider, *,
                  judge_prompt_sha256: str | None = None) -> None:
         self._judge_prompt = prompt_label(judge_prompt_sha256)
+        self.meter_provider = meter_provider
         m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(

@@ -99,6 +99,9 @@ def _line(row: Any) -> str:
         text += f"\n    not supported: \"{claim}\""
     if row.judge_error:
         text += f"\n    judge error: {row.judge_error}"
+    for key, what in (("recall_na_reason", "recall n/a"), ("groundedness_na_reason", "unjudged")):
+        if row.extra.get(key):
+            text += f"\n    {what}: {row.extra[key]}"
     return text
 
 
