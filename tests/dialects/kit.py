@@ -1,0 +1,50 @@
+"""Shared by the dialect tests: a real instrumentor drives a real framework app (fake LLM) in a child
+process, exporting over OTLP/HTTP to an embedded evaluator (``ragtrace serve``'s engine) in
+this process; the scores of labelled traces with known truth are asserted exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from ragtrace.consumers.embedded import EmbeddedEvaluator
+from ragtrace.consumers.sqlite_stores import ScoredResult
+from tests.dialects.apps import corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_app(module: str, *args: str, env: Mapping[str, str] | None = None,
+            timeout: float = 180) -> list[dict[str, str]]:
+    """Run ``tests.dialects.apps.<module>`` with ``args``; what it printed (its last line)."""
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OTEL_", "RAGTRACE_", "ANTHROPIC_", "OPENAI_", "TRACELOOP_",
+                                  "LANGFUSE_"))}
+    clean.update({"PYTHONPATH": str(ROOT), **(env or {})})
+    done = subprocess.run([sys.executable, "-m", f"tests.dialects.apps.{module}", *args],
+                          capture_output=True, text=True, timeout=timeout, env=clean, cwd=ROOT,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def scored(ev: EmbeddedEvaluator, asked: list[dict[str, str]]) -> dict[str, ScoredResult]:
+    """The evaluator's result for each asked question, by question."""
+    rows = {r.trace_id: r for r in ev.wait_for_results(len(asked), timeout_s=60)}
+    missing = [a for a in asked if a["trace_id"] not in rows]
+    assert not missing, f"not scored: {missing}; scored: {list(rows)}"
+    return {a["question"]: rows[a["trace_id"]] for a in asked}
+
+
+def assert_known_truth(results: Mapping[str, ScoredResult]) -> None:
+    """Every question got exactly its expected question ID, recall@3, groundedness and cell."""
+    got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
+    assert got == corpus.EXPECTED
+    for q, r in results.items():
+        assert r.query == q
+        assert r.retrieved == corpus.RETRIEVED[q]
+        assert r.answer == corpus.ANSWERS[q]
