@@ -40,11 +40,11 @@ def scored(ev: EmbeddedEvaluator, asked: list[dict[str, str]]) -> dict[str, Scor
     return {a["question"]: rows[a["trace_id"]] for a in asked}
 
 
-def assert_known_truth(results: Mapping[str, ScoredResult]) -> None:
+def assert_known_truth(results: Mapping[str, ScoredResult], *, query_prefix: str = "") -> None:
     """Every question got exactly its expected question ID, recall@3, groundedness and cell."""
     got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
     assert got == corpus.EXPECTED
     for q, r in results.items():
-        assert r.query == q
+        assert r.query == query_prefix + q
         assert r.retrieved == corpus.RETRIEVED[q]
         assert r.answer == corpus.ANSWERS[q]
