@@ -8,20 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.consumers.config import ConsumerConfig
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.evaluation.judges import LexicalJudge
-from tests.dialects.apps import corpus
+from ragtrace.consumers.embedded import EmbeddedEvaluator
+from tests.dialects.kit import make_evaluator
 
 
 @pytest.fixture()
 def evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
-    labels = corpus.write_labels(tmp_path / "labels.jsonl")
-    config = ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.2},
-                                               export={"metrics_interval_s": 3600})
-    with EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "state.db",
-                                            labels_path=labels, metrics_port=None),
-                           config=config, judge=LexicalJudge()) as ev:
+    with make_evaluator(tmp_path) as ev:
         yield ev
 
 

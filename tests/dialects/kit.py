@@ -11,7 +11,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragtrace.consumers.embedded import EmbeddedEvaluator
+from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace.consumers.sqlite_stores import ScoredResult
 from tests.dialects.apps import corpus
 
@@ -30,6 +32,18 @@ def run_app(module: str, *args: str, env: Mapping[str, str] | None = None,
                           check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def make_evaluator(tmp_path: Path, otlp_endpoint: str | None = None) -> EmbeddedEvaluator:
+    """``ragtrace serve``'s engine on a free loopback port: the corpus labels, k=3, the lexical
+    judge; evaluation spans to ``otlp_endpoint`` when given."""
+    labels = corpus.write_labels(tmp_path / "labels.jsonl")
+    config = ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.2},
+                                               export={"metrics_interval_s": 3600})
+    return EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "state.db",
+                                              labels_path=labels, metrics_port=None,
+                                              otlp_endpoint=otlp_endpoint),
+                             config=config, judge=LexicalJudge())
 
 
 def scored(ev: EmbeddedEvaluator, asked: list[dict[str, str]]) -> dict[str, ScoredResult]:

@@ -4,7 +4,8 @@ itself with ``gen_ai.operation.name=retrieval`` / ``gen_ai.retrieval.documents``
 ``openai`` client against a wire-level fake, traced by opentelemetry-instrumentation-openai-v2
 (latest experimental conventions, content on the span).
 
-``python -m tests.dialects.apps.genai_app ENDPOINT``. The retrieval query is the question with
+``python -m tests.dialects.apps.genai_app ENDPOINT [BACKEND]``: with BACKEND, spans are also
+exported there (a trace backend beside the evaluator). The retrieval query is the question with
 a prefix, so the label can only match by the question ID set on the app's own span.
 """
 
@@ -21,13 +22,19 @@ QUERY_PREFIX = "user asks: "
 QIDS = {item["question"]: item["qid"] for item in corpus.LABELS}
 
 
-def main(endpoint: str) -> None:
+def main(endpoint: str, backend: str | None = None) -> None:
     import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     import ragtrace
 
     tp, ids = provider(endpoint, "genai-app")
+    if backend is not None:
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+        from tests.dialects.apps._harness import exporter
+
+        tp.add_span_processor(SimpleSpanProcessor(exporter(backend)))
     OpenAIInstrumentor().instrument(tracer_provider=tp)
     tracer = tp.get_tracer("support-app")
 
@@ -58,4 +65,4 @@ def main(endpoint: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
