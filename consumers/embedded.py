@@ -43,6 +43,7 @@ from ragtrace.consumers.otlp_http import (
     ReceiverBusy,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.signal_forwarder import SignalForwarder
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ENV_OTLP_ENDPOINT",
     "ENV_STATE",
+    "OTLP_SIGNALS",
     "EmbeddedEvaluator",
     "EmbeddedSettings",
     "default_state_path",
@@ -67,6 +69,7 @@ ENV_OTLP_ENDPOINT = "RAGTRACE_EXPORT_OTLP_ENDPOINT"
 """Base URL evaluation spans and metrics are sent to over OTLP/HTTP (unset: kept local)."""
 ENV_STATE = "RAGTRACE_STATE"
 """Path of the embedded evaluator's SQLite state file."""
+OTLP_SIGNALS = ("all", "traces", "metrics")
 DEFAULT_METRICS_PORT = 9464
 DEFAULT_SERVICE_NAME = "ragtrace-embedded"
 
@@ -100,6 +103,10 @@ class EmbeddedSettings:
     service_name: str = DEFAULT_SERVICE_NAME
     workers: int | None = None
     max_pending_traces: int = 10_000
+    otlp_signals: str = "all"
+    """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
+    ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
+    an app sends to the evaluator are forwarded there too."""
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -113,6 +120,9 @@ class EmbeddedSettings:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if not self.service_name:
             raise ValueError("service_name must not be empty")
+        if self.otlp_signals not in OTLP_SIGNALS:
+            raise ValueError(f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, "
+                             f"got {self.otlp_signals!r}")
         if self.max_pending_traces < 1:
             raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
 
@@ -161,15 +171,17 @@ class EmbeddedEvaluator:
             self.prometheus_registry = CollectorRegistry(auto_describe=True)
             readers.append(PrometheusMetricReader(registry=self.prometheus_registry))
         resource = make_resource(s.service_name)
+        traces_to = s.otlp_endpoint if s.otlp_signals in ("all", "traces") else None
+        metrics_to = s.otlp_endpoint if s.otlp_signals in ("all", "metrics") else None
         self.meter_provider: MeterProvider = make_meter_provider(
-            resource, endpoint=s.otlp_endpoint, interval_s=cfg.export.metrics_interval_s,
+            resource, endpoint=metrics_to, interval_s=cfg.export.metrics_interval_s,
             timeout_s=cfg.export.timeout_s, readers=readers)
         self.metrics = ConsumerMetrics(self.meter_provider,
                                        judge_prompt_sha256=self.judge.info.prompt_sha256)
         inner: ScoreSink | None = None
-        if s.otlp_endpoint is not None:
+        if traces_to is not None:
             inner = OtlpScoreSink.to_collector(
-                s.otlp_endpoint, resource, timeout_s=cfg.export.timeout_s,
+                traces_to, resource, timeout_s=cfg.export.timeout_s,
                 recall_threshold=cfg.scoring.recall_threshold,
                 groundedness_threshold=cfg.scoring.groundedness_threshold)
         self.sink = RecordingSink(self.state.results, inner)
@@ -183,8 +195,10 @@ class EmbeddedEvaluator:
             sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
+        forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
-                                         meter_provider=self.meter_provider)
+                                         meter_provider=self.meter_provider,
+                                         other_signals=forward)
 
     # --- lifecycle --------------------------------------------------------------------------
     @property
