@@ -43,9 +43,9 @@ from ragtrace.consumers.otlp_http import (
     ReceiverBusy,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace.consumers.signal_forwarder import SignalForwarder
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
+from ragtrace.consumers.signal_forwarder import SignalForwarder
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.consumers.writeback import ScoreSink

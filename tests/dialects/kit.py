@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace.consumers.sqlite_stores import ScoredResult
+from ragtrace.evaluation.judges import LexicalJudge
 from tests.dialects.apps import corpus
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.dialects.kit import assert_known_truth, run_app, scored
 
 from ragtrace.consumers.embedded import EmbeddedEvaluator
 from tests.dialects.apps import corpus
+from tests.dialects.kit import assert_known_truth, run_app, scored
 
 
 @pytest.mark.parametrize("mode", ["llm", "chat"])

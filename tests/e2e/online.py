@@ -275,8 +275,16 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list[Any]], bool],
 
 
 def evaluation_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
+    """The summary evaluation spans (flat ``ragtrace.eval.*`` attributes) of ``trace_ids``."""
     return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
-                         and s.trace_id in trace_ids)
+                         and s.name == semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
+
+
+def metric_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
+    """The per-family evaluation spans (their ``gen_ai.evaluation.result`` events), each under
+    the span it evaluates."""
+    return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
+                         and s.name != semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
 
 
 @dataclass(frozen=True)

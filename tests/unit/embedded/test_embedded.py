@@ -263,7 +263,7 @@ def test_metrics_and_logs_from_the_app_are_forwarded_and_spans_only_sends_no_met
     (a backend without /v1/metrics, like Phoenix); what an app sends to /v1/metrics and
     /v1/logs is acknowledged and forwarded unchanged."""
     import http.server
-    import urllib.request as request
+    from urllib import request
 
     received: list[tuple[str, bytes]] = []
 
