@@ -43,6 +43,7 @@ from ragtrace.consumers.otlp_http import (
     ReceiverBusy,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.readers import use_readers
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
 from ragtrace.consumers.signal_forwarder import SignalForwarder
@@ -187,6 +188,7 @@ class EmbeddedEvaluator:
         self.sink = RecordingSink(self.state.results, inner)
         self.traces = MemoryTraceStore(ttl_s=cfg.assembly.ttl_s,
                                        max_attempts=cfg.assembly.max_attempts)
+        use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
         self.pipeline = Pipeline(
             traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
             idempotency=self.state.idempotency,

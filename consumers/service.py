@@ -23,6 +23,7 @@ from ragtrace.consumers.kafka_runner import KafkaRunner
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.readers import use_readers
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.evaluation.judges import Judge
 
@@ -105,6 +106,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       timeout_s=cfg.export.timeout_s,
                                       recall_threshold=cfg.scoring.recall_threshold,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
+    use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
                         budget=budget, judge=judge, sink=sink, metrics=metrics,
                         sampler=Sampler(cfg.sampling.sampler_config()),
