@@ -37,8 +37,13 @@ def is_evaluation_span(span: SpanRecord) -> bool:
 class SpanReaders:
     """Offers a span to each reader in turn; :meth:`read` is None for an unrecognised span."""
 
-    def __init__(self, readers: Sequence[Reader]) -> None:
+    def __init__(self, readers: Sequence[Reader], *, memo_size: int = 4096) -> None:
         self.readers = tuple(readers)
+        # Ingestion asks about the same span objects several times (count unrecognised, select,
+        # schedule): the latest readings are remembered by object identity (the span is held,
+        # so its id cannot be reused while remembered).
+        self._memo: dict[int, tuple[SpanRecord, SpanReading | None]] = {}
+        self._memo_size = memo_size
 
     @classmethod
     def build(cls, mapping: MappingRules | None = None,
@@ -53,6 +58,16 @@ class SpanReaders:
         return cls(readers)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
+        hit = self._memo.get(id(span))
+        if hit is not None and hit[0] is span:
+            return hit[1]
+        reading = self._read(span)
+        if len(self._memo) >= self._memo_size:
+            self._memo = {}
+        self._memo[id(span)] = (span, reading)
+        return reading
+
+    def _read(self, span: SpanRecord) -> SpanReading | None:
         if is_evaluation_span(span):
             return None
         for reader in self.readers:
