@@ -108,6 +108,9 @@ class ConsumerMetrics:
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
         self._budget = m.create_counter(semconv.METRIC_JUDGE_BUDGET_EXHAUSTED, "{trace}",
                                         "Traces left unjudged because the judge budget was spent")
+        self._injection = m.create_counter(
+            semconv.METRIC_INJECTION_SUSPECTED, "{trace}",
+            "Judged traces whose context held a suspected prompt injection")
         self._dlq = m.create_counter(semconv.METRIC_DLQ_MESSAGES, "{message}",
                                      "Messages sent to the dead-letter topic")
         self._delay = m.create_histogram(
@@ -115,6 +118,9 @@ class ConsumerMetrics:
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
         self._parked = m.create_counter(semconv.METRIC_PARKED, "{trace}",
                                         "Traces parked for a later retry")
+        self._dependency_errors = m.create_counter(
+            semconv.METRIC_DEPENDENCY_ERRORS, "{error}",
+            "Failed calls to a dependency (Redis, Kafka, write-back); each is retried")
         self._lag_source: Callable[[], int | None] = lambda: None
         self._lag_attrs: dict[str, str] = {}
         m.create_observable_gauge(semconv.METRIC_CONSUMER_LAG, [self._observe_lag], "{message}",
@@ -152,6 +158,7 @@ class ConsumerMetrics:
         for reason in SKIP_REASONS:
             self._skipped.add(0, {**attrs, semconv.ATTR_REASON: reason})
         self._budget.add(0, {semconv.ATTR_SERVICE: service})
+        self._injection.add(0, {semconv.ATTR_SERVICE: service})
         return attrs
 
     def _prompt(self, prompt_sha256: str | None) -> dict[str, str]:
@@ -193,8 +200,19 @@ class ConsumerMetrics:
     def budget_exhausted(self, service: str) -> None:
         self._budget.add(1, {semconv.ATTR_SERVICE: service})
 
+    def injection_suspected(self, service: str) -> None:
+        """A judged trace whose context held a suspected prompt injection."""
+        self._injection.add(1, {semconv.ATTR_SERVICE: service})
+
     def parked(self, reason: str) -> None:
         self._parked.add(1, {semconv.ATTR_REASON: reason})
+
+    def dependency_error(self, dependency: str) -> None:
+        self._dependency_errors.add(1, {"dependency": dependency})
+
+    def dependency_known(self, dependency: str) -> None:
+        """Export the dependency's error series at 0 (so alerts and panels have a series)."""
+        self._dependency_errors.add(0, {"dependency": dependency})
 
     def dead_lettered(self, reason: str) -> None:
         self._dlq.add(1, {semconv.ATTR_REASON: reason})

@@ -110,8 +110,16 @@ OPERATIONS: dict[str, str] = {
                          f'{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'),
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
     "budget_exhausted": f"sum by (service) (rate({_M['ragtrace.judge.budget.exhausted']}{{{_S}}}[{_RI}]))",
+    "injection_suspected": (f"sum by (service) (increase("
+                            f"{_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"),
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
     "consumer_lag": f"sum({_M['ragtrace.consumer.lag']})",
+    "dependency_errors": (f"sum by (dependency) "
+                          f"(rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"),
+    # The collector's own counter exists only after a first failure: "or ... * 0" keeps a 0 line.
+    "collector_dropped": ('sum by (exporter) (rate(otelcol_exporter_send_failed_spans'
+                          f'{{exporter=~"kafka.*"}}[{_RI}])) * 60 or sum by (exporter) '
+                          f'(rate(otelcol_exporter_sent_spans{{exporter=~"kafka.*"}}[{_RI}])) * 0'),
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -297,6 +305,11 @@ def operations() -> dash.Dashboard:
                          [_q(q["calls_per_minute"], "calls/min", "A"),
                           _q(q["tokens_per_minute"], "tokens/min", "B"),
                           _q(q["budget_exhausted"], "exhausted {{service}}", "C")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Suspected prompt injections",
+                         "Judged traces whose retrieved context held a passage addressed to an "
+                         "evaluator or model (never used as evidence), over the time range; "
+                         "the traces carry ragtrace.eval.injection_suspected=true.",
+                         [_q(q["injection_suspected"], "{{service}}")], "short", w=8))
     d = d.with_row(dash.Row("Pipeline health").id(ids()))
     d = d.with_panel(_ts(ids, "Dead-lettered messages",
                          "Span messages sent to the dead-letter topic per minute, by reason.",
@@ -304,6 +317,15 @@ def operations() -> dash.Dashboard:
     d = d.with_panel(_ts(ids, "Consumer lag",
                          "Records behind the end of the span topic, summed over replicas.",
                          [_q(q["consumer_lag"], "lag")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Dependency errors",
+                         "Failed calls to Redis or Kafka per minute (each retried with backoff; "
+                         "/readyz names the dependency down meanwhile).",
+                         [_q(q["dependency_errors"], "{{dependency}}")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Spans the collector failed to export",
+                         "Spans per minute the collector dropped on the way to Kafka (e.g. a "
+                         "trace over the exporter's max_message_bytes): never scored. Alert "
+                         "RagtraceCollectorDroppingSpans.",
+                         [_q(q["collector_dropped"], "{{exporter}}")], "short", w=8))
     d = d.with_panel(_ts(ids, "Scoring delay",
                          "Time from a trace's last span to its score being written back.",
                          [_q(q["scoring_delay_p50"], "p50 {{service}}", "A"),
