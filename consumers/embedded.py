@@ -118,6 +118,9 @@ class EmbeddedSettings:
     request_timeout_s: float = 10.0
     http_workers: int = 64
     otlp_signals: str = "all"
+    phoenix_endpoint: str | None = None
+    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as a span
+    annotation, so it shows in Phoenix's evaluation columns."""
     """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
     ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
     an app sends to the evaluator are forwarded there too."""
@@ -206,6 +209,12 @@ class EmbeddedEvaluator:
                 traces_to, resource, timeout_s=cfg.export.timeout_s,
                 recall_threshold=cfg.scoring.recall_threshold,
                 groundedness_threshold=cfg.scoring.groundedness_threshold)
+        if s.phoenix_endpoint is not None:
+            from ragtrace.consumers.phoenix_sink import PhoenixSink
+
+            inner = PhoenixSink(s.phoenix_endpoint, inner, timeout_s=cfg.export.timeout_s,
+                                recall_threshold=cfg.scoring.recall_threshold,
+                                groundedness_threshold=cfg.scoring.groundedness_threshold)
         self.sink = RecordingSink(self.state.results, inner)
         self.traces = SqliteTraceStore(s.state_path, ttl_s=cfg.assembly.ttl_s,
                                        max_attempts=cfg.assembly.max_attempts,

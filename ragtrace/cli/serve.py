@@ -80,6 +80,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
                         "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
                         "metrics only (default: %(default)s)")
+    p.add_argument("--phoenix-url", metavar="URL", default=None,
+                   help="also post every score to this Arize Phoenix as span annotations "
+                        "(its evaluation columns), e.g. http://127.0.0.1:6006")
     p.add_argument("--metrics-host", default=DEFAULT_HOST,
                    help="address of the Prometheus /metrics endpoint (default: %(default)s)")
     p.add_argument("--metrics-port", type=_port, default=9464,
@@ -154,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             state_path=args.state or default_state_path(),
             labels_path=args.labels or os.environ.get(ENV_LABELS) or None,
             otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
-            otlp_signals=args.otlp_signals,
+            otlp_signals=args.otlp_signals, phoenix_endpoint=args.phoenix_url,
             metrics_host=args.metrics_host,
             metrics_port=None if args.no_metrics else args.metrics_port,
             max_pending_traces=args.max_pending_traces,

@@ -35,16 +35,22 @@ def run_app(module: str, *args: str, env: Mapping[str, str] | None = None,
 
 
 def make_evaluator(tmp_path: Path, otlp_endpoint: str | None = None,
-                   mapping: Mapping[str, object] | None = None) -> EmbeddedEvaluator:
+                   mapping: Mapping[str, object] | None = None,
+                   phoenix_endpoint: str | None = None) -> EmbeddedEvaluator:
     """``ragtrace serve``'s engine on a free loopback port: the corpus labels, k=3, the lexical
     judge; evaluation spans to ``otlp_endpoint`` when given."""
     labels = corpus.write_labels(tmp_path / "labels.jsonl")
     config = ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.2},
                                                export={"metrics_interval_s": 3600},
-                                               mapping=mapping or {})
+                                               mapping=mapping or {},
+                                               # write-back retried soon (Phoenix stores
+                                               # spans asynchronously)
+                                               judge={"park_backoff_s": 0.5,
+                                                      "park_backoff_max_s": 1.0})
     return EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "state.db",
                                               labels_path=labels, metrics_port=None,
-                                              otlp_endpoint=otlp_endpoint),
+                                              otlp_endpoint=otlp_endpoint,
+                                              phoenix_endpoint=phoenix_endpoint),
                              config=config, judge=LexicalJudge())
 
 

@@ -10,10 +10,9 @@ from ragtrace.consumers.embedded import EmbeddedEvaluator
 from scripts.services.otlp_sink import OtlpSink
 from tests.dialects.apps import corpus
 from tests.dialects.apps.genai_app import QUERY_PREFIX
+from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
 from tests.dialects.kit import assert_known_truth, make_evaluator, run_app, scored
 
-LATEST_SPAN_CONTENT = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-                       "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only"}
 
 
 def test_openai_v2_spans_get_the_known_truth_labelled_by_the_apps_own_root_span(
