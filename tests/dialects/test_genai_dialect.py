@@ -14,7 +14,6 @@ from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
 from tests.dialects.kit import assert_known_truth, make_evaluator, run_app, scored
 
 
-
 def test_openai_v2_spans_get_the_known_truth_labelled_by_the_apps_own_root_span(
         evaluator: EmbeddedEvaluator) -> None:
     asked = run_app("genai_app", evaluator.endpoint, env=LATEST_SPAN_CONTENT)

@@ -326,7 +326,7 @@ READY_QUERIES = (
 def _wait_scored(backend: OtlpSink, requests: Sequence[Mapping[str, str]],
                  timeout: float = 90.0) -> None:
     ids = {r["trace_id"] for r in requests}
-    backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids,
+    backend.wait_for_spans(lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
                            count=len(ids), timeout=timeout)
 
 

@@ -93,7 +93,7 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             ids = {r["trace_id"] for r in requests}
             assert len(ids) == 5 * REPEAT
             trace_backend.wait_for_spans(
-                lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids,
+                lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
                 count=len(ids), timeout=180)
             _wait_idle(client, prefix)
             time.sleep(2.0)  # the collector's batch timeout: any late duplicate would show

@@ -254,7 +254,7 @@ def test_sigterm_drains_in_flight_scoring_and_commits(
     assert "draining" in consumer.text()
     # Written back before exit (the collector forwards within its batch timeout).
     trace_backend.wait_for_spans(
-        lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids, count=3, timeout=15)
+        lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids, count=3, timeout=15)
     assert len(judge.requests) == 3
     committed = committed_offsets(kafka_bootstrap, collector.topic, group)
     assert committed == ends, (committed, ends)
