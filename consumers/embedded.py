@@ -43,6 +43,7 @@ from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_http import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    LOGS_PATH,
     Accepted,
     OtlpHttpReceiver,
     ReceiverBusy,
@@ -52,7 +53,7 @@ from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.readers import use_readers
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
-from ragtrace.consumers.signal_forwarder import SignalForwarder
+from ragtrace.consumers.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace.consumers.workers import ScoringWorkers
@@ -229,12 +230,13 @@ class EmbeddedEvaluator:
             sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
-        forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
+        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None \
+            else None
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
                                          meter_provider=self.meter_provider,
                                          timeout_s=s.request_timeout_s,
                                          max_workers=s.http_workers,
-                                         other_signals=forward)
+                                         other_signals=self._other_signal)
 
     # --- lifecycle --------------------------------------------------------------------------
     @property
@@ -309,6 +311,15 @@ class EmbeddedEvaluator:
             raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
         self._wake.set()
         return None
+
+    def _other_signal(self, path: str, content_type: str, encoding: str, body: bytes) -> None:
+        """Metrics and logs from the app: forwarded; GenAI content log events also read."""
+        if self._forward is not None:
+            self._forward(path, content_type, encoding, body)
+        if path == LOGS_PATH:
+            spans = decode_log_events(content_type, encoding, body)
+            if spans:
+                self._accept(spans)
 
     def _run(self) -> None:
         tick = min(0.25, max(0.01, self.config.assembly.quiet_s / 4))

@@ -14,8 +14,9 @@ import queue
 import threading
 import urllib.error
 import urllib.request
+from typing import Any
 
-__all__ = ["SignalForwarder"]
+__all__ = ["SignalForwarder", "decode_log_events"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,3 +57,28 @@ class SignalForwarder:
                     self.forwarded += 1
             except (urllib.error.URLError, OSError) as exc:
                 self._warn(path, f"not forwarded to {self._endpoint}: {exc}")
+
+
+def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any]:
+    """The GenAI content events of an OTLP logs request (protobuf or JSON, optionally gzip) as
+    spans (:func:`~ragtrace.consumers.readers.genai_logs.spans_from_logs`); [] for a request
+    that cannot be decoded (logged once)."""
+    import gzip
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+
+    from ragtrace.consumers.readers.genai_logs import spans_from_logs
+
+    request = logs_service_pb2.ExportLogsServiceRequest()
+    try:
+        if encoding.strip().lower() == "gzip":
+            body = gzip.decompress(body)
+        if "json" in content_type.lower():
+            json_format.Parse(body, request, ignore_unknown_fields=True)
+        else:
+            request.ParseFromString(body)
+        return spans_from_logs(request)
+    except Exception:  # noqa: BLE001 - a bad logs request never fails the receiver
+        _log.warning("cannot decode an OTLP logs request", exc_info=True)
+        return []

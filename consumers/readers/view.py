@@ -22,6 +22,7 @@ from ragtrace import semconv
 from ragtrace.consumers.model import AttributeValue, Chunk, RagTrace, SpanRecord
 from ragtrace.consumers.readers import chunks as chunk_ids
 from ragtrace.consumers.readers._reading import Role, SpanReading
+from ragtrace.consumers.readers.genai_logs import EVENT_SPAN_ID
 from ragtrace.consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
 from ragtrace.normalize import question_sha256
 
@@ -111,6 +112,12 @@ def _hash_reason(retrieved: Sequence[Chunk]) -> str | None:
             "their IDs are content hashes, which cannot match gold chunk IDs")
 
 
+def _evaluated(span: SpanRecord) -> str:
+    """The span an answer's evaluation belongs under: the operation span of a log event."""
+    owner = span.attributes.get(EVENT_SPAN_ID)
+    return owner if isinstance(owner, str) and len(owner) == 16 else span.span_id
+
+
 def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
                  ) -> RagTrace | None:
     """The RAG view of one trace's spans (see the module rules); None when they hold no
@@ -183,7 +190,7 @@ def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
         ended_ns=max(live_ends),
         retrieval_span_id=with_docs.span_id if with_docs is not None else (
             retrievals[0][0].span_id if retrievals else None),
-        generation_span_id=generation[0].span_id if generation is not None else None,
+        generation_span_id=_evaluated(generation[0]) if generation is not None else None,
         response_id=response_id,
         recall_na_reason=_hash_reason(retrieved),
         answer_na_reason=answer_na,

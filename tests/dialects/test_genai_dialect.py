@@ -10,7 +10,7 @@ from ragtrace.consumers.embedded import EmbeddedEvaluator
 from scripts.services.otlp_sink import OtlpSink
 from tests.dialects.apps import corpus
 from tests.dialects.apps.genai_app import QUERY_PREFIX
-from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
+from tests.dialects.genai_app_env import LATEST_EVENT_CONTENT, LATEST_SPAN_CONTENT
 from tests.dialects.kit import assert_known_truth, make_evaluator, run_app, scored
 
 
@@ -57,3 +57,11 @@ def test_each_metric_is_written_under_the_span_it_evaluates(tmp_path: Path) -> N
         "recall", "hit_rate", "precision", "reciprocal_rank", "ndcg", "context_relevancy"]
     summary = by_name[semconv.SPAN_EVALUATION]
     assert summary.events == () and summary.attributes[semconv.EVAL_CELL] == "fine"
+
+
+def test_openai_v2_content_sent_as_log_events_gets_the_known_truth(
+        evaluator: EmbeddedEvaluator) -> None:
+    """``event_only``: the answer is only in a ``gen_ai.client.inference.operation.details``
+    log record sent to ``/v1/logs``; the chat span carries no content."""
+    asked = run_app("genai_app", evaluator.endpoint, env=LATEST_EVENT_CONTENT)
+    assert_known_truth(scored(evaluator, asked), query_prefix=QUERY_PREFIX)

@@ -2,7 +2,7 @@
 ``ragtrace.set_question_id()``, outside any ragtrace decorator), a retrieval span it records
 itself with ``gen_ai.operation.name=retrieval`` / ``gen_ai.retrieval.documents``, and the real
 ``openai`` client against a wire-level fake, traced by opentelemetry-instrumentation-openai-v2
-(latest experimental conventions, content on the span).
+(latest experimental conventions; content on the span, or as log events to ``/v1/logs``).
 
 ``python -m tests.dialects.apps.genai_app ENDPOINT [BACKEND]``: with BACKEND, spans are also
 exported there (a trace backend beside the evaluator). The retrieval query is the question with
@@ -35,7 +35,15 @@ def main(endpoint: str, backend: str | None = None) -> None:
         from tests.dialects.apps._harness import exporter
 
         tp.add_span_processor(SimpleSpanProcessor(exporter(backend)))
-    OpenAIInstrumentor().instrument(tracer_provider=tp)
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    # Content sent as log events (event_only mode) goes to the evaluator's /v1/logs.
+    lp = LoggerProvider(resource=tp.resource)
+    lp.add_log_record_processor(SimpleLogRecordProcessor(
+        OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs")))
+    OpenAIInstrumentor().instrument(tracer_provider=tp, logger_provider=lp)
     tracer = tp.get_tracer("support-app")
 
     def reply(messages: list[dict[str, object]]) -> str:
