@@ -78,7 +78,8 @@ def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any
             json_format.Parse(body, request, ignore_unknown_fields=True)
         else:
             request.ParseFromString(body)
-        return spans_from_logs(request)
+        spans: list[Any] = spans_from_logs(request)
+        return spans
     except Exception:  # noqa: BLE001 - a bad logs request never fails the receiver
         _log.warning("cannot decode an OTLP logs request", exc_info=True)
         return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragtrace.consumers.model import Chunk
 
@@ -110,20 +111,21 @@ def _document(item: object, keys: Sequence[str]) -> Chunk | None:
         return chunk(None, item, None)
     if not isinstance(item, Mapping):
         return None
+    doc: Mapping[str, Any] = item
     # LangChain's serialised form: {"lc": 1, "kwargs": {"page_content": ..., "metadata": ...}}
-    if isinstance(item.get("kwargs"), Mapping) and "page_content" in item["kwargs"]:
-        item = item["kwargs"]
+    kwargs = doc.get("kwargs")
+    if isinstance(kwargs, Mapping) and "page_content" in kwargs:
+        doc = kwargs
     # {"document": {...}} wrappers (OpenInference's JSON form) and {"node": {...}} (LlamaIndex).
     for wrapper in ("document", "node"):
-        inner = item.get(wrapper)
+        inner = doc.get(wrapper)
         if isinstance(inner, Mapping):
-            merged = {**inner, **{k: v for k, v in item.items() if k != wrapper}}
-            item = merged
-    text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), None)
-    score = next((item[k] for k in _SCORE_KEYS if k in item), None)
-    raw_id = next((item[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_")
-                   if _scalar_id(item.get(k))), None)
-    return chunk(raw_id, text, score, item.get("metadata"), keys)
+            doc = {**inner, **{k: v for k, v in doc.items() if k != wrapper}}
+    text = next((doc[k] for k in _TEXT_KEYS if isinstance(doc.get(k), str)), None)
+    score = next((doc[k] for k in _SCORE_KEYS if k in doc), None)
+    raw_id = next((doc[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_")
+                   if _scalar_id(doc.get(k))), None)
+    return chunk(raw_id, text, score, doc.get("metadata"), keys)
 
 
 def chunks_from_json(value: object, keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS

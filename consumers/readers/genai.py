@@ -32,8 +32,9 @@ _PROMPT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(content|role)$")
 
 
 def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
-    return text_attr(attrs, semconv.GEN_AI_RESPONSE_MODEL) or text_attr(
+    found: str | None = text_attr(attrs, semconv.GEN_AI_RESPONSE_MODEL) or text_attr(
         attrs, semconv.GEN_AI_REQUEST_MODEL)
+    return found
 
 
 def _last_user_text(attrs: Mapping[str, AttributeValue]) -> str | None:
@@ -41,7 +42,8 @@ def _last_user_text(attrs: Mapping[str, AttributeValue]) -> str | None:
     if isinstance(messages, list):
         users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
-            return unwrap([users[-1]])
+            text: str | None = unwrap([users[-1]])
+            return text
     return None
 
 

@@ -70,7 +70,7 @@ def retrieval_documents(attrs: Mapping[str, AttributeValue],
 
 
 def _query(attrs: Mapping[str, AttributeValue]) -> str | None:
-    raw = text_attr(attrs, semconv.INPUT_VALUE)
+    raw: str | None = text_attr(attrs, semconv.INPUT_VALUE)
     parsed = json_or_none(raw)
     if parsed is None and "json" not in (text_attr(attrs, semconv.INPUT_MIME_TYPE) or ""):
         return raw

@@ -38,14 +38,16 @@ def _spans(raw: bytes) -> list[Any]:
     text = raw.lstrip()
     if text[:1] in (b"{", b"["):
         try:
-            return decode_json_request(raw)
+            whole: list[Any] = decode_json_request(raw)
+            return whole
         except Exception:  # noqa: BLE001 - JSON Lines: one request per line
-            out = []
+            out: list[Any] = []
             for line in raw.splitlines():
                 if line.strip():
                     out += decode_json_request(line)
             return out
-    return decode_request(raw)
+    spans: list[Any] = decode_request(raw)
+    return spans
 
 
 def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
