@@ -28,7 +28,6 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 INPUT_MESSAGES = "gen_ai.input.messages"
 RESPONSE_ID = "gen_ai.response.id"
 _COMPLETION = re.compile(r"^gen_ai\.completion\.(\d+)\.content$")
-_PROMPT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(content|role)$")
 
 
 def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
