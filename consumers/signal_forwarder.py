@@ -64,10 +64,12 @@ def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any
     spans (:func:`~ragtrace.consumers.readers.genai_logs.spans_from_logs`); [] for a request
     that cannot be decoded (logged once)."""
     import gzip
+    import json
 
     from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
+    from ragtrace.consumers.decode import _convert_ids
     from ragtrace.consumers.readers.genai_logs import spans_from_logs
 
     request = logs_service_pb2.ExportLogsServiceRequest()
@@ -75,7 +77,13 @@ def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any
         if encoding.strip().lower() == "gzip":
             body = gzip.decompress(body)
         if "json" in content_type.lower():
-            json_format.Parse(body, request, ignore_unknown_fields=True)
+            document = json.loads(body)
+            # OTLP/JSON IDs are hex; the generic protobuf JSON parser expects base64.
+            for rl in document.get("resourceLogs") or document.get("resource_logs") or []:
+                for sl in rl.get("scopeLogs") or rl.get("scope_logs") or []:
+                    for record in sl.get("logRecords") or sl.get("log_records") or []:
+                        _convert_ids(record, "logRecord")
+            json_format.ParseDict(document, request, ignore_unknown_fields=True)
         else:
             request.ParseFromString(body)
         spans: list[Any] = spans_from_logs(request)
