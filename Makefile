@@ -6,12 +6,12 @@ PY := $(VENV)/bin/python
 # Downloads and builds (Kafka jars, the collector binary, helm) are cached outside the work tree.
 export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
 
-.PHONY: demo test test-unit test-e2e provision venv bench lint clean
+.PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,dialects]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -21,12 +21,16 @@ venv: $(VENV)/.installed
 provision:
 	scripts/provision.sh
 
+## Arize Phoenix for the Phoenix sink's test, in its own cached virtualenv (heavy pins).
+phoenix:
+	scripts/phoenix_venv.sh >/dev/null
+
 ## The README's first command: the embedded evaluator on a bundled RAG app.
 demo: venv
 	$(VENV)/bin/ragtrace demo
 
 ## The whole suite, unit and end-to-end, provisioning what it needs.
-test: venv provision
+test: venv provision phoenix
 	$(PY) -m pytest tests
 
 test-unit: venv

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.recognise import Role, is_evaluation_span, role_of
+from ragtrace.consumers.readers import Role, is_evaluation_span, role_of
 
 __all__ = [
     "DEFAULT_IDLE_S",
@@ -34,6 +34,7 @@ __all__ = [
     "select_spans",
 ]
 
+_OURS = "ragtrace."
 DEFAULT_IDLE_S = 60.0
 """Wait for a trace that has shown neither its root nor a generation span."""
 
@@ -66,16 +67,20 @@ class DeadTrace:
 
 
 def select_spans(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
-    """The spans worth storing: RAG spans whole, a non-RAG root span without its attributes (it is
-    only a completion signal); every other span (and our own evaluation spans) is dropped."""
+    """The spans worth storing: RAG spans whole; a non-RAG root span (a completion signal), and
+    any other span carrying ``ragtrace.*`` attributes (``ragtrace.set_question_id()`` on the
+    app's own span), with only their ``ragtrace.*`` attributes; every other span (and our own
+    evaluation spans) is dropped."""
     kept: list[SpanRecord] = []
     for span in spans:
         if is_evaluation_span(span):
             continue
         if role_of(span) is not None:
             kept.append(span)
-        elif span.parent_span_id is None:
-            kept.append(replace(span, attributes={}))
+            continue
+        ours = {k: v for k, v in span.attributes.items() if k.startswith(_OURS)}
+        if span.parent_span_id is None or ours:
+            kept.append(replace(span, attributes=ours))
     return kept
 
 

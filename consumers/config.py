@@ -36,6 +36,7 @@ __all__ = [
     "HealthSettings",
     "JudgeSettings",
     "KafkaSettings",
+    "MappingSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
@@ -308,6 +309,48 @@ class HealthSettings:
         _validate(self, "health")
 
 
+def _mapping_spec(v: str) -> str | None:
+    from ragtrace.consumers.readers.mapping import resolve
+
+    try:
+        resolve({}, v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class MappingSettings:
+    """In-house span keys (see :mod:`ragtrace.consumers.readers.mapping`)."""
+
+    role_attribute: str | None = _key(_non_empty)
+    retrieval_value: str = _key(_non_empty)
+    generation_value: str = _key(_non_empty)
+    pipeline_value: str = _key(_non_empty)
+    query: str | None = _key(_mapping_spec)
+    documents: str | None = _key(_mapping_spec)
+    chunk_ids: str | None = _key(_mapping_spec)
+    chunk_texts: str | None = _key(_mapping_spec)
+    chunk_scores: str | None = _key(_mapping_spec)
+    answer: str | None = _key(_mapping_spec)
+    metadata_id_keys: str = _key(_non_empty)
+
+    def __post_init__(self) -> None:
+        _validate(self, "mapping")
+
+    def readers(self) -> Any:
+        """The :class:`~ragtrace.consumers.readers.SpanReaders` these settings describe."""
+        from ragtrace.consumers.readers import MappingRules, SpanReaders
+
+        rules = MappingRules(
+            role_attribute=self.role_attribute, retrieval_value=self.retrieval_value,
+            generation_value=self.generation_value, pipeline_value=self.pipeline_value,
+            query=self.query, documents=self.documents, chunk_ids=self.chunk_ids,
+            chunk_texts=self.chunk_texts, chunk_scores=self.chunk_scores, answer=self.answer)
+        keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
+        return SpanReaders.build(rules, keys)
+
+
 _DEFAULTS: dict[str, dict[str, object]] = {
     "kafka": {
         "bootstrap_servers": "127.0.0.1:9092",
@@ -363,6 +406,10 @@ _DEFAULTS: dict[str, dict[str, object]] = {
     # turns it on, on 0.0.0.0:8086, for the Kubernetes probes.
     "health": {"enabled": False, "host": "127.0.0.1", "port": 8086, "liveness_timeout_s": 120.0,
                "startup_wait_s": 60.0},
+    "mapping": {"role_attribute": None, "retrieval_value": "retrieval",
+                "generation_value": "generation", "pipeline_value": "pipeline", "query": None,
+                "documents": None, "chunk_ids": None, "chunk_texts": None, "chunk_scores": None,
+                "answer": None, "metadata_id_keys": "id,doc_id,document_id,chunk_id,node_id,_id,uuid"},
 }
 
 _SECTIONS: dict[str, type] = {
@@ -374,6 +421,7 @@ _SECTIONS: dict[str, type] = {
     "scoring": ScoringSettings,
     "judge": JudgeSettings,
     "health": HealthSettings,
+    "mapping": MappingSettings,
 }
 
 
@@ -389,6 +437,7 @@ class ConsumerConfig:
     scoring: ScoringSettings
     judge: JudgeSettings
     health: HealthSettings
+    mapping: MappingSettings
     source: str = "defaults"
 
     def __post_init__(self) -> None:

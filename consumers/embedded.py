@@ -43,14 +43,17 @@ from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_http import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    LOGS_PATH,
     Accepted,
     OtlpHttpReceiver,
     ReceiverBusy,
     RequestTooLarge,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.readers import use_readers
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
+from ragtrace.consumers.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace.consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace.consumers.workers import ScoringWorkers
@@ -63,6 +66,7 @@ __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ENV_OTLP_ENDPOINT",
     "ENV_STATE",
+    "OTLP_SIGNALS",
     "EmbeddedEvaluator",
     "EmbeddedSettings",
     "default_state_path",
@@ -74,6 +78,7 @@ ENV_OTLP_ENDPOINT = "RAGTRACE_EXPORT_OTLP_ENDPOINT"
 """Base URL evaluation spans and metrics are sent to over OTLP/HTTP (unset: kept local)."""
 ENV_STATE = "RAGTRACE_STATE"
 """Path of the embedded evaluator's SQLite state file."""
+OTLP_SIGNALS = ("all", "traces", "metrics")
 DEFAULT_METRICS_PORT = 9464
 DEFAULT_SERVICE_NAME = "ragtrace-embedded"
 
@@ -113,6 +118,13 @@ class EmbeddedSettings:
     max_pending_bytes: int = 256 * 1024 * 1024
     request_timeout_s: float = 10.0
     http_workers: int = 64
+    otlp_signals: str = "all"
+    phoenix_endpoint: str | None = None
+    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as a span
+    annotation, so it shows in Phoenix's evaluation columns."""
+    """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
+    ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
+    an app sends to the evaluator are forwarded there too."""
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -126,6 +138,9 @@ class EmbeddedSettings:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if not self.service_name:
             raise ValueError("service_name must not be empty")
+        if self.otlp_signals not in OTLP_SIGNALS:
+            raise ValueError(f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, "
+                             f"got {self.otlp_signals!r}")
         if self.max_pending_traces < 1:
             raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
         if self.max_pending_bytes < 1:
@@ -182,22 +197,31 @@ class EmbeddedEvaluator:
             self.prometheus_registry = CollectorRegistry(auto_describe=True)
             readers.append(PrometheusMetricReader(registry=self.prometheus_registry))
         resource = make_resource(s.service_name)
+        traces_to = s.otlp_endpoint if s.otlp_signals in ("all", "traces") else None
+        metrics_to = s.otlp_endpoint if s.otlp_signals in ("all", "metrics") else None
         self.meter_provider: MeterProvider = make_meter_provider(
-            resource, endpoint=s.otlp_endpoint, interval_s=cfg.export.metrics_interval_s,
+            resource, endpoint=metrics_to, interval_s=cfg.export.metrics_interval_s,
             timeout_s=cfg.export.timeout_s, readers=readers)
         self.metrics = ConsumerMetrics(self.meter_provider,
                                        judge_prompt_sha256=self.judge.info.prompt_sha256)
         inner: ScoreSink | None = None
-        if s.otlp_endpoint is not None:
+        if traces_to is not None:
             inner = OtlpScoreSink.to_collector(
-                s.otlp_endpoint, resource, timeout_s=cfg.export.timeout_s,
+                traces_to, resource, timeout_s=cfg.export.timeout_s,
                 recall_threshold=cfg.scoring.recall_threshold,
                 groundedness_threshold=cfg.scoring.groundedness_threshold)
+        if s.phoenix_endpoint is not None:
+            from ragtrace.consumers.phoenix_sink import PhoenixSink
+
+            inner = PhoenixSink(s.phoenix_endpoint, inner, timeout_s=cfg.export.timeout_s,
+                                recall_threshold=cfg.scoring.recall_threshold,
+                                groundedness_threshold=cfg.scoring.groundedness_threshold)
         self.sink = RecordingSink(self.state.results, inner)
         self.traces = SqliteTraceStore(s.state_path, ttl_s=cfg.assembly.ttl_s,
                                        max_attempts=cfg.assembly.max_attempts,
                                        max_traces=s.max_pending_traces,
                                        max_bytes=s.max_pending_bytes)
+        use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
         self.pipeline = Pipeline(
             traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
             idempotency=self.state.idempotency,
@@ -206,10 +230,13 @@ class EmbeddedEvaluator:
             sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
+        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None \
+            else None
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
                                          meter_provider=self.meter_provider,
                                          timeout_s=s.request_timeout_s,
-                                         max_workers=s.http_workers)
+                                         max_workers=s.http_workers,
+                                         other_signals=self._other_signal)
 
     # --- lifecycle --------------------------------------------------------------------------
     @property
@@ -284,6 +311,15 @@ class EmbeddedEvaluator:
             raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
         self._wake.set()
         return None
+
+    def _other_signal(self, path: str, content_type: str, encoding: str, body: bytes) -> None:
+        """Metrics and logs from the app: forwarded; GenAI content log events also read."""
+        if self._forward is not None:
+            self._forward(path, content_type, encoding, body)
+        if path == LOGS_PATH:
+            spans = decode_log_events(content_type, encoding, body)
+            if spans:
+                self._accept(spans)
 
     def _run(self) -> None:
         tick = min(0.25, max(0.01, self.config.assembly.quiet_s / 4))

@@ -82,6 +82,7 @@ class ConsumerMetrics:
         # Values chosen by the applications: capped (dimensions.py) before they become labels.
         self.generator_models = BoundedLabel()
         self.data_sources = BoundedLabel()
+        self.meter_provider = meter_provider
         m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(

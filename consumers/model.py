@@ -60,11 +60,17 @@ class SpanRecord:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A retrieved or supplied context document: its ID, its text when captured, its score."""
+    """A retrieved or supplied context document: its ID, its text when captured, its score.
+
+    ``hashed`` marks an ID made from the text's SHA-256 because the span carried no ID (neither
+    the dialect's ID field nor a document-metadata key): such an ID can never equal a labelled
+    gold ID, so recall against gold IDs is not computed for it (n/a with a reason, never 0.0).
+    """
 
     id: str
     text: str | None = None
     score: float | None = None
+    hashed: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,14 @@ class RagTrace:
     ``retrieved`` is the ranked list from the retrieval span(s); ``context`` is what the generation
     span says it supplied (falling back to ``retrieved`` when it says nothing). ``target_span_id``
     is the span evaluation results are parented to: the pipeline/root span when there is one,
-    else the generation span, else the retrieval span.
+    else the generation span, else the retrieval span. ``retrieval_span_id`` and
+    ``generation_span_id`` are the spans each metric evaluates (recall → the first retrieval
+    span with documents, groundedness → the generation span that carried the answer), and
+    ``response_id`` that generation's ``gen_ai.response.id`` when it has one.
+
+    ``recall_na_reason`` says why recall against gold IDs cannot be computed although documents
+    were retrieved (their IDs are content hashes); ``answer_na_reason`` why no answer text could
+    be extracted from a generation span that has an output. Both are None when nothing is wrong.
     """
 
     trace_id: str
@@ -95,6 +108,11 @@ class RagTrace:
     has_retrieval: bool = False
     has_generation: bool = False
     ended_ns: int = 0
+    retrieval_span_id: str | None = None
+    generation_span_id: str | None = None
+    response_id: str | None = None
+    recall_na_reason: str | None = None
+    answer_na_reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@
   or before the body is read when the bytes of the requests in flight would pass
   ``max_inflight_bytes`` (default four maximum bodies; a gzip body counts its decompressed
   maximum too): memory per request times the worker pool stays bounded;
+* ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
+  ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
 * 404 for other paths, 405 for other methods on ``/v1/traces``.
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
@@ -51,6 +53,8 @@ from ragtrace.consumers.model import SpanRecord
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "LOGS_PATH",
+    "METRICS_PATH",
     "TRACES_PATH",
     "Accepted",
     "OtlpHttpReceiver",
@@ -60,6 +64,10 @@ __all__ = [
 ]
 
 TRACES_PATH = "/v1/traces"
+METRICS_PATH = "/v1/metrics"
+LOGS_PATH = "/v1/logs"
+"""Acknowledged with an empty success response (an app exporting every signal to the
+evaluator gets no 404); handed to ``other_signals`` when given (forwarding)."""
 DEFAULT_PORT = 4318
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -129,6 +137,7 @@ class OtlpHttpReceiver:
         timeout_s: float = 10.0,
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_inflight_bytes: int | None = None,
+        other_signals: Callable[[str, str, str, bytes], None] | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
@@ -145,6 +154,7 @@ class OtlpHttpReceiver:
             decode_json = decode_json or dj
             decode_error = decode_error or de
         self._sink = sink
+        self._other_signals = other_signals
         self._decoders = {_PROTOBUF: decode_protobuf, _JSON: decode_json}
         self._decode_error: type[Exception] = decode_error
         self._max_body = max_body_bytes
@@ -278,6 +288,9 @@ class OtlpHttpReceiver:
             timeout = receiver._timeout_s  # read and idle timeout of the connection
 
             def do_POST(self) -> None:
+                if self.path.split("?", 1)[0] in (METRICS_PATH, LOGS_PATH):
+                    self._other_signal(self.path.split("?", 1)[0])
+                    return
                 if self.path.split("?", 1)[0] != TRACES_PATH:
                     self._drain()
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
@@ -347,6 +360,27 @@ class OtlpHttpReceiver:
                     self._reply(405, "text/plain; charset=utf-8", b"use POST", {"Allow": "POST"})
                 else:
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
+
+            def _other_signal(self, path: str) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= receiver._max_body:
+                    self._reply(413, "text/plain; charset=utf-8", b"body too large", close=True)
+                    return
+                body = self.rfile.read(length)
+                ctype = self.headers.get("Content-Type", "")
+                if receiver._other_signals is not None:
+                    try:
+                        receiver._other_signals(path, ctype,
+                                                self.headers.get("Content-Encoding", ""), body)
+                    except Exception:  # noqa: BLE001 - forwarding must not fail the client
+                        _log.warning("forwarding %s failed", path, exc_info=True)
+                # An empty Export*ServiceResponse: zero bytes in protobuf, {} in JSON.
+                json_reply = ctype.split(";", 1)[0].strip().lower() == _JSON
+                self._reply(200, _JSON if json_reply else _PROTOBUF,
+                            b"{}" if json_reply else b"")
 
             def _drain(self) -> None:
                 try:

@@ -33,13 +33,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link
 
 from ragtrace import semconv
+from ragtrace.consumers.metric_spans import metric_spans
 from ragtrace.consumers.score import TraceScores
 from ragtrace.consumers.writeback import (
     WriteBackError,
     evaluation_attributes,
-    evaluation_events,
     evaluation_span_id,
 )
 
@@ -160,36 +161,48 @@ class OtlpScoreSink:
         """One evaluation span per item, delivered together; per item None (delivered) or the
         :class:`WriteBackError` (not delivered within the timeout, or refused)."""
         with self._delivery.holding():
-            pending = [self._delivery.submit(self._span(scores)) for scores in batch]
+            pending = [[self._delivery.submit(span) for span in self._spans(scores)]
+                       for scores in batch]
         deadline = time.monotonic() + self._timeout_s
         out: list[WriteBackError | None] = []
-        for scores, p in zip(batch, pending):
-            if p.done.wait(max(0.0, deadline - time.monotonic())) and p.ok:
+        for scores, ps in zip(batch, pending):
+            if all(p.done.wait(max(0.0, deadline - time.monotonic())) and p.ok for p in ps):
                 out.append(None)
             else:
                 out.append(WriteBackError(
                     f"evaluation span of trace {scores.trace.trace_id} not delivered"))
         return out
 
-    def _span(self, scores: TraceScores) -> ReadableSpan:
-        """The evaluation span of ``scores``: in the evaluated trace, child of its target span,
-        a deterministic ID, both timestamps the trace's end (now if unknown)."""
+    def _spans(self, scores: TraceScores) -> list[ReadableSpan]:
+        """The summary span (flat ``ragtrace.eval.*`` attributes, child of the target span)
+        and one span per metric family carrying its ``gen_ai.evaluation.result`` events,
+        child of and linked to the span it evaluates (:mod:`~ragtrace.consumers.metric_spans`).
+        Deterministic IDs; every timestamp the trace's end (now if unknown)."""
         trace = scores.trace
         trace_id = int(trace.trace_id, 16)
-        span_id = int(evaluation_span_id(trace.trace_id, scores.families), 16)
-        parent = trace_api.SpanContext(trace_id, int(trace.target_span_id, 16), is_remote=True,
-                                       trace_flags=_SAMPLED)
         at = trace.ended_ns or time.time_ns()
-        recall_t, ground_t = self._thresholds
-        events = [Event(name, attrs, at) for name, attrs in evaluation_events(
-            scores, recall_threshold=recall_t, groundedness_threshold=ground_t)]
-        return ReadableSpan(
+
+        def ctx(span_id: str, remote: bool) -> trace_api.SpanContext:
+            return trace_api.SpanContext(trace_id, int(span_id, 16), is_remote=remote,
+                                         trace_flags=_SAMPLED)
+
+        summary = ReadableSpan(
             semconv.SPAN_EVALUATION,
-            context=trace_api.SpanContext(trace_id, span_id, is_remote=False,
-                                          trace_flags=_SAMPLED),
-            parent=parent, resource=self._resource, attributes=evaluation_attributes(scores),
-            events=events, kind=trace_api.SpanKind.INTERNAL, start_time=at, end_time=at,
-            instrumentation_scope=_SCOPE)
+            context=ctx(evaluation_span_id(trace.trace_id, scores.families), False),
+            parent=ctx(trace.target_span_id, True), resource=self._resource,
+            attributes=evaluation_attributes(scores), kind=trace_api.SpanKind.INTERNAL,
+            start_time=at, end_time=at, instrumentation_scope=_SCOPE)
+        recall_t, ground_t = self._thresholds
+        out = [summary]
+        for m in metric_spans(scores, recall_threshold=recall_t,
+                              groundedness_threshold=ground_t):
+            target = ctx(m.parent_span_id, True)
+            out.append(ReadableSpan(
+                m.name, context=ctx(m.span_id, False), parent=target, resource=self._resource,
+                attributes=m.attributes, events=[Event(n, a, at) for n, a in m.events],
+                links=[Link(target)], kind=trace_api.SpanKind.INTERNAL, start_time=at,
+                end_time=at, instrumentation_scope=_SCOPE))
+        return out
 
     def shutdown(self) -> None:
         self._delivery.shutdown()

@@ -56,7 +56,8 @@ from ragtrace.consumers.model import (
     SpanRecord,
     TraceStore,
 )
-from ragtrace.consumers.recognise import to_rag_trace
+from ragtrace.consumers.readers import to_rag_trace
+from ragtrace.consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace.consumers.score import (
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
@@ -220,6 +221,7 @@ class Pipeline:
         self.sampler = sampler
         self.settings = settings
         self._clock = clock
+        self._unrecognised = UnrecognisedSpans(getattr(metrics, "meter_provider", None))
         self._scorer = None if judge is None else GroundednessScorer(
             judge, cache, budget, metrics, attempts=settings.judge_attempts,
             backoff_s=settings.judge_backoff_s, sleep=sleep)
@@ -229,6 +231,7 @@ class Pipeline:
         """Store ``spans`` and (re)schedule their traces' completion; durable on return.
         Only spans worth assembling are kept (``assemble.select_spans``: never our own
         evaluation spans). Returns how many spans were handed to the store."""
+        self._unrecognised.observe(spans)
         kept = select_spans(spans)
         if kept:
             now = self._clock() if now is None else now
@@ -415,8 +418,8 @@ class Pipeline:
         return scores
 
     def _retrieval(self, trace: RagTrace) -> RetrievalScores | None:
-        if not trace.has_retrieval:
-            return None
+        if not trace.has_retrieval or trace.recall_na_reason:
+            return None  # content-hash chunk IDs: recall is n/a (the reason is written back)
         question, matched_by = match_label(trace, self._labels)
         if question is None or matched_by is None:
             return None

@@ -61,6 +61,10 @@ def to_scored_result(scores: TraceScores, scored_at: float,
                      gold_size=r.scores.gold_size)
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
+    if r is None and trace.recall_na_reason:
+        extra["recall_na_reason"] = trace.recall_na_reason
+    if g is None and trace.answer_na_reason:
+        extra["groundedness_na_reason"] = trace.answer_na_reason
     if "question_id" not in retrieval_fields and trace.question_id:
         retrieval_fields["question_id"] = trace.question_id
     return ScoredResult(

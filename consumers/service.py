@@ -24,6 +24,7 @@ from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.prometheus_exposition import prometheus_exposition
+from ragtrace.consumers.readers import use_readers
 from ragtrace.consumers.retry import (
     Dependencies,
     Retrier,
@@ -156,6 +157,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       timeout_s=cfg.export.timeout_s,
                                       recall_threshold=cfg.scoring.recall_threshold,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
+    use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
                         budget=budget, judge=judge, sink=WatchedSink(sink, dependencies),
                         metrics=metrics,

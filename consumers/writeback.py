@@ -24,6 +24,8 @@ from ragtrace import semconv
 from ragtrace.consumers.score import TraceScores
 
 __all__ = [
+    "EVAL_GROUNDEDNESS_NA_REASON",
+    "EVAL_RECALL_NA_REASON",
     "FAIL",
     "PASS",
     "EvaluationEvent",
@@ -35,6 +37,10 @@ __all__ = [
     "suppressed",
 ]
 
+EVAL_RECALL_NA_REASON = "ragtrace.eval.recall.na_reason"
+"""Why recall was not computed for a trace with retrieved chunks (their IDs are content hashes)."""
+EVAL_GROUNDEDNESS_NA_REASON = "ragtrace.eval.groundedness.na_reason"
+"""Why the answer was not judged (no answer text could be extracted from the output)."""
 PASS = "pass"
 FAIL = "fail"
 _EXPLANATION_MAX = 1000
@@ -115,7 +121,11 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
                            (semconv.EVAL_CONTEXT_RELEVANCY, r.context_relevancy)):
             if value is not None and not math.isnan(value):
                 attrs[key] = float(value)
+    elif trace.recall_na_reason:
+        attrs[EVAL_RECALL_NA_REASON] = trace.recall_na_reason
     g = scores.groundedness
+    if g is None and trace.answer_na_reason:
+        attrs[EVAL_GROUNDEDNESS_NA_REASON] = trace.answer_na_reason
     if g is not None:
         attrs[semconv.EVAL_JUDGE_NAME] = g.judge.name
         if g.judge.model:

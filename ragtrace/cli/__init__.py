@@ -26,6 +26,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "ragtrace.cli.labels",
     "ragtrace.cli.consume",
     "ragtrace.cli.serve",
+    "ragtrace.cli.inspect",
 )
 
 

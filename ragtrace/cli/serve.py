@@ -26,7 +26,7 @@ ENV_LABELS = "RAGTRACE_LABELS"
 
 _DESCRIPTION = """\
 Run the evaluator in this process: an OTLP/HTTP receiver (POST /v1/traces, protobuf or JSON,
-gzip) feeding the same assembly, sampling, scoring and write-back steps as `ragtrace consume`.
+gzip; /v1/metrics and /v1/logs are acknowledged and forwarded to --otlp-endpoint) feeding the same assembly, sampling, scoring and write-back steps as `ragtrace consume`.
 
 State (traces being assembled, judge-result cache, written-back marks, scored traces) is kept
 in a SQLite file: a request is answered 200 only once its spans are committed there (else 503
@@ -76,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--otlp-endpoint", metavar="URL", default=None,
                    help="send evaluation spans and metrics to this OTLP/HTTP base URL "
                         "(default: $RAGTRACE_EXPORT_OTLP_ENDPOINT; unset: kept local)")
+    p.add_argument("--otlp-signals", choices=("all", "traces", "metrics"), default="all",
+                   help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
+                        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
+                        "metrics only (default: %(default)s)")
+    p.add_argument("--phoenix-url", metavar="URL", default=None,
+                   help="also post every score to this Arize Phoenix as span annotations "
+                        "(its evaluation columns), e.g. http://127.0.0.1:6006")
     p.add_argument("--metrics-host", default=DEFAULT_HOST,
                    help="address of the Prometheus /metrics endpoint (default: %(default)s)")
     p.add_argument("--metrics-port", type=_port, default=9464,
@@ -116,6 +123,9 @@ def _line(row: Any) -> str:
         text += f"\n    not supported: \"{claim}\""
     if row.judge_error:
         text += f"\n    judge error: {row.judge_error}"
+    for key, what in (("recall_na_reason", "recall n/a"), ("groundedness_na_reason", "unjudged")):
+        if row.extra.get(key):
+            text += f"\n    {what}: {row.extra[key]}"
     return text
 
 
@@ -147,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             state_path=args.state or default_state_path(),
             labels_path=args.labels or os.environ.get(ENV_LABELS) or None,
             otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
+            otlp_signals=args.otlp_signals, phoenix_endpoint=args.phoenix_url,
             metrics_host=args.metrics_host,
             metrics_port=None if args.no_metrics else args.metrics_port,
             max_pending_traces=args.max_pending_traces,

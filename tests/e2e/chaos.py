@@ -113,7 +113,9 @@ def assert_scored_once(backend: OtlpSink, accepted: Iterable[str], timeout: floa
     span ID only (an identical re-send after a crash is allowed: same ID)."""
     ids = set(accepted)
     assert ids, "no traffic was accepted"
-    backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids,
+    # Each trace's groundedness result is on its own span, under the generation span.
+    backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids
+                           and s.name == f"{semconv.SPAN_EVALUATION}.groundedness",
                            count=len(ids), timeout=timeout)
     time.sleep(1.0)  # the collector's batch timeout: a late duplicate would show
     span_ids: dict[tuple[str, str], set[str]] = defaultdict(set)

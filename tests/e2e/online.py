@@ -275,8 +275,16 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list[Any]], bool],
 
 
 def evaluation_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
+    """The summary evaluation spans (flat ``ragtrace.eval.*`` attributes) of ``trace_ids``."""
     return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
-                         and s.trace_id in trace_ids)
+                         and s.name == semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
+
+
+def metric_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
+    """The per-family evaluation spans (their ``gen_ai.evaluation.result`` events), each under
+    the span it evaluates."""
+    return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
+                         and s.name != semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
 
 
 @dataclass(frozen=True)
@@ -318,7 +326,7 @@ READY_QUERIES = (
 def _wait_scored(backend: OtlpSink, requests: Sequence[Mapping[str, str]],
                  timeout: float = 90.0) -> None:
     ids = {r["trace_id"] for r in requests}
-    backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids,
+    backend.wait_for_spans(lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
                            count=len(ids), timeout=timeout)
 
 

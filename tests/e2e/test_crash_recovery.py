@@ -30,6 +30,7 @@ from tests.e2e.online import (
     evaluation_spans,
     group_at_end,
     load_labels,
+    metric_spans,
     start_app,
     start_consumer,
     verbatim_responder,
@@ -92,7 +93,7 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             ids = {r["trace_id"] for r in requests}
             assert len(ids) == 5 * REPEAT
             trace_backend.wait_for_spans(
-                lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids,
+                lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
                 count=len(ids), timeout=180)
             _wait_idle(client, prefix)
             time.sleep(2.0)  # the collector's batch timeout: any late duplicate would show
@@ -115,6 +116,9 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
     for s in spans:
         assert s.parent_span_id == root_of[s.trace_id]
         copies[s.span_id].append((s.attributes, s.events))
+    # The results sit on per-family spans under the evaluated spans: one span per metric, ever.
+    for s in metric_spans(trace_backend, ids):
+        copies[s.span_id].append((s.attributes, s.events))
         for _, attrs in s.events:
             span_ids[(s.trace_id, str(attrs[semconv.GEN_AI_EVALUATION_NAME]))].add(s.span_id)
     # A replay in the crash window may re-send a span, but only an identical one.
@@ -128,8 +132,8 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
         assert names == expected, (trace_id, key, names)
         for name in names:
             assert len(span_ids[(trace_id, name)]) == 1, (trace_id, name)  # one score, ever
-        (span_id,) = span_ids[(trace_id, "groundedness")]
-        attrs, _ = copies[span_id][0]  # type: ignore[misc]
+        attrs = next(s.attributes for s in spans  # the summary span (any copy: identical)
+                     if s.trace_id == trace_id and semconv.EVAL_GROUNDEDNESS in s.attributes)
         recall, _, _, _, groundedness, cell = online_app.EXPECTED[key]
         assert attrs[semconv.EVAL_GROUNDEDNESS] == groundedness
         assert attrs[semconv.EVAL_CELL] == cell

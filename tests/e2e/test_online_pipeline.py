@@ -27,6 +27,7 @@ from tests.e2e.online import (
     end_offsets,
     evaluation_spans,
     group_at_end,
+    metric_spans,
     read_topic,
     run_app,
     start_consumer,
@@ -46,11 +47,22 @@ def _request(run: OnlineRun, key: str) -> dict[str, str]:
     return req
 
 
-def _events(span: Any) -> dict[str, dict[str, object]]:
+def _events(run: OnlineRun, span: Any) -> dict[str, dict[str, object]]:
+    """The trace's evaluation results by metric: on the per-family spans, each child of the
+    app span it evaluates (recall: retrieve, groundedness: generate), one event per metric."""
+    assert span.events == ()
+    app = {s.name: s.span_id for s in run.trace_backend.trace(span.trace_id)
+           if s.scope == semconv.INSTRUMENTATION_SCOPE}
     out: dict[str, dict[str, object]] = {}
-    for name, attrs in span.events:
-        assert name == semconv.GEN_AI_EVALUATION_RESULT
-        out[str(attrs[semconv.GEN_AI_EVALUATION_NAME])] = dict(attrs)
+    for m in metric_spans(run.trace_backend, {span.trace_id}):
+        family = m.name.rsplit(".", 1)[-1]
+        target = app["retrieve" if family == "recall" else "generate"]
+        assert m.parent_span_id == target and m.links == ((span.trace_id, target),)
+        for name, attrs in m.events:
+            assert name == semconv.GEN_AI_EVALUATION_RESULT
+            metric = str(attrs[semconv.GEN_AI_EVALUATION_NAME])
+            assert metric not in out
+            out[metric] = dict(attrs)
     return out
 
 
@@ -103,7 +115,7 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         assert attrs.pop(k) == pytest.approx(v) if isinstance(v, float) else attrs.pop(k) == v, k
     assert attrs == {}
 
-    events = _events(span)
+    events = _events(online_run, span)
     if recall is None:
         assert set(events) == {"groundedness"}  # unlabelled: groundedness only
     else:
@@ -242,7 +254,7 @@ def test_sigterm_drains_in_flight_scoring_and_commits(
     assert "draining" in consumer.text()
     # Written back before exit (the collector forwards within its batch timeout).
     trace_backend.wait_for_spans(
-        lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids, count=3, timeout=15)
+        lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids, count=3, timeout=15)
     assert len(judge.requests) == 3
     committed = committed_offsets(kafka_bootstrap, collector.topic, group)
     assert committed == ends, (committed, ends)

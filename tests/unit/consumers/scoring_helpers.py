@@ -172,6 +172,14 @@ class Rig:
     sleeps: list[float] = field(default_factory=list)
 
     def spans(self) -> list[ReadableSpan]:
+        """The summary evaluation spans (one per written trace)."""
+        return [s for s in self.all_spans() if s.name == semconv.SPAN_EVALUATION]
+
+    def metric_spans(self) -> list[ReadableSpan]:
+        """The per-family evaluation spans (their events, under the spans they evaluate)."""
+        return [s for s in self.all_spans() if s.name != semconv.SPAN_EVALUATION]
+
+    def all_spans(self) -> list[ReadableSpan]:
         assert isinstance(self.exporter, InMemorySpanExporter)
         return list(self.exporter.get_finished_spans())
 

@@ -130,3 +130,24 @@ def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
     assert store.claim_due(expected - 0.001, 10, 60.0) == []
     assert store.claim_due(expected, 10, 60.0) == [TRACE]
     assert {s.span_id for s in store.load(TRACE)} == stored
+
+
+def test_a_question_id_on_the_apps_own_root_survives_assembly() -> None:
+    """``ragtrace.set_question_id()`` outside ``@ragtrace.pipeline`` records on the app's own
+    (non-RAG) root span; only the ``ragtrace.*`` keys are kept, and the trace is labelled."""
+    from ragtrace.consumers.readers import to_rag_trace
+
+    http_root = record(ROOT, scope="opentelemetry.instrumentation.fastapi", attributes={
+        "http.route": "/chat", semconv.RAGTRACE_QUESTION_ID: "q-17"})
+    inner = record("7777777777777777", parent=ROOT, scope="app", attributes={
+        "app.secret": "x", semconv.RAGTRACE_QUESTION_ID: "q-18"})
+    retrieval = record(RET, parent=ROOT, attributes=RETRIEVER)
+    kept = select_spans([http_root, inner, retrieval])
+    assert kept == [
+        record(ROOT, scope="opentelemetry.instrumentation.fastapi",
+               attributes={semconv.RAGTRACE_QUESTION_ID: "q-17"}),
+        record("7777777777777777", parent=ROOT, scope="app",
+               attributes={semconv.RAGTRACE_QUESTION_ID: "q-18"}),
+        retrieval]
+    rag = to_rag_trace(kept)
+    assert rag is not None and rag.question_id == "q-17"

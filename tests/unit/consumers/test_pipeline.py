@@ -35,8 +35,16 @@ def _attrs(span) -> dict:  # type: ignore[no-untyped-def]
     return dict(span.attributes or {})
 
 
-def _events(span) -> dict[str, dict]:  # type: ignore[no-untyped-def]
-    return {e.attributes[semconv.GEN_AI_EVALUATION_NAME]: dict(e.attributes) for e in span.events}
+def _events(r, span) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+    """Every gen_ai.evaluation.result of the summary span's trace, by metric: they sit on the
+    per-family spans, each under the span it evaluates (at most one event per metric)."""
+    trace_id = span.get_span_context().trace_id
+    events = [e for m in r.metric_spans() if m.get_span_context().trace_id == trace_id
+              for e in m.events]
+    out = {e.attributes[semconv.GEN_AI_EVALUATION_NAME]: dict(e.attributes) for e in events}
+    assert len(out) == len(events)
+    assert not span.events
+    return out
 
 
 def test_labelled_trace_scored_end_to_end() -> None:
@@ -57,7 +65,7 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert a[semconv.EVAL_GROUNDEDNESS] == 0.5
     assert a[semconv.EVAL_CELL] == "generation_failed"
     assert a[semconv.EVAL_JUDGE_COST_USD] == 0.004
-    assert set(_events(span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
+    assert set(_events(r, span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
                                   "context_relevancy", "groundedness"}
     assert r.judge.calls == [("Audit logs are kept 90 days.",
                               ("Audit logs are kept 90 days.", "Logs are deleted nightly."))]
@@ -98,7 +106,7 @@ def test_unlabelled_trace_gets_groundedness_only() -> None:
     assert a[semconv.EVAL_CELL] == "unlabelled"
     assert a[semconv.EVAL_GROUNDEDNESS] == 1.0
     assert semconv.EVAL_RECALL not in a
-    assert set(_events(span)) == {"groundedness"}
+    assert set(_events(r, span)) == {"groundedness"}
     assert f"{span.get_span_context().span_id:016x}" == \
         evaluation_span_id(tid(3), [FAMILY_GROUNDEDNESS])
     assert not r.idempotency.written(tid(3), FAMILY_RECALL)
@@ -109,7 +117,7 @@ def test_unanswerable_question_is_written_without_a_recall_value() -> None:
     r.pipeline.ingest(rag_spans(4, query="What is the meaning of life?"), T0)
     r.pipeline.process_due(T0)
     (span,) = r.spans()
-    assert _events(span)["recall"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "unanswerable"
+    assert _events(r, span)["recall"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "unanswerable"
     assert _attrs(span)[semconv.EVAL_CELL] == "unlabelled"
     assert r.points("ragtrace.recall") == {}
 
@@ -206,7 +214,7 @@ def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
     (span,) = r.spans()
     a = _attrs(span)
     assert a[semconv.EVAL_CELL] == "unjudged" and semconv.EVAL_GROUNDEDNESS not in a
-    assert set(_events(span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
+    assert set(_events(r, span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
                                   "context_relevancy"}
     assert not r.idempotency.written(tid(10), FAMILY_GROUNDEDNESS)
     assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
@@ -357,7 +365,8 @@ def test_workers_run_size_judge_calls_at_once_and_write_back_in_batches() -> Non
         workers.shutdown()
     assert running["max"] == 2  # never more judge calls than threads
     assert workers.completed == 12 and r.traces.pending() == 0
-    assert sum(exporter.batches) == 12 and len(exporter.batches) < 12
+    # Per trace: the summary span plus one span per family (recall, groundedness).
+    assert sum(exporter.batches) == 12 * 3 and len(exporter.batches) < 12
 
 
 def test_a_repeated_answer_in_one_batch_is_judged_once() -> None:

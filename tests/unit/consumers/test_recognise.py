@@ -96,6 +96,8 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
         has_retrieval=True,
         has_generation=True,
         ended_ns=root.end_ns,
+        retrieval_span_id=next(r.span_id for r in records if r.name == "retrieve"),
+        generation_span_id=next(r.span_id for r in records if r.name == "generate"),
     )
     generation = next(r for r in records if r.name == "generate")
     # The SDK did not repeat the texts on the generation span; they came from the retrieval.
@@ -138,6 +140,7 @@ def test_ragtrace_spans_full_view() -> None:
         answer="90 days.", model="resp-model",
         attributes={"http.route": "/chat", "flags": "1,2", "beta": "true", "user.tier": "gold"},
         context_truncated=False, has_retrieval=True, has_generation=True, ended_ns=1000,
+        retrieval_span_id=RET, generation_span_id=GEN,
     )
 
 
@@ -241,7 +244,7 @@ def test_openinference_trace_is_scored_without_our_decorators() -> None:
         context=(Chunk("n1", T1, 0.8), Chunk("n2", T2, 0.7)),
         answer="Audit logs are kept for 90 days.", model="gpt-x",
         attributes={"session.id": "s-1"}, context_truncated=False, has_retrieval=True,
-        has_generation=True, ended_ns=5000,
+        has_generation=True, ended_ns=5000, retrieval_span_id=RET, generation_span_id=GEN,
     )
 
 
@@ -251,8 +254,12 @@ def test_openinference_documents_without_ids_get_content_ids() -> None:
         "retrieval.documents.0.document.content": "text one",
         "retrieval.documents.1.document.score": 0.3})
     digest = hashlib.sha256(b"text one").hexdigest()[:16]
-    # The second document has neither ID nor content: nothing to keep.
-    assert retrieved_chunks(span) == [Chunk(f"sha256:{digest}", "text one", None)]
+    # The second document has neither ID nor content: nothing to keep. The content ID is
+    # marked, so recall against gold IDs is reported n/a with a reason instead of 0.0.
+    assert retrieved_chunks(span) == [Chunk(f"sha256:{digest}", "text one", None, hashed=True)]
+    rag = to_rag_trace([span])
+    assert rag is not None and rag.recall_na_reason is not None
+    assert rag.recall_na_reason.startswith("1 of 1 retrieved chunks carry no ID")
 
 
 def test_the_last_ending_llm_span_gives_the_answer() -> None:

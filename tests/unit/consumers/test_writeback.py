@@ -12,9 +12,19 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scoring_helpers import MODEL, PROMPT, FailingExporter, grounded, rag_spans, root_span_id, tid
+from scoring_helpers import (
+    MODEL,
+    PROMPT,
+    FailingExporter,
+    grounded,
+    rag_spans,
+    root_span_id,
+    sid,
+    tid,
+)
 
 from ragtrace import semconv
+from ragtrace.consumers.metric_spans import metric_span_id
 from ragtrace.consumers.otlp_sink import OtlpScoreSink
 from ragtrace.consumers.recognise import to_rag_trace
 from ragtrace.consumers.score import combine, score_retrieval
@@ -64,7 +74,8 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
     exporter = InMemorySpanExporter()
     sink = _sink(exporter)
     sink.write(_scores(result=grounded(2, 3, cost=0.002)))
-    (span,) = exporter.get_finished_spans()
+    span, recall_span, ground_span = exporter.get_finished_spans()
+    assert not span.events  # each metric's result sits under the span it evaluates
     ctx = span.get_span_context()
     assert ctx is not None and span.parent is not None
     assert f"{ctx.trace_id:032x}" == tid(7)
@@ -111,7 +122,23 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
         assert attrs.pop(key) == value, key
     assert attrs == {}
 
-    events = [(e.name, dict(e.attributes or {}), e.timestamp) for e in span.events]
+    # recall -> the retrieval span, groundedness -> the generation span: child of and linked
+    # to exactly that span (OpenInference's annotation form), deterministic IDs, same end time.
+    for metric_span, family, target in ((recall_span, "recall", sid(72)),
+                                        (ground_span, "groundedness", sid(73))):
+        assert metric_span.name == f"{semconv.SPAN_EVALUATION}.{family}"
+        assert metric_span.parent is not None
+        assert f"{metric_span.parent.span_id:016x}" == target
+        assert [f"{link.context.span_id:016x}" for link in metric_span.links] == [target]
+        assert f"{metric_span.get_span_context().span_id:016x}" == metric_span_id(tid(7), family)
+        assert f"{metric_span.get_span_context().trace_id:032x}" == tid(7)
+        assert metric_span.start_time == END_NS and metric_span.end_time == END_NS
+        assert dict(metric_span.attributes or {}) == {
+            semconv.EVAL_MARKER: True, semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+            semconv.EVAL_TARGET_SPAN_ID: target, semconv.GEN_AI_EVALUATION_NAME: family}
+    events = [(e.name, dict(e.attributes or {}), e.timestamp)
+              for e in (*recall_span.events, *ground_span.events)]
+    assert len(ground_span.events) == 1
     name = semconv.GEN_AI_EVALUATION_NAME
     value = semconv.GEN_AI_EVALUATION_SCORE_VALUE
     label = semconv.GEN_AI_EVALUATION_SCORE_LABEL
@@ -134,15 +161,15 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
 def test_groundedness_only_span_and_its_id() -> None:
     exporter = InMemorySpanExporter()
     _sink(exporter).write(_scores(gold=None, result=grounded(1, 1), cost=0.0))
-    (span,) = exporter.get_finished_spans()
+    span, ground_span = exporter.get_finished_spans()
     attrs = dict(span.attributes or {})
     assert attrs[semconv.EVAL_CELL] == "unlabelled"
     assert semconv.EVAL_RECALL not in attrs and semconv.EVAL_QUESTION_ID not in attrs
     assert attrs[semconv.EVAL_JUDGE_COST_USD] == 0.0
     assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(tid(7),
                                                                             ["groundedness"])
-    assert [dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME] for e in span.events] == \
-        ["groundedness"]
+    assert [dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME]
+            for e in ground_span.events] == ["groundedness"]
 
 
 def test_no_claims_judge_error_and_unanswerable_events() -> None:
@@ -191,8 +218,9 @@ def test_writing_the_same_scores_twice_yields_an_identical_span() -> None:
     sink = _sink(exporter)
     sink.write(_scores(result=grounded(1, 1)))
     sink.write(_scores(result=grounded(1, 1)))
-    a, b = exporter.get_finished_spans()
-    assert a.to_json() == b.to_json()
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 6  # summary, recall, groundedness; twice
+    assert [s.to_json() for s in spans[:3]] == [s.to_json() for s in spans[3:]]
 
 
 def test_failed_delivery_raises() -> None:
@@ -244,5 +272,6 @@ def test_concurrent_writes_are_batched_and_each_waits_for_its_own_delivery() -> 
     for t in threads:
         t.join()
     assert errors == []
-    assert sorted(f"{s.get_span_context().trace_id:032x}" for s in exporter.get_finished_spans()) \
+    summaries = [s for s in exporter.get_finished_spans() if s.name == semconv.SPAN_EVALUATION]
+    assert sorted(f"{s.get_span_context().trace_id:032x}" for s in summaries) \
         == sorted(tid(n) for n in range(1, 21))

@@ -269,3 +269,46 @@ def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -
         rows = ev.wait_for_results(2, timeout_s=30)
     assert [r.cell for r in rows] == ["fine", "fine"]
     assert rows[1].trace_id == second_id
+
+
+def test_metrics_and_logs_from_the_app_are_forwarded_and_spans_only_sends_no_metrics(
+        tmp_path: Path) -> None:
+    """``otlp_signals="traces"``: the evaluator pushes no metrics of its own to the endpoint
+    (a backend without /v1/metrics, like Phoenix); what an app sends to /v1/metrics and
+    /v1/logs is acknowledged and forwarded unchanged."""
+    import http.server
+    from urllib import request
+
+    received: list[tuple[str, bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append((self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        ev = EmbeddedEvaluator(
+            EmbeddedSettings(port=0, state_path=tmp_path / "s.db", otlp_endpoint=endpoint,
+                             otlp_signals="traces", metrics_port=None),
+            config=_config().replace(export={"metrics_interval_s": 0.05}), judge=LexicalJudge())
+        with ev:
+            for path, body in (("/v1/metrics", b"m-body"), ("/v1/logs", b"l-body")):
+                req = request.Request(ev.endpoint + path, data=body, method="POST",
+                                      headers={"Content-Type": "application/x-protobuf"})
+                assert request.urlopen(req, timeout=5).status == 200
+            deadline = time.monotonic() + 10
+            while len(received) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)  # several metric intervals: none may arrive
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted(received) == [("/v1/logs", b"l-body"), ("/v1/metrics", b"m-body")]

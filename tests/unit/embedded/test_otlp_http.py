@@ -301,7 +301,10 @@ def test_a_failing_sink_is_500_and_the_server_keeps_serving(
 
 
 def test_other_paths_and_methods(receiver: OtlpHttpReceiver) -> None:
-    assert _post(receiver, b"", PB, path="/v1/metrics")[0] == 404
+    # An app exporting every signal to the evaluator gets its metrics and logs acknowledged.
+    for path in ("/v1/metrics", "/v1/logs"):
+        assert _post(receiver, b"", PB, path=path)[0] == 200
+    assert _post(receiver, b"", PB, path="/v1/other")[0] == 404
     status, headers, _ = _post(receiver, b"", {}, method="GET")
     assert (status, headers["allow"]) == (405, "POST")
     assert _post(receiver, b"", {}, path="/", method="GET")[0] == 404

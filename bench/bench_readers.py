@@ -1,0 +1,95 @@
+"""Cost of reading a span: one span of each dialect through the reader registry, as ingestion
+and assembly do it (first read, then the remembered reading for the same span object).
+
+Spans are shaped like what each instrumentor emits (five 500-character documents on a
+retrieval; a LangChain ``LLMResult`` JSON answer of 2,000 characters): reading them parses the
+documents' metadata JSON and unwraps the answer envelope. Run: ``python bench/bench_readers.py
+[--quick]``; writes the ``readers`` section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._report import machine_line, write_section
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.readers import SpanReaders
+
+TEXT = "Audit logs are kept for ninety days on every plan. " * 10
+
+
+def _span(name: str, scope: str, attrs: dict[str, object]) -> SpanRecord:
+    return SpanRecord("a" * 32, "b" * 16, "c" * 16, name, scope, "bench", 0, 1,
+                      attrs)  # type: ignore[arg-type]
+
+
+def spans() -> dict[str, SpanRecord]:
+    rag: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "q"}
+    lc: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "q"}
+    for i in range(5):
+        rag.update({f"retrieval.documents.{i}.document.id": f"c-{i}",
+                    f"retrieval.documents.{i}.document.content": TEXT[:500],
+                    f"retrieval.documents.{i}.document.score": 0.5})
+        lc.update({f"retrieval.documents.{i}.document.content": TEXT[:500],
+                   f"retrieval.documents.{i}.document.metadata": json.dumps({"id": f"lc-{i}"})})
+    docs = [{"id": f"d-{i}", "content": TEXT[:500], "score": 0.5} for i in range(5)]
+    answer = (TEXT * 4)[:2000]
+    return {
+        "ragtrace retrieval (5 docs)": _span("retrieve", "ragtrace", rag),
+        "LangChain retrieval (5 docs, metadata IDs)": _span(
+            "R", "openinference.instrumentation.langchain", lc),
+        "LangChain LLM (LLMResult JSON)": _span(
+            "FakeListLLM", "openinference.instrumentation.langchain", {
+                "openinference.span.kind": "LLM", "output.mime_type": "application/json",
+                "output.value": json.dumps({"generations": [[{"text": answer}]]})}),
+        "GenAI retrieval (5 docs JSON)": _span("retrieval", "app", {
+            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "q",
+            "gen_ai.retrieval.documents": json.dumps(docs)}),
+        "Langfuse retriever (5 docs JSON)": _span("search", "langfuse-sdk", {
+            "langfuse.observation.type": "retriever", "langfuse.observation.input": "q",
+            "langfuse.observation.output": json.dumps(docs)}),
+        "unrecognised HTTP span": _span("POST /chat", "opentelemetry.instrumentation.fastapi",
+                                        {"http.route": "/chat", "http.status_code": 200}),
+    }
+
+
+def _best(fn: object, rounds: int, n: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()  # type: ignore[operator]
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    rounds, n = (3, 300) if quick else (10, 3000)
+    rows = []
+    for label, span in spans().items():
+        first = _best(lambda span=span: SpanReaders.build().read(span), rounds, n)
+        readers = SpanReaders.build()
+        readers.read(span)
+        again = _best(lambda span=span, readers=readers: readers.read(span), rounds, n)
+        rows.append(f"| {label} | {first * 1e6:.1f} µs | {again * 1e6:.2f} µs |")
+        print(label, f"first {first * 1e6:.1f} us, again {again * 1e6:.2f} us")
+    write_section("readers", "\n".join([
+        "## Span readers (`bench/bench_readers.py`)",
+        "",
+        ("CPU time to read one span through the reader registry (recognise its dialect and role, "
+         "extract chunk IDs, texts and the answer): the first read (a fresh registry, including "
+         "building it) and a repeat read of the same span object (ingestion asks several times: "
+         f"count unrecognised, select, schedule). Best of {rounds} rounds of {n}; "
+         f"{machine_line()}."),
+        "",
+        "| span | first read | same span again |",
+        "|---|---|---|",
+        *rows,
+        "",
+    ]))

@@ -1,0 +1,79 @@
+"""A local HTTP server speaking OpenAI's Chat Completions wire format (``POST
+/v1/chat/completions``, non-streamed), so the real ``openai`` client and the instrumentations
+wrapping it run in tests.
+
+    with FakeOpenAI(lambda messages: "It is 90 days.") as api:
+        client = openai.OpenAI(base_url=api.base_url, api_key="test")
+
+The responder maps the request's messages to the assistant's reply text; every response gets
+an ID ``chatcmpl-<n>`` (the instrumentations record it as ``gen_ai.response.id``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from typing_extensions import Self
+
+__all__ = ["FakeOpenAI"]
+
+Responder = Callable[[list[dict[str, Any]]], str]
+
+
+class FakeOpenAI:
+    def __init__(self, responder: Responder) -> None:
+        self._responder = responder
+        self._ids = itertools.count(1)
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                fake.requests.append(body)
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+                    return
+                text = fake._responder(body.get("messages", []))
+                n = next(fake._ids)
+                self._send(200, {
+                    "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1700000000,
+                    "model": body.get("model", "gpt-test"),
+                    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                })
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,70 @@
+"""``ragtrace inspect``: every span's reader and extraction, unrecognised spans with their keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragtrace.cli import main
+
+
+def _request(tmp_path: Path, *, as_json: bool) -> tuple[Path, str]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("openinference.instrumentation.langchain")
+    other = provider.get_tracer("opentelemetry.instrumentation.fastapi")
+    with other.start_as_current_span("POST /chat", attributes={"http.route": "/chat"}) as root:
+        with tracer.start_as_current_span("R", attributes={
+                "openinference.span.kind": "RETRIEVER", "input.value": "How long?",
+                "retrieval.documents.0.document.content": "Kept 90 days.",
+                "retrieval.documents.0.document.metadata": json.dumps({"id": "lc-01"}),
+                "retrieval.documents.1.document.content": "No ID here."}):
+            pass
+        with tracer.start_as_current_span("FakeListLLM", attributes={
+                "openinference.span.kind": "LLM", "output.mime_type": "application/json",
+                "output.value": json.dumps({"generations": [[{"text": "Kept 90 days."}]]})}):
+            pass
+    request = encode_spans(exporter.get_finished_spans())
+    path = tmp_path / ("request.json" if as_json else "request.pb")
+    if as_json:
+        path.write_text(json_format.MessageToJson(request))
+    else:
+        path.write_bytes(request.SerializeToString())
+    return path, f"{root.get_span_context().trace_id:032x}"
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_inspect_shows_each_reader_and_what_it_extracted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
+    path, trace_id = _request(tmp_path, as_json=as_json)
+    assert main(["inspect", str(path), "--json"]) == 0
+    (trace,) = json.loads(capsys.readouterr().out)
+    assert trace["trace_id"] == trace_id
+    rows = {r["name"]: r for r in trace["spans"]}
+    assert rows["POST /chat"]["reader"] == "unrecognised"
+    assert rows["POST /chat"]["attribute_keys"] == ["http.route"]
+    assert rows["R"]["reader"] == "openinference" and rows["R"]["role"] == "retrieval"
+    assert rows["R"]["query"] == "How long?"
+    assert rows["R"]["chunks"][0] == {"id": "lc-01", "text": "Kept 90 days."}
+    assert rows["R"]["chunks"][1]["hashed"] is True
+    assert rows["FakeListLLM"]["answer"] == "Kept 90 days."
+    assert trace["rag"]["answer"] == "Kept 90 days."
+    assert trace["rag"]["recall_na_reason"].startswith("1 of 2 retrieved chunks carry no ID")
+
+
+def test_inspect_text_names_unrecognised_spans(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = _request(tmp_path, as_json=True)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "POST /chat  [opentelemetry.instrumentation.fastapi]  -> unrecognised  keys: " \
+           "http.route" in out
+    assert "(hashed: no ID field or metadata ID)" in out
