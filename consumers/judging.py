@@ -31,6 +31,7 @@ __all__ = [
     "JudgeOutcome",
     "ParkTrace",
     "cache_model",
+    "is_paid",
     "judge_cache_key",
 ]
 
@@ -102,6 +103,12 @@ def _model_of(judge: Judge) -> str:
     return info.model or info.name
 
 
+def is_paid(judge: Judge) -> bool:
+    """Whether calls to ``judge`` cost money, so the call budget applies: True unless the
+    judge declares ``paid = False`` (the lexical judge: local, free, instant)."""
+    return bool(getattr(judge, "paid", True))
+
+
 def cache_model(judge: Judge) -> str:
     """The model name judgements of ``judge`` are cached under: its configured ``model``
     attribute when it has one (e.g. ``AnthropicJudge.model``, the name it was asked to use),
@@ -118,7 +125,8 @@ class GroundednessScorer:
 
     ``attempts`` judge calls at most (the client's own retries are inside each); between them
     it waits ``backoff_s * 2**n`` (or the API's ``retry_after``, capped at ``max_wait_s``).
-    Thread-safe as long as the judge and the stores are.
+    Thread-safe as long as the judge and the stores are. The budget limits paid judges only
+    (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
     """
 
     def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
@@ -136,6 +144,7 @@ class GroundednessScorer:
         self._max_wait_s = max_wait_s
         self._sleep = sleep
         self._cache_model = cache_model(judge)
+        self._paid = is_paid(judge)
         metrics.ensure_judge(_model_of(judge))
 
     @property
@@ -189,8 +198,8 @@ class GroundednessScorer:
                 if job.leader is job:
                     job.leader = None
                     misses.append(job)
-        if len(misses) > 1 and self._budget.try_acquire(len(misses),
-                                                        sum(j.tokens for j in misses)):
+        if not self._paid or len(misses) > 1 and self._budget.try_acquire(
+                len(misses), sum(j.tokens for j in misses)):
             return
         for job in misses:
             if not self._budget.try_acquire(1, job.tokens):
@@ -217,7 +226,7 @@ class GroundednessScorer:
                 self._metrics.judge_call(model, "cached")
                 job.outcome = JudgeOutcome(leader.outcome.result, cached=True)
                 return
-            if not self._budget.try_acquire(1, job.tokens):  # no reusable score: call
+            if self._paid and not self._budget.try_acquire(1, job.tokens):  # no reusable score
                 self._metrics.budget_exhausted(job.service)
                 job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
                 return
