@@ -32,6 +32,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from typing_extensions import Self
 
 from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
 from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore, MemoryTraceStore
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
@@ -182,6 +183,8 @@ class EmbeddedEvaluator:
             judge=self.judge, sink=self.sink, metrics=self.metrics,
             sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
+        self.early = EarlySampler(cfg.sampling.sampler_config(), LabelDigests(self.labels),
+                                  report=self.metrics.traces_sampled_out)
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
                                          meter_provider=self.meter_provider)
@@ -231,6 +234,7 @@ class EmbeddedEvaluator:
             server.server_close()  # type: ignore[attr-defined]
             self._metrics_server = None
         self.sink.shutdown()
+        self.early.flush()
         self.meter_provider.shutdown()
         self.state.close()
 
@@ -246,7 +250,7 @@ class EmbeddedEvaluator:
         pending = self.traces.pending()
         if pending >= self.settings.max_pending_traces:
             raise ReceiverBusy(f"{pending} traces are waiting to be scored", retry_after=1.0)
-        self.pipeline.ingest(spans)
+        self.pipeline.ingest(self.early.admit_records(spans))
         self._wake.set()
         return None
 

@@ -189,6 +189,13 @@ class ConsumerMetrics:
         attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
         self._skipped.add(1, {**attrs, semconv.ATTR_REASON: reason})
 
+    def traces_sampled_out(self, service: str, n: int) -> None:
+        """``n`` traces dropped at decode (never assembled: pipeline unknown), counted as seen
+        and skipped ``sampled_out`` in one add each."""
+        attrs = self._ensure_service(service, DEFAULT_PIPELINE)
+        self._seen.add(n, attrs)
+        self._skipped.add(n, {**attrs, semconv.ATTR_REASON: "sampled_out"})
+
     def budget_exhausted(self, service: str) -> None:
         self._budget.add(1, {semconv.ATTR_SERVICE: service})
 

@@ -82,6 +82,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     from kafka import KafkaConsumer, KafkaProducer
 
     from ragtrace.consumers import redis_stores as rs
+    from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
     from ragtrace.consumers.sample import Sampler
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
@@ -124,7 +125,10 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
-                         drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records)
+                         drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records,
+                         admission=EarlySampler(cfg.sampling.sampler_config(),
+                                                LabelDigests(labels),
+                                                report=metrics.traces_sampled_out))
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
     # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner).
     runner.subscribe(k.topic)
