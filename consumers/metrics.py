@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
 from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace.consumers.metric_batch import BatchedCounter, CounterBatch
 from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
@@ -125,6 +127,16 @@ class ConsumerMetrics:
             self._dlq.add(0, {semconv.ATTR_REASON: reason})
         for reason in PARK_REASONS:
             self._parked.add(0, {semconv.ATTR_REASON: reason})
+        # Per-trace counters are summed per batch inside batch() (metric_batch module doc).
+        self._batch = CounterBatch()
+        for name in ("_seen", "_sampled", "_scored", "_skipped", "_cell", "_judge_calls",
+                     "_judge_tokens", "_judge_cost", "_budget", "_parked"):
+            setattr(self, name, BatchedCounter(getattr(self, name), self._batch))
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Within the block, this thread's counter increments are added once per label set
+        when it exits (``add(n)``), not once per trace."""
+        return self._batch.batch()
 
     # --- lag -------------------------------------------------------------------------------
     def set_lag_source(self, source: Callable[[], int | None], topic: str | None = None) -> None:

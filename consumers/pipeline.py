@@ -268,7 +268,7 @@ class Pipeline:
         trace's own steps marks that trace (it is left to its lease); a store outage raises."""
         works = [TraceWork(lease.trace_id, lease.token) if isinstance(lease, Lease)
                  else TraceWork(lease, None) for lease in leases]
-        with suppressed():
+        with suppressed(), self.metrics.batch():
             loaded = load_many(self.traces, [w.trace_id for w in works])
             for work, spans in zip(works, loaded):
                 self._guarded(work, self._recognise, work, spans)
@@ -292,7 +292,7 @@ class Pipeline:
         job = work.job
         if self._scorer is not None and job is not None and job.needs_call:
             try:
-                with suppressed():
+                with suppressed(), self.metrics.batch():
                     self._guarded(work, self._scorer.run, job)
             finally:
                 job.done.set()  # never leave a follower of this job waiting
@@ -302,7 +302,7 @@ class Pipeline:
         then mark them written and release the traces (one round trip each), or park. Returns
         each trace's outcome: None for a trace whose own processing failed (its lease runs
         out and it is retried). A store outage raises: the leases run out, nothing is lost."""
-        with suppressed():
+        with suppressed(), self.metrics.batch():
             if self._scorer is not None:
                 self._scorer.store([w.job for w in works if w.job is not None])
             to_write: list[tuple[TraceWork, TraceScores]] = []
