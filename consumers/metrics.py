@@ -136,7 +136,8 @@ class ConsumerMetrics:
     def batch(self) -> AbstractContextManager[None]:
         """Within the block, this thread's counter increments are added once per label set
         when it exits (``add(n)``), not once per trace."""
-        return self._batch.batch()
+        block: AbstractContextManager[None] = self._batch.batch()
+        return block
 
     # --- lag -------------------------------------------------------------------------------
     def set_lag_source(self, source: Callable[[], int | None], topic: str | None = None) -> None:

@@ -281,5 +281,33 @@ class AnthropicJudge:
             attempt += 1
 
 
+    # --- messages answered elsewhere (the Message Batches API) -----------------------------
+    def groundedness_from_message(self, message: object, context: Sequence[str], *,
+                                  price_factor: float = 1.0,
+                                  latency_s: float = 0.0) -> GroundednessResult:
+        """The result of a groundedness request (as :meth:`request_body` builds for
+        :func:`render_answer_message`) from the Messages API ``message`` that answered it,
+        parsed and verified as :meth:`groundedness` does, its cost times ``price_factor``
+        (0.5 for the Message Batches API). Malformed output is an error result (no retry)."""
+        call = _Call()
+        usage = getattr(message, "usage", None)
+        if usage is not None:
+            call.usage = Usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                               int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                               int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+        call.model = getattr(message, "model", None)
+        cost = self._cost(call) * price_factor
+        try:
+            triples = parse_claims(self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])))
+        except MalformedOutput as exc:
+            return GroundednessResult.failed(f"malformed judge output: {exc}", self._info(call),
+                                             usage=call.usage, cost_usd=cost,
+                                             latency_s=latency_s)
+        verdicts = [ClaimVerdict(claim, entailed, evidence, quote_found(evidence, context))
+                    for claim, entailed, evidence in triples]
+        return GroundednessResult.from_claims(verdicts, self._info(call), usage=call.usage,
+                                              cost_usd=cost, latency_s=latency_s)
+
+
 class _Rejected(Exception):
     """A non-retryable 4xx from the API: reported as an error result."""
