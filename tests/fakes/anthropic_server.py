@@ -33,8 +33,8 @@ from typing import Any
 from typing_extensions import Self
 
 from ragtrace.evaluation.judges.lexical import LexicalJudge
-from tests.fakes.anthropic_batches import BatchEndpoints
 from ragtrace.evaluation.judges.text import split_sentences, strip_citations, words
+from tests.fakes.anthropic_batches import BatchEndpoints
 
 __all__ = [
     "DEFAULT_ALIASES",
