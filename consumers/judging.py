@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ragtrace.consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace.consumers.batching import cache_get_many, cache_put_many
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
@@ -132,7 +133,8 @@ class GroundednessScorer:
     def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
                  metrics: ConsumerMetrics, *, attempts: int = 2, backoff_s: float = 1.0,
                  max_wait_s: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 batch: BatchJudging | None = None) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
         self._judge = judge
@@ -145,6 +147,7 @@ class GroundednessScorer:
         self._sleep = sleep
         self._cache_model = cache_model(judge)
         self._paid = is_paid(judge)
+        self._batch = batch  # judge.mode batch: misses wait in a Message Batch (batch_judging)
         metrics.ensure_judge(_model_of(judge))
 
     @property
@@ -193,6 +196,10 @@ class GroundednessScorer:
         leaders: dict[str, JudgeJob] = {}
         misses = []
         for job in jobs:
+            if job.needs_call and self._batch is not None and self._batch.is_pending(job.key):
+                job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+                job.done.set()  # already submitted: wait for it, no budget spent again
+                continue
             if job.needs_call:
                 job.leader = leaders.setdefault(job.key, job)
                 if job.leader is job:
@@ -230,6 +237,10 @@ class GroundednessScorer:
                 self._metrics.budget_exhausted(job.service)
                 job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
                 return
+        if self._batch is not None:
+            self._batch.submit_later(job)
+            job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+            return
         try:
             result = self._call(model, job.answer, job.context)
         except ParkTrace as park:

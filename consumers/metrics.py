@@ -49,7 +49,8 @@ SKIP_REASONS: tuple[str, ...] = tuple(sorted(_SAMPLER_SKIP_REASONS)) + (
 JUDGE_OUTCOMES: tuple[str, ...] = ("ok", "error", "cached", "unavailable")
 TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
-PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed")
+PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed",
+                                  "judge_batch_pending")
 DEFAULT_PIPELINE = "default"
 PROMPT_LABEL_CHARS = 12
 _HEX = frozenset("0123456789abcdef")

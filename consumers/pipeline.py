@@ -36,6 +36,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragtrace.consumers.assemble import completion_due, select_spans
+from ragtrace.consumers.batch_judging import BatchJudging
 from ragtrace.consumers.batching import (
     load_many,
     mark_written_many,
@@ -210,7 +211,8 @@ class Pipeline:
                  sink: ScoreSink, metrics: ConsumerMetrics, sampler: Sampler,
                  settings: PipelineSettings = PipelineSettings(),
                  clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 judge_batch: BatchJudging | None = None) -> None:
         self.traces = traces
         self.labels = labels
         self._labels = _LabelView(labels)
@@ -219,10 +221,11 @@ class Pipeline:
         self.metrics = metrics
         self.sampler = sampler
         self.settings = settings
+        self.judge_batch = judge_batch
         self._clock = clock
         self._scorer = None if judge is None else GroundednessScorer(
             judge, cache, budget, metrics, attempts=settings.judge_attempts,
-            backoff_s=settings.judge_backoff_s, sleep=sleep)
+            backoff_s=settings.judge_backoff_s, sleep=sleep, batch=judge_batch)
 
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:

@@ -66,6 +66,8 @@ class ConsumerService:
 
     def shutdown(self) -> None:
         self.runner.close()
+        if self.pipeline.judge_batch is not None:
+            self.pipeline.judge_batch.stop()
         self.sink.shutdown()
         self.meter_provider.shutdown()  # exports the last metric values
         try:
@@ -106,10 +108,16 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       timeout_s=cfg.export.timeout_s,
                                       recall_threshold=cfg.scoring.recall_threshold,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
+    judge_batch = None
+    if cfg.judge.mode == "batch":
+        from ragtrace.consumers.batch_judging import RedisBatchStore, build_batch_judging
+
+        judge_batch = build_batch_judging(judge, RedisBatchStore(client, prefix=prefix), cache,
+                                          metrics).start()
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
                         budget=budget, judge=judge, sink=sink, metrics=metrics,
                         sampler=Sampler(cfg.sampling.sampler_config()),
-                        settings=PipelineSettings.from_config(cfg))
+                        settings=PipelineSettings.from_config(cfg), judge_batch=judge_batch)
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
     k = cfg.kafka
