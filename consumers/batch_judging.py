@@ -146,7 +146,7 @@ def build_batch_judging(judge: object, store: BatchStore, cache: JudgeResultCach
     from ragtrace.evaluation.judges import AnthropicJudge
 
     if not isinstance(judge, AnthropicJudge):
-        raise ConfigError(  # noqa: TRY004 - a configuration mistake, not a caller's type error
+        raise ConfigError(
             "judge.mode: batch needs the anthropic judge (judge.name: anthropic, or auto with "
             f"an API key); got {type(judge).__name__}")
     return BatchJudging(AnthropicBatchJudge(judge), store, cache, metrics)
