@@ -131,6 +131,11 @@ class EmbeddedEvaluator:
                  extra_metric_readers: Sequence[MetricReader] = ()) -> None:
         self.settings = settings = settings or EmbeddedSettings()
         self.config = config = config or ConsumerConfig.defaults()
+        if config.judge.mode != "realtime":
+            from ragtrace.consumers.config import ConfigError
+
+            raise ConfigError("judge.mode: batch is for ragtrace consume (its batches are kept "
+                              "in Redis); the embedded evaluator judges in realtime")
         with_model = config.judge.model and config.judge.name != "lexical"
         self.judge: Judge = judge or make_judge(
             config.judge.name, **({"model": config.judge.model} if with_model else {}))

@@ -103,3 +103,19 @@ def test_the_same_answer_is_submitted_once_and_batch_mode_needs_the_anthropic_ju
         assert "anthropic" in str(exc)
     else:
         raise AssertionError("batch mode accepted the lexical judge")
+
+
+def test_the_embedded_evaluator_refuses_batch_mode(tmp_path: Any) -> None:
+    from ragtrace.consumers.config import ConfigError, load_config
+    from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+
+    config = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
+    assert config.judge.mode == "batch"
+    try:
+        EmbeddedEvaluator(EmbeddedSettings(state_path=tmp_path / "s.sqlite3", port=0,
+                                           metrics_port=None), config=config)
+    except ConfigError as exc:
+        assert "judge.mode" in str(exc)
+    else:
+        raise AssertionError("serve accepted judge.mode batch")
+    assert not (tmp_path / "s.sqlite3").exists()
