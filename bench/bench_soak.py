@@ -132,6 +132,7 @@ def _feed(port: int, n: int, stop: threading.Event, sent: list[int]) -> None:
         i += TRACES_PER_REQUEST
         sent[0] = min(i, n)
     conn.close()
+    print(f"serve: all {n} traces sent", flush=True)
 
 
 def _scored(db: Path) -> int:

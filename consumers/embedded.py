@@ -228,6 +228,7 @@ class EmbeddedEvaluator:
         self.receiver.stop()
         self._stopping.set()
         self._wake.set()
+        self.workers.wake()
         if self._loop is not None:
             self._loop.join()
             self._loop = None
@@ -257,6 +258,7 @@ class EmbeddedEvaluator:
             raise ReceiverBusy(f"{pending} traces are waiting to be scored", retry_after=1.0)
         self.pipeline.ingest(self.early.admit_records(spans))
         self._wake.set()
+        self.workers.wake()
         return None
 
     def _run(self) -> None:
@@ -267,7 +269,9 @@ class EmbeddedEvaluator:
                 self.workers.fill()
             except Exception:  # noqa: BLE001 - a store failure must not end the loop
                 _log.exception("embedded evaluator: claiming due traces failed")
-            if self.workers.full:
+            # With traces in flight, wake on the next finished one (or an arrival): a fast judge
+            # finishes traces while fill() is still claiming, and no arrival may follow.
+            if self.workers.full or self.workers.in_flight:
                 self.workers.wait(tick)
             else:
                 self._wake.wait(tick)
