@@ -334,6 +334,16 @@ batches of 500, every TTL {args.redis_ttl:.0f} s):
 
 Keys and memory level off once the run is older than the TTL: what stays is what arrived within
 one TTL (done tombstones, marks, cache entries); pending traces are deleted when released.
+
+Before this, serve fell from 176 to 44 traces/s within 12k traces (`MemoryTraceStore.release`
+scanned every "done" tombstone, `claim` sorted every due trace), and the default judge budget
+skipped most traces as `budget_exhausted` even with the free lexical judge. Now every
+in-process store operation is O(log n) (time heaps with lazy deletion, purged as time passes),
+the budget limits paid judges only, and serve's scoring loop wakes on a finished trace instead
+of sleeping a tick when no request follows. serve's RSS still grows slowly within a run: the
+"done" tombstones (about 200 bytes each) live `assembly.ttl_s` (1 h), so they level off at one
+hour of traffic, not at 10k traces. Its SQLite tables (judge cache, write-back marks, results)
+are keyed B-trees: O(log n) per write, on disk.
 """
 
 
