@@ -332,10 +332,12 @@ batches of 500, every TTL {args.redis_ttl:.0f} s):
 
 {_redis_table(redis_rows)}
 
-Keys and memory level off once the run is older than the TTL: what stays is what arrived within
-one TTL (done tombstones, marks, cache entries); pending traces are deleted when released.
+Once the run is older than the TTL, keys and memory stop growing with it and follow rate × TTL
+instead: about three keys per trace scored within the last TTL (its done tombstone, write-back
+marks, judge cache entry); a trace's spans are deleted when it is released.
 
-Before this, serve fell from 176 to 44 traces/s within 12k traces (`MemoryTraceStore.release`
+Before this (as measured when the work was filed, not re-run here), serve fell from 176 to 44
+traces/s within 12k traces (`MemoryTraceStore.release`
 scanned every "done" tombstone, `claim` sorted every due trace), and the default judge budget
 skipped most traces as `budget_exhausted` even with the free lexical judge. Now every
 in-process store operation is O(log n) (time heaps with lazy deletion, purged as time passes),

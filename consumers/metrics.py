@@ -132,7 +132,9 @@ class ConsumerMetrics:
         self._batch = CounterBatch()
         for name in ("_seen", "_sampled", "_scored", "_skipped", "_cell", "_judge_calls",
                      "_judge_tokens", "_judge_cost", "_budget", "_parked"):
-            setattr(self, name, BatchedCounter(getattr(self, name), self._batch))
+            counter = getattr(self, name, None)
+            if counter is not None:
+                setattr(self, name, BatchedCounter(counter, self._batch))
 
     def batch(self) -> AbstractContextManager[None]:
         """Within the block, this thread's counter increments are added once per label set
