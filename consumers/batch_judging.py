@@ -28,7 +28,11 @@ from ragtrace.consumers.batching import cache_put_many
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeResultCache
 from ragtrace.evaluation.judges import JudgeUnavailable
-from ragtrace.evaluation.judges.anthropic_batch import AnthropicBatchJudge, BatchRequest
+from ragtrace.evaluation.judges.anthropic_batch import (
+    AnthropicBatchJudge,
+    BatchNotFound,
+    BatchRequest,
+)
 
 if TYPE_CHECKING:
     import redis
@@ -247,6 +251,11 @@ class BatchJudging:
             requests = {cid: BatchRequest(cid, p["answer"], tuple(p["context"]))
                         for cid, p in parsed.items()}
             results = self._judge.results(batch_id, requests)
+        except BatchNotFound:
+            # Gone at the API: forget it; its traces submit their requests again when claimed.
+            _log.warning("judge batch %s is unknown to the API; dropping it", batch_id)
+            self._store.finish_batch(batch_id)
+            return
         except JudgeUnavailable:
             _log.warning("polling judge batch %s failed; retrying", batch_id, exc_info=True)
             return

@@ -25,11 +25,21 @@ from .anthropic import AnthropicJudge
 from .base import GroundednessResult, JudgeUnavailable
 from .prompts import GROUNDEDNESS_TOOL, render_answer_message
 
-__all__ = ["BATCH_PRICE_FACTOR", "AnthropicBatchJudge", "BatchRequest", "BatchStatus"]
+__all__ = [
+    "BATCH_PRICE_FACTOR",
+    "AnthropicBatchJudge",
+    "BatchNotFound",
+    "BatchRequest",
+    "BatchStatus",
+]
 
 BATCH_PRICE_FACTOR = 0.5
 """Message Batches API price relative to the Messages API (50 % off, input and output)."""
 _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class BatchNotFound(LookupError):
+    """The API does not know the batch (deleted, or older than its retention)."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,8 @@ class BatchStatus:
 
 class AnthropicBatchJudge:
     """Submit, poll and read groundedness batches (module doc). API failures raise
-    :class:`~ragtrace.evaluation.judges.JudgeUnavailable`."""
+    :class:`~ragtrace.evaluation.judges.JudgeUnavailable`; an unknown batch ID
+    :class:`BatchNotFound`."""
 
     def __init__(self, judge: AnthropicJudge) -> None:
         self.judge = judge
@@ -111,5 +122,7 @@ class AnthropicBatchJudge:
     def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
+        except self._anthropic.NotFoundError as exc:
+            raise BatchNotFound(f"message batches API: {exc}") from None
         except self._anthropic.APIError as exc:
             raise JudgeUnavailable(f"message batches API: {exc}") from None

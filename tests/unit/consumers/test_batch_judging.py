@@ -119,3 +119,15 @@ def test_the_embedded_evaluator_refuses_batch_mode(tmp_path: Any) -> None:
     else:
         raise AssertionError("serve accepted judge.mode batch")
     assert not (tmp_path / "s.sqlite3").exists()
+
+
+def test_a_batch_unknown_to_the_api_is_dropped_from_the_store() -> None:
+    with FakeAnthropic(entail_all) as api:
+        judge = AnthropicJudge(api_key="k", base_url=api.base_url)
+        r = rig()
+        store = MemoryBatchStore()
+        store.add_batch("msgbatch_gone", {"a" * 64: b'{"key": "groundedness:' + b"a" * 64
+                                          + b'", "trace_id": "t", "answer": "x", "context": []}'})
+        BatchJudging(AnthropicBatchJudge(judge), store, r.cache, r.metrics,
+                     poll_every_s=1e-9).tick()
+        assert store.pending_batches() == [] and store.submitted(["a" * 64]) == [False]

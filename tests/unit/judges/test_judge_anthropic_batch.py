@@ -12,6 +12,7 @@ from ragtrace.evaluation.judges import AnthropicJudge, JudgeUnavailable
 from ragtrace.evaluation.judges.anthropic_batch import (
     BATCH_PRICE_FACTOR,
     AnthropicBatchJudge,
+    BatchNotFound,
     BatchRequest,
 )
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all, error_reply
@@ -72,7 +73,13 @@ def test_errored_requests_become_error_results_and_api_failures_raise() -> None:
         # The fake answers the last request first: it got the scripted error.
         assert results["job-1"].error == "batch request errored" and results["job-1"].score is None
         assert results["job-0"].error is None and results["job-0"].score == 1.0
-        with pytest.raises(JudgeUnavailable):
+        with pytest.raises(BatchNotFound):
             batch.status("msgbatch_unknown")
+    with FakeAnthropic(entail_all) as api:
+        api.stop()  # nothing listens: the API is unreachable
+        batch = AnthropicBatchJudge(AnthropicJudge(api_key="k", base_url=api.base_url,
+                                                   timeout=2))
+        with pytest.raises(JudgeUnavailable):
+            batch.submit(_requests())
     with pytest.raises(ValueError):
         BatchRequest("not a valid id", "a", ())
