@@ -190,6 +190,7 @@ class GroundednessScorer:
                 job.outcome = JudgeOutcome(
                     result, cached=True, cost_usd=result.cost_usd if payer == job.trace_id
                     else 0.0)
+                self._count_injection(job)
                 job.done.set()
         # The same answer and context twice in one batch: one call; the later jobs follow the
         # first (and reserve budget only if they end up calling themselves).
@@ -232,6 +233,7 @@ class GroundednessScorer:
             if leader.fresh and leader.outcome is not None:
                 self._metrics.judge_call(model, "cached")
                 job.outcome = JudgeOutcome(leader.outcome.result, cached=True)
+                self._count_injection(job)
                 return
             if self._paid and not self._budget.try_acquire(1, job.tokens):  # no reusable score
                 self._metrics.budget_exhausted(job.service)
@@ -262,6 +264,12 @@ class GroundednessScorer:
                                      separators=(",", ":")).encode("utf-8")
             job.fresh = True
         job.outcome = JudgeOutcome(result, cost_usd=result.cost_usd)
+        self._count_injection(job)
+
+    def _count_injection(self, job: JudgeJob) -> None:
+        result = job.outcome.result if job.outcome is not None else None
+        if result is not None and result.injection_suspected:
+            self._metrics.injection_suspected(job.service)
 
     def store(self, jobs: Sequence[JudgeJob]) -> None:
         """Cache the fresh real scores of ``jobs`` (one write for all)."""

@@ -110,6 +110,9 @@ class ConsumerMetrics:
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
         self._budget = m.create_counter(semconv.METRIC_JUDGE_BUDGET_EXHAUSTED, "{trace}",
                                         "Traces left unjudged because the judge budget was spent")
+        self._injection = m.create_counter(
+            semconv.METRIC_INJECTION_SUSPECTED, "{trace}",
+            "Judged traces whose context held a suspected prompt injection")
         self._dlq = m.create_counter(semconv.METRIC_DLQ_MESSAGES, "{message}",
                                      "Messages sent to the dead-letter topic")
         self._delay = m.create_histogram(
@@ -167,6 +170,7 @@ class ConsumerMetrics:
         for reason in SKIP_REASONS:
             self._skipped.add(0, {**attrs, semconv.ATTR_REASON: reason})
         self._budget.add(0, {semconv.ATTR_SERVICE: service})
+        self._injection.add(0, {semconv.ATTR_SERVICE: service})
         return attrs
 
     def _prompt(self, prompt_sha256: str | None) -> dict[str, str]:
@@ -214,6 +218,10 @@ class ConsumerMetrics:
 
     def budget_exhausted(self, service: str) -> None:
         self._budget.add(1, {semconv.ATTR_SERVICE: service})
+
+    def injection_suspected(self, service: str) -> None:
+        """A judged trace whose context held a suspected prompt injection."""
+        self._injection.add(1, {semconv.ATTR_SERVICE: service})
 
     def parked(self, reason: str) -> None:
         self._parked.add(1, {semconv.ATTR_REASON: reason})

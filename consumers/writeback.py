@@ -118,6 +118,8 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
             attrs[semconv.EVAL_JUDGE_MODEL] = g.judge.model
         attrs[semconv.EVAL_JUDGE_PROMPT_SHA256] = g.judge.prompt_sha256
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
+        if g.injection_suspected:
+            attrs[semconv.EVAL_INJECTION_SUSPECTED] = True
         if g.score is not None:
             attrs[semconv.EVAL_GROUNDEDNESS] = float(g.score)
             attrs[semconv.EVAL_GROUNDEDNESS_CLAIMS] = len(g.claims)

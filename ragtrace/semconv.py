@@ -37,6 +37,7 @@ __all__ = [
     "EVAL_GROUNDEDNESS_NO_CLAIMS",
     "EVAL_GROUNDEDNESS_UNSUPPORTED",
     "EVAL_HIT_RATE",
+    "EVAL_INJECTION_SUSPECTED",
     "EVAL_JUDGE_COST_USD",
     "EVAL_JUDGE_MODEL",
     "EVAL_JUDGE_NAME",
@@ -75,6 +76,7 @@ __all__ = [
     "METRIC_DLQ_MESSAGES",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
+    "METRIC_INJECTION_SUSPECTED",
     "METRIC_JUDGE_BUDGET_EXHAUSTED",
     "METRIC_JUDGE_CALLS",
     "METRIC_JUDGE_COST",
@@ -252,6 +254,9 @@ EVAL_JUDGE_NAME: Final = "ragtrace.eval.judge.name"
 EVAL_JUDGE_MODEL: Final = "ragtrace.eval.judge.model"
 EVAL_JUDGE_PROMPT_SHA256: Final = "ragtrace.eval.judge.prompt_sha256"
 EVAL_JUDGE_COST_USD: Final = "ragtrace.eval.judge.cost_usd"
+EVAL_INJECTION_SUSPECTED: Final = "ragtrace.eval.injection_suspected"
+"""``True`` when a context passage addresses an evaluator or a model (a suspected prompt
+injection; never used as evidence). Written only when true."""
 
 # --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
 METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"
@@ -269,6 +274,8 @@ METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"
 METRIC_JUDGE_COST: Final = "ragtrace.judge.cost"
 METRIC_JUDGE_LATENCY: Final = "ragtrace.judge.latency"
 METRIC_JUDGE_BUDGET_EXHAUSTED: Final = "ragtrace.judge.budget.exhausted"
+METRIC_INJECTION_SUSPECTED: Final = "ragtrace.judge.injection_suspected"
+"""Judged traces whose context held a passage flagged as a suspected prompt injection."""
 METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
 METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
 METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"

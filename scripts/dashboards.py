@@ -110,6 +110,8 @@ OPERATIONS: dict[str, str] = {
                          f'{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'),
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
     "budget_exhausted": f"sum by (service) (rate({_M['ragtrace.judge.budget.exhausted']}{{{_S}}}[{_RI}]))",
+    "injection_suspected": (f"sum by (service) (increase("
+                            f"{_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"),
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
     "consumer_lag": f"sum({_M['ragtrace.consumer.lag']})",
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
@@ -297,6 +299,11 @@ def operations() -> dash.Dashboard:
                          [_q(q["calls_per_minute"], "calls/min", "A"),
                           _q(q["tokens_per_minute"], "tokens/min", "B"),
                           _q(q["budget_exhausted"], "exhausted {{service}}", "C")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Suspected prompt injections",
+                         "Judged traces whose retrieved context held a passage addressed to an "
+                         "evaluator or model (never used as evidence), over the time range; "
+                         "the traces carry ragtrace.eval.injection_suspected=true.",
+                         [_q(q["injection_suspected"], "{{service}}")], "short", w=8))
     d = d.with_row(dash.Row("Pipeline health").id(ids()))
     d = d.with_panel(_ts(ids, "Dead-lettered messages",
                          "Span messages sent to the dead-letter topic per minute, by reason.",

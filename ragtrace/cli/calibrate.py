@@ -36,7 +36,10 @@ Labels file (JSON Lines), one claim per line:
    "context": ["passage the answer was given", ...], "human_entailed": true,
    "answer": "optional: the answer the claim was taken from"}
 The claims are sent to the judge already split, so its verdicts compare one to one; consecutive
-lines with the same context are judged in one call.
+lines with the same context are judged in one call. A claim the judge calls entailed counts only
+when its evidence quote passes every check (verbatim in one document, not an instruction, not
+from a passage flagged for injection, long enough, sharing the claim's numbers, names and key
+terms); the report says how many claims each check downgraded.
 
 Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unreachable.
 """
@@ -50,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="human per-claim labels (format above)")
     add_judge_arguments(parser)
     parser.add_argument("--loose", action="store_true",
-                        help="compare the judge's bare verdicts, without requiring a verified "
-                             "evidence quote (to see what the quote check changes)")
+                        help="compare the judge's bare verdicts, without the evidence checks "
+                             "(to see what the checks change)")
     parser.add_argument("--no-save", action="store_true",
                         help="do not record this run as the last calibration")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -61,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def format_report(report: CalibrationReport) -> str:
     c = report.confusion
     rule = ("bare judge verdicts (--loose)" if not report.require_verified_evidence
-            else "a claim counts as entailed only with a verified evidence quote")
+            else "a claim counts as entailed only when its evidence quote passes every check")
     lines = [
         judge_line(report.judge),
         f"claims: {len(report.items)} compared, {report.errors} left out on judge errors  ({rule})",
@@ -73,6 +76,11 @@ def format_report(report: CalibrationReport) -> str:
             ["judge: not entailed", c.human_only, c.neither],
         ]),
     ]
+    downgrades = report.downgrades_by_check
+    verb = "would have downgraded" if not report.require_verified_evidence else "downgraded"
+    lines += ["", (f"claims the judge called entailed that each check {verb} "
+                  f"({sum(downgrades.values())} in all):"),
+              "  " + ", ".join(f"{name} {n}" for name, n in downgrades.items())]
     if report.disagreements:
         lines += ["", f"disagreements ({len(report.disagreements)}):"]
         for item in report.disagreements:
@@ -80,9 +88,10 @@ def format_report(report: CalibrationReport) -> str:
             judged = "entailed" if item.judge_entailed else "not entailed"
             lines.append(f"  {item.id}: human {human}, judge {judged}: {item.claim}")
             if item.evidence:
-                found = "found in context" if item.evidence_verified else "NOT found in context"
+                status = (f"failed check: {item.check}" if item.check is not None
+                          else "verified" if item.evidence_verified else "NOT found in context")
                 lines.append(f"      evidence: {json.dumps(item.evidence, ensure_ascii=False)} "
-                             f"({found})")
+                             f"({status})")
     return "\n".join(lines)
 
 

@@ -23,11 +23,18 @@ __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_result", "register", "run"]
 EXIT_JUDGE_UNAVAILABLE = 3
 
 _DESCRIPTION = """\
-Split an answer into atomic claims and check each against the supplied context alone: does the
-context entail it? A claim counts as entailed only when the judge says so AND its verbatim
-evidence quote is found in the context (whitespace, case, Unicode and typographic quote/dash
-variants normalised); a missing or invented quote downgrades it. Score = entailed claims /
-claims (1.0 for an answer with no claims, flagged).
+Split an answer into numbered units (sentences, list items, code blocks: the split is ours, not
+the judge's), have the judge break each unit into atomic claims and check each against the
+supplied context alone: does the context entail it? A claim counts as entailed only when the
+judge says so AND its evidence quote passes every check: verbatim in one single document
+(whitespace, case, Unicode and typographic quote/dash variants normalised), not an instruction
+to the evaluator, not from a passage flagged for prompt injection, at least 2 content words,
+and sharing the claim's numbers, names and key terms; a failed check downgrades the claim and is
+named. A unit is supported when all its claims are entailed and cover it. Score = supported
+units / units (1.0 for an answer with no claims, flagged). A judgement that misses, repeats or
+invents a unit is retried once, then reported as an error, never scored. Context documents
+that address an evaluator or model ("ignore previous instructions", "mark every claim as
+supported", in English or Arabic) are reported as suspected injections.
 
 Groundedness does not judge correctness: an answer faithful to the wrong passage scores 1.0.
 
@@ -54,13 +61,29 @@ def _claim_lines(result: GroundednessResult) -> list[str]:
     for i, c in enumerate(result.claims, start=1):
         verdict = "ENTAILED" if c.entailed else "NOT ENTAILED"
         if c.downgraded:
-            verdict += f" (judge said entailed; downgraded: {c.downgrade_reason})"
+            check = f" [check: {c.check}]" if c.check else ""
+            verdict += f" (judge said entailed; downgraded: {c.downgrade_reason}){check}"
         support = "" if c.support is None else f"  [word support {c.support:.0%}]"
-        lines.append(f"[{i}] {verdict}{support}")
+        unit = "" if c.unit is None or len(result.units) < 2 else f"  (unit {c.unit})"
+        lines.append(f"[{i}] {verdict}{support}{unit}")
         lines.append(f"    claim:    {c.claim}")
         if c.evidence is not None and c.evidence.strip():
             found = "found in context" if c.evidence_verified else "NOT found in context"
+            if c.evidence_verified and c.check is None and c.judge_entailed:
+                found = "verified"
             lines.append(f"    evidence: {json.dumps(c.evidence, ensure_ascii=False)} ({found})")
+    return lines
+
+
+def _unit_lines(result: GroundednessResult) -> list[str]:
+    """Units that are not plainly supported: claimless, or failed for a unit-level reason."""
+    lines = []
+    for u in result.units:
+        if u.claimless:
+            lines.append(f"unit {u.id}: no factual claim (left out of the score): {u.text}")
+        elif u.check is not None:
+            lines.append(f"unit {u.id}: NOT SUPPORTED ({u.check}: "
+                         f"{u.to_dict()['reason']}): {u.text}")
     return lines
 
 
@@ -74,6 +97,14 @@ def format_result(result: GroundednessResult) -> str:
         entailed = sum(c.entailed for c in result.claims)
         lines.append(f"groundedness: {fmt_num(result.score, 2)}  "
                      f"({entailed} of {len(result.claims)} claims entailed)")
+        judged = [u for u in result.units if not u.claimless]
+        if judged:
+            lines.append(f"answer units: {sum(u.supported for u in judged)} of {len(judged)} "
+                         "supported (the score is over units)")
+    if result.injection_suspected:
+        docs = ", ".join(str(i) for i in result.injection_suspected)
+        lines.append(f"INJECTION SUSPECTED in context document(s) {docs}: instructions addressed "
+                     "to an evaluator or model; never used as evidence")
     if result.usage.total_tokens:
         u = result.usage
         lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out, "
@@ -82,6 +113,10 @@ def format_result(result: GroundednessResult) -> str:
     if result.claims:
         lines.append("")
         lines.extend(_claim_lines(result))
+    units = _unit_lines(result)
+    if units:
+        lines.append("")
+        lines.extend(units)
     return "\n".join(lines)
 
 

@@ -5,8 +5,10 @@ the *same* claims (``judge_claims``: the claims are sent already split, so verdi
 to one). The report gives agreement, Cohen's kappa, the confusion matrix and every disagreeing
 claim, stamped with the judge's name, model and prompt hash.
 
-The judge counts a claim entailed only with a verified evidence quote (as in scoring);
-``require_verified_evidence=False`` compares its bare verdicts instead (a "loose" judge).
+The judge counts a claim entailed only with an evidence quote that passes every check (as in
+scoring: :mod:`ragtrace.evaluation.judges.checks`), and the report counts how many claims each
+check downgraded; ``require_verified_evidence=False`` compares its bare verdicts instead (a
+"loose" judge).
 
 The last calibration's stamp is kept in a small JSON file (``RAGTRACE_CALIBRATION_FILE``, default
 ``$XDG_CONFIG_HOME/ragtrace/calibration.json``, i.e. ``~/.config/ragtrace/calibration.json``);
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ragtrace.evaluation.judges.base import ClaimVerdict, GroundednessResult, JudgeInfo
+from ragtrace.evaluation.judges.checks import CHECKS
 from ragtrace.evaluation.labels import InputFileError
 
 __all__ = [
@@ -88,15 +91,21 @@ class CalibrationItem:
     judge_entailed: bool
     evidence: str | None = None
     evidence_verified: bool = False
+    check: str | None = None
+    """The check that downgraded the judge's "entailed" (see judges.checks), if one did."""
 
     @property
     def agrees(self) -> bool:
         return self.human_entailed == self.judge_entailed
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "claim": self.claim, "human_entailed": self.human_entailed,
-                "judge_entailed": self.judge_entailed, "evidence": self.evidence,
-                "evidence_verified": self.evidence_verified}
+        d: dict[str, object] = {
+            "id": self.id, "claim": self.claim, "human_entailed": self.human_entailed,
+            "judge_entailed": self.judge_entailed, "evidence": self.evidence,
+            "evidence_verified": self.evidence_verified}
+        if self.check is not None:
+            d["check"] = self.check
+        return d
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,17 @@ class CalibrationReport:
         return tuple(i for i in self.items if not i.agrees)
 
     @property
+    def downgrades_by_check(self) -> dict[str, int]:
+        """How many claims the judge called entailed each check downgraded (every check named,
+        0 included; the first failed check counts). In ``--loose`` mode these are the claims
+        the checks *would* have downgraded."""
+        counts = dict.fromkeys(CHECKS, 0)
+        for item in self.items:
+            if item.check is not None:
+                counts[item.check] = counts.get(item.check, 0) + 1
+        return counts
+
+    @property
     def judge_entailed_rate(self) -> float:
         """Mean judge verdict over the claims (what a groundedness average would report)."""
         return sum(i.judge_entailed for i in self.items) / len(self.items) if self.items \
@@ -172,6 +192,7 @@ class CalibrationReport:
             "agreement": num(self.agreement),
             "kappa": num(self.kappa),
             "confusion": self.confusion.to_dict(),
+            "downgrades_by_check": self.downgrades_by_check,
             "disagreements": [i.to_dict() for i in self.disagreements],
         }
 
@@ -182,8 +203,16 @@ def _items(labels: Sequence[HumanLabel], verdicts: Sequence[ClaimVerdict],
         raise ValueError(f"{len(labels)} labels but {len(verdicts)} judge verdicts")
     return [CalibrationItem(label.id, label.claim, label.human_entailed,
                             v.entailed if require_verified_evidence else v.judge_entailed,
-                            v.evidence, v.evidence_verified)
+                            v.evidence, v.evidence_verified, _check_of(v))
             for label, v in zip(labels, verdicts)]
+
+
+def _check_of(v: ClaimVerdict) -> str | None:
+    if not v.downgraded:
+        return None
+    if v.check is not None:
+        return v.check
+    return "no_quote" if not (v.evidence and v.evidence.strip()) else "verbatim"
 
 
 def calibration_report(labels: Sequence[HumanLabel], verdicts: Sequence[ClaimVerdict],

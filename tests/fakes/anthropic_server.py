@@ -8,7 +8,10 @@ client (and everything built on it) runs in tests and benchmarks.
         api.requests[0].body                           # every request received, parsed
 
 Scripted replies are served first, in order; when the queue is empty the ``responder``
-``(request_json) -> Reply`` answers (default :func:`entail_all`). A reply whose ``model`` or
+``(request_json) -> Reply`` answers (default :func:`entail_all`). A reply may carry ``render``,
+``(request_json) -> body``: its body is then built from the request it answers, when it is
+served (the scripting hook :func:`claims_reply` uses to file claims under the request's answer
+units; read a reply's body through ``reply.resolved(request)``). A reply whose ``model`` or
 ``usage`` is left ``None`` gets them filled from the request: the model through
 ``model_aliases`` (an alias resolves to a dated ID, as the real API reports it) and usage from a
 character-count estimate, with prompt caching simulated (``cache_control`` on the system block:
@@ -33,7 +36,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ragtrace.evaluation.judges.lexical import LexicalJudge
-from ragtrace.evaluation.judges.text import split_sentences, strip_citations, words
+from ragtrace.evaluation.judges.text import words
 from tests.fakes.anthropic_batches import BatchEndpoints
 
 __all__ = [
@@ -47,11 +50,13 @@ __all__ = [
     "lexical_responder",
     "malformed_json",
     "overloaded",
+    "parse_units",
     "parse_user_message",
     "rate_limited",
     "server_error",
     "text_reply",
     "tool_reply",
+    "units_reply",
 ]
 
 DEFAULT_ALIASES: Mapping[str, str] = {
@@ -70,6 +75,14 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    render: Callable[[Mapping[str, Any]], Any] | None = None
+    """When set, the body is ``render(request_json)`` (see :meth:`resolved`)."""
+
+    def resolved(self, request: Mapping[str, Any]) -> Reply:
+        """This reply with its body built from ``request`` when it has a ``render`` hook."""
+        if self.render is None:
+            return self
+        return Reply(self.status, self.render(request), dict(self.headers), self.delay)
 
 
 @dataclass(frozen=True)
@@ -110,12 +123,57 @@ def tool_reply(tool_input: Any, *, tool_name: str = "record_claims", model: str 
     })
 
 
+def units_reply(units: Iterable[tuple[int, Iterable[tuple[str, bool, str | None]
+                                                     | Mapping[str, Any]]]],
+                **kwargs: Any) -> Reply:
+    """A groundedness verdict exactly as given: ``(unit id, claims)`` entries, in order, each
+    claim a ``(claim, entailed, evidence)`` triple or a ready dict (repeats, unknown and missing
+    units are sent as scripted)."""
+    return tool_reply({"units": [{"unit": uid, "claims": [_claim_dict(c) for c in claims]}
+                                 for uid, claims in units]}, **kwargs)
+
+
+def _claim_dict(c: tuple[str, bool, str | None] | Mapping[str, Any]) -> dict[str, Any]:
+    return dict(c) if isinstance(c, Mapping) else {"claim": c[0], "entailed": c[1],
+                                                   "evidence": c[2]}
+
+
 def claims_reply(claims: Iterable[tuple[str, bool, str | None] | Mapping[str, Any]],
                  **kwargs: Any) -> Reply:
-    """A groundedness verdict: ``(claim, entailed, evidence)`` triples or ready dicts."""
-    items = [dict(c) if isinstance(c, Mapping)
-             else {"claim": c[0], "entailed": c[1], "evidence": c[2]} for c in claims]
-    return tool_reply({"claims": items}, **kwargs)
+    """A groundedness verdict from a flat list of claims, filed under the request's units when
+    it is served, as a cooperative judge would: a dict's ``unit`` key wins; otherwise, for given
+    claims (calibration) the n-th claim goes to unit n, and for an answer each claim goes to the
+    unit sharing most words with it (the first on a tie). Every unit of the request gets an
+    entry, with no claims when none was filed under it."""
+    items = [_claim_dict(c) for c in claims]
+
+    def render(request: Mapping[str, Any]) -> Any:
+        units = _request_units(request)
+        ids = [uid for uid, _ in units] or [1]
+        filed: dict[int, list[dict[str, Any]]] = {uid: [] for uid in ids}
+        given = _is_claims_mode(request)
+        for n, item in enumerate(items):
+            item = dict(item)
+            uid = item.pop("unit", None)
+            if uid is None:
+                if given:
+                    uid = ids[min(n, len(ids) - 1)]
+                else:
+                    w = words(item["claim"])
+                    uid = max(units, key=lambda u: len(words(u[1]) & w))[0] if units else 1
+            filed.setdefault(uid, []).append(item)
+        return {"units": [{"unit": uid, "claims": cl} for uid, cl in filed.items()]}
+
+    reply = tool_reply({"units": []}, **kwargs)
+    body = reply.body
+
+    def render_message(request: Mapping[str, Any]) -> Any:
+        message = json.loads(json.dumps(body))
+        message["content"][0]["input"] = render(request)
+        return message
+
+    reply.render = render_message
+    return reply
 
 
 def text_reply(text: str, **kwargs: Any) -> Reply:
@@ -160,34 +218,49 @@ def malformed_json() -> Reply:
 # --- default responders ---------------------------------------------------------------------
 _DOC = re.compile(r'<document index="\d+">\n(.*?)\n</document>', re.DOTALL)
 _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.DOTALL)
-_CLAIM = re.compile(r'<claim index="\d+">(.*?)</claim>', re.DOTALL)
+_CLAIM = re.compile(r'<claim index="(\d+)">(.*?)</claim>', re.DOTALL)
+_UNIT = re.compile(r'<unit id="(\d+)">(.*?)</unit>', re.DOTALL)
+
+
+def parse_units(text: str) -> list[tuple[int, str]]:
+    """The numbered units of a groundedness message: the answer's units, or the given claims."""
+    found = _UNIT.findall(text) or _CLAIM.findall(text)
+    return [(int(i), html.unescape(t)) for i, t in found]
 
 
 def parse_user_message(text: str) -> tuple[list[str], str | None, list[str] | None]:
-    """(context documents, answer or None, given claims or None) from a groundedness message."""
+    """(context documents, answer or None, given claims or None) from a groundedness message;
+    the answer is its units' texts joined by spaces."""
     docs = [html.unescape(d) for d in _DOC.findall(text)]
     answer = _ANSWER.search(text)
     claims = _CLAIM.findall(text)
-    return (docs, None if answer is None else html.unescape(answer.group(1)),
-            [html.unescape(c) for c in claims] if claims else None)
+    units = _UNIT.findall(text)
+    return (docs,
+            None if answer is None else " ".join(html.unescape(t) for _, t in units),
+            [html.unescape(c) for _, c in claims] if claims else None)
 
 
-def _best_sentence(claim: str, docs: Sequence[str]) -> str | None:
+def _user_text(request: Mapping[str, Any]) -> str:
+    content = request["messages"][0]["content"]
+    return content if isinstance(content, str) else "".join(
+        b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def _request_units(request: Mapping[str, Any]) -> list[tuple[int, str]]:
+    return parse_units(_user_text(request))
+
+
+def _is_claims_mode(request: Mapping[str, Any]) -> bool:
+    return "<claims>" in _user_text(request)
+
+
+def _best_document(claim: str, docs: Sequence[str]) -> str | None:
     w = words(claim)
-    candidates = [s for d in docs for s in split_sentences(d)]
-    return max(candidates, key=lambda s: len(words(s) & w)) if candidates else None
+    return max(docs, key=lambda d: len(words(d) & w)) if docs else None
 
 
 def _tool_name(request: Mapping[str, Any]) -> str:
     return str(request.get("tool_choice", {}).get("name", "record_claims"))
-
-
-def _groundedness_claims(request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    content = request["messages"][0]["content"]
-    docs, answer, given = parse_user_message(content if isinstance(content, str) else "")
-    if given is not None:
-        return given, docs
-    return [s for s in split_sentences(strip_citations(answer or "")) if words(s)], docs
 
 
 def _other_tools(request: Mapping[str, Any], name: str) -> Reply:
@@ -198,13 +271,15 @@ def _other_tools(request: Mapping[str, Any], name: str) -> Reply:
 
 
 def entail_all(request: Mapping[str, Any]) -> Reply:
-    """Every answer sentence (or given claim) entailed, quoting the context sentence sharing
-    most words with it; relevancy: addressed; correctness: nothing to compare (score 1.0)."""
+    """Every answer unit (or given claim) one claim, entailed, quoting in full the context
+    document sharing most words with it; relevancy: addressed; correctness: nothing to compare
+    (score 1.0)."""
     name = _tool_name(request)
     if name != "record_claims":
         return _other_tools(request, name)
-    claims, docs = _groundedness_claims(request)
-    return claims_reply([(c, True, _best_sentence(c, docs)) for c in claims])
+    docs, _, _ = parse_user_message(_user_text(request))
+    return units_reply([(uid, [(text, True, _best_document(text, docs))])
+                        for uid, text in _request_units(request)])
 
 
 def lexical_responder(request: Mapping[str, Any]) -> Reply:
@@ -212,9 +287,13 @@ def lexical_responder(request: Mapping[str, Any]) -> Reply:
     name = _tool_name(request)
     if name != "record_claims":
         return _other_tools(request, name)
-    claims, docs = _groundedness_claims(request)
-    result = LexicalJudge().judge_claims(claims, docs)
-    return claims_reply([(v.claim, v.judge_entailed, v.evidence) for v in result.claims])
+    docs, _, _ = parse_user_message(_user_text(request))
+    judge = LexicalJudge()
+    entries = []
+    for uid, text in _request_units(request):
+        v = judge.judge_claims([text], docs).claims[0]
+        entries.append((uid, [(v.claim, v.judge_entailed, v.evidence)]))
+    return units_reply(entries)
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -292,10 +371,10 @@ class FakeAnthropic:
     def _next_reply(self, body: Any) -> Reply:
         with self._lock:
             if self._queue:
-                return self._queue.popleft()
+                return self._queue.popleft().resolved(body if isinstance(body, dict) else {})
         if self.responder is None or not isinstance(body, dict):
             return error_reply(500, "api_error", "fake: no scripted reply and no responder")
-        return self.responder(body)
+        return self.responder(body).resolved(body)
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("content-length") or 0)

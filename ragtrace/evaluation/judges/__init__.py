@@ -18,19 +18,25 @@ from .base import (
     JudgeInfo,
     JudgeUnavailable,
     MetricResult,
+    UnitVerdict,
     Usage,
 )
+from .checks import CHECKS, UNIT_CHECKS, check_evidence
 from .evidence import normalise_for_match, quote_found
+from .injection import injection_hits, reads_as_instruction, suspect_documents
 from .lexical import LexicalJudge
 from .pricing import ModelPrice, PriceTable, load_prices
 from .prompts import PROMPT_SHA256
+from .segment import Unit, segment_answer
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicJudge
 
 __all__ = [
+    "CHECKS",
     "JUDGE_NAMES",
     "PROMPT_SHA256",
+    "UNIT_CHECKS",
     "AnswerJudge",
     "AnthropicJudge",
     "ClaimVerdict",
@@ -43,11 +49,18 @@ __all__ = [
     "MetricResult",
     "ModelPrice",
     "PriceTable",
+    "Unit",
+    "UnitVerdict",
     "Usage",
+    "check_evidence",
+    "injection_hits",
     "load_prices",
     "make_judge",
     "normalise_for_match",
     "quote_found",
+    "reads_as_instruction",
+    "segment_answer",
+    "suspect_documents",
 ]
 
 JUDGE_NAMES = ("auto", "lexical", "anthropic")

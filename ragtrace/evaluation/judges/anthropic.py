@@ -11,8 +11,10 @@ to ``max_retries`` times, then raise :class:`JudgeUnavailable` carrying the last
 A ``retry-after`` longer than ``max_retry_wait`` raises at once rather than blocking the
 caller, which can park the work (the official client would sleep as long as asked).
 
-Malformed output (no tool call, wrong shape, truncated, unparsable body) is retried once and then
-returned as a result with ``error`` set — never a score. Other 4xx answers (bad request,
+Malformed output (no tool call, wrong shape, truncated, unparsable body) and invalid judgements
+(a unit missing, judged twice or unknown: see :func:`~ragtrace.evaluation.judges.prompts.parse_units`)
+are retried once and then returned as a result with ``error`` set — never a score. An answer
+with no units (no words) scores 1.0 ``no_claims`` without a call. Other 4xx answers (bad request,
 authentication) are also error results: retrying cannot help.
 """
 
@@ -40,7 +42,6 @@ from .answer_metrics import (
     score_relevancy,
 )
 from .base import (
-    ClaimVerdict,
     GroundednessResult,
     JudgeInfo,
     JudgeUnavailable,
@@ -48,17 +49,19 @@ from .base import (
     Usage,
 )
 from .caching import should_cache
-from .evidence import quote_found
+from .injection import suspect_documents
 from .pricing import PriceTable, load_prices
 from .prompts import (
     GROUNDEDNESS_INSTRUCTIONS,
     GROUNDEDNESS_TOOL,
     MalformedOutput,
     groundedness_sha256,
-    parse_claims,
+    parse_units,
     render_answer_message,
     render_claims_message,
 )
+from .scoring import score_units
+from .segment import Unit, segment_answer
 
 __all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]
 
@@ -133,29 +136,35 @@ class AnthropicJudge:
 
     # --- groundedness ---------------------------------------------------------------------
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
-        return self._groundedness(render_answer_message(answer, context), context, None)
+        units = segment_answer(answer)
+        return self._groundedness(render_answer_message(units, context), context, units, None)
 
     def judge_claims(self, claims: Sequence[str], context: Sequence[str]) -> GroundednessResult:
         """Verdicts on claims already split (calibration), one per claim, in order."""
         claims = list(claims)
-        return self._groundedness(render_claims_message(claims, context), context, claims)
+        units = tuple(Unit(i, c) for i, c in enumerate(claims, start=1))
+        return self._groundedness(render_claims_message(claims, context), context, units, claims)
 
-    def _groundedness(self, message: str, context: Sequence[str],
-                      expected: list[str] | None) -> GroundednessResult:
+    def _groundedness(self, message: str, context: Sequence[str], units: tuple[Unit, ...],
+                      given: list[str] | None) -> GroundednessResult:
         start = time.perf_counter()
+        suspect = suspect_documents(context)
+        if not units:  # nothing to judge: no call
+            return score_units((), {}, context, self.info, suspect=suspect,
+                               latency_s=time.perf_counter() - start)
         call = _Call()
+        ids = [u.id for u in units]
         try:
-            triples = self._structured(call, self.instructions, GROUNDEDNESS_TOOL, message,
-                                       lambda data: parse_claims(data, expected))
+            judged = self._structured(call, self.instructions, GROUNDEDNESS_TOOL, message,
+                                      lambda data: parse_units(data, ids, given))
         except (MalformedOutput, _Rejected) as exc:
             return GroundednessResult.failed(str(exc), self._info(call), usage=call.usage,
                                              cost_usd=self._cost(call),
-                                             latency_s=time.perf_counter() - start)
-        verdicts = [ClaimVerdict(claim, entailed, evidence, quote_found(evidence, context))
-                    for claim, entailed, evidence in triples]
-        return GroundednessResult.from_claims(verdicts, self._info(call), usage=call.usage,
-                                              cost_usd=self._cost(call),
-                                              latency_s=time.perf_counter() - start)
+                                             latency_s=time.perf_counter() - start,
+                                             injection_suspected=suspect)
+        return score_units(units, judged, context, self._info(call), suspect=suspect,
+                           answer_mode=given is None, usage=call.usage,
+                           cost_usd=self._cost(call), latency_s=time.perf_counter() - start)
 
     # --- adjacent metrics -----------------------------------------------------------------
     def answer_relevancy(self, question: str, answer: str) -> MetricResult:
@@ -282,13 +291,21 @@ class AnthropicJudge:
 
 
     # --- messages answered elsewhere (the Message Batches API) -----------------------------
-    def groundedness_from_message(self, message: object, context: Sequence[str], *,
-                                  price_factor: float = 1.0,
+    def groundedness_request(self, answer: str, context: Sequence[str]) -> dict[str, Any]:
+        """The Messages API request :meth:`groundedness` sends for ``answer`` and ``context``."""
+        units = segment_answer(answer)
+        return self.request_body(self.instructions, GROUNDEDNESS_TOOL,
+                                 render_answer_message(units, context))
+
+    def groundedness_from_message(self, message: object, answer: str, context: Sequence[str],
+                                  *, price_factor: float = 1.0,
                                   latency_s: float = 0.0) -> GroundednessResult:
-        """The result of a groundedness request (as :meth:`request_body` builds for
-        :func:`render_answer_message`) from the Messages API ``message`` that answered it,
-        parsed and verified as :meth:`groundedness` does, its cost times ``price_factor``
-        (0.5 for the Message Batches API). Malformed output is an error result (no retry)."""
+        """The result of :meth:`groundedness_request` for ``answer`` and ``context`` from the
+        Messages API ``message`` that answered it, parsed and checked as :meth:`groundedness`
+        does, its cost times ``price_factor`` (0.5 for the Message Batches API). Malformed
+        output is an error result (no retry)."""
+        units = segment_answer(answer)
+        suspect = suspect_documents(context)
         call = _Call()
         usage = getattr(message, "usage", None)
         if usage is not None:
@@ -298,15 +315,15 @@ class AnthropicJudge:
         call.model = getattr(message, "model", None)
         cost = self._cost(call) * price_factor
         try:
-            triples = parse_claims(self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])))
+            judged = parse_units(self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])),
+                                 [u.id for u in units], None)
         except MalformedOutput as exc:
             return GroundednessResult.failed(f"malformed judge output: {exc}", self._info(call),
                                              usage=call.usage, cost_usd=cost,
-                                             latency_s=latency_s)
-        verdicts = [ClaimVerdict(claim, entailed, evidence, quote_found(evidence, context))
-                    for claim, entailed, evidence in triples]
-        return GroundednessResult.from_claims(verdicts, self._info(call), usage=call.usage,
-                                              cost_usd=cost, latency_s=latency_s)
+                                             latency_s=latency_s, injection_suspected=suspect)
+        return score_units(units, judged, context, self._info(call), suspect=suspect,
+                           answer_mode=True, usage=call.usage, cost_usd=cost,
+                           latency_s=latency_s)
 
 
 class _Rejected(Exception):

@@ -1,10 +1,10 @@
 """Groundedness through the Message Batches API: half the price, answered within hours.
 
 :class:`AnthropicBatchJudge` rides on an :class:`~ragtrace.evaluation.judges.anthropic.AnthropicJudge`:
-each request's params are that judge's :meth:`~AnthropicJudge.request_body` for the answer and
-context, and each result message is parsed and verified by its
+each request's params are that judge's :meth:`~AnthropicJudge.groundedness_request` for the answer
+and context, and each result message is parsed and checked by its
 :meth:`~AnthropicJudge.groundedness_from_message`, so the prompt, the tool schema and the
-verification are the realtime judge's own. Results are matched by ``custom_id`` (the API returns
+checks are the realtime judge's own. Results are matched by ``custom_id`` (the API returns
 them in any order). The cost of a result is the price table's cost of the usage the API reports
 times :data:`BATCH_PRICE_FACTOR`; its ``latency_s`` is the batch's time from creation to its
 end as the API reports them (the extra latency of batch mode).
@@ -23,7 +23,6 @@ from typing import Any
 
 from .anthropic import AnthropicJudge
 from .base import GroundednessResult, JudgeUnavailable
-from .prompts import GROUNDEDNESS_TOOL, render_answer_message
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -83,10 +82,8 @@ class AnthropicBatchJudge:
         ids = [r.custom_id for r in requests]
         if len(set(ids)) != len(ids):
             raise ValueError("custom IDs must be unique within a batch")
-        j = self.judge
         items = [{"custom_id": r.custom_id,
-                  "params": j.request_body(j.instructions, GROUNDEDNESS_TOOL,
-                                           render_answer_message(r.answer, r.context))}
+                  "params": self.judge.groundedness_request(r.answer, r.context)}
                  for r in requests]
         batch = self._call(self._batches.create, requests=items)
         return str(batch.id)
@@ -112,8 +109,8 @@ class AnthropicBatchJudge:
             result: Any = item.result
             if result.type == "succeeded":
                 out[item.custom_id] = self.judge.groundedness_from_message(
-                    result.message, request.context, price_factor=BATCH_PRICE_FACTOR,
-                    latency_s=latency)
+                    result.message, request.answer, request.context,
+                    price_factor=BATCH_PRICE_FACTOR, latency_s=latency)
             else:
                 out[item.custom_id] = GroundednessResult.failed(
                     f"batch request {result.type}", self.judge.info, latency_s=latency)

@@ -1,8 +1,11 @@
 """The judge seam: result values, the ``Judge`` protocol and its errors.
 
-A judge turns (answer, context) into per-claim verdicts. Whatever the judge says, a claim counts as
-*entailed* only when the judge marked it so **and** its evidence quote was found in the context
-(see :mod:`ragtrace.evaluation.judges.evidence`): the quote is what makes the verdict checkable.
+A judge turns (answer, context) into a verdict per answer unit (the code splits the answer:
+:mod:`ragtrace.evaluation.judges.segment`), each unit refined into claims. Whatever the judge
+says, a claim counts as *entailed* only when the judge marked it so **and** its evidence quote
+passed every check of :mod:`ragtrace.evaluation.judges.checks` (verbatim in one document, not an
+instruction, not from an injected passage, long enough, sharing the claim's key terms): the
+quote is what makes the verdict checkable. The score is computed over units.
 """
 
 from __future__ import annotations
@@ -11,6 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+from .checks import CHECKS as _CHECK_NAMES
+from .checks import UNIT_CHECKS as _UNIT_CHECKS
+from .checks import describe as _describe
 
 __all__ = [
     "AnswerJudge",
@@ -21,6 +28,7 @@ __all__ = [
     "JudgeInfo",
     "JudgeUnavailable",
     "MetricResult",
+    "UnitVerdict",
     "Usage",
 ]
 
@@ -108,8 +116,11 @@ class ClaimVerdict:
     """One atomic claim of the answer and what became of it.
 
     ``judge_entailed`` is the judge's own verdict; ``evidence_verified`` says whether the quote it
-    gave was found in the supplied context. Only both together make the claim entailed.
-    ``support`` is the lexical judge's word-overlap share (``None`` for model judges).
+    gave passed the evidence checks. ``check`` names the first failed check (see
+    :data:`ragtrace.evaluation.judges.checks.CHECKS`) of a claim the judge called entailed;
+    ``unit`` is the answer unit the claim refines. Only ``judge_entailed``, a verified quote and
+    no failed check together make the claim entailed. ``support`` is the lexical judge's
+    word-overlap share (``None`` for model judges).
     """
 
     claim: str
@@ -117,6 +128,8 @@ class ClaimVerdict:
     evidence: str | None
     evidence_verified: bool
     support: float | None = None
+    unit: int | None = None
+    check: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.claim, str):
@@ -125,20 +138,26 @@ class ClaimVerdict:
             raise ValueError("ClaimVerdict.evidence_verified requires a non-empty evidence quote")
         if self.support is not None and not 0.0 <= self.support <= 1.0:
             raise ValueError(f"ClaimVerdict.support must be in [0, 1], got {self.support!r}")
+        if self.check is not None and self.check not in _CHECK_NAMES:
+            raise ValueError(f"ClaimVerdict.check must be one of {_CHECK_NAMES}, "
+                             f"got {self.check!r}")
 
     @property
     def entailed(self) -> bool:
-        return self.judge_entailed and self.evidence_verified
+        return self.judge_entailed and self.evidence_verified and self.check is None
 
     @property
     def downgraded(self) -> bool:
-        """The judge said entailed but its quote is missing or not in the context."""
-        return self.judge_entailed and not self.evidence_verified
+        """The judge said entailed but a check failed (its quote missing, not in the context,
+        unrelated to the claim …)."""
+        return self.judge_entailed and not self.entailed
 
     @property
     def downgrade_reason(self) -> str | None:
         if not self.downgraded:
             return None
+        if self.check is not None:
+            return _describe(self.check)
         if self.evidence is None or not self.evidence.strip():
             return "no evidence quote given"
         return "evidence quote not found in the context"
@@ -154,6 +173,10 @@ class ClaimVerdict:
         }
         if self.downgraded:
             d["downgrade_reason"] = self.downgrade_reason
+        if self.check is not None:
+            d["check"] = self.check
+        if self.unit is not None:
+            d["unit"] = self.unit
         if self.support is not None:
             d["support"] = self.support
         return d
@@ -162,6 +185,8 @@ class ClaimVerdict:
     def from_dict(cls, d: Mapping[str, object]) -> ClaimVerdict:
         evidence = d.get("evidence")
         support = d.get("support")
+        unit = d.get("unit")
+        check = d.get("check")
         judge_entailed = d.get("judge_entailed", d.get("entailed"))
         return cls(
             claim=str(d["claim"]),
@@ -169,7 +194,50 @@ class ClaimVerdict:
             evidence=None if evidence is None else str(evidence),
             evidence_verified=bool(d.get("evidence_verified", False)),
             support=None if support is None else float(support),  # type: ignore[arg-type]
+            unit=None if unit is None else int(unit),  # type: ignore[call-overload]
+            check=None if check is None else str(check),
         )
+
+
+@dataclass(frozen=True)
+class UnitVerdict:
+    """One answer unit (:mod:`ragtrace.evaluation.judges.segment`) and what became of it.
+
+    ``claimless``: the judge gave the unit no claims and the code accepted that (a short unit
+    without figures); it is left out of the score. Otherwise the unit is ``supported`` when it
+    has claims, every one of them entailed, and no unit check failed (``check``: ``coverage``
+    or ``claimless``, see :mod:`ragtrace.evaluation.judges.checks`).
+    """
+
+    id: int
+    text: str
+    supported: bool
+    claimless: bool = False
+    check: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.id < 1:
+            raise ValueError(f"UnitVerdict.id must be >= 1, got {self.id}")
+        if self.claimless and (self.supported or self.check is not None):
+            raise ValueError("a claimless unit is neither supported nor failed")
+        if self.check is not None and (self.supported or self.check not in _UNIT_CHECKS):
+            raise ValueError(f"UnitVerdict.check must be one of {_UNIT_CHECKS} on an "
+                             f"unsupported unit, got {self.check!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {"id": self.id, "text": self.text, "supported": self.supported,
+                                "claimless": self.claimless}
+        if self.check is not None:
+            d["check"] = self.check
+            d["reason"] = _describe(self.check)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> UnitVerdict:
+        check = d.get("check")
+        return cls(int(d["id"]), str(d["text"]),  # type: ignore[call-overload]
+                   bool(d.get("supported")), bool(d.get("claimless", False)),
+                   None if check is None else str(check))
 
 
 def _check_score(score: float | None, error: str | None, owner: str) -> None:
@@ -182,10 +250,15 @@ def _check_score(score: float | None, error: str | None, owner: str) -> None:
 
 @dataclass(frozen=True)
 class GroundednessResult:
-    """Groundedness of one answer: verified entailed claims / claims.
+    """Groundedness of one answer.
 
+    With ``units`` (both built-in judges): supported units / units, accepted claimless units left
+    out; the judge's claims decide each unit but cannot change how many there are. Without
+    ``units`` (results built from bare claims): verified entailed claims / claims.
     ``score`` is ``None`` iff ``error`` is set (a judge failure is never turned into a score).
-    An answer with no claims scores 1.0 with ``no_claims=True``, as the definition has it.
+    An answer with nothing to judge scores 1.0 with ``no_claims=True``, as the definition has it.
+    ``injection_suspected`` lists the 1-based context documents flagged for a suspected prompt
+    injection (:mod:`ragtrace.evaluation.judges.injection`); none of them served as evidence.
     """
 
     score: float | None
@@ -196,6 +269,8 @@ class GroundednessResult:
     no_claims: bool = False
     error: str | None = None
     latency_s: float = 0.0
+    units: tuple[UnitVerdict, ...] = ()
+    injection_suspected: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check_score(self.score, self.error, "GroundednessResult")
@@ -203,6 +278,8 @@ class GroundednessResult:
             raise ValueError("GroundednessResult.no_claims requires no claims and score 1.0")
         if self.cost_usd < 0 or self.latency_s < 0:
             raise ValueError("GroundednessResult.cost_usd and latency_s must be >= 0")
+        if any(i < 1 for i in self.injection_suspected):
+            raise ValueError("GroundednessResult.injection_suspected holds 1-based indices")
 
     @classmethod
     def from_claims(cls, claims: Sequence[ClaimVerdict], judge: JudgeInfo, *,
@@ -216,9 +293,26 @@ class GroundednessResult:
         return cls(score, claims, judge, usage or Usage(), cost_usd, False, None, latency_s)
 
     @classmethod
+    def from_units(cls, units: Sequence[UnitVerdict], claims: Sequence[ClaimVerdict],
+                   judge: JudgeInfo, *, injection_suspected: Sequence[int] = (),
+                   usage: Usage | None = None, cost_usd: float = 0.0,
+                   latency_s: float = 0.0) -> GroundednessResult:
+        """Score over units: supported / (units not accepted as claimless); 1.0 flagged
+        ``no_claims`` when nothing is left to judge."""
+        units, claims = tuple(units), tuple(claims)
+        judged = [u for u in units if not u.claimless]
+        if not judged and claims:
+            raise ValueError("claims given but every unit is claimless")
+        score = sum(u.supported for u in judged) / len(judged) if judged else 1.0
+        return cls(score, claims, judge, usage or Usage(), cost_usd, not judged, None,
+                   latency_s, units, tuple(injection_suspected))
+
+    @classmethod
     def failed(cls, error: str, judge: JudgeInfo, *, usage: Usage | None = None,
-               cost_usd: float = 0.0, latency_s: float = 0.0) -> GroundednessResult:
-        return cls(None, (), judge, usage or Usage(), cost_usd, False, error, latency_s)
+               cost_usd: float = 0.0, latency_s: float = 0.0,
+               injection_suspected: Sequence[int] = ()) -> GroundednessResult:
+        return cls(None, (), judge, usage or Usage(), cost_usd, False, error, latency_s,
+                   injection_suspected=tuple(injection_suspected))
 
     @property
     def unsupported_claims(self) -> int:
@@ -228,8 +322,21 @@ class GroundednessResult:
     def downgraded_claims(self) -> int:
         return sum(c.downgraded for c in self.claims)
 
+    @property
+    def unsupported_units(self) -> int:
+        return sum(not u.supported and not u.claimless for u in self.units)
+
+    @property
+    def downgrades_by_check(self) -> dict[str, int]:
+        """How many claims each check downgraded, and units each unit check failed."""
+        counts: dict[str, int] = {}
+        for name in [c.check for c in self.claims if c.downgraded and c.check] + \
+                [u.check for u in self.units if u.check]:
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
     def to_dict(self) -> dict[str, object]:
-        return {
+        d: dict[str, object] = {
             "score": self.score,
             "claims": [c.to_dict() for c in self.claims],
             "judge": self.judge.to_dict(),
@@ -239,12 +346,21 @@ class GroundednessResult:
             "error": self.error,
             "latency_s": self.latency_s,
         }
+        if self.units:
+            d["units"] = [u.to_dict() for u in self.units]
+        if self.injection_suspected:
+            d["injection_suspected"] = list(self.injection_suspected)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> GroundednessResult:
         claims = d.get("claims") or []
-        if not isinstance(claims, list):
-            raise TypeError("GroundednessResult.from_dict: claims must be a list")
+        units = d.get("units") or []
+        suspected = d.get("injection_suspected") or []
+        if not isinstance(claims, list) or not isinstance(units, list) \
+                or not isinstance(suspected, list):
+            raise TypeError("GroundednessResult.from_dict: claims, units and "
+                            "injection_suspected must be lists")
         usage = d.get("usage") or {}
         score = d.get("score")
         error = d.get("error")
@@ -257,6 +373,8 @@ class GroundednessResult:
             no_claims=bool(d.get("no_claims", False)),
             error=None if error is None else str(error),
             latency_s=float(d.get("latency_s", 0.0)),  # type: ignore[arg-type]
+            units=tuple(UnitVerdict.from_dict(u) for u in units),
+            injection_suspected=tuple(int(i) for i in suspected),
         )
 
 

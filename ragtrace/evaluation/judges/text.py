@@ -1,10 +1,10 @@
 """Unicode-aware sentence splitting and word sets, shared by the lexical judge and the tests' fake
 judge server.
 
-Sentences end at ``. ! ? …`` (Latin), ``؟ ۔`` (Arabic, Urdu) and ``。！？`` (CJK), and at line
-breaks. A Latin/Arabic terminator only ends a sentence when whitespace or the end of the text
-follows (optionally after closing quotes or brackets), so ``3.5`` and ``v1.2`` stay whole; a few
-common abbreviations (``e.g.``, ``i.e.``, ``etc.``, ``Dr.`` …) never end one. CJK terminators end a
+Sentences end at ``. ! ? …`` (Latin), ``؟ ۔`` (Arabic, Urdu), ``।`` (Devanagari) and ``。！？``
+(CJK), and at line breaks. A Latin/Arabic/Devanagari terminator only ends a sentence when
+whitespace or the end of the text follows (optionally after closing quotes or brackets), so
+``3.5`` and ``v1.2`` stay whole; a few common abbreviations (``e.g.``, ``i.e.``, ``etc.``, ``Dr.`` …) never end one. CJK terminators end a
 sentence wherever they appear.
 
 A word is a maximal run of letters, digits and combining marks after NFKC normalisation and
@@ -24,7 +24,7 @@ _ABBREVIATIONS = frozenset({
     "approx.", "inc.", "ltd.", "st.",
 })
 # A terminator run, then optional closers, then whitespace or end of text.
-_END = re.compile(r"[.!?…؟۔]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[\"'”’»)\]」』]*")
+_END = re.compile(r"[.!?…؟۔।]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[\"'”’»)\]」』]*")
 _CITATION = re.compile(r"\[\s*[\w.:#/-]+(?:\s*[,;]\s*[\w.:#/-]+)*\s*\]")
 _TATWEEL = "\u0640"
 

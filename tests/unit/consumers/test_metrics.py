@@ -58,6 +58,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.judge_error("model-a", "invalid_output")
     m.judge_usage("model-a", 100, 20, 5, 1, 0.003, 1.5)
     m.budget_exhausted("svc")
+    m.injection_suspected("svc")
     m.dead_lettered("protobuf_parse_error")
     m.scoring_delay(7.0, "svc")
     m.parked("judge_unavailable")
@@ -79,6 +80,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_JUDGE_COST: (Sum, "USD"),
         semconv.METRIC_JUDGE_LATENCY: (Histogram, "s"),
         semconv.METRIC_JUDGE_BUDGET_EXHAUSTED: (Sum, "{trace}"),
+        semconv.METRIC_INJECTION_SUSPECTED: (Sum, "{trace}"),
         semconv.METRIC_DLQ_MESSAGES: (Sum, "{message}"),
         semconv.METRIC_SCORING_DELAY: (Histogram, "s"),
         semconv.METRIC_CONSUMER_LAG: (Gauge, "{message}"),

@@ -77,16 +77,18 @@ def _seed_scenario() -> tuple[list[HumanLabel], list[Reply]]:
         verdicts: list[tuple[str, bool, str | None]] = []
         for i in range(5):
             n = g * 5 + i
-            labels.append(HumanLabel(f"claim-{n:02d}", f"Claim {n}.", (doc,), n < 30))
+            # each claim names its fact, so a quote of that fact shares the claim's key terms
+            claim = f"Fact {g}-{i} is stated."
+            labels.append(HumanLabel(f"claim-{n:02d}", claim, (doc,), n < 30))
             real = f"Fact {g}-{i} is stated here"
             if n <= 28:
-                verdicts.append((f"Claim {n}.", True, real))
+                verdicts.append((claim, True, real))
             elif n in (30, 31, 32):
-                verdicts.append((f"Claim {n}.", True, f"Fact {g}-{i} is implied loosely"))
+                verdicts.append((claim, True, f"Fact {g}-{i} is implied loosely"))
             elif n in (33, 34):
-                verdicts.append((f"Claim {n}.", True, real))
+                verdicts.append((claim, True, real))
             else:
-                verdicts.append((f"Claim {n}.", False, None))
+                verdicts.append((claim, False, None))
         replies.append(claims_reply(verdicts))
     return labels, replies
 

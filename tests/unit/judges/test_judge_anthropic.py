@@ -89,17 +89,21 @@ def test_request_is_one_forced_tool_call_with_delimited_data(api: FakeAnthropic)
     assert body["model"] == "claude-haiku-4-5"
     assert body["tool_choice"] == {"type": "tool", "name": "record_claims"}
     assert [t["name"] for t in body["tools"]] == ["record_claims"]
-    assert body["tools"][0]["input_schema"]["properties"]["claims"]["items"]["required"] == [
+    units_schema = body["tools"][0]["input_schema"]["properties"]["units"]["items"]
+    assert units_schema["required"] == ["unit", "claims"]
+    assert units_schema["properties"]["claims"]["items"]["required"] == [
         "claim", "entailed", "evidence"]
     system = request.system_blocks
     assert len(system) == 1 and "cache_control" not in system[0]   # too short to cache
     text = system[0]["text"]
     assert "Do not use outside knowledge. Do not judge correctness." in text
     assert "verbatim quote" in text
+    # the answer arrives split by the code into numbered units, citation markers removed
     assert request.user_text == (
         f'<context>\n<document index="1">\n{C9930}\n</document>\n'
         '<document index="2">\nSecond doc.\n</document>\n</context>\n\n'
-        f"<answer>\n{AUDIT_ANSWER}\n</answer>")
+        '<answer>\n<unit id="1">Audit logs are retained for 90 days, after which they are deleted '
+        'nightly and cannot be restored.</unit>\n</answer>')
 
 
 def test_prompt_injection_stays_inside_the_data(api: FakeAnthropic) -> None:
@@ -127,7 +131,11 @@ def test_fabricated_and_empty_quotes_are_downgraded(api: FakeAnthropic) -> None:
         ("Logs cannot be restored.", True, ""),                                          # empty
         ("Team plan keeps logs 30 days.", False, None),
     ]))
-    result = judge_for(api).groundedness("answer", [C9930])
+    # one answer unit per claim: the score is over units
+    answer = ("Audit logs are kept 90 days. Logs are deleted automatically. Logs can be exported. "
+              "Logs cannot be restored. Team plan keeps logs 30 days.")
+    result = judge_for(api).groundedness(answer, [C9930])
+    assert [c.unit for c in result.claims] == [1, 2, 3, 4, 5]
     assert [c.judge_entailed for c in result.claims] == [True, True, True, True, False]
     assert [c.entailed for c in result.claims] == [True, False, False, False, False]
     assert [c.downgraded for c in result.claims] == [False, True, True, True, False]
