@@ -302,6 +302,7 @@ class HealthSettings:
     host: str = _key(_non_empty)
     port: int = _key(_port)
     liveness_timeout_s: float = _key(_positive)
+    startup_wait_s: float = _key(_non_negative)
 
     def __post_init__(self) -> None:
         _validate(self, "health")
@@ -360,7 +361,8 @@ _DEFAULTS: dict[str, dict[str, object]] = {
     },
     # Off locally (several replicas on one machine would contend for the port); the Helm chart
     # turns it on, on 0.0.0.0:8086, for the Kubernetes probes.
-    "health": {"enabled": False, "host": "127.0.0.1", "port": 8086, "liveness_timeout_s": 120.0},
+    "health": {"enabled": False, "host": "127.0.0.1", "port": 8086, "liveness_timeout_s": 120.0,
+               "startup_wait_s": 60.0},
 }
 
 _SECTIONS: dict[str, type] = {

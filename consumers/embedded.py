@@ -4,9 +4,14 @@ It wires the SAME :class:`~ragtrace.consumers.pipeline.Pipeline` the Kafka consu
 different seams:
 
 * spans come from an :class:`~ragtrace.consumers.otlp_http.OtlpHttpReceiver` instead of Kafka;
-* the trace store, label store and judge budget live in process memory (labels from a JSONL
-  file), while the judge-result cache, the idempotency store and a scored-results table live in
-  a local SQLite file (:mod:`ragtrace.consumers.sqlite_stores`) and survive a restart;
+* the label store and judge budget live in process memory (labels from a JSONL file), while the
+  traces being assembled (:mod:`ragtrace.consumers.sqlite_trace_store`), the judge-result cache,
+  the idempotency store and a scored-results table live in a local SQLite file
+  (:mod:`ragtrace.consumers.sqlite_stores`) and survive a restart, killed or graceful: a request
+  is answered 2xx only once its spans are committed there, and a restart resumes every trace;
+* memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
+  make the store hold more is refused whole with 503 + Retry-After before anything is stored
+  (413 when it could never fit);
 * scores go to a :class:`~ragtrace.consumers.recording_sink.RecordingSink`, which keeps every
   scored trace in that table and, when an OTLP endpoint is configured, first sends the
   evaluation span there (the consumer's :class:`~ragtrace.consumers.otlp_sink.OtlpScoreSink`);
@@ -33,7 +38,7 @@ from typing_extensions import Self
 
 from ragtrace.consumers.config import ConsumerConfig
 from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
-from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore, MemoryTraceStore
+from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.otlp_http import (
@@ -42,11 +47,13 @@ from ragtrace.consumers.otlp_http import (
     Accepted,
     OtlpHttpReceiver,
     ReceiverBusy,
+    RequestTooLarge,
 )
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace.consumers.recording_sink import RecordingSink
 from ragtrace.consumers.sample import Sampler
 from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
+from ragtrace.consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.consumers.writeback import ScoreSink
 from ragtrace.evaluation.judges import Judge, make_judge
@@ -86,9 +93,12 @@ class EmbeddedSettings:
     """Where the embedded evaluator listens and keeps its state.
 
     ``port`` 0 picks a free port; ``metrics_port`` None serves no ``/metrics`` (0: a free port).
-    ``otlp_endpoint`` None keeps evaluation spans local (the results table only). Once
-    ``max_pending_traces`` traces wait to be scored, the receiver answers 503 with Retry-After
-    (explicit backpressure: the exporter retries) instead of growing memory without bound.
+    ``otlp_endpoint`` None keeps evaluation spans local (the results table only). A request
+    that would make the trace store hold more than ``max_pending_traces`` traces or
+    ``max_pending_bytes`` span bytes is refused whole with 503 and Retry-After (explicit
+    backpressure: the exporter retries). ``request_timeout_s`` bounds a stalled upload or an
+    idle connection; ``http_workers`` connections are served at once (the rest wait in the
+    listen queue).
     """
 
     host: str = DEFAULT_HOST
@@ -101,6 +111,9 @@ class EmbeddedSettings:
     service_name: str = DEFAULT_SERVICE_NAME
     workers: int | None = None
     max_pending_traces: int = 10_000
+    max_pending_bytes: int = 256 * 1024 * 1024
+    request_timeout_s: float = 10.0
+    http_workers: int = 64
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -116,6 +129,11 @@ class EmbeddedSettings:
             raise ValueError("service_name must not be empty")
         if self.max_pending_traces < 1:
             raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
+        if self.max_pending_bytes < 1:
+            raise ValueError(f"max_pending_bytes must be >= 1, got {self.max_pending_bytes}")
+        if not self.request_timeout_s > 0 or self.http_workers < 1:
+            raise ValueError(f"request_timeout_s must be > 0 and http_workers >= 1, got "
+                             f"{self.request_timeout_s}, {self.http_workers}")
 
 
 class EmbeddedEvaluator:
@@ -143,6 +161,9 @@ class EmbeddedEvaluator:
         try:
             self._build(extra_metric_readers)
         except BaseException:
+            traces = getattr(self, "traces", None)
+            if traces is not None:
+                traces.close()
             self.state.close()
             raise
         self._wake = threading.Event()
@@ -179,8 +200,10 @@ class EmbeddedEvaluator:
                 recall_threshold=cfg.scoring.recall_threshold,
                 groundedness_threshold=cfg.scoring.groundedness_threshold)
         self.sink = RecordingSink(self.state.results, inner)
-        self.traces = MemoryTraceStore(ttl_s=cfg.assembly.ttl_s,
-                                       max_attempts=cfg.assembly.max_attempts)
+        self.traces = SqliteTraceStore(s.state_path, ttl_s=cfg.assembly.ttl_s,
+                                       max_attempts=cfg.assembly.max_attempts,
+                                       max_traces=s.max_pending_traces,
+                                       max_bytes=s.max_pending_bytes)
         self.pipeline = Pipeline(
             traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
             idempotency=self.state.idempotency,
@@ -192,7 +215,9 @@ class EmbeddedEvaluator:
                                   report=self.metrics.traces_sampled_out)
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
         self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
-                                         meter_provider=self.meter_provider)
+                                         meter_provider=self.meter_provider,
+                                         timeout_s=s.request_timeout_s,
+                                         max_workers=s.http_workers)
 
     # --- lifecycle --------------------------------------------------------------------------
     @property
@@ -217,14 +242,19 @@ class EmbeddedEvaluator:
             server, _ = start_http_server(self.settings.metrics_port, self.settings.metrics_host,
                                           registry=self.prometheus_registry)
             self._metrics_server = server
+        resumed = self.traces.recover()  # leases of a previous (killed) process: due now
+        if resumed:
+            _log.info("resuming %d traces a previous run was scoring", resumed)
         self._loop = threading.Thread(target=self._run, name="ragtrace-embedded", daemon=True)
         self._loop.start()
         self.receiver.start()
         return self
 
     def stop(self, drain_timeout_s: float = 10.0) -> None:
-        """Stop receiving, finish the traces in flight (up to ``drain_timeout_s``), flush
-        metrics and close the state file. Traces still assembling are not scored."""
+        """Stop receiving (requests in progress finish and answer first), finish the traces
+        being scored (up to ``drain_timeout_s``), flush metrics and close the state file.
+        Traces still assembling, or not finished in time, stay in the state file: the next
+        start resumes them."""
         self.receiver.stop()
         self._stopping.set()
         self._wake.set()
@@ -242,6 +272,7 @@ class EmbeddedEvaluator:
         self.sink.shutdown()
         self.early.flush()
         self.meter_provider.shutdown()
+        self.traces.close()
         self.state.close()
 
     def __enter__(self) -> Self:
@@ -253,10 +284,14 @@ class EmbeddedEvaluator:
 
     # --- spans in, traces scored ------------------------------------------------------------
     def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
-        pending = self.traces.pending()
-        if pending >= self.settings.max_pending_traces:
-            raise ReceiverBusy(f"{pending} traces are waiting to be scored", retry_after=1.0)
-        self.pipeline.ingest(self.early.admit_records(spans))
+        try:  # durable (committed) when it returns; refused whole when over the bound
+            self.pipeline.ingest(self.early.admit_records(spans))
+        except StoreFull as exc:
+            if exc.adding.traces > self.settings.max_pending_traces or \
+                    exc.adding.bytes > self.settings.max_pending_bytes:
+                raise RequestTooLarge(f"the request alone exceeds the evaluator's bound: {exc}")\
+                    from None
+            raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
         self._wake.set()
         self.workers.wake()
         return None

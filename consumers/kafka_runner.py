@@ -20,6 +20,11 @@ membership: when it has been unsettled (joining, rebalancing) for ``stall_timeou
 topic has partitions, it leaves the group and subscribes again (counted in ``forced_rejoins`` and
 logged).
 
+Outages (:mod:`ragtrace.consumers.retry`): store calls wait out a Redis outage inside the stores
+(ingest holds its batch, nothing is re-read or dead-lettered twice), dead-letter sends are
+retried, a failed commit is retried at the next interval, and offsets are committed only once
+the dead letters before them are acknowledged; the loop never exits for an outage.
+
 A replica is stateless apart from its partitions: scale out with more replicas (same group) and
 more partitions.
 """
@@ -42,6 +47,7 @@ from ragtrace.consumers.decode import (
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
 from ragtrace.consumers.pipeline import Pipeline
+from ragtrace.consumers.retry import Dependencies, Retrier
 from ragtrace.consumers.workers import ScoringWorkers
 
 __all__ = [
@@ -78,6 +84,8 @@ class KafkaRunner:
                  drain_timeout_s: float = 60.0, max_poll_records: int = 500,
                  stall_timeout_s: float = 30.0,
                  clock: Callable[[], float] = time.time,
+                 kafka_retry: Retrier | None = None,
+                 dependencies: Dependencies | None = None,
                  admission: Admission | None = None) -> None:
         if not stall_timeout_s > 0:
             raise ValueError(f"stall_timeout_s must be > 0, got {stall_timeout_s!r}")
@@ -111,6 +119,11 @@ class KafkaRunner:
         self.messages = 0
         self.spans = 0
         self.dead_lettered = 0
+        # Outages (retry.py): DLQ sends are retried, a failed commit marks Kafka down until one
+        # succeeds; dead letters not acknowledged by the broker are re-sent before any commit.
+        self._kafka_retry = kafka_retry
+        self._dependencies = dependencies
+        self._dlq_sent: list[tuple[Any, dict[str, Any]]] = []
         metrics.set_lag_source(lambda: self._lag)
 
     # --- group membership ------------------------------------------------------------------
@@ -163,7 +176,7 @@ class KafkaRunner:
                      len(self._consumer.assignment()), self.forced_rejoins)
         self.on_partitions_revoked(self._consumer.assignment(), blocking=False)
         self._consumer.unsubscribe()
-        self.subscribe(self._topic)
+        self._kafka(self.subscribe, self._topic)  # a broker outage is waited out, not fatal
         self._unsettled_since = now
         self._stall_wait_s = min(self._stall_wait_s * 2, self._stall_timeout_s * _STALL_BACKOFF_MAX)
 
@@ -206,7 +219,8 @@ class KafkaRunner:
         self._fill(False)
         # Short polls while traces are being scored, so a freed worker gets its next trace soon.
         busy = self._workers.in_flight > 0
-        records = self._consumer.poll(
+        records = self._kafka(
+            self._consumer.poll,
             timeout_ms=0 if self._paused else (_BUSY_POLL_MS if busy else _POLL_MS),
             max_records=self._max_poll_records)
         if records:
@@ -238,7 +252,10 @@ class KafkaRunner:
         done = self._workers.completed + self._workers.failed
         if force or done != self._done_seen or now - self._last_claim >= _CLAIM_EVERY_S:
             self._last_claim, self._done_seen = now, done
-            self._workers.fill(now)
+            try:  # store calls retry an outage themselves (retry.py); this is the last guard
+                self._workers.fill(now)
+            except Exception:  # noqa: BLE001 - claiming failed: the traces stay due, try later
+                _log.warning("claiming due traces failed; retrying", exc_info=True)
 
     def _handle(self, records: Mapping[Any, list[Any]]) -> None:
         batch: list[SpanRecord] = []
@@ -277,12 +294,41 @@ class KafkaRunner:
             (DLQ_HEADER_PARTITION, str(msg.partition).encode()),
             (DLQ_HEADER_OFFSET, str(msg.offset).encode()),
         ]
-        self._producer.send(self._dlq_topic, value=msg.value, key=msg.key, headers=headers)
-        self._dlq_unflushed += 1
+        self._send_dead_letter({"value": msg.value, "key": msg.key, "headers": headers})
         self.dead_lettered += 1
         self._metrics.dead_lettered(reason)
         _log.warning("dead-lettered %s[%d]@%d: %s: %s", msg.topic, msg.partition, msg.offset,
                      reason, detail[:200])
+
+    def _kafka(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A Kafka call, through the retrier when there is one (retry.py)."""
+        if self._kafka_retry is None:
+            return fn(*args, **kwargs)
+        return self._kafka_retry.call(fn, *args, **kwargs)
+
+    def _send_dead_letter(self, message: dict[str, Any]) -> None:
+        future = self._kafka(self._producer.send, self._dlq_topic, **message)
+        self._dlq_sent.append((future, message))
+        self._dlq_unflushed += 1
+
+    def _flush_dead_letters(self) -> bool:
+        """Flush the dead-letter producer; re-send what the broker did not take. True once
+        every dead letter sent so far is acknowledged (only then may offsets be committed)."""
+        if not self._dlq_unflushed:
+            return True
+        self._producer.flush()
+        failed = [m for f, m in self._dlq_sent if getattr(f, "failed", lambda: False)()]
+        self._dlq_sent = []
+        self._dlq_unflushed = 0
+        if not failed:
+            return True
+        _log.warning("%d dead letters were not delivered; sending them again before committing",
+                     len(failed))
+        if self._dependencies is not None:
+            self._dependencies.failed("kafka", RuntimeError("dead-letter delivery failed"))
+        for message in failed:
+            self._send_dead_letter(message)
+        return False
 
     # --- offsets -------------------------------------------------------------------------
     def commit(self, only: Iterable[Any] | None = None, *, blocking: bool = True) -> None:
@@ -294,18 +340,21 @@ class KafkaRunner:
                    if self._committed.get(tp) != off and (wanted is None or tp in wanted)}
         if not offsets:
             return
-        if self._dlq_unflushed:
-            self._producer.flush()
-            self._dlq_unflushed = 0
+        if not self._flush_dead_letters():
+            return  # committed at the next interval, once they are delivered
         from kafka.structs import OffsetAndMetadata
 
         commit = self._consumer.commit if blocking else self._consumer.commit_async
         try:
             commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items()})
-        except Exception:  # noqa: BLE001 - e.g. a rebalance in progress: the next owner re-reads
-            _log.warning("offset commit failed; uncommitted messages will be re-read",
-                         exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - e.g. a rebalance: the next owner re-reads
+            _log.warning("offset commit failed; retried at the next interval, and uncommitted "
+                         "messages are re-read after a restart", exc_info=True)
+            if self._dependencies is not None:
+                self._dependencies.failed("kafka", exc)
             return
+        if self._dependencies is not None:
+            self._dependencies.recovered("kafka")
         self._committed.update(offsets)
 
     def _pause(self) -> None:

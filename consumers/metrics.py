@@ -120,6 +120,9 @@ class ConsumerMetrics:
             explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
         self._parked = m.create_counter(semconv.METRIC_PARKED, "{trace}",
                                         "Traces parked for a later retry")
+        self._dependency_errors = m.create_counter(
+            semconv.METRIC_DEPENDENCY_ERRORS, "{error}",
+            "Failed calls to a dependency (Redis, Kafka, write-back); each is retried")
         self._lag_source: Callable[[], int | None] = lambda: None
         self._lag_attrs: dict[str, str] = {}
         m.create_observable_gauge(semconv.METRIC_CONSUMER_LAG, [self._observe_lag], "{message}",
@@ -225,6 +228,13 @@ class ConsumerMetrics:
 
     def parked(self, reason: str) -> None:
         self._parked.add(1, {semconv.ATTR_REASON: reason})
+
+    def dependency_error(self, dependency: str) -> None:
+        self._dependency_errors.add(1, {"dependency": dependency})
+
+    def dependency_known(self, dependency: str) -> None:
+        """Export the dependency's error series at 0 (so alerts and panels have a series)."""
+        self._dependency_errors.add(0, {"dependency": dependency})
 
     def dead_lettered(self, reason: str) -> None:
         self._dlq.add(1, {semconv.ATTR_REASON: reason})

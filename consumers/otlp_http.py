@@ -8,14 +8,23 @@
   carries the spans the sink rejected and why (the client must not retry those);
 * 400 with a ``google.rpc.Status`` (code INVALID_ARGUMENT) naming what was wrong for a payload
   that cannot be decoded — the client must not retry it;
-* 413 for a body (or its decompressed form) over ``max_body_bytes``;
+* 411 without a ``Content-Length`` (chunked uploads are not accepted), 400 for a negative or
+  malformed one, 408 when the body does not arrive within ``timeout_s`` (a stalled upload);
+* 413 for a body (or its decompressed form, every gzip member counted) over ``max_body_bytes``,
+  or when the sink raises :class:`RequestTooLarge` (the request could never fit);
+* 400 as well for JSON nested deeper than the decoder's recursion limit;
 * 415 for any other content type or content encoding;
-* 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable);
+* 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable),
+  or before the body is read when the bytes of the requests in flight would pass
+  ``max_inflight_bytes`` (default four maximum bodies; a gzip body counts its decompressed
+  maximum too): memory per request times the worker pool stays bounded;
 * 404 for other paths, 405 for other methods on ``/v1/traces``.
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
 Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
-``ragtrace.receiver.rejected`` by reason.
+``ragtrace.receiver.rejected`` by reason. Connections are served by a bounded pool with a read
+and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace.consumers.http_server`);
+:meth:`OtlpHttpReceiver.stop` lets the requests in progress finish and answer first.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import threading
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 
 from google.protobuf import json_format
@@ -36,6 +45,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from typing_extensions import Self
 
 from ragtrace import semconv
+from ragtrace.consumers.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
 from ragtrace.consumers.model import SpanRecord
 
 __all__ = [
@@ -45,6 +55,7 @@ __all__ = [
     "Accepted",
     "OtlpHttpReceiver",
     "ReceiverBusy",
+    "RequestTooLarge",
     "SpanSink",
 ]
 
@@ -81,6 +92,10 @@ class ReceiverBusy(Exception):
         self.retry_after = retry_after
 
 
+class RequestTooLarge(Exception):
+    """Raised by a sink for a request that can never be taken whole (413: do not retry)."""
+
+
 SpanSink = Callable[[Sequence[SpanRecord]], "Accepted | None"]
 Decoder = Callable[[bytes], list[SpanRecord]]
 
@@ -111,11 +126,19 @@ class OtlpHttpReceiver:
         decode_json: Decoder | None = None,
         decode_error: type[Exception] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
+        timeout_s: float = 10.0,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_inflight_bytes: int | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
         if max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self._timeout_s = timeout_s
+        # Default: four bodies of the largest size (a gzip one counts its decompressed size too).
+        self._inflight = _Budget(max_inflight_bytes or 4 * max_body_bytes)
         if decode_protobuf is None or decode_json is None or decode_error is None:
             dp, dj, de = _default_decoders()
             decode_protobuf = decode_protobuf or dp
@@ -131,8 +154,8 @@ class OtlpHttpReceiver:
             unit="{request}",
             description="OTLP/HTTP requests (or spans, for partial success) the receiver refused",
         )
-        self._server = ThreadingHTTPServer((host, port), self._make_handler())
-        self._server.daemon_threads = True
+        self._server = BoundedHTTPServer((host, port), self._make_handler(),
+                                         max_workers=max_workers)
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -163,12 +186,13 @@ class OtlpHttpReceiver:
             self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop accepting; requests in progress finish and answer (up to ``grace_s``)."""
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
             self._thread = None
-        self._server.server_close()
+        self._server.stop(grace_s)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -200,7 +224,7 @@ class OtlpHttpReceiver:
                 self._count("too_large")
                 return self._status(media, 413, code_pb2.RESOURCE_EXHAUSTED,
                                     f"decompressed body exceeds {self._max_body} bytes")
-            except (OSError, EOFError, zlib.error) as exc:
+            except (OSError, EOFError, zlib.error, ValueError) as exc:
                 self._count("bad_payload")
                 return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
                                     f"body is not valid gzip: {exc}")
@@ -216,8 +240,16 @@ class OtlpHttpReceiver:
             return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
                                 f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
                                 f"trace request: {exc}")
+        except RecursionError:
+            self._count("bad_payload")
+            return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
+                                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
+                                f"trace request: {_nesting_location(body, media)}")
         try:
             outcome = self._sink(spans) if spans else None
+        except RequestTooLarge as exc:
+            self._count("too_large")
+            return self._status(media, 413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
         except ReceiverBusy as exc:
             self._count("busy")
             status, ctype, payload, _ = self._status(media, 503, code_pb2.UNAVAILABLE, str(exc))
@@ -243,6 +275,7 @@ class OtlpHttpReceiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             server_version = "ragtrace-otlp"
+            timeout = receiver._timeout_s  # read and idle timeout of the connection
 
             def do_POST(self) -> None:
                 if self.path.split("?", 1)[0] != TRACES_PATH:
@@ -257,6 +290,9 @@ class OtlpHttpReceiver:
                 try:
                     length = int(length_header)
                 except ValueError:
+                    length = -1
+                if length < 0:
+                    receiver._count("bad_length")
                     self._reply(400, "text/plain; charset=utf-8", b"bad Content-Length",
                                 close=True)
                     return
@@ -265,7 +301,34 @@ class OtlpHttpReceiver:
                     self._reply(413, "text/plain; charset=utf-8",
                                 f"body exceeds {receiver._max_body} bytes".encode(), close=True)
                     return
-                body = self.rfile.read(length)
+                # Bytes in flight (the body, plus its decompressed form at most) are bounded
+                # across all requests: past the bound a request is refused before it is read.
+                gzipped = "gzip" in self.headers.get("Content-Encoding", "").lower()
+                reserve = length + (receiver._max_body if gzipped else 0)
+                if not receiver._inflight.acquire(reserve):
+                    receiver._count("busy")
+                    self._reply(503, "text/plain; charset=utf-8",
+                                b"too many request bytes in flight; retry later",
+                                {"Retry-After": "1"}, close=True)
+                    return
+                try:
+                    self._read_and_handle(length)
+                finally:
+                    receiver._inflight.release(reserve)
+
+            def _read_and_handle(self, length: int) -> None:
+                try:
+                    body = self.rfile.read(length)
+                except TimeoutError:
+                    body = b""
+                if len(body) != length:
+                    receiver._count("incomplete_body")
+                    self._reply(408, "text/plain; charset=utf-8",
+                                f"body incomplete after {receiver._timeout_s:g} s".encode(),
+                                close=True)
+                    return
+                if receiver._server.stopping:
+                    self.close_connection = True
                 try:
                     status, ctype, payload, headers = receiver._handle(
                         self.headers.get("Content-Type", ""),
@@ -325,18 +388,65 @@ class _TooLarge(Exception):
     pass
 
 
+class _Budget:
+    """A count of bytes shared by the request threads: ``acquire`` succeeds only within the
+    limit (a single reservation larger than the limit succeeds when nothing else is held)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_inflight_bytes must be >= 1, got {limit}")
+        self._limit = limit
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def acquire(self, n: int) -> bool:
+        with self._lock:
+            if self._held and self._held + n > self._limit:
+                return False
+            self._held += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self._held -= n
+
+
 def _gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress a gzip body, refusing output beyond ``limit`` bytes (a gzip bomb)."""
-    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    out = d.decompress(body, limit + 1)
-    if len(out) > limit or d.unconsumed_tail:
-        raise _TooLarge()
-    out += d.flush()
-    if len(out) > limit:
-        raise _TooLarge()
-    if not d.eof:
-        raise EOFError("truncated gzip stream")
-    return out
+    """Decompress a gzip body — every member, as RFC 1952 and ``gzip.decompress`` read it —
+    refusing output beyond ``limit`` bytes in all (a gzip bomb)."""
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:
+        d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        out = d.decompress(rest, limit - size + 1)
+        size += len(out)
+        if size > limit or d.unconsumed_tail:
+            raise _TooLarge()
+        tail = d.flush()
+        size += len(tail)
+        if size > limit:
+            raise _TooLarge()
+        if not d.eof:
+            raise EOFError("truncated gzip stream")
+        parts += [out, tail]
+        rest = d.unused_data
+        if not rest.strip(b"\x00"):  # trailing zero padding is allowed, as gzip allows it
+            return b"".join(parts)
+
+
+def _nesting_location(body: bytes, media: str) -> str:
+    """Where a payload first nests deeper than the decoder can follow."""
+    if media != _JSON:
+        return "the message is nested deeper than the protobuf decoder allows"
+    from ragtrace._nesting import too_deep_at
+
+    where = too_deep_at(body)
+    at = f" at byte {where.offset} (line {where.line}, column {where.column})" if where else ""
+    return f"JSON nested deeper than {_JSON_DEPTH} levels{at}"
+
+
+_JSON_DEPTH = 100
 
 
 def _encode(message: Message, media: str) -> bytes:

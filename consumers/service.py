@@ -17,12 +17,21 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 
-from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.config import ConsumerConfig, redact_url
 from ragtrace.consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace.consumers.kafka_runner import KafkaRunner
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace.consumers.retry import (
+    Dependencies,
+    Retrier,
+    Retrying,
+    WatchedSink,
+    kafka_transient_errors,
+    redis_transient_errors,
+)
+from ragtrace.consumers.startup import wait_for
 from ragtrace.consumers.workers import ScoringWorkers
 from ragtrace.evaluation.judges import Judge
 
@@ -54,8 +63,18 @@ class ConsumerService:
     redis_client: Any
     health: HealthServer | None = None
     """The /livez and /readyz endpoints (``health.enabled``); served while :meth:`run` runs."""
+    halt: threading.Event | None = None
+    """Set once ``stop`` is: retries of a dependency's calls give up (see ``retry``)."""
 
     def run(self, stop: threading.Event) -> None:
+        halt = self.halt
+        if halt is not None:  # a SIGTERM during an outage still ends the retries
+
+            def relay() -> None:
+                stop.wait()
+                halt.set()
+
+            threading.Thread(target=relay, daemon=True, name="ragtrace-halt").start()
         if self.health is not None:
             self.health.draining = stop.is_set  # after SIGTERM: live, not ready
             self.health.start()
@@ -88,22 +107,51 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     from ragtrace.consumers.sample import Sampler
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
-    client = rs.connect(cfg.redis.url)
-    prefix = cfg.redis.key_prefix
-    traces = rs.RedisTraceStore(client, prefix=prefix, ttl_s=cfg.assembly.ttl_s,
-                                max_attempts=cfg.assembly.max_attempts)
-    labels = rs.RedisLabelStore(client, prefix=prefix)
-    cache = rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s)
-    idempotency = rs.RedisIdempotencyStore(client, prefix=prefix)
-    budget = rs.RedisJudgeBudget(client, cfg.judge.calls_per_minute,
-                                 cfg.judge.tokens_per_minute, prefix=prefix)
     judge = judge or build_judge(cfg)
+    wait_s = cfg.health.startup_wait_s
+    client = rs.connect(cfg.redis.url)
+    wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)
+    k = cfg.kafka
+    client_id = f"{k.client_id}-{os.getpid()}"
+    # Each connection attempt gives up within the start-up wait (kafka-python >= 3 waits 30 s).
+    if "bootstrap_timeout_ms" in getattr(KafkaConsumer, "DEFAULT_CONFIG", {}):
+        kafka_security = {**kafka_security,
+                          "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000)}
+    consumer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaConsumer(
+        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
+        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
+        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
+        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security),
+        wait_s)
+    producer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaProducer(
+        bootstrap_servers=k.bootstrap_servers.split(","), client_id=f"{client_id}-dlq",
+        acks="all", **kafka_security), wait_s)
+    heartbeat = Heartbeat()
+    halt = threading.Event()
+    dependencies = Dependencies()
+    # Every store call is retried while Redis is unavailable (retry.py); waiting beats the
+    # liveness heartbeat: an outage is reported by /readyz, it is not a stuck loop.
+    redis_retry = Retrier("redis", redis_transient_errors(), dependencies=dependencies,
+                          stop=halt, on_wait=heartbeat.beat)
+    prefix = cfg.redis.key_prefix
+    traces = Retrying(rs.RedisTraceStore(client, prefix=prefix, ttl_s=cfg.assembly.ttl_s,
+                                         max_attempts=cfg.assembly.max_attempts), redis_retry)
+    labels = Retrying(rs.RedisLabelStore(client, prefix=prefix), redis_retry)
+    cache = Retrying(rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s),
+                     redis_retry)
+    idempotency = Retrying(rs.RedisIdempotencyStore(client, prefix=prefix), redis_retry)
+    budget = Retrying(rs.RedisJudgeBudget(client, cfg.judge.calls_per_minute,
+                                          cfg.judge.tokens_per_minute, prefix=prefix),
+                      redis_retry)
 
     resource = make_resource(cfg.export.service_name)
     meter_provider = make_meter_provider(resource, endpoint=cfg.export.otlp_endpoint,
                                          interval_s=cfg.export.metrics_interval_s,
                                          timeout_s=cfg.export.timeout_s, readers=metric_readers)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
+    for name in ("redis", "kafka", WatchedSink.name):
+        metrics.dependency_known(name)
+    dependencies.on_error = metrics.dependency_error
     sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
                                       timeout_s=cfg.export.timeout_s,
                                       recall_threshold=cfg.scoring.recall_threshold,
@@ -115,25 +163,19 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
         judge_batch = build_batch_judging(judge, RedisBatchStore(client, prefix=prefix), cache,
                                           metrics).start()
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
-                        budget=budget, judge=judge, sink=sink, metrics=metrics,
+                        budget=budget, judge=judge, sink=WatchedSink(sink, dependencies),
+                        metrics=metrics,
                         sampler=Sampler(cfg.sampling.sampler_config()),
                         settings=PipelineSettings.from_config(cfg), judge_batch=judge_batch)
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
-    k = cfg.kafka
-    client_id = f"{k.client_id}-{os.getpid()}"
-    consumer = KafkaConsumer(
-        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
-        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
-        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
-        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security)
-    producer = KafkaProducer(bootstrap_servers=k.bootstrap_servers.split(","),
-                             client_id=f"{client_id}-dlq", acks="all", **kafka_security)
-    heartbeat = Heartbeat()
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
+    kafka_retry = Retrier("kafka", kafka_transient_errors(), dependencies=dependencies,
+                          stop=halt, on_wait=heartbeat.beat)
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records,
+                         kafka_retry=kafka_retry, dependencies=dependencies,
                          admission=EarlySampler(cfg.sampling.sampler_config(),
                                                 LabelDigests(labels),
                                                 report=metrics.traces_sampled_out))
@@ -147,5 +189,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     if cfg.health.enabled:  # bound last: nothing after it can fail and leave the port taken
         health = HealthServer(cfg.health.host, cfg.health.port, heartbeat=heartbeat,
                               liveness_timeout_s=cfg.health.liveness_timeout_s,
-                              readiness={"redis": redis_check(client), "kafka": consumer.check})
-    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client, health)
+                              readiness={"redis": redis_check(client), "kafka": consumer.check,
+                                         "dependencies": dependencies.check_all})
+    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client, health,
+                           halt)

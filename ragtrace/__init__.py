@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 from ragtrace._config import Settings
 from ragtrace._context import set_attributes, set_question_id
 from ragtrace._decorators import generate, pipeline, retrieve
-from ragtrace._health import dropped_counts, error_counts
+from ragtrace._health import dropped_counts, error_counts, oversized_count
 from ragtrace._setup import configure
 from ragtrace.chunks import ChunkExtractionError, ExtractedChunk, extract_chunks
 
@@ -40,6 +40,7 @@ __all__ = [
     "error_counts",
     "extract_chunks",
     "generate",
+    "oversized_count",
     "pipeline",
     "retrieve",
     "set_attributes",

@@ -21,11 +21,13 @@ __all__ = [
     "DEFAULT_MAX_ATTRIBUTE_LENGTH",
     "DEFAULT_MAX_DOCUMENTS",
     "DEFAULT_MAX_SPAN_CONTENT_BYTES",
+    "DEFAULT_MAX_TRACE_EXPORT_BYTES",
     "ENV_CAPTURE_CONTENT",
     "ENV_ENABLED",
     "ENV_MAX_ATTRIBUTE_LENGTH",
     "ENV_MAX_DOCUMENTS",
     "ENV_MAX_SPAN_CONTENT_BYTES",
+    "ENV_MAX_TRACE_EXPORT_BYTES",
     "Redactor",
     "Settings",
     "current",
@@ -47,12 +49,17 @@ ENV_MAX_SPAN_CONTENT_BYTES = "RAGTRACE_MAX_SPAN_CONTENT_BYTES"
 attribute values) one span may carry; values past it are cut or left out."""
 ENV_MAX_DOCUMENTS = "RAGTRACE_MAX_DOCUMENTS"
 """Positive integer: chunks recorded per retrieval or generation span (the rest are counted only)."""
+ENV_MAX_TRACE_EXPORT_BYTES = "RAGTRACE_MAX_TRACE_EXPORT_BYTES"
+"""Positive integer: the largest trace (estimated OTLP bytes) the pipeline after the exporter can
+carry, the collector's Kafka ``max_message_bytes``; a larger trace is logged with its ID and
+counted on ``ragtrace.sdk.oversized`` (it is still exported)."""
 
 DEFAULT_MAX_ATTRIBUTE_LENGTH = 16_384
 DEFAULT_MAX_SPAN_CONTENT_BYTES = 65_536
 # 20 chunks x 5 attributes (id, score, cut content, sha256, length) + at most 13 others stays
 # under the OTel SDK's default limit of 128 attributes per span, past which it drops attributes.
 DEFAULT_MAX_DOCUMENTS = 20
+DEFAULT_MAX_TRACE_EXPORT_BYTES = 8 * 1024 * 1024
 
 Redactor = Callable[[str], "str | None"]
 """Rewrites a text (query, answer, chunk text) before it is recorded; ``None`` leaves it out.
@@ -72,12 +79,18 @@ class Settings:
     max_span_content_bytes: int = DEFAULT_MAX_SPAN_CONTENT_BYTES
     max_documents: int = DEFAULT_MAX_DOCUMENTS
     redact: Redactor | None = None
+    max_trace_export_bytes: int = DEFAULT_MAX_TRACE_EXPORT_BYTES
 
     def __post_init__(self) -> None:
         for name in ("enabled", "capture_content"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")  # noqa: TRY004
-        for name in ("max_attribute_length", "max_span_content_bytes", "max_documents"):
+        for name in (
+            "max_attribute_length",
+            "max_span_content_bytes",
+            "max_documents",
+            "max_trace_export_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -122,6 +135,7 @@ def from_env() -> Settings:
         max_attribute_length=_env_int(ENV_MAX_ATTRIBUTE_LENGTH, DEFAULT_MAX_ATTRIBUTE_LENGTH),
         max_span_content_bytes=_env_int(ENV_MAX_SPAN_CONTENT_BYTES, DEFAULT_MAX_SPAN_CONTENT_BYTES),
         max_documents=_env_int(ENV_MAX_DOCUMENTS, DEFAULT_MAX_DOCUMENTS),
+        max_trace_export_bytes=_env_int(ENV_MAX_TRACE_EXPORT_BYTES, DEFAULT_MAX_TRACE_EXPORT_BYTES),
     )
 
 

@@ -2,7 +2,8 @@
 
 Every failure is counted in-process (:func:`error_counts`) and on the OTel counter
 ``ragtrace.sdk.errors`` (attribute ``reason``); spans lost before export are counted on
-``ragtrace.sdk.dropped``. The counters come from the global meter provider, resolved lazily, so an
+``ragtrace.sdk.dropped``; traces too large for the collector's Kafka messages on
+``ragtrace.sdk.oversized``. The counters come from the global meter provider, resolved lazily, so an
 app without metrics set up pays nothing but a no-op call.
 """
 
@@ -15,13 +16,14 @@ from typing import Any
 
 from ragtrace import semconv
 
-__all__ = ["dropped", "dropped_counts", "error_counts", "report", "reset"]
+__all__ = ["dropped", "dropped_counts", "error_counts", "oversized", "oversized_count", "report", "reset"]
 
 _log = logging.getLogger("ragtrace")
 _lock = threading.Lock()
 _errors: Counter[str] = Counter()
 _dropped: Counter[str] = Counter()
 _logged: set[tuple[str, str]] = set()
+_oversized = 0
 _instruments: dict[str, Any] = {}
 
 
@@ -74,6 +76,26 @@ def dropped(reason: str, count: int = 1) -> None:
         pass
 
 
+def oversized() -> None:
+    """Count one trace found larger than the collector's Kafka message limit."""
+    global _oversized
+    try:
+        with _lock:
+            _oversized += 1
+        _counter(
+            semconv.METRIC_SDK_OVERSIZED,
+            "Traces larger than one collector Kafka message (estimated); logged with their IDs",
+        ).add(1)
+    except Exception:  # noqa: BLE001, S110
+        pass
+
+
+def oversized_count() -> int:
+    """Traces counted as oversized so far in this process."""
+    with _lock:
+        return _oversized
+
+
 def error_counts() -> dict[str, int]:
     """Failures counted so far in this process, by reason."""
     with _lock:
@@ -88,7 +110,9 @@ def dropped_counts() -> dict[str, int]:
 
 def reset() -> None:
     """Clear the in-process counts and the logged-once memory (tests use this)."""
+    global _oversized
     with _lock:
         _errors.clear()
         _dropped.clear()
         _logged.clear()
+        _oversized = 0

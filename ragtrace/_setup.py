@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from ragtrace import _config, _health
 from ragtrace._config import Redactor
+from ragtrace._oversize import OversizeGuard
 
 __all__ = ["DEFAULT_ENDPOINT", "configure"]
 
@@ -43,6 +44,7 @@ def configure(
     max_attribute_length: int | None = None,
     max_span_content_bytes: int | None = None,
     max_documents: int | None = None,
+    max_trace_export_bytes: int | None = None,
 ) -> trace.TracerProvider:
     """Apply ragtrace settings and, if the app has no SDK tracer provider yet, install one.
 
@@ -74,6 +76,7 @@ def configure(
         max_attribute_length=max_attribute_length,
         max_span_content_bytes=max_span_content_bytes,
         max_documents=max_documents,
+        max_trace_export_bytes=max_trace_export_bytes,
     )
     existing = trace.get_tracer_provider()
     if isinstance(existing, TracerProvider):
@@ -108,12 +111,18 @@ def configure(
 
 
 class _CountingExporter(SpanExporter):
-    """Counts failed exports (``ragtrace.sdk.errors``/``ragtrace.sdk.dropped``), never raises."""
+    """Counts failed exports (``ragtrace.sdk.errors``/``ragtrace.sdk.dropped``) and names traces
+    too large for the collector's Kafka messages (:mod:`ragtrace._oversize`); never raises."""
 
     def __init__(self, inner: SpanExporter) -> None:
         self._inner = inner
+        self._oversize = OversizeGuard()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            self._oversize.check(spans)
+        except Exception as exc:  # noqa: BLE001
+            _health.report("oversize_check", exc)
         try:
             result = self._inner.export(spans)
         except Exception as exc:  # noqa: BLE001

@@ -73,6 +73,7 @@ __all__ = [
     "METADATA",
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
+    "METRIC_DEPENDENCY_ERRORS",
     "METRIC_DLQ_MESSAGES",
     "METRIC_GROUNDEDNESS",
     "METRIC_HIT_RATE",
@@ -90,6 +91,7 @@ __all__ = [
     "METRIC_SCORING_DELAY",
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
+    "METRIC_SDK_OVERSIZED",
     "METRIC_TRACES_SAMPLED",
     "METRIC_TRACES_SCORED",
     "METRIC_TRACES_SEEN",
@@ -279,9 +281,12 @@ METRIC_INJECTION_SUSPECTED: Final = "ragtrace.judge.injection_suspected"
 METRIC_DLQ_MESSAGES: Final = "ragtrace.dlq.messages"
 METRIC_SCORING_DELAY: Final = "ragtrace.scoring.delay"
 METRIC_CONSUMER_LAG: Final = "ragtrace.consumer.lag"
+METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
+"""Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka, writeback)."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
+METRIC_SDK_OVERSIZED: Final = "ragtrace.sdk.oversized"
 METRIC_RECEIVER_REJECTED: Final = "ragtrace.receiver.rejected"
 """Embedded OTLP/HTTP receiver: requests (or spans, on partial success) refused, by reason."""
 

@@ -114,6 +114,12 @@ OPERATIONS: dict[str, str] = {
                             f"{_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"),
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
     "consumer_lag": f"sum({_M['ragtrace.consumer.lag']})",
+    "dependency_errors": (f"sum by (dependency) "
+                          f"(rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"),
+    # The collector's own counter exists only after a first failure: "or ... * 0" keeps a 0 line.
+    "collector_dropped": ('sum by (exporter) (rate(otelcol_exporter_send_failed_spans'
+                          f'{{exporter=~"kafka.*"}}[{_RI}])) * 60 or sum by (exporter) '
+                          f'(rate(otelcol_exporter_sent_spans{{exporter=~"kafka.*"}}[{_RI}])) * 0'),
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -311,6 +317,15 @@ def operations() -> dash.Dashboard:
     d = d.with_panel(_ts(ids, "Consumer lag",
                          "Records behind the end of the span topic, summed over replicas.",
                          [_q(q["consumer_lag"], "lag")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Dependency errors",
+                         "Failed calls to Redis or Kafka per minute (each retried with backoff; "
+                         "/readyz names the dependency down meanwhile).",
+                         [_q(q["dependency_errors"], "{{dependency}}")], "short", w=8))
+    d = d.with_panel(_ts(ids, "Spans the collector failed to export",
+                         "Spans per minute the collector dropped on the way to Kafka (e.g. a "
+                         "trace over the exporter's max_message_bytes): never scored. Alert "
+                         "RagtraceCollectorDroppingSpans.",
+                         [_q(q["collector_dropped"], "{{exporter}}")], "short", w=8))
     d = d.with_panel(_ts(ids, "Scoring delay",
                          "Time from a trace's last span to its score being written back.",
                          [_q(q["scoring_delay_p50"], "p50 {{service}}", "A"),

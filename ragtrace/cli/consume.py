@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     from ragtrace.consumers.service import build_service
+    from ragtrace.consumers.startup import DependencyUnavailable
 
     stop = threading.Event()
 
@@ -87,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         service = build_service(cfg)
+    except DependencyUnavailable as exc:  # waited health.startup_wait_s: one line, no traceback
+        error("consume", str(exc))
+        return EXIT_FAILURE
     except ValueError as exc:  # e.g. the anthropic judge without an API key
         error("consume", str(exc))
         return EXIT_BAD_INPUT

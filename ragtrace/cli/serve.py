@@ -28,8 +28,10 @@ _DESCRIPTION = """\
 Run the evaluator in this process: an OTLP/HTTP receiver (POST /v1/traces, protobuf or JSON,
 gzip) feeding the same assembly, sampling, scoring and write-back steps as `ragtrace consume`.
 
-State (judge-result cache, written-back marks, scored traces) is kept in a SQLite file, so a
-restart neither re-pays the judge nor re-writes a score. Evaluation spans and metrics are also
+State (traces being assembled, judge-result cache, written-back marks, scored traces) is kept
+in a SQLite file: a request is answered 200 only once its spans are committed there (else 503
+with Retry-After), a restart (killed or not) resumes every accepted trace, and neither re-pays
+the judge nor re-writes a score. Memory is bounded by --max-pending-traces/--max-pending-mib. Evaluation spans and metrics are also
 sent over OTLP/HTTP when --otlp-endpoint (or $RAGTRACE_EXPORT_OTLP_ENDPOINT) is set. The judge is
 Anthropic's when ANTHROPIC_API_KEY is set, else the offline lexical check.
 """
@@ -42,6 +44,16 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port must be within 0..65535, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
@@ -79,6 +91,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--history", type=int, default=10, metavar="N",
                    help="print the last N traces already in the state file at start "
                         "(default: %(default)s)")
+    p.add_argument("--max-pending-traces", type=_positive, default=10_000, metavar="N",
+                   help="traces held for scoring at most; a request that would exceed it is "
+                        "refused with 503 + Retry-After (default: %(default)s)")
+    p.add_argument("--max-pending-mib", type=_positive, default=256, metavar="MIB",
+                   help="span bytes held for scoring at most, in MiB (default: %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print each scored trace as one JSON line instead of a text line")
     p.set_defaults(func=run)
@@ -131,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
             labels_path=args.labels or os.environ.get(ENV_LABELS) or None,
             otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
             metrics_host=args.metrics_host,
-            metrics_port=None if args.no_metrics else args.metrics_port)
+            metrics_port=None if args.no_metrics else args.metrics_port,
+            max_pending_traces=args.max_pending_traces,
+            max_pending_bytes=args.max_pending_mib * 1024 * 1024)
         evaluator = EmbeddedEvaluator(settings, config=config)
     except (ConfigError, InputFileError, ValueError, OSError) as exc:
         error("serve", str(exc))

@@ -37,7 +37,7 @@ from typing import Protocol
 
 from ragtrace.evaluation.judges.base import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace.evaluation.judges.checks import CHECKS
-from ragtrace.evaluation.labels import InputFileError
+from ragtrace.evaluation.labels import InputFileError, parse_json
 
 __all__ = [
     "ENV_CALIBRATION_FILE",
@@ -262,11 +262,14 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(path, None, None, f"not UTF-8 text (a binary file?): byte "
+                             f"{exc.start} is {exc.object[exc.start:exc.start + 1]!r}") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line, path, number)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, number, None, f"invalid JSON: {exc.msg}") from None
         if not isinstance(record, dict):

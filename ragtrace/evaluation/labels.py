@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragtrace._nesting import DEFAULT_MAX_DEPTH, too_deep_at
 from ragtrace.normalize import question_sha256
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "label_set_version",
     "load_labels",
     "load_run",
+    "parse_json",
 ]
 
 
@@ -40,6 +42,23 @@ class InputFileError(ValueError):
         if field is not None:
             where += f", field {field!r}"
         super().__init__(f"{where}: {reason}")
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None) -> object:
+    """``json.loads(text)``, refusing a document nested deeper than 100 arrays or objects with
+    an :class:`InputFileError` naming the file, line and column (the decoder itself would end in a
+    bare ``RecursionError``). ``line``: the line ``text`` is, in a JSON Lines file. Syntax errors
+    raise ``json.JSONDecodeError`` as usual (callers word them)."""
+    if text.count("[") + text.count("{") > DEFAULT_MAX_DEPTH:  # cheap: only then scan
+        where = too_deep_at(text)
+        if where is not None:
+            at_line = line if line is not None else where.line
+            raise InputFileError(path, at_line, None, f"JSON nested deeper than "
+                                 f"{DEFAULT_MAX_DEPTH} levels at column {where.column}")
+    try:
+        return json.loads(text)
+    except RecursionError:  # nesting the scan let through but the decoder cannot follow
+        raise InputFileError(path, line, None, "JSON nested too deep to read") from None
 
 
 @dataclass(frozen=True)
@@ -81,7 +100,7 @@ def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = parse_json(line, path, number)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, number, None, f"not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):

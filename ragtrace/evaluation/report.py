@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from ragtrace.evaluation.labels import InputFileError, LabelledQuestion, label_set_version
+from ragtrace.evaluation.labels import (
+    InputFileError,
+    LabelledQuestion,
+    label_set_version,
+    parse_json,
+)
 from ragtrace.evaluation.retrieval import QuestionScores, RecallDefinition, score_question
 
 __all__ = [
@@ -217,6 +222,9 @@ class RetrievalReport:
             or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in ks)
         ):
             raise bad("k", f"must be a non-empty list of positive integers, got {ks!r}")
+        if len(set(ks)) != len(ks):
+            raise bad("k", f"lists a cutoff twice, got {ks!r} (each k once, as ragtrace eval "
+                           "writes it)")
         raw = doc["per_question"]
         if not isinstance(raw, dict) or not raw:
             raise bad("per_question", "must be a non-empty object keyed by qid")
@@ -267,7 +275,7 @@ def load_report(path: str | Path) -> RetrievalReport:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(path, None, None, f"cannot read: {exc}") from None
     try:
-        doc = json.loads(text)
+        doc = parse_json(text, path)
     except json.JSONDecodeError as exc:
         raise InputFileError(path, exc.lineno, None, f"not valid JSON ({exc.msg})") from None
     return RetrievalReport.from_json(doc, path)

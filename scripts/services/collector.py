@@ -67,6 +67,22 @@ class Collector:
     def stop(self) -> None:
         self.process.stop()
 
+    def restart(self, down_s: float = 0.0) -> Collector:
+        """Stop (SIGTERM: it drains its queues), stay down ``down_s`` s, start again with the
+        same ports and configuration."""
+        import time
+
+        e = self.endpoints
+        ports = {name: int(addr.rsplit(":", 1)[1].rstrip("/")) for name, addr in (
+            ("app_http", e.app_otlp_http), ("app_grpc", e.app_otlp_grpc),
+            ("eval_http", e.eval_otlp_http), ("eval_grpc", e.eval_otlp_grpc),
+            ("prometheus", e.prometheus_exporter), ("telemetry", e.telemetry_metrics),
+            ("health", e.health))}
+        self.stop()
+        time.sleep(down_s)
+        return start_collector(self.process.workdir, e.kafka_bootstrap, e.trace_backend,
+                               e.topic, ports)
+
 
 def collector_env(
     kafka_bootstrap: str,

@@ -72,6 +72,10 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 log.retention.hours=24
+# Sized with the collector's Kafka exporter (producer.max_message_bytes 8 MiB): a trace that
+# passes the SDK's caps fits (collector/README.md, "Message size").
+message.max.bytes=10485760
+replica.fetch.max.bytes=10485760
 """
 
 
@@ -98,6 +102,15 @@ class KafkaBroker:
 
     def stop(self) -> None:
         self.process.stop()
+
+    def restart(self, down_s: float = 0.0) -> KafkaBroker:
+        """Stop (SIGTERM: a clean shutdown), stay down ``down_s`` s, start on the same ports and
+        log directory (not formatted again: topics, offsets and groups survive)."""
+        import time
+
+        self.stop()
+        time.sleep(down_s)
+        return start_kafka(self.workdir, self.port, self.controller_port)
 
 
 def _java(libs: Path, log4j: Path, main: str, *args: str) -> list[str]:

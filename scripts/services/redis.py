@@ -1,4 +1,6 @@
-"""A private Redis server on loopback, data in its own directory, no persistence."""
+"""A private Redis server on loopback, data in its own directory: no persistence by default;
+``persistent=True`` keeps an append-only file fsynced on every write, so a restart (killed or
+not) on the same directory loses nothing (the chaos tests restart it under traffic)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ class RedisServer:
 
     port: int
     process: ServiceProcess
+    workdir: Path | None = None
+    persistent: bool = False
 
     @property
     def url(self) -> str:
@@ -25,6 +29,15 @@ class RedisServer:
 
     def stop(self) -> None:
         self.process.stop()
+
+    def restart(self, down_s: float = 0.0) -> RedisServer:
+        """Stop, stay down ``down_s`` seconds, start again on the same port and directory."""
+        import time
+
+        assert self.workdir is not None
+        self.stop()
+        time.sleep(down_s)
+        return start_redis(self.workdir, self.port, persistent=self.persistent)
 
 
 def _pong(port: int) -> bool:
@@ -36,16 +49,19 @@ def _pong(port: int) -> bool:
         return False
 
 
-def start_redis(workdir: Path, port: int | None = None, timeout: float = 15.0) -> RedisServer:
+def start_redis(workdir: Path, port: int | None = None, timeout: float = 15.0, *,
+                persistent: bool = False) -> RedisServer:
     """Start redis-server on 127.0.0.1 (a free port unless given); return once it answers PING."""
     binary = paths.redis_server()
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [
         str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir),
-        "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
+        "--save", "", *(["--appendonly", "yes", "--appendfsync", "always"] if persistent else
+                         ["--appendonly", "no"]),
+        "--daemonize", "no", "--protected-mode", "yes",
         "--logfile", "",  # log to stdout, which ServiceProcess captures
     ]
     proc = ServiceProcess("redis", argv, workdir, stop_grace_s=5.0).start()
     proc.wait_ready(lambda: _pong(port), timeout, f"PING on 127.0.0.1:{port}")
-    return RedisServer(port, proc)
+    return RedisServer(port, proc, workdir, persistent)

@@ -157,6 +157,7 @@ def _emit_every_metric(endpoint: str) -> None:
         m.parked("judge_unavailable")
         m.dead_lettered("decode_error")
         m.scoring_delay(2.0, "shop")
+        m.dependency_error("redis")
         assert provider.force_flush(10_000)
     finally:
         provider.shutdown()

@@ -201,6 +201,7 @@ PROMETHEUS_NAMES = {
     semconv.METRIC_SCORING_DELAY: "ragtrace_scoring_delay_seconds_bucket",
     semconv.METRIC_CONSUMER_LAG: "ragtrace_consumer_lag",
     semconv.METRIC_PARKED: "ragtrace_traces_parked_total",
+    semconv.METRIC_DEPENDENCY_ERRORS: "ragtrace_consumer_dependency_errors_total",
 }
 
 

@@ -218,7 +218,7 @@ def test_the_service_serves_health_fed_by_its_consumer(monkeypatch: pytest.Monke
     health.start()
     try:
         assert get(health.url + "/readyz") == (503, {"status": "failing", "checks": {
-            "redis": "ping ok", "kafka": "not polled yet"}})
+            "redis": "ping ok", "kafka": "not polled yet", "dependencies": "none down"}})
         built.consumer.assigned = {("otlp_spans", 0)}
         # The runner polls through the wrapper (the heartbeat beats, the assignment is seen).
         runner_consumer = built.service.runner._consumer
@@ -227,7 +227,7 @@ def test_the_service_serves_health_fed_by_its_consumer(monkeypatch: pytest.Monke
         runner_consumer.poll(timeout_ms=0, max_records=10)
         assert health.heartbeat.beats == before + 1 and built.consumer.polls == 1
         assert get(health.url + "/readyz") == (200, {"status": "ok", "checks": {
-            "redis": "ping ok", "kafka": "partitions assigned: 1"}})
+            "redis": "ping ok", "kafka": "partitions assigned: 1", "dependencies": "none down"}})
         built.redis.ping.side_effect = ConnectionError("down")
         assert get(health.url + "/readyz")[0] == 503
         assert get(health.url + "/livez")[0] == 200

@@ -62,6 +62,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.dead_lettered("protobuf_parse_error")
     m.scoring_delay(7.0, "svc")
     m.parked("judge_unavailable")
+    m.dependency_error("redis")
     m.set_lag_source(lambda: 42, topic="spans")
     got = _collect(reader)
     expected = {
@@ -85,6 +86,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_SCORING_DELAY: (Histogram, "s"),
         semconv.METRIC_CONSUMER_LAG: (Gauge, "{message}"),
         semconv.METRIC_PARKED: (Sum, "{trace}"),
+        semconv.METRIC_DEPENDENCY_ERRORS: (Sum, "{error}"),
     }
     assert set(got) == set(expected)
     for name, (kind, unit) in expected.items():

@@ -426,7 +426,7 @@ def test_collector_gets_every_variable_its_config_reads(rendered: Callable[[str]
     assert names - set(env) == COLLECTOR_DEFAULTS_KEPT
     assert env["RAGTRACE_KAFKA_TOPIC"]["value"] == VALUES["kafka"]["topic"]
     assert env["RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"]["value"] == VALUES["kafka"]["bootstrapServers"]
-    assert env["RAGTRACE_KAFKA_MAX_MESSAGE_BYTES"]["value"] == "1000000"
+    assert env["RAGTRACE_KAFKA_MAX_MESSAGE_BYTES"]["value"] == "8388608"
     ports = {p["name"]: p["containerPort"] for p in containers(
         rendered("default").get("Deployment", "-collector"))[0]["ports"]}
     for var, port in (("RAGTRACE_APP_OTLP_HTTP_ENDPOINT", "otlp-http"),
@@ -521,13 +521,13 @@ def test_dashboards_are_configmaps_for_the_grafana_sidecar(
         d["metadata"]["name"]]
 
 
-def test_prometheus_rule_has_the_seven_alerts(rendered: Callable[[str], Rendered]) -> None:
+def test_prometheus_rule_has_the_eight_alerts(rendered: Callable[[str], Rendered]) -> None:
     rule = rendered("default").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == ["RagtraceGroundednessLow", "RagtraceRecallLow",
                       "RagtraceJudgeErrorRateHigh", "RagtraceJudgeBudgetExhausted",
                       "RagtraceDeadLetterGrowing", "RagtraceConsumerLagHigh",
-                      "RagtraceScoringStalled"]
+                      "RagtraceCollectorDroppingSpans", "RagtraceScoringStalled"]
     labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
     assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 

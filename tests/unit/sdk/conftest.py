@@ -16,6 +16,7 @@ ENV_VARS = (
     _config.ENV_MAX_ATTRIBUTE_LENGTH,
     _config.ENV_MAX_SPAN_CONTENT_BYTES,
     _config.ENV_MAX_DOCUMENTS,
+    _config.ENV_MAX_TRACE_EXPORT_BYTES,
 )
 
 

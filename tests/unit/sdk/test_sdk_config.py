@@ -42,6 +42,8 @@ def test_env_values_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_config.ENV_MAX_SPAN_CONTENT_BYTES, "2000")
     monkeypatch.setenv(_config.ENV_MAX_DOCUMENTS, "7")
     assert _config.reload() == _config.Settings(False, False, 100, 2000, 7, None)
+    monkeypatch.setenv(_config.ENV_MAX_TRACE_EXPORT_BYTES, "1000000")
+    assert _config.reload().max_trace_export_bytes == 1_000_000
 
 
 @pytest.mark.parametrize(
@@ -52,6 +54,7 @@ def test_env_values_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
         (_config.ENV_MAX_ATTRIBUTE_LENGTH, "-5"),
         (_config.ENV_MAX_SPAN_CONTENT_BYTES, "lots"),
         (_config.ENV_MAX_DOCUMENTS, "0"),
+        (_config.ENV_MAX_TRACE_EXPORT_BYTES, "8 MiB"),
     ],
 )
 def test_bad_env_value_warns_and_falls_back(
