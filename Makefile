@@ -8,10 +8,12 @@ export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
 
 .PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt: the versions the suite was verified with (pip alone backtracks for many
+# minutes over the instrumentor packages of the dialects extra).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,dialects]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,dialects]'
 	touch $@
 
 venv: $(VENV)/.installed

@@ -4,8 +4,11 @@ end-to-end scoring lag at a fixed offered load.
 Throughput: one topic (3 partitions) is filled with N traces, one Kafka message per trace as the
 collector's kafka exporter writes them (an OTLP ``ExportTraceServiceRequest``: a pipeline, a
 retrieval and a generation span). Every trace has its own answer and context, so each one costs
-a judge call. The baseline is a plain kafka-python loop reading the same topic from the start
-and decoding every message with the same decoder, nothing else. The consumer runs as a
+a judge call; one in a hundred names a labelled question (loaded into Redis). The baseline is a
+plain kafka-python loop reading the same topic from the start and decoding every message with
+the same decoder, nothing else, with kafka-python's C CRC32C (the ``crc32c`` package of the
+consumer extra; the run refuses to start without it). Baseline and consumer runs are
+interleaved over ``--rounds`` rounds; each ratio is the median of the per-round ratios. The consumer runs as a
 subprocess with its defaults (8 scoring workers): the service ``ragtrace consume`` builds
 (``build_service``) with an in-process judge that answers at once (``InstantJudge``), so the
 figure measures ragtrace's own pipeline; and, for comparison, the real ``ragtrace consume``
@@ -66,6 +69,9 @@ from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))
 TOPIC = "bench_spans"
 SPANS_PER_TRACE = 3
+LABELLED_EVERY = 100  # 1 % of the traffic names a labelled question
+LABELS = 10
+SAMPLED_RATE = 0.1
 
 
 def _kv(key: str, value: object) -> common_pb2.KeyValue:
@@ -88,6 +94,8 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     gen = [_kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
            _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days.")]
     root = [_kv(sc.OPENINFERENCE_SPAN_KIND, "CHAIN"), _kv(sc.RAGTRACE_PIPELINE_NAME, "bench")]
+    if n % LABELLED_EVERY == 0:
+        root.append(_kv(sc.RAGTRACE_QUESTION_ID, f"q-{n % LABELS}"))
     req = trace_service_pb2.ExportTraceServiceRequest()
     rs = req.resource_spans.add()
     rs.resource.attributes.append(_kv("service.name", "bench-app"))
@@ -103,16 +111,44 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     return trace_id.hex().encode(), req.SerializeToString()
 
 
-def fill_topic(bootstrap: str, n: int) -> None:
+def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
+    """Write ``n`` trace messages; returns how many of them sampling at decode keeps at
+    ``judge_rate`` (recall rate 1)."""
     from kafka import KafkaProducer
 
+    from ragtrace.consumers.early_sample import EarlySampler
+    from ragtrace.consumers.sample import SamplerConfig
+
+    early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20,
                              batch_size=256 * 1024)
+    kept = 0
     for i in range(n):
         key, value = trace_message(i)
+        kept += bool(decode_request(value, early))
         producer.send(TOPIC, key=key, value=value)
     producer.flush()
     producer.close()
+    return kept
+
+
+def load_labels(redis_url: str, prefix: str) -> None:
+    import redis
+
+    from ragtrace.consumers.redis_stores import RedisLabelStore
+    from ragtrace.evaluation.labels import LabelledQuestion
+
+    client = redis.Redis.from_url(redis_url)
+    RedisLabelStore(client, prefix=prefix).load([
+        LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))
+        for q in range(LABELS)])
+    client.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def plain_loop(bootstrap: str, n: int) -> tuple[float, int]:
@@ -225,35 +261,52 @@ def scored_count(client: Any, prefix: str) -> int:
 
 def consumer_run(bootstrap: str, redis_url: str, sink: OtlpSink, judge: FakeAnthropic,
                  n: int, work: Path, judge_rate: float, *, instant: bool = False,
-                 profile: str | None = None) -> float:
-    """Seconds the consumer takes for n traces, extrapolated from its rate between its first
-    finished trace and its n-th (process start and group join excluded)."""
+                 profile: str | None = None, kept: int | None = None,
+                 replicas: int = 1) -> tuple[float, float]:
+    """(seconds, CPU seconds) the consumer takes for n offered traces, extrapolated from its
+    rate between its first finished trace and its last (process start and group join
+    excluded). ``kept``: how many traces reach the store (the rest are dropped at decode and
+    never released); the run ends when the last of them is released (only the few dropped
+    messages after it are left). ``replicas`` processes share the group and the store (CPU
+    seconds summed over them)."""
     import redis
 
     sink.clear()
     env = consumer_env(bootstrap, redis_url, sink.endpoint, judge.base_url, TOPIC,
                        judge_rate=judge_rate)
     prefix = env["RAGTRACE_REDIS_KEY_PREFIX"]
+    load_labels(redis_url, prefix)
+    expect = n if kept is None else kept
     client = redis.Redis.from_url(redis_url)
     log = work / f"consumer-{uuid.uuid4().hex[:6]}.log"
-    proc = start_consumer(env, log, instant=instant, profile=profile)
+    procs = [start_consumer(env, log, instant=instant, profile=profile)
+             for _ in range(replicas)]
+
+    def check() -> None:
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            raise RuntimeError(f"consumer failed:\n{log.read_text()[-3000:]}")
+
+    def cpu() -> float:
+        return sum(cpu_seconds(p.pid) for p in procs)
+
     try:
         deadline = time.monotonic() + 600
         while scored_count(client, prefix) == 0:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"consumer failed:\n{log.read_text()[-3000:]}")
+            check()
             time.sleep(0.002)
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), cpu()
         first = scored_count(client, prefix)
-        while scored_count(client, prefix) < n:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"consumer failed:\n{log.read_text()[-3000:]}")
+        while scored_count(client, prefix) < expect:
+            check()
             time.sleep(0.002)
-        took = time.perf_counter() - start
-        return took * n / max(1, n - first)
+        took, used = time.perf_counter() - start, cpu() - cpu0
+        scale = expect / max(1, expect - first)
+        return took * scale, used * scale
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait(120)
         client.close()
 
 
@@ -378,7 +431,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--traces", type=int, default=None)
-    parser.add_argument("--runs", default="instant,http,sampled,lag",
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", default="instant,replicas,http,sampled,lag",
                         help="comma-separated subset of instant,http,sampled,lag (the plain "
                              "loop always runs); the docs are written only when all run")
     parser.add_argument("--profile", choices=("auto", "yes", "no"), default="auto",
@@ -397,9 +451,14 @@ def main() -> int:
     runs = set(args.runs.split(","))
     profile = args.profile == "yes" or (
         args.profile == "auto" and importlib.util.find_spec("yappi") is not None)
+    from kafka.record import util as kafka_util
+
+    if kafka_util.crc32c_c is None:
+        raise SystemExit("the crc32c package is missing: install the consumer extra "
+                         "(pip install 'ragtrace[consumer]')")
     n = args.traces or (600 if args.quick else 3000)
     rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
-    r: dict[str, Any] = {"n": n, "rate": rate, "seconds": seconds}
+    r: dict[str, Any] = {"n": n, "rate": rate, "seconds": seconds, "rounds": args.rounds}
     with tempfile.TemporaryDirectory(prefix="ragtrace-bench-") as tmp:
         work = Path(tmp)
         redis = start_redis(work / "redis")
@@ -407,41 +466,58 @@ def main() -> int:
         sink = OtlpSink().start()
         try:
             create_topic(kafka.bootstrap, TOPIC, 3)
-            fill_topic(kafka.bootstrap, n)
+            r["kept"] = fill_topic(kafka.bootstrap, n, SAMPLED_RATE)
             with FakeAnthropic(entail_all) as judge:
-                r["plain_s"], spans = plain_loop(kafka.bootstrap, n)
-                assert spans == n * SPANS_PER_TRACE, spans
-                if "instant" in runs:
-                    r["instant_s"] = consumer_run(kafka.bootstrap, redis.url, sink, judge, n,
-                                                  work, 1.0, instant=True)
+                for _ in range(args.rounds):  # interleaved: each ratio within one round
+                    # The plain loop takes well under a second: best of three per round, so
+                    # one stall of the shared machine does not make the consumer look good.
+                    took = float("inf")
+                    for _ in range(3):
+                        t, spans = plain_loop(kafka.bootstrap, n)
+                        assert spans == n * SPANS_PER_TRACE, spans
+                        took = min(took, t)
+                    r.setdefault("plain", []).append((took, float("nan")))
+                    if "instant" in runs:
+                        r.setdefault("instant", []).append(consumer_run(
+                            kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
+                            instant=True))
+                    if "replicas" in runs:
+                        r.setdefault("replicas", []).append(consumer_run(
+                            kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
+                            instant=True, replicas=2))
+                    if "sampled" in runs:
+                        r.setdefault("sampled", []).append(consumer_run(
+                            kafka.bootstrap, redis.url, sink, judge, n, work, SAMPLED_RATE,
+                            instant=True, kept=r["kept"]))
                 if profile:
-                    stats = str(work / "consumer.pstat")
-                    r["profiled_s"] = consumer_run(kafka.bootstrap, redis.url, sink, judge, n,
-                                                   work, 1.0, instant=True, profile=stats)
+                    stats = os.environ.get("RAGTRACE_BENCH_PSTAT") or str(work / "consumer.pstat")
+                    consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
+                                 instant=True, profile=stats)
                     r["breakdown"] = cpu_breakdown(stats)
                 if "http" in runs:
                     before = len(judge.requests)
-                    r["http_s"] = consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work,
-                                               1.0)
+                    r["http"] = [consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work,
+                                              1.0)]
                     r["judge_calls"] = len(judge.requests) - before
-                if "sampled" in runs:
-                    r["sampled_s"] = consumer_run(kafka.bootstrap, redis.url, sink, judge, n,
-                                                  work, 0.1)
                 if "lag" in runs:
                     r["lags"] = lag_run(work, kafka.bootstrap, redis.url, judge, rate, seconds)
         finally:
             sink.stop()
             kafka.stop()
             redis.stop()
-    for key in ("plain_s", "instant_s", "http_s", "sampled_s"):
+    for key in ("plain", "instant", "replicas", "sampled", "http"):
+        for took, cpu in r.get(key, ()):
+            print(f"{key}: {n * SPANS_PER_TRACE / took:,.0f} spans/s ({n / took:,.0f} traces/s)"
+                  f", CPU {cpu / n * 1000:.2f} ms per offered trace")
+    for key in ("instant", "replicas", "sampled"):
         if key in r:
-            print(f"{key[:-2]}: {n * SPANS_PER_TRACE / r[key]:,.0f} spans/s "
-                  f"({n / r[key]:,.0f} traces/s)")
+            print(f"{key} / plain per round: "
+                  + ", ".join(f"{p[0] / c[0]:.3f}" for p, c in zip(r["plain"], r[key])))
     if "lags" in r:
         print(f"lag p50 {_pct(r['lags'], 50):.3f} s, p95 {_pct(r['lags'], 95):.3f} s")
     for label, share in r.get("breakdown", ()):
         print(f"{share:6.1%}  {label}")
-    if runs >= {"instant", "http", "sampled", "lag"}:
+    if runs >= {"instant", "replicas", "http", "sampled", "lag"}:
         md = render(r)
         print(md)
         write_section("consumer", md)
@@ -450,25 +526,27 @@ def main() -> int:
 
 def render(r: dict[str, Any]) -> str:
     """The docs section from one run's results."""
-    n, lags = r["n"], r["lags"]
+    n, lags, rounds = r["n"], r["lags"], r["rounds"]
 
-    def rate(key: str) -> float:
-        return float(n * SPANS_PER_TRACE / r[key])
+    def ratios(key: str) -> list[float]:
+        return [p[0] / c[0] for p, c in zip(r["plain"], r[key])]
 
-    plain, instant, http, sampled = (rate(k) for k in ("plain_s", "instant_s", "http_s",
-                                                       "sampled_s"))
-    ratio = instant / plain
-    p50, p95 = _pct(lags, 50), _pct(lags, 95)
-    if ratio >= 0.5:
-        verdict = f"The goal (≥ 0.5) is met: **{ratio:.2f}**."
-    else:
-        verdict = (f"The goal (≥ 0.5) is not met: **{ratio:.2f}**. The consumer is one Python "
-                   "process and CPU-bound (one core, the interpreter lock): per trace it does "
-                   "what the plain loop does (fetch, decode), then stores the spans in Redis and "
-                   "reads them back, recognises the RAG trace, builds and encodes an evaluation "
-                   "span, and records about fifteen OpenTelemetry metric points; store round "
-                   "trips and write-back requests are already paid per batch, not per trace. "
-                   "Scale out with replicas (and partitions): they share nothing but Redis.")
+    def spans_per_s(key: str) -> float:
+        return float(statistics.median(n * SPANS_PER_TRACE / took for took, _ in r[key]))
+
+    def cpu_ms(key: str) -> float:
+        return float(statistics.median(cpu for _, cpu in r[key])) / n * 1000
+
+    plain = spans_per_s("plain")
+    inst, samp = ratios("instant"), ratios("sampled")
+    http = spans_per_s("http")
+    ratio, sratio = statistics.median(inst), statistics.median(samp)
+    spread = (f"per-round ratios {', '.join(f'{x:.2f}' for x in inst)} (instant) and "
+              f"{', '.join(f'{x:.2f}' for x in samp)} (sampled)")
+    verdict = (f"Goals: instant judge ≥ 0.20 — **{ratio:.2f}** "
+               f"({'met' if ratio >= 0.2 else 'not met'}); 10 % judged with 1 % labelled "
+               f"≥ 0.6 — **{sratio:.2f}** ({'met' if sratio >= 0.6 else 'not met'}). "
+               f"Noise: {spread}.")
     breakdown = ""
     if r.get("breakdown"):
         rows = "\n".join(f"| {label} | {share:.0%} |" for label, share in r["breakdown"])
@@ -484,25 +562,41 @@ clock; shares of the consumer's total, rows nest where marked):
     return f"""## Consumer (`bench/bench_consumer.py`)
 
 {machine_line()}; Kafka 4.1 (one broker), Redis, all on the
-same machine; one consumer process (8 judge threads, up to {8 * DEFAULT_DEPTH} traces in flight),
-write-back to a local OTLP/HTTP receiver.
+same machine (2 cores, shared with other work while this ran); one consumer process (8 judge
+threads, up to {8 * DEFAULT_DEPTH} traces in flight), write-back to a local OTLP/HTTP receiver.
+Run: `python bench/bench_consumer.py` (needs `make provision`).
 
-Throughput over {n:,} traces ({n * SPANS_PER_TRACE:,} spans, one message per trace, every trace
-judged unless said otherwise; each consumer run timed from its first finished trace to its
-last):
+Throughput over {n:,} traces ({n * SPANS_PER_TRACE:,} spans, one message per trace, 1 % naming a
+labelled question), {rounds} interleaved rounds of plain loop (best of three reads per round)
+and consumer runs (medians; each consumer run timed from its first finished trace to its last). The plain loop uses
+kafka-python's C CRC32C (`crc32c`, in the consumer extra), as the consumer does:
 
-| reader | spans/s | traces/s | / plain loop |
-|---|---:|---:|---:|
-| plain kafka-python loop: read + decode only | {plain:,.0f} | {plain / 3:,.0f} | 1 |
-| **consumer, in-process instant judge**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {instant:,.0f} | {instant / 3:,.0f} | **{ratio:.2f}** |
-| `ragtrace consume`, Anthropic judge against the fake API over HTTP ({r["judge_calls"]:,} calls through the real client) | {http:,.0f} | {http / 3:,.0f} | {http / plain:.2f} |
-| `ragtrace consume`, same, 10 % of traces judged (`sampling.judge_rate: 0.1`) | {sampled:,.0f} | {sampled / 3:,.0f} | {sampled / plain:.2f} |
+| reader | spans/s | traces/s | / plain loop | consumer CPU per offered trace |
+|---|---:|---:|---:|---:|
+| plain kafka-python loop with `crc32c`: read + decode only | {plain:,.0f} | {plain / 3:,.0f} | 1 | |
+| **consumer, in-process instant judge, every trace judged**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {spans_per_s("instant"):,.0f} | {spans_per_s("instant") / 3:,.0f} | **{ratio:.2f}** | {cpu_ms("instant"):.2f} ms |
+| same, **two replicas** (two processes in one group, sharing Redis; 3 partitions split 2 + 1) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {statistics.median(ratios("replicas")):.2f} | {cpu_ms("replicas"):.2f} ms |
+| **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{sratio:.2f}** | {cpu_ms("sampled"):.2f} ms |
+| `ragtrace consume`, Anthropic judge against the fake API over HTTP ({r["judge_calls"]:,} calls through the real client) | {http:,.0f} | {http / 3:,.0f} | {http / plain:.2f} | {cpu_ms("http"):.2f} ms |
 
-The headline ratio is the instant-judge row: ragtrace's own pipeline against a loop that only
-reads and decodes.
 {verdict}
 
-The HTTP rows add the real Anthropic client's CPU per call (request building, response parsing
+The consumer's CPU per trace is spread over many steps of similar size (the breakdown below):
+batching the per-trace counters (one `add(n)` per batch), orjson for the spans kept in Redis, the
+question normaliser's ASCII fast path and a write-back session that no longer re-reads the
+environment per request took it from 0.58–0.68 ms to about 0.45 ms per trace on this machine;
+the 0.20 goal needs the structural steps not taken yet (scoring a trace that is complete in its
+message without the Redis round trip, encoding the write-back request without the SDK's span
+objects). With 10 % judged, the 10 % kept still cost that much each: the dropped 90 % cost less
+than the kept 10 %.
+
+CPU per offered trace at 10 % judged is {cpu_ms("sampled") / cpu_ms("instant"):.2f} of the
+every-trace figure: the 90 % dropped at decode cost their Kafka fetch and protobuf parse only.
+One consumer process is CPU-bound on one core (the interpreter lock); the way past it is
+replicas, which share nothing but Redis: two of them scored
+{spans_per_s("replicas") / spans_per_s("instant"):.2f}× one (on 2 cores shared with the broker,
+Redis, the benchmark and other work, with 3 partitions split 2 + 1).
+The HTTP row adds the real Anthropic client's CPU per call (request building, response parsing
 and validation); against the real API a judge call takes seconds, so `judge.concurrency` (calls
 in flight), not CPU, bounds the judged rate.
 {breakdown}
@@ -510,8 +604,8 @@ End-to-end lag at a fixed offered load of {r["rate"]:g} traces/s for {r["seconds
 collector → Kafka → `ragtrace consume` with the HTTP-fake judge → collector → trace backend; app
 exports every 100 ms, collector batches up to 200 ms each way, the completion rule scores a trace
 as soon as its root span arrives), from a trace's root span end to its evaluation span's arrival,
-over {len(lags)} traces: **p50 {p50:.2f} s, p95 {p95:.2f} s** (max {max(lags):.2f} s, mean
-{statistics.mean(lags):.2f} s).
+over {len(lags)} traces: **p50 {_pct(lags, 50):.2f} s, p95 {_pct(lags, 95):.2f} s** (max
+{max(lags):.2f} s, mean {statistics.mean(lags):.2f} s; goal p95 ≤ 1 s).
 """
 
 

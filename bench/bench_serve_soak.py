@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._report import machine_line, write_section  # noqa: E402
-from tests.e2e.chaos import trace_request  # noqa: E402
+from bench._report import machine_line, write_section
+from tests.e2e.chaos import trace_request
 
 RESETS = (ConnectionResetError, BrokenPipeError, ConnectionRefusedError,
           http.client.RemoteDisconnected, ConnectionAbortedError)

@@ -286,6 +286,7 @@ class JudgeSettings:
     calls_per_minute: int = _key(_positive)
     tokens_per_minute: int = _key(_positive)
     cache_ttl_s: int = _key(_positive)
+    mode: str = _key(_one_of("realtime", "batch"))
 
     def __post_init__(self) -> None:
         _validate(self, "judge")
@@ -401,6 +402,7 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "calls_per_minute": 600,
         "tokens_per_minute": 2_000_000,
         "cache_ttl_s": 604800,
+        "mode": "realtime",
     },
     # Off locally (several replicas on one machine would contend for the port); the Helm chart
     # turns it on, on 0.0.0.0:8086, for the Kubernetes probes.

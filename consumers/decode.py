@@ -8,15 +8,21 @@ attribute and a dead-letter header) and whose ``detail`` says exactly what and w
 
 A request with zero spans decodes to ``[]``; a message is rejected as a whole when any span in it
 is malformed, so a dead-lettered message can be replayed unchanged once the producer is fixed.
+
+An :class:`Admission` (the :class:`~ragtrace.consumers.early_sample.EarlySampler`) passed to
+:func:`decode_request` decides per trace, on the parsed protobuf, before any
+:class:`SpanRecord` is built: the spans of a dropped trace cost only the parse (their span IDs
+are not validated; their trace ID is).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
@@ -30,6 +36,7 @@ __all__ = [
     "DLQ_HEADER_DETAIL",
     "DLQ_HEADER_REASON",
     "REASONS",
+    "Admission",
     "DecodeError",
     "decode_json_request",
     "decode_request",
@@ -72,8 +79,25 @@ class DecodeError(ValueError):
         ]
 
 
-def decode_request(payload: bytes) -> list[SpanRecord]:
-    """Spans of one serialized ``ExportTraceServiceRequest``, in payload order."""
+class Admission(Protocol):
+    """Decides per trace whether its spans are decoded at all."""
+
+    @property
+    def interest(self) -> frozenset[str]:
+        """The attribute keys ``admit`` may ask for."""
+        ...
+
+    def admit(self, trace_id: str, service: str,
+              facts: Callable[[], Mapping[str, str]]) -> bool: ...
+
+    def maybe_flush(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+def decode_request(payload: bytes, admission: Admission | None = None) -> list[SpanRecord]:
+    """Spans of one serialized ``ExportTraceServiceRequest``, in payload order; with
+    ``admission``, only those of the traces it admits."""
     if not payload:
         raise DecodeError(REASON_EMPTY, "the message has no value")
     request = trace_service_pb2.ExportTraceServiceRequest()
@@ -90,7 +114,7 @@ def decode_request(payload: bytes) -> list[SpanRecord]:
             REASON_PROTOBUF,
             f"{len(payload)} bytes parsed to no resource_spans (not an ExportTraceServiceRequest)",
         )
-    return spans_from_request(request)
+    return spans_from_request(request, admission)
 
 
 def decode_json_request(payload: bytes) -> list[SpanRecord]:
@@ -118,20 +142,76 @@ def decode_json_request(payload: bytes) -> list[SpanRecord]:
     return spans_from_request(request)
 
 
-def spans_from_request(request: trace_service_pb2.ExportTraceServiceRequest) -> list[SpanRecord]:
-    """Turn a parsed request into :class:`SpanRecord` values; bad IDs raise :class:`DecodeError`."""
+def spans_from_request(request: trace_service_pb2.ExportTraceServiceRequest,
+                       admission: Admission | None = None) -> list[SpanRecord]:
+    """Turn a parsed request into :class:`SpanRecord` values (of the traces ``admission``
+    admits, when given); bad IDs raise :class:`DecodeError`."""
+    keep = None if admission is None else _admitted(request, admission)
     records: list[SpanRecord] = []
     for ri, resource_spans in enumerate(request.resource_spans):
-        service = "unknown_service"
-        for kv in resource_spans.resource.attributes:
-            if kv.key == "service.name" and kv.value.WhichOneof("value") == "string_value":
-                service = kv.value.string_value or service
+        service = _service(resource_spans)
         for si, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope.name
             for pi, span in enumerate(scope_spans.spans):
+                if keep is not None and span.trace_id not in keep:
+                    continue
                 where = f"resource_spans[{ri}].scope_spans[{si}].spans[{pi}]"
                 records.append(_record(span, scope, service, where))
     return records
+
+
+def _service(resource_spans: trace_pb2.ResourceSpans) -> str:
+    service = "unknown_service"
+    for kv in resource_spans.resource.attributes:
+        if kv.key == "service.name" and kv.value.WhichOneof("value") == "string_value":
+            service = kv.value.string_value or service
+    return service
+
+
+def _admitted(request: trace_service_pb2.ExportTraceServiceRequest,
+              admission: Admission) -> set[bytes]:
+    """The raw trace IDs of ``request`` that ``admission`` keeps (invalid IDs are kept, so the
+    full decode rejects the message)."""
+    traces: dict[bytes, tuple[str, list[trace_pb2.Span]]] = {}
+    for resource_spans in request.resource_spans:
+        service = _service(resource_spans)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                raw = span.trace_id
+                entry = traces.get(raw)
+                if entry is None:
+                    traces[raw] = (service, [span])
+                else:
+                    entry[1].append(span)
+    interest = admission.interest
+    keep: set[bytes] = set()
+    for raw, (service, spans) in traces.items():
+        if len(raw) != 16 or not any(raw) or admission.admit(
+                raw.hex(), service, functools.partial(_facts, spans, interest)):
+            keep.add(raw)
+    admission.maybe_flush()
+    return keep
+
+
+def _facts(spans: list[trace_pb2.Span], interest: frozenset[str]) -> dict[str, str]:
+    """The first value of each ``interest`` key among ``spans``' attributes, as a string."""
+    out: dict[str, str] = {}
+    for span in spans:
+        for kv in span.attributes:
+            key = kv.key
+            if key in interest and key not in out:
+                value = _attribute(kv.value)
+                if value is not None:
+                    out[key] = _as_str(value)
+    return out
+
+
+def _as_str(value: AttributeValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(_as_str(v) for v in value)
+    return str(value)
 
 
 def _record(span: trace_pb2.Span, scope: str, service: str, where: str) -> SpanRecord:

@@ -37,6 +37,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from typing_extensions import Self
 
 from ragtrace.consumers.config import ConsumerConfig
+from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
 from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import SpanRecord
@@ -163,6 +164,11 @@ class EmbeddedEvaluator:
                  extra_metric_readers: Sequence[MetricReader] = ()) -> None:
         self.settings = settings = settings or EmbeddedSettings()
         self.config = config = config or ConsumerConfig.defaults()
+        if config.judge.mode != "realtime":
+            from ragtrace.consumers.config import ConfigError
+
+            raise ConfigError("judge.mode: batch is for ragtrace consume (its batches are kept "
+                              "in Redis); the embedded evaluator judges in realtime")
         with_model = config.judge.model and config.judge.name != "lexical"
         self.judge: Judge = judge or make_judge(
             config.judge.name, **({"model": config.judge.model} if with_model else {}))
@@ -229,6 +235,8 @@ class EmbeddedEvaluator:
             judge=self.judge, sink=self.sink, metrics=self.metrics,
             sampler=Sampler(cfg.sampling.sampler_config()),
             settings=PipelineSettings.from_config(cfg))
+        self.early = EarlySampler(cfg.sampling.sampler_config(), LabelDigests(self.labels),
+                                  report=self.metrics.traces_sampled_out)
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
         self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None \
             else None
@@ -277,6 +285,7 @@ class EmbeddedEvaluator:
         self.receiver.stop()
         self._stopping.set()
         self._wake.set()
+        self.workers.wake()
         if self._loop is not None:
             self._loop.join()
             self._loop = None
@@ -288,6 +297,7 @@ class EmbeddedEvaluator:
             server.server_close()  # type: ignore[attr-defined]
             self._metrics_server = None
         self.sink.shutdown()
+        self.early.flush()
         self.meter_provider.shutdown()
         self.traces.close()
         self.state.close()
@@ -302,7 +312,7 @@ class EmbeddedEvaluator:
     # --- spans in, traces scored ------------------------------------------------------------
     def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
         try:  # durable (committed) when it returns; refused whole when over the bound
-            self.pipeline.ingest(spans)
+            self.pipeline.ingest(self.early.admit_records(spans))
         except StoreFull as exc:
             if exc.adding.traces > self.settings.max_pending_traces or \
                     exc.adding.bytes > self.settings.max_pending_bytes:
@@ -310,6 +320,7 @@ class EmbeddedEvaluator:
                     from None
             raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
         self._wake.set()
+        self.workers.wake()
         return None
 
     def _other_signal(self, path: str, content_type: str, encoding: str, body: bytes) -> None:
@@ -329,7 +340,9 @@ class EmbeddedEvaluator:
                 self.workers.fill()
             except Exception:  # noqa: BLE001 - a store failure must not end the loop
                 _log.exception("embedded evaluator: claiming due traces failed")
-            if self.workers.full:
+            # With traces in flight, wake on the next finished one (or an arrival): a fast judge
+            # finishes traces while fill() is still claiming, and no arrival may follow.
+            if self.workers.full or self.workers.in_flight:
                 self.workers.wait(tick)
             else:
                 self._wake.wait(tick)

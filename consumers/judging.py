@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ragtrace.consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace.consumers.batching import cache_get_many, cache_put_many
 from ragtrace.consumers.metrics import ConsumerMetrics
 from ragtrace.consumers.model import JudgeBudget, JudgeResultCache
@@ -31,6 +32,7 @@ __all__ = [
     "JudgeOutcome",
     "ParkTrace",
     "cache_model",
+    "is_paid",
     "judge_cache_key",
 ]
 
@@ -102,6 +104,12 @@ def _model_of(judge: Judge) -> str:
     return info.model or info.name
 
 
+def is_paid(judge: Judge) -> bool:
+    """Whether calls to ``judge`` cost money, so the call budget applies: True unless the
+    judge declares ``paid = False`` (the lexical judge: local, free, instant)."""
+    return bool(getattr(judge, "paid", True))
+
+
 def cache_model(judge: Judge) -> str:
     """The model name judgements of ``judge`` are cached under: its configured ``model``
     attribute when it has one (e.g. ``AnthropicJudge.model``, the name it was asked to use),
@@ -118,13 +126,15 @@ class GroundednessScorer:
 
     ``attempts`` judge calls at most (the client's own retries are inside each); between them
     it waits ``backoff_s * 2**n`` (or the API's ``retry_after``, capped at ``max_wait_s``).
-    Thread-safe as long as the judge and the stores are.
+    Thread-safe as long as the judge and the stores are. The budget limits paid judges only
+    (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
     """
 
     def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
                  metrics: ConsumerMetrics, *, attempts: int = 2, backoff_s: float = 1.0,
                  max_wait_s: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 batch: BatchJudging | None = None) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
         self._judge = judge
@@ -136,6 +146,8 @@ class GroundednessScorer:
         self._max_wait_s = max_wait_s
         self._sleep = sleep
         self._cache_model = cache_model(judge)
+        self._paid = is_paid(judge)
+        self._batch = batch  # judge.mode batch: misses wait in a Message Batch (batch_judging)
         metrics.ensure_judge(_model_of(judge))
 
     @property
@@ -185,13 +197,17 @@ class GroundednessScorer:
         leaders: dict[str, JudgeJob] = {}
         misses = []
         for job in jobs:
+            if job.needs_call and self._batch is not None and self._batch.is_pending(job.key):
+                job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+                job.done.set()  # already submitted: wait for it, no budget spent again
+                continue
             if job.needs_call:
                 job.leader = leaders.setdefault(job.key, job)
                 if job.leader is job:
                     job.leader = None
                     misses.append(job)
-        if len(misses) > 1 and self._budget.try_acquire(len(misses),
-                                                        sum(j.tokens for j in misses)):
+        if not self._paid or len(misses) > 1 and self._budget.try_acquire(
+                len(misses), sum(j.tokens for j in misses)):
             return
         for job in misses:
             if not self._budget.try_acquire(1, job.tokens):
@@ -219,10 +235,14 @@ class GroundednessScorer:
                 job.outcome = JudgeOutcome(leader.outcome.result, cached=True)
                 self._count_injection(job)
                 return
-            if not self._budget.try_acquire(1, job.tokens):  # no reusable score: call
+            if self._paid and not self._budget.try_acquire(1, job.tokens):  # no reusable score
                 self._metrics.budget_exhausted(job.service)
                 job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
                 return
+        if self._batch is not None:
+            self._batch.submit_later(job)
+            job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+            return
         try:
             result = self._call(model, job.answer, job.context)
         except ParkTrace as park:

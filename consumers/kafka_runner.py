@@ -40,6 +40,7 @@ from typing import Any
 from ragtrace.consumers.decode import (
     DLQ_HEADER_DETAIL,
     DLQ_HEADER_REASON,
+    Admission,
     DecodeError,
     decode_request,
 )
@@ -85,7 +86,8 @@ class KafkaRunner:
                  stall_timeout_s: float = 30.0,
                  clock: Callable[[], float] = time.time,
                  kafka_retry: Retrier | None = None,
-                 dependencies: Dependencies | None = None) -> None:
+                 dependencies: Dependencies | None = None,
+                 admission: Admission | None = None) -> None:
         if not stall_timeout_s > 0:
             raise ValueError(f"stall_timeout_s must be > 0, got {stall_timeout_s!r}")
         self._consumer = consumer
@@ -98,6 +100,7 @@ class KafkaRunner:
         self._drain_timeout_s = drain_timeout_s
         self._max_poll_records = max_poll_records
         self._clock = clock
+        self._admission = admission  # sampling at decode (early_sample): dropped never stored
         self._committable: dict[Any, int] = {}
         self._committed: dict[Any, int] = {}
         self._dlq_unflushed = 0
@@ -267,7 +270,7 @@ class KafkaRunner:
                 last[tp] = msg.offset
                 self.messages += 1
                 try:
-                    batch.extend(decode_request(msg.value or b""))
+                    batch.extend(decode_request(msg.value or b"", self._admission))
                 except DecodeError as exc:
                     self._dead_letter(msg, exc.reason, exc.detail)
                 except Exception as exc:  # noqa: BLE001 - one bad message never kills the loop
@@ -381,6 +384,8 @@ class KafkaRunner:
             _log.warning("shutting down with traces still being scored; their leases will "
                          "hand them to another replica")
         self.commit()
+        if self._admission is not None:
+            self._admission.flush()
         self._producer.flush()
         self._consumer.close(autocommit=False)
         self._workers.shutdown()

@@ -4,16 +4,26 @@ Same semantics as :mod:`ragtrace.consumers.redis_stores` (one behavioural test s
 against both), for unit tests and the single-process embedded evaluator. Every class is
 thread-safe (one lock each). Time comes from ``clock`` (``time.time`` by default) wherever the
 seam passes no ``now``: TTL expiry and the budget's sliding minute.
+
+Every operation costs O(log n) in the number of traces or entries held (amortised), so a
+process that runs for hours keeps its rate: due traces, leases, TTL expiries and "done"
+tombstones each sit in a heap ordered by time, with lazy deletion (a heap item is acted on only
+while it still matches the authoritative dict; the heap is rebuilt when stale items outnumber
+live ones). Expired entries are purged as time passes, not only when they are next touched, so
+memory is bounded by what arrives within a TTL.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragtrace.consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace.consumers.labels import LabelIndex, LabelStats
@@ -45,6 +55,53 @@ Clock = Callable[[], float]
 def _check_positive(name: str, value: float) -> None:
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+class _TimeHeap:
+    """A min-heap of ``(time, key)`` with lazy deletion: callers pop an item and check it
+    against their own dict. ``compact(live)`` rebuilds it from the live items once stale ones
+    dominate, keeping its size O(live)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: list[tuple[float, str]] = []
+
+    def push(self, at: float, key: str) -> None:
+        heapq.heappush(self._items, (at, key))
+
+    def peek(self) -> tuple[float, str] | None:
+        return self._items[0] if self._items else None
+
+    def pop(self) -> tuple[float, str]:
+        return heapq.heappop(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def compact(self, live: Mapping[str, float]) -> None:
+        if len(self._items) > 2 * len(live) + 64:
+            self._items = [(at, key) for key, at in live.items()]
+            heapq.heapify(self._items)
+
+
+def _expire(heap: _TimeHeap, live: dict[str, float], now: float,
+            also: dict[Any, Any] | None = None) -> int:
+    """Drop every key of ``live`` (key -> expiry) whose expiry is <= ``now``, and the same key
+    of ``also``; returns how many."""
+    dropped = 0
+    while True:
+        top = heap.peek()
+        if top is None or top[0] > now:
+            break
+        at, key = heap.pop()
+        if live.get(key) == at:
+            del live[key]
+            if also is not None:
+                also.pop(key, None)
+            dropped += 1
+    heap.compact(live)
+    return dropped
 
 
 @dataclass
@@ -87,15 +144,60 @@ class MemoryTraceStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
+        self._expiry: dict[str, float] = {}  # trace -> expires_at of its entry
+        self._expiry_heap = _TimeHeap()
         self._due: dict[str, float] = {}
+        self._due_heap = _TimeHeap()
         self._leases: dict[str, tuple[float, str]] = {}  # trace -> (lease expiry, token)
+        self._lease_until: dict[str, float] = {}
+        self._lease_heap = _TimeHeap()
         self._done: dict[str, float] = {}
+        self._done_heap = _TimeHeap()
         self._dead: dict[str, DeadTrace] = {}
         self._stats = dict.fromkeys(STORE_STATS, 0)
+
+    # --- heap bookkeeping (callers hold the lock) ---------------------------------------------
+    def _set_due(self, trace_id: str, at: float) -> None:
+        self._due[trace_id] = at
+        self._due_heap.push(at, trace_id)
+
+    def _set_expiry(self, trace_id: str, entry: _Entry, at: float) -> None:
+        entry.expires_at = at
+        if self._expiry.get(trace_id) != at:
+            self._expiry[trace_id] = at
+            self._expiry_heap.push(at, trace_id)
+
+    def _drop_entry(self, trace_id: str) -> None:
+        self._entries.pop(trace_id, None)
+        self._expiry.pop(trace_id, None)
+
+    def _set_lease(self, trace_id: str, until: float, token: str) -> None:
+        self._leases[trace_id] = (until, token)
+        self._lease_until[trace_id] = until
+        self._lease_heap.push(until, trace_id)
+
+    def _drop_lease(self, trace_id: str) -> None:
+        self._leases.pop(trace_id, None)
+        self._lease_until.pop(trace_id, None)
+
+    def _sweep(self, now: float) -> None:
+        """Purge tombstones and entries whose time has passed (amortised O(log n) each)."""
+        _expire(self._done_heap, self._done, now)
+        while True:
+            top = self._expiry_heap.peek()
+            if top is None or top[0] > now:
+                break
+            at, trace_id = self._expiry_heap.pop()
+            if self._expiry.get(trace_id) == at:
+                # Its due item (if any) stays: the claim that reaches it counts "expired".
+                del self._expiry[trace_id]
+                self._entries.pop(trace_id, None)
+        self._expiry_heap.compact(self._expiry)
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
         now = self._clock()
         with self._lock:
+            self._sweep(now)
             for trace_id, group in group_by_trace(spans).items():
                 if self._done.get(trace_id, -1.0) > now or trace_id in self._dead:
                     self._stats["late_spans"] += len(group)
@@ -107,18 +209,19 @@ class MemoryTraceStore:
                     entry = self._entries[trace_id] = _Entry()
                     self._stats["traces_created"] += 1
                 entry.spans.extend(group)
-                entry.expires_at = max(entry.expires_at, now + self._ttl_s)
+                self._set_expiry(trace_id, entry, max(entry.expires_at, now + self._ttl_s))
                 self._stats["spans_appended"] += len(group)
                 if trace_id in self._leases:
                     self._stats["late_spans"] += len(group)
                 elif trace_id in due_at:
                     at = float(due_at[trace_id])
-                    self._due[trace_id] = min(at, self._due.get(trace_id, at))
+                    if at < self._due.get(trace_id, math.inf):
+                        self._set_due(trace_id, at)
 
     def _live(self, trace_id: str, now: float) -> _Entry | None:
         entry = self._entries.get(trace_id)
         if entry is not None and entry.expires_at <= now:
-            del self._entries[trace_id]
+            self._drop_entry(trace_id)
             return None
         return entry
 
@@ -129,22 +232,35 @@ class MemoryTraceStore:
         clock_now = self._clock()
         batch = uuid.uuid4().hex
         with self._lock:
-            for trace_id, (until, _) in list(self._leases.items()):
-                if until <= now:
-                    del self._leases[trace_id]
-                    self._due[trace_id] = min(until, self._due.get(trace_id, until))
-                    self._stats["lease_expired"] += 1
-            claimed: list[Lease] = []
-            for at, trace_id in sorted((at, t) for t, at in self._due.items() if at <= now):
-                if len(claimed) >= limit:
+            self._sweep(clock_now)
+            while True:
+                top = self._lease_heap.peek()
+                if top is None or top[0] > now:
                     break
+                until, trace_id = self._lease_heap.pop()
+                if self._lease_until.get(trace_id) != until:
+                    continue  # stale: released, parked or leased again since
+                self._drop_lease(trace_id)
+                if until < self._due.get(trace_id, math.inf):
+                    self._set_due(trace_id, until)
+                self._stats["lease_expired"] += 1
+            self._lease_heap.compact(self._lease_until)
+            claimed: list[Lease] = []
+            while len(claimed) < limit:
+                top = self._due_heap.peek()
+                if top is None or top[0] > now:
+                    break
+                at, trace_id = self._due_heap.pop()
+                if self._due.get(trace_id) != at:
+                    continue  # stale: rescheduled or removed since
                 del self._due[trace_id]
                 if self._live(trace_id, clock_now) is None:
                     self._stats["expired"] += 1
                     continue
                 lease = Lease(trace_id, f"{batch}:{len(claimed)}")
-                self._leases[trace_id] = (now + lease_s, lease.token)
+                self._set_lease(trace_id, now + lease_s, lease.token)
                 claimed.append(lease)
+            self._due_heap.compact(self._due)
             return claimed
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
@@ -177,15 +293,15 @@ class MemoryTraceStore:
         with self._lock:
             if not self._holds(trace_id, token):
                 return False
-            self._entries.pop(trace_id, None)
+            self._drop_entry(trace_id)
             self._due.pop(trace_id, None)
-            self._leases.pop(trace_id, None)
+            self._drop_lease(trace_id)
             self._dead.pop(trace_id, None)
-            self._done[trace_id] = now + self._done_ttl_s
+            until = now + self._done_ttl_s
+            self._done[trace_id] = until
+            self._done_heap.push(until, trace_id)
             self._stats["released"] += 1
-            for t, until in list(self._done.items()):
-                if until <= now:
-                    del self._done[t]
+            self._sweep(now)
             return True
 
     def park(self, trace_id: str, retry_at: float, reason: str,
@@ -194,7 +310,7 @@ class MemoryTraceStore:
         with self._lock:
             if not self._holds(trace_id, token):
                 return False
-            self._leases.pop(trace_id, None)
+            self._drop_lease(trace_id)
             entry = self._live(trace_id, now)
             if entry is None:
                 self._due.pop(trace_id, None)
@@ -204,11 +320,11 @@ class MemoryTraceStore:
             if entry.attempts >= self._max_attempts:
                 self._due.pop(trace_id, None)
                 self._dead[trace_id] = DeadTrace(trace_id, entry.attempts, reason, retry_at)
-                entry.expires_at = now + self._dead_ttl_s
+                self._set_expiry(trace_id, entry, now + self._dead_ttl_s)
                 self._stats["dead"] += 1
                 return True
-            self._due[trace_id] = retry_at
-            entry.expires_at = max(entry.expires_at, retry_at + self._ttl_s)
+            self._set_due(trace_id, retry_at)
+            self._set_expiry(trace_id, entry, max(entry.expires_at, retry_at + self._ttl_s))
             self._stats["parked"] += 1
             return True
 
@@ -290,6 +406,8 @@ class MemoryJudgeResultCache:
         self._ttl_s, self._clock = ttl_s, clock
         self._lock = threading.Lock()
         self._items: dict[str, tuple[float, bytes]] = {}
+        self._until: dict[str, float] = {}
+        self._heap = _TimeHeap()
 
     def get(self, key: str) -> bytes | None:
         with self._lock:
@@ -298,12 +416,22 @@ class MemoryJudgeResultCache:
                 return None
             if item[0] <= self._clock():
                 del self._items[key]
+                self._until.pop(key, None)
                 return None
             return item[1]
 
     def put(self, key: str, value: bytes) -> None:
+        now = self._clock()
         with self._lock:
-            self._items[key] = (self._clock() + self._ttl_s, bytes(value))
+            until = now + self._ttl_s
+            self._items[key] = (until, bytes(value))
+            self._until[key] = until
+            self._heap.push(until, key)
+            _expire(self._heap, self._until, now, self._items)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         return [self.get(k) for k in keys]
@@ -320,16 +448,25 @@ class MemoryIdempotencyStore:
         _check_positive("ttl_s", ttl_s)
         self._ttl_s, self._clock = ttl_s, clock
         self._lock = threading.Lock()
-        self._marks: dict[tuple[str, str], float] = {}
+        self._marks: dict[str, float] = {}  # "trace\0metric" -> expiry
+        self._heap = _TimeHeap()
 
     def written(self, trace_id: str, metric: str) -> bool:
         with self._lock:
-            until = self._marks.get((trace_id, metric))
+            until = self._marks.get(f"{trace_id}\0{metric}")
             return until is not None and until > self._clock()
 
     def mark_written(self, trace_id: str, metric: str) -> None:
+        now = self._clock()
         with self._lock:
-            self._marks[(trace_id, metric)] = self._clock() + self._ttl_s
+            key, until = f"{trace_id}\0{metric}", now + self._ttl_s
+            self._marks[key] = until
+            self._heap.push(until, key)
+            _expire(self._heap, self._marks, now)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._marks)
 
     def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
         return [self.written(t, m) for t, m in keys]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
@@ -25,6 +26,7 @@ from ragtrace import semconv
 from ragtrace.consumers.decode import REASONS as _DECODE_REASONS
 from ragtrace.consumers.dimensions import BoundedLabel
 from ragtrace.consumers.lag import PartitionLag
+from ragtrace.consumers.metric_batch import BatchedCounter, CounterBatch
 from ragtrace.consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
@@ -51,7 +53,8 @@ SKIP_REASONS: tuple[str, ...] = tuple(sorted(_SAMPLER_SKIP_REASONS)) + (
 JUDGE_OUTCOMES: tuple[str, ...] = ("ok", "error", "cached", "unavailable")
 TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
-PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed")
+PARK_REASONS: tuple[str, ...] = ("judge_unavailable", "judge_failed", "writeback_failed",
+                                  "judge_batch_pending")
 # Bucket boundaries the GenAI semantic conventions advise for their client histograms.
 GENAI_TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4 ** i) for i in range(14))
 GENAI_DURATION_BUCKETS: tuple[float, ...] = tuple(0.01 * 2 ** i for i in range(14))
@@ -155,6 +158,19 @@ class ConsumerMetrics:
             self._dlq.add(0, {semconv.ATTR_REASON: reason})
         for reason in PARK_REASONS:
             self._parked.add(0, {semconv.ATTR_REASON: reason})
+        # Per-trace counters are summed per batch inside batch() (metric_batch module doc).
+        self._batch = CounterBatch()
+        for name in ("_seen", "_sampled", "_scored", "_skipped", "_cell", "_judge_calls",
+                     "_judge_tokens", "_judge_cost", "_budget", "_parked"):
+            counter = getattr(self, name, None)
+            if counter is not None:
+                setattr(self, name, BatchedCounter(counter, self._batch))
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Within the block, this thread's counter increments are added once per label set
+        when it exits (``add(n)``), not once per trace."""
+        block: AbstractContextManager[None] = self._batch.batch()
+        return block
 
     # --- lag -------------------------------------------------------------------------------
     def set_lag_source(self, source: Callable[[], Sequence[PartitionLag] | None]) -> None:
@@ -226,6 +242,13 @@ class ConsumerMetrics:
     def trace_skipped(self, service: str, pipeline: str | None, reason: str) -> None:
         attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
         self._skipped.add(1, {**attrs, semconv.ATTR_REASON: reason})
+
+    def traces_sampled_out(self, service: str, n: int) -> None:
+        """``n`` traces dropped at decode (never assembled: pipeline unknown), counted as seen
+        and skipped ``sampled_out`` in one add each."""
+        attrs = self._ensure_service(service, DEFAULT_PIPELINE)
+        self._seen.add(n, attrs)
+        self._skipped.add(n, {**attrs, semconv.ATTR_REASON: "sampled_out"})
 
     def budget_exhausted(self, service: str) -> None:
         self._budget.add(1, {semconv.ATTR_SERVICE: service})

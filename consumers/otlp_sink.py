@@ -217,8 +217,10 @@ def _session(url: str) -> Any:
     """A requests session with the environment's proxy settings for ``url`` resolved once: by
     default requests re-reads the whole environment on every request, a large part of a
     write-back's CPU. None (the exporter's own session, reading the environment each time) when
-    a credential provider or a requests CA bundle variable is set."""
-    if any(os.environ.get(name) for name in (*_CREDENTIAL_PROVIDER_VARS, *_CA_BUNDLE_VARS)):
+    a credential provider is set, or a requests CA bundle variable for an https ``url`` (a
+    plain http ``url`` has no certificate to verify)."""
+    bundles = _CA_BUNDLE_VARS if url.startswith("https:") else ()
+    if any(os.environ.get(name) for name in (*_CREDENTIAL_PROVIDER_VARS, *bundles)):
         return None
     import requests
 

@@ -36,6 +36,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragtrace.consumers.assemble import completion_due, select_spans
+from ragtrace.consumers.batch_judging import BatchJudging
 from ragtrace.consumers.batching import (
     load_many,
     mark_written_many,
@@ -211,7 +212,8 @@ class Pipeline:
                  sink: ScoreSink, metrics: ConsumerMetrics, sampler: Sampler,
                  settings: PipelineSettings = PipelineSettings(),
                  clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 judge_batch: BatchJudging | None = None) -> None:
         self.traces = traces
         self.labels = labels
         self._labels = _LabelView(labels)
@@ -220,11 +222,12 @@ class Pipeline:
         self.metrics = metrics
         self.sampler = sampler
         self.settings = settings
+        self.judge_batch = judge_batch
         self._clock = clock
         self._unrecognised = UnrecognisedSpans(getattr(metrics, "meter_provider", None))
         self._scorer = None if judge is None else GroundednessScorer(
             judge, cache, budget, metrics, attempts=settings.judge_attempts,
-            backoff_s=settings.judge_backoff_s, sleep=sleep)
+            backoff_s=settings.judge_backoff_s, sleep=sleep, batch=judge_batch)
 
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
@@ -271,7 +274,7 @@ class Pipeline:
         trace's own steps marks that trace (it is left to its lease); a store outage raises."""
         works = [TraceWork(lease.trace_id, lease.token) if isinstance(lease, Lease)
                  else TraceWork(lease, None) for lease in leases]
-        with suppressed():
+        with suppressed(), self.metrics.batch():
             loaded = load_many(self.traces, [w.trace_id for w in works])
             for work, spans in zip(works, loaded):
                 self._guarded(work, self._recognise, work, spans)
@@ -295,7 +298,7 @@ class Pipeline:
         job = work.job
         if self._scorer is not None and job is not None and job.needs_call:
             try:
-                with suppressed():
+                with suppressed(), self.metrics.batch():
                     self._guarded(work, self._scorer.run, job)
             finally:
                 job.done.set()  # never leave a follower of this job waiting
@@ -305,7 +308,7 @@ class Pipeline:
         then mark them written and release the traces (one round trip each), or park. Returns
         each trace's outcome: None for a trace whose own processing failed (its lease runs
         out and it is retried). A store outage raises: the leases run out, nothing is lost."""
-        with suppressed():
+        with suppressed(), self.metrics.batch():
             if self._scorer is not None:
                 self._scorer.store([w.job for w in works if w.job is not None])
             to_write: list[tuple[TraceWork, TraceScores]] = []

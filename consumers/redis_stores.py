@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 import redis
 
 from ragtrace.consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
@@ -89,23 +90,24 @@ def _ms(seconds: float) -> int:
     return max(1, math.ceil(seconds * 1000))
 
 
-def encode_span(span: SpanRecord) -> str:
-    """Compact JSON of one span (attribute tuples become lists)."""
-    return json.dumps(
+def encode_span(span: SpanRecord) -> bytes:
+    """Compact UTF-8 JSON of one span (attribute tuples become lists), by orjson. JSON has no
+    NaN or infinity: such a double attribute is stored as null and comes back absent."""
+    attrs = span.attributes
+    return orjson.dumps(
         [span.trace_id, span.span_id, span.parent_span_id, span.name, span.scope, span.service,
-         span.start_ns, span.end_ns,
-         {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in span.attributes.items()},
+         span.start_ns, span.end_ns, attrs if type(attrs) is dict else dict(attrs),
          span.status_error],
-        ensure_ascii=False, separators=(",", ":"),
     )
 
 
 def decode_span(raw: str | bytes) -> SpanRecord:
-    t, s, p, name, scope, service, start, end, attrs, error = json.loads(raw)
+    t, s, p, name, scope, service, start, end, attrs, error = orjson.loads(raw)
     return SpanRecord(
         trace_id=t, span_id=s, parent_span_id=p, name=name, scope=scope, service=service,
         start_ns=start, end_ns=end,
-        attributes={k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()},
+        attributes={k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()
+                    if v is not None},
         status_error=bool(error),
     )
 
@@ -276,7 +278,7 @@ class RedisTraceStore:
         return f"{self._p}:trace:{trace_id}:spans"
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
-        args: list[str | int] = [self._p, self._ttl_ms]
+        args: list[str | int | bytes] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
             due = due_at.get(trace_id)
             args += [trace_id, "" if due is None else repr(float(due)),

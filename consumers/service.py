@@ -87,6 +87,8 @@ class ConsumerService:
 
     def shutdown(self) -> None:
         self.runner.close()
+        if self.pipeline.judge_batch is not None:
+            self.pipeline.judge_batch.stop()
         self.sink.shutdown()
         self.meter_provider.shutdown()  # exports the last metric values
         try:
@@ -103,6 +105,7 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     from kafka import KafkaConsumer, KafkaProducer
 
     from ragtrace.consumers import redis_stores as rs
+    from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
     from ragtrace.consumers.sample import Sampler
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
@@ -158,11 +161,17 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
                                       recall_threshold=cfg.scoring.recall_threshold,
                                       groundedness_threshold=cfg.scoring.groundedness_threshold)
     use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
+    judge_batch = None
+    if cfg.judge.mode == "batch":
+        from ragtrace.consumers.batch_judging import RedisBatchStore, build_batch_judging
+
+        judge_batch = build_batch_judging(judge, RedisBatchStore(client, prefix=prefix), cache,
+                                          metrics).start()
     pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
                         budget=budget, judge=judge, sink=WatchedSink(sink, dependencies),
                         metrics=metrics,
                         sampler=Sampler(cfg.sampling.sampler_config()),
-                        settings=PipelineSettings.from_config(cfg))
+                        settings=PipelineSettings.from_config(cfg), judge_batch=judge_batch)
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
@@ -171,7 +180,10 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
                          commit_interval_s=k.commit_interval_s,
                          drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records,
-                         kafka_retry=kafka_retry, dependencies=dependencies)
+                         kafka_retry=kafka_retry, dependencies=dependencies,
+                         admission=EarlySampler(cfg.sampling.sampler_config(),
+                                                LabelDigests(labels),
+                                                report=metrics.traces_sampled_out))
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
     # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner).
     runner.subscribe(k.topic)

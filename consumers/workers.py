@@ -177,6 +177,11 @@ class ScoringWorkers:
                 self._has_finished.wait(timeout)
         return self.reap()
 
+    def wake(self) -> None:
+        """Make a :meth:`wait` in progress return now (new work arrived)."""
+        with self._lock:
+            self._has_finished.notify_all()
+
     def drain(self, timeout: float) -> bool:
         """Wait for every trace in flight; True when none is left."""
         deadline = time.monotonic() + timeout

@@ -4,9 +4,12 @@ labelled questions by it). Both sides must agree byte for byte, so there is exac
 from __future__ import annotations
 
 import hashlib
+import string
 import unicodedata
 
 __all__ = ["normalize_question", "question_sha256"]
+
+_ASCII_DROP = str.maketrans("", "", string.punctuation)
 
 
 def normalize_question(text: str) -> str:
@@ -17,6 +20,9 @@ def normalize_question(text: str) -> str:
     and ``"  how LONG are audit-logs kept"`` differ only by the hyphen (removed, leaving the words
     joined), and full-width or composed forms match their plain equivalents.
     """
+    if text.isascii():
+        # ASCII is already NFKC; its punctuation and symbols are exactly string.punctuation.
+        return " ".join(text.lower().translate(_ASCII_DROP).split())
     folded = unicodedata.normalize("NFKC", text).casefold()
     kept = "".join(
         " " if ch.isspace() else ch

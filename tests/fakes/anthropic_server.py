@@ -37,6 +37,7 @@ from typing_extensions import Self
 
 from ragtrace.evaluation.judges.lexical import LexicalJudge
 from ragtrace.evaluation.judges.text import words
+from tests.fakes.anthropic_batches import BatchEndpoints
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -314,6 +315,8 @@ class FakeAnthropic:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
+        # The Message Batches endpoints (anthropic_batches): each request answered as above.
+        self.batches = BatchEndpoints(self._answer_params)
 
     # lifecycle
     def start(self) -> Self:
@@ -384,6 +387,9 @@ class FakeAnthropic:
         with self._lock:
             self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
                                                  time.monotonic()))
+        if BatchEndpoints.handles(handler.path):
+            self._handle_batches(handler, body, headers)
+            return
         if handler.command != "POST" or handler.path.split("?")[0] != "/v1/messages":
             reply = error_reply(404, "not_found_error", f"fake: no route {handler.path}")
         elif "x-api-key" not in headers and "authorization" not in headers:
@@ -406,6 +412,30 @@ class FakeAnthropic:
             handler.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
+
+    def _answer_params(self, params: Mapping[str, Any]) -> tuple[int, Any]:
+        """What ``POST /v1/messages`` answers for ``params`` (status, parsed body)."""
+        reply = self._next_reply(dict(params))
+        return reply.status, json.loads(self._finish(reply, params))
+
+    def _handle_batches(self, handler: BaseHTTPRequestHandler, body: Any,
+                        headers: Mapping[str, str]) -> None:
+        if "x-api-key" not in headers and "authorization" not in headers:
+            status, payload, kind = 401, json.dumps(error_reply(
+                401, "authentication_error", "fake: no API key sent").body).encode(), \
+                "application/json"
+        else:
+            status, payload, kind = self.batches.handle(handler.command, handler.path, body,
+                                                        self.base_url)
+        try:
+            handler.send_response(status)
+            handler.send_header("content-type", kind)
+            handler.send_header("request-id", f"req_fake_{next(_ids):06d}")
+            handler.send_header("content-length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _finish(self, reply: Reply, request: Mapping[str, Any]) -> bytes:
         if isinstance(reply.body, bytes):

@@ -290,5 +290,41 @@ class AnthropicJudge:
             attempt += 1
 
 
+    # --- messages answered elsewhere (the Message Batches API) -----------------------------
+    def groundedness_request(self, answer: str, context: Sequence[str]) -> dict[str, Any]:
+        """The Messages API request :meth:`groundedness` sends for ``answer`` and ``context``."""
+        units = segment_answer(answer)
+        return self.request_body(self.instructions, GROUNDEDNESS_TOOL,
+                                 render_answer_message(units, context))
+
+    def groundedness_from_message(self, message: object, answer: str, context: Sequence[str],
+                                  *, price_factor: float = 1.0,
+                                  latency_s: float = 0.0) -> GroundednessResult:
+        """The result of :meth:`groundedness_request` for ``answer`` and ``context`` from the
+        Messages API ``message`` that answered it, parsed and checked as :meth:`groundedness`
+        does, its cost times ``price_factor`` (0.5 for the Message Batches API). Malformed
+        output is an error result (no retry)."""
+        units = segment_answer(answer)
+        suspect = suspect_documents(context)
+        call = _Call()
+        usage = getattr(message, "usage", None)
+        if usage is not None:
+            call.usage = Usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                               int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                               int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+        call.model = getattr(message, "model", None)
+        cost = self._cost(call) * price_factor
+        try:
+            judged = parse_units(self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])),
+                                 [u.id for u in units], None)
+        except MalformedOutput as exc:
+            return GroundednessResult.failed(f"malformed judge output: {exc}", self._info(call),
+                                             usage=call.usage, cost_usd=cost,
+                                             latency_s=latency_s, injection_suspected=suspect)
+        return score_units(units, judged, context, self._info(call), suspect=suspect,
+                           answer_mode=True, usage=call.usage, cost_usd=cost,
+                           latency_s=latency_s)
+
+
 class _Rejected(Exception):
     """A non-retryable 4xx from the API: reported as an error result."""

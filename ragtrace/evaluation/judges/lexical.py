@@ -45,6 +45,7 @@ class LexicalJudge:
     and raises :class:`JudgeCapabilityError`."""
 
     name = "lexical"
+    paid = False  # local word overlap: the consumers' judge call budget does not apply
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         if isinstance(threshold, bool) or not 0.0 < float(threshold) <= 1.0:

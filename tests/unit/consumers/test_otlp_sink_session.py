@@ -33,4 +33,15 @@ def test_the_exporters_own_session_when_the_environment_configures_more(
         monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     _clear(monkeypatch)
     monkeypatch.setenv(name, "x")
+    assert _session(URL.replace("http:", "https:")) is None
+
+
+def test_a_ca_bundle_does_not_concern_a_plain_http_endpoint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear(monkeypatch)
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.setenv(name, "/etc/ssl/certs/ca-certificates.crt")
+    session = _session(URL)
+    assert session is not None and session.trust_env is False
+    monkeypatch.setenv("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER", "x")
     assert _session(URL) is None

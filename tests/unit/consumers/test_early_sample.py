@@ -1,0 +1,154 @@
+"""Sampling at decode: what the EarlySampler drops the Sampler would never have sampled, and what
+it keeps is what a rate or a label can still select."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+from scoring_helpers import rag_spans, tid
+
+from ragtrace import semconv
+from ragtrace.consumers.decode import decode_request
+from ragtrace.consumers.early_sample import EarlySampler, LabelDigests
+from ragtrace.consumers.labels import match_label
+from ragtrace.consumers.memory_stores import MemoryLabelStore, MemoryTraceStore
+from ragtrace.consumers.model import SpanRecord
+from ragtrace.consumers.recognise import to_rag_trace
+from ragtrace.consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from ragtrace.evaluation.labels import LabelledQuestion
+
+LABELLED_QUERY = "Which regions can workspace data be hosted in?"
+
+
+def _labels() -> MemoryLabelStore:
+    return MemoryLabelStore([
+        LabelledQuestion("q-1", "How long are audit logs kept?", frozenset({"c-1"})),
+        LabelledQuestion("q-2", LABELLED_QUERY, frozenset({"c-2"})),
+    ])
+
+
+def _with(spans: list[SpanRecord], name: str, **attrs: Any) -> list[SpanRecord]:
+    """``spans`` with ``attrs`` added to the span called ``name``."""
+    return [dataclasses.replace(s, attributes={**s.attributes, **attrs}) if s.name == name else s
+            for s in spans]
+
+
+def _trace(n: int) -> list[SpanRecord]:
+    """A varied trace: some name a question ID, some ask a labelled question, some carry a
+    tenant attribute a rule matches."""
+    query = LABELLED_QUERY if n % 5 == 0 else f"An unlabelled question number {n}?"
+    spans = rag_spans(n, query=query, question_id="q-1" if n % 7 == 0 else None)
+    if n % 3 == 0:
+        spans = _with(spans, semconv.SPAN_PIPELINE, tenant="gold-7")
+    return spans
+
+
+CONFIG = SamplerConfig(recall_rate=0.6, judge_rate=0.1, rules=(
+    SamplingRule({"tenant": "gold*"}, judge_rate=0.5),
+    SamplingRule({"pipeline": "other"}, recall_rate=0.9),
+))
+
+
+def test_never_drops_a_trace_the_sampler_would_sample() -> None:
+    labels = _labels()
+    early = EarlySampler(CONFIG, LabelDigests(labels))
+    sampler = Sampler(CONFIG)
+    dropped = 0
+    for n in range(1, 1201):
+        spans = _trace(n)
+        decision = sampler.decide(to_rag_trace(spans))  # type: ignore[arg-type]
+        labelled = match_label(to_rag_trace(spans), labels)[0] is not None  # type: ignore[arg-type]
+        wanted = decision.judge or (decision.recall and labelled)
+        kept = early.admit_records(spans)
+        assert kept in ([], spans)
+        if wanted:
+            assert kept == spans, n
+        dropped += not kept
+    assert early.dropped == dropped and early.kept == 1200 - dropped
+    # Everything outside every rate and unlabelled goes: the unlabelled, untenanted traces above
+    # the default judge rate are more than half of all.
+    assert dropped > 500
+
+
+def test_the_decision_follows_the_trace_position_and_labels() -> None:
+    early = EarlySampler(SamplerConfig(recall_rate=1.0, judge_rate=0.1), LabelDigests(_labels()))
+    for n in range(1, 400):
+        u = trace_position(tid(n))
+        plain = rag_spans(n, query=f"Unlabelled {n}?")
+        assert bool(early.admit_records(plain)) == (u < 0.1)
+        # Labelled by its query's digest, or by a question ID: recall may score it.
+        assert early.admit_records(rag_spans(n, query=LABELLED_QUERY))
+        assert early.admit_records(rag_spans(n, query=f"Other {n}?", question_id="q-x"))
+
+
+def test_a_rule_whose_attribute_has_not_arrived_keeps_the_trace() -> None:
+    config = SamplerConfig(recall_rate=0.0, judge_rate=0.0,
+                           rules=(SamplingRule({"tenant": "gold*"}, judge_rate=1.0),))
+    early = EarlySampler(config)
+    n = 5
+    children = rag_spans(n, root=False)  # the tenant is on the pipeline span, not here yet
+    assert early.admit_records(children) == children
+    other = _with(rag_spans(n), semconv.SPAN_PIPELINE, tenant="silver")
+    assert early.admit_records(other) == []
+    gold = _with(rag_spans(n), semconv.SPAN_PIPELINE, tenant="gold-1")
+    assert early.admit_records(gold) == gold
+
+
+def test_label_digests_follow_the_label_store() -> None:
+    labels = MemoryLabelStore()
+    now = [0.0]
+    digests = LabelDigests(labels, refresh_s=10, clock=lambda: now[0])
+    early = EarlySampler(SamplerConfig(recall_rate=1.0, judge_rate=0.0), digests)
+    spans = rag_spans(3, query=LABELLED_QUERY)
+    assert early.admit_records(spans) == []
+    labels.load(_labels().questions())
+    assert early.admit_records(spans) == []  # not re-read before refresh_s
+    now[0] = 11.0
+    assert early.admit_records(spans) == spans
+
+
+def _kv(key: str, value: str) -> common_pb2.KeyValue:
+    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=value))
+
+
+def _request(traces: list[list[SpanRecord]]) -> bytes:
+    req = trace_service_pb2.ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.append(_kv("service.name", "rag-app"))
+    ss = rs.scope_spans.add()
+    ss.scope.name = semconv.INSTRUMENTATION_SCOPE
+    for spans in traces:
+        for s in spans:
+            ss.spans.append(trace_pb2.Span(
+                trace_id=bytes.fromhex(s.trace_id), span_id=bytes.fromhex(s.span_id),
+                parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
+                name=s.name, start_time_unix_nano=s.start_ns, end_time_unix_nano=s.end_ns,
+                attributes=[_kv(k, str(v)) for k, v in s.attributes.items()]))
+    return req.SerializeToString()
+
+
+def test_decode_drops_before_building_records_and_reports_per_batch() -> None:
+    reports: list[tuple[str, int]] = []
+    early = EarlySampler(SamplerConfig(recall_rate=1.0, judge_rate=0.2), LabelDigests(_labels()),
+                         report=lambda service, n: reports.append((service, n)))
+    traces = [_trace(n) for n in range(1, 201)]
+    payload = _request(traces)
+    everything = decode_request(payload)
+    kept = decode_request(payload, early)
+    assert kept == [s for s in everything if s.trace_id in {k.trace_id for k in kept}]
+    kept_ids = {s.trace_id for s in kept}
+    for spans in traces:
+        by_rate = trace_position(spans[0].trace_id) < 0.2
+        labelled = any(semconv.RAGTRACE_QUESTION_ID in s.attributes or
+                       s.attributes.get(semconv.INPUT_VALUE) == LABELLED_QUERY for s in spans)
+        assert (spans[0].trace_id in kept_ids) == (by_rate or labelled)
+    early.flush()
+    assert reports == [("rag-app", 200 - len(kept_ids))]
+    # Dropped traces never reach the store: nothing is created for them.
+    store = MemoryTraceStore()
+    store.append(kept, {})
+    assert store.stats()["traces_created"] == len(kept_ids)
