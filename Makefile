@@ -10,10 +10,12 @@ export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
-$(VENV)/.installed: pyproject.toml constraints.txt
+# Two distributions: ragtrace (the SDK, the evaluation core, the offline commands) at the root and
+# ragtrace-consumers (the service) in consumers/.
+$(VENV)/.installed: pyproject.toml consumers/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,dialects]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]' -e './consumers[dialects]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -45,7 +47,7 @@ bench: venv provision
 	$(PY) bench/run_all.py
 
 lint: venv
-	$(VENV)/bin/ruff check ragtrace consumers tests bench
+	$(VENV)/bin/ruff check ragtrace consumers tests bench scripts
 
 clean:
 	rm -rf $(VENV) build *.egg-info

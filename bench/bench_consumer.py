@@ -54,8 +54,8 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
-from ragtrace.consumers.decode import decode_request
-from ragtrace.consumers.workers import DEFAULT_DEPTH
+from ragtrace_consumers.decode import decode_request
+from ragtrace_consumers.workers import DEFAULT_DEPTH
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from scripts.services import (
     OtlpSink,
@@ -116,8 +116,8 @@ def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
     ``judge_rate`` (recall rate 1)."""
     from kafka import KafkaProducer
 
-    from ragtrace.consumers.early_sample import EarlySampler
-    from ragtrace.consumers.sample import SamplerConfig
+    from ragtrace_consumers.early_sample import EarlySampler
+    from ragtrace_consumers.sample import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20,
@@ -135,7 +135,7 @@ def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
 def load_labels(redis_url: str, prefix: str) -> None:
     import redis
 
-    from ragtrace.consumers.redis_stores import RedisLabelStore
+    from ragtrace_consumers.redis_stores import RedisLabelStore
     from ragtrace.evaluation.labels import LabelledQuestion
 
     client = redis.Redis.from_url(redis_url)
@@ -194,8 +194,8 @@ def consume_main(profile: str | None) -> int:
     drains and stops), with :class:`InstantJudge` in place of the configured judge."""
     import threading
 
-    from ragtrace.consumers.config import load_config
-    from ragtrace.consumers.service import build_service
+    from ragtrace_consumers.config import load_config
+    from ragtrace_consumers.service import build_service
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -455,7 +455,7 @@ def main() -> int:
 
     if kafka_util.crc32c_c is None:
         raise SystemExit("the crc32c package is missing: install the consumer extra "
-                         "(pip install 'ragtrace[consumer]')")
+                         "(pip install ./consumers (the ragtrace-consumers distribution))")
     n = args.traces or (600 if args.quick else 3000)
     rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
     r: dict[str, Any] = {"n": n, "rate": rate, "seconds": seconds, "rounds": args.rounds}

@@ -41,7 +41,7 @@ INFO = JudgeInfo("bench", None, "0" * 64)
 
 def _cases() -> list[tuple[str, str, list[str]]]:
     corpus = [json.loads(line)["text"] for line in
-              (ROOT / "ragtrace/demo/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+              (ROOT / "consumers/ragtrace_consumers/demo/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     demo_docs = corpus[:5]
     demo_answer = " ".join(split_sentences(" ".join(corpus[2:5])))
     # a long answer: 12 units over 8 passages of about 1,000 characters

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._report import machine_line, write_section
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.readers import SpanReaders
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import SpanReaders
 
 TEXT = "Audit logs are kept for ninety days on every plan. " * 10
 

@@ -207,10 +207,10 @@ class _CountingSink:
 def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, float]]:
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from ragtrace.consumers.decode import decode_request
-    from ragtrace.consumers.metrics import ConsumerMetrics
-    from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
-    from ragtrace.consumers.redis_stores import (
+    from ragtrace_consumers.decode import decode_request
+    from ragtrace_consumers.metrics import ConsumerMetrics
+    from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
+    from ragtrace_consumers.redis_stores import (
         RedisIdempotencyStore,
         RedisJudgeBudget,
         RedisJudgeResultCache,
@@ -218,7 +218,7 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
         RedisTraceStore,
         connect,
     )
-    from ragtrace.consumers.sample import Sampler
+    from ragtrace_consumers.sample import Sampler
     from ragtrace.evaluation.judges import make_judge
     from ragtrace.evaluation.labels import load_labels
     from scripts.services import start_redis

@@ -1,4 +1,6 @@
-"""The ``ragtrace`` console script: one subcommand per module in this package.
+"""The ``ragtrace`` console script: the offline commands of this package, plus the commands other
+distributions register under the ``ragtrace.commands`` entry-point group (the consumer service adds
+``demo``, ``labels``, ``consume``, ``serve`` and ``inspect``), so this package never imports them.
 
 Each command module exposes ``register(subparsers) -> None``, which adds its parser and sets
 ``func`` (``Callable[[argparse.Namespace], int]``) as the parser default. Heavy imports (Kafka,
@@ -12,22 +14,21 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
-__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
+__all__ = ["COMMAND_GROUP", "EXIT_BROKEN_PIPE", "build_parser", "main"]
 
-# Order is the order shown in --help.
+# Order is the order shown in --help; plugged-in commands follow in their distribution's order.
 _COMMAND_MODULES: tuple[str, ...] = (
-    "ragtrace.cli.demo",
     "ragtrace.cli.eval",
     "ragtrace.cli.compare",
     "ragtrace.cli.groundedness",
     "ragtrace.cli.answer",
     "ragtrace.cli.calibrate",
-    "ragtrace.cli.labels",
-    "ragtrace.cli.consume",
-    "ragtrace.cli.serve",
-    "ragtrace.cli.inspect",
 )
+
+COMMAND_GROUP = "ragtrace.commands"
+"""Entry-point group whose objects are ``register(subparsers)`` functions of further commands."""
 
 
 def _version() -> str:
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for entry in entry_points(group=COMMAND_GROUP):
+        if entry.name not in subparsers.choices:
+            entry.load()(subparsers)
     return parser
 
 

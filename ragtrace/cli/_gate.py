@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragtrace.cli._output import fmt_num
+from ragtrace.cli.output import fmt_num
 from ragtrace.evaluation.compare import Comparison
 
 __all__ = ["Gate", "GateError", "parse_gates"]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ragtrace.cli._judge_args import build_judge
-from ragtrace.cli._output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
+from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "add_batch_arguments", "run_batch"]
 

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, read_text_arg
-from ragtrace.cli._output import (
+from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, warn
-from ragtrace.cli._output import (
+from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,

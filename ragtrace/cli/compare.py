@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from ragtrace.cli._gate import Gate, GateError, parse_gates
-from ragtrace.cli._output import (
+from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,

@@ -14,7 +14,7 @@ from ragtrace.cli._judge_args import (
     read_text_arg,
     warn,
 )
-from ragtrace.cli._output import (
+from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,

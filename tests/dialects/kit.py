@@ -11,9 +11,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragtrace.consumers.config import ConsumerConfig
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.consumers.sqlite_stores import ScoredResult
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.sqlite_stores import ScoredResult
 from ragtrace.evaluation.judges import LexicalJudge
 from tests.dialects.apps import corpus
 

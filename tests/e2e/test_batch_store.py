@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace.consumers.batch_judging import MemoryBatchStore, RedisBatchStore
-from ragtrace.consumers.redis_stores import connect
+from ragtrace_consumers.batch_judging import MemoryBatchStore, RedisBatchStore
+from ragtrace_consumers.redis_stores import connect
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -30,8 +30,8 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
-from ragtrace.consumers.lag import PartitionLag
-from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.lag import PartitionLag
+from ragtrace_consumers.metrics import ConsumerMetrics
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
 from scripts.services.prometheus import query, wait_for_series

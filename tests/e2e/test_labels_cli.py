@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import labels as labels_cli
-from ragtrace.consumers import redis_stores
-from ragtrace.consumers.labels import match_label
-from ragtrace.consumers.model import RagTrace
-from ragtrace.consumers.redis_stores import RedisLabelStore, connect
+from ragtrace_consumers import redis_stores
+from ragtrace_consumers.labels import match_label
+from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.redis_stores import RedisLabelStore, connect
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
 from ragtrace.normalize import question_sha256
 

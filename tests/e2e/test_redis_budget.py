@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from ragtrace.consumers.redis_stores import RedisJudgeBudget, connect
+from ragtrace_consumers.redis_stores import RedisJudgeBudget, connect
 
 pytestmark = pytest.mark.e2e
 

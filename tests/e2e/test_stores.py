@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 
 from ragtrace import semconv
-from ragtrace.consumers.assemble import STORE_STATS, DeadTrace
-from ragtrace.consumers.labels import LabelStats, match_label
-from ragtrace.consumers.memory_stores import (
+from ragtrace_consumers.assemble import STORE_STATS, DeadTrace
+from ragtrace_consumers.labels import LabelStats, match_label
+from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace.consumers.model import Chunk, RagTrace, SpanRecord
-from ragtrace.consumers.redis_stores import (
+from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
+from ragtrace_consumers.redis_stores import (
     RedisIdempotencyStore,
     RedisJudgeBudget,
     RedisJudgeResultCache,

@@ -16,18 +16,18 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace.consumers.memory_stores import (
+from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace.consumers.metrics import ConsumerMetrics
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.otlp_sink import OtlpScoreSink
-from ragtrace.consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace.consumers.sample import Sampler, SamplerConfig
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.sample import Sampler, SamplerConfig
 from ragtrace.evaluation.judges import (
     ClaimVerdict,
     GroundednessResult,

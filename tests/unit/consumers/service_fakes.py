@@ -11,8 +11,8 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from ragtrace.consumers import service
-from ragtrace.consumers.config import ConsumerConfig
+from ragtrace_consumers import service
+from ragtrace_consumers.config import ConsumerConfig
 from ragtrace.evaluation.judges import make_judge
 
 
@@ -74,7 +74,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     """``service.build_service(cfg)`` against fakes; the lexical judge."""
     import kafka
 
-    from ragtrace.consumers import redis_stores
+    from ragtrace_consumers import redis_stores
 
     made: dict[str, Any] = {}
 

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from ingestion_spans import GEN, RET, ROOT, TRACE, record
 
 from ragtrace import semconv
-from ragtrace.consumers.assemble import (
+from ragtrace_consumers.assemble import (
     DEFAULT_IDLE_S,
     completion_due,
     creates_trace,
     earliest,
     select_spans,
 )
-from ragtrace.consumers.memory_stores import MemoryTraceStore
+from ragtrace_consumers.memory_stores import MemoryTraceStore
 from tests.e2e.test_stores import *  # the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 
@@ -135,7 +135,7 @@ def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
 def test_a_question_id_on_the_apps_own_root_survives_assembly() -> None:
     """``ragtrace.set_question_id()`` outside ``@ragtrace.pipeline`` records on the app's own
     (non-RAG) root span; only the ``ragtrace.*`` keys are kept, and the trace is labelled."""
-    from ragtrace.consumers.readers import to_rag_trace
+    from ragtrace_consumers.readers import to_rag_trace
 
     http_root = record(ROOT, scope="opentelemetry.instrumentation.fastapi", attributes={
         "http.route": "/chat", semconv.RAGTRACE_QUESTION_ID: "q-17"})

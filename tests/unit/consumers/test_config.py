@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import dataclasses
 import logging
 from pathlib import Path
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragtrace.consumers.config import (
+from ragtrace_consumers.config import (
     ENV_CONFIG_FILE,
     ConfigError,
     ConsumerConfig,
@@ -41,8 +43,8 @@ def test_example_file_documents_every_key_with_a_comment() -> None:
 
 def test_example_is_package_data_next_to_the_module() -> None:
     assert example_path().name == "ragtrace-consumer.yaml"
-    assert example_path().parent == Path(__import__("ragtrace.consumers.config").consumers
-                                         .config.__file__).parent
+    module_file = importlib.import_module("ragtrace_consumers.config").__file__
+    assert example_path().parent == Path(str(module_file)).parent
 
 
 def test_defaults() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from service_fakes import build_with_fakes
 
-from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.consumers.memory_stores import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
+from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
+from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.memory_stores import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from ragtrace.evaluation.judges import make_judge
 
 

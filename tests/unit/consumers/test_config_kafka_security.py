@@ -11,7 +11,7 @@ import yaml
 from service_fakes import build_with_fakes
 
 from ragtrace.cli import main
-from ragtrace.consumers.config import (
+from ragtrace_consumers.config import (
     REDACTED,
     ConfigError,
     ConsumerConfig,

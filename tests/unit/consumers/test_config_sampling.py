@@ -10,10 +10,10 @@ import pytest
 import yaml
 from service_fakes import build_with_fakes
 
-from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.consumers.model import RagTrace
-from ragtrace.consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
+from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
 from ragtrace.evaluation.judges import make_judge
 
 FILE = """\

@@ -14,7 +14,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace.consumers.decode import (
+from ragtrace_consumers.decode import (
     DLQ_HEADER_DETAIL,
     DLQ_HEADER_REASON,
     REASONS,
@@ -22,7 +22,7 @@ from ragtrace.consumers.decode import (
     decode_json_request,
     decode_request,
 )
-from ragtrace.consumers.model import SpanRecord
+from ragtrace_consumers.model import SpanRecord
 
 T_HEX = "5b8efff798038103d269b633813fc60c"
 S_HEX = "eee19b7ec3c1b174"

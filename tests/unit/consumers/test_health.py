@@ -15,8 +15,8 @@ from unittest import mock
 import pytest
 from service_fakes import FakeKafkaConsumer, build_with_fakes
 
-from ragtrace.consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace.consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
+from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 
 
 class Clock:

@@ -9,12 +9,12 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scoring_helpers import rag_spans
 
 from ragtrace import semconv
-from ragtrace.consumers.judging import GroundednessScorer
-from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace.consumers.metrics import ConsumerMetrics
-from ragtrace.consumers.recognise import to_rag_trace
-from ragtrace.consumers.score import combine
-from ragtrace.consumers.writeback import evaluation_attributes
+from ragtrace_consumers.judging import GroundednessScorer
+from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.score import combine
+from ragtrace_consumers.writeback import evaluation_attributes
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
 

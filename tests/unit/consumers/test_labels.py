@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ragtrace.consumers.labels import (
+from ragtrace_consumers.labels import (
     EMPTY_QUESTION_SHA256,
     LabelIndex,
     LabelStats,
@@ -14,8 +14,8 @@ from ragtrace.consumers.labels import (
     question_from_json,
     question_to_json,
 )
-from ragtrace.consumers.memory_stores import MemoryLabelStore
-from ragtrace.consumers.model import RagTrace
+from ragtrace_consumers.memory_stores import MemoryLabelStore
+from ragtrace_consumers.model import RagTrace
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
 

@@ -8,14 +8,14 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scoring_helpers import rag_spans, tid
 
-from ragtrace.consumers.judging import GroundednessScorer, is_paid
-from ragtrace.consumers.memory_stores import (
+from ragtrace_consumers.judging import GroundednessScorer, is_paid
+from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryTraceStore,
 )
-from ragtrace.consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace.evaluation.judges import make_judge
 
 

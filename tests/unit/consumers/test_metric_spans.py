@@ -7,16 +7,16 @@ import dataclasses
 from scoring_helpers import MODEL, PROMPT, grounded, rag_spans, root_span_id, sid, tid
 
 from ragtrace import semconv
-from ragtrace.consumers.metric_spans import (
+from ragtrace_consumers.metric_spans import (
     ERROR_TYPE,
     GEN_AI_RESPONSE_ID,
     JUDGE_ERROR_TYPE,
     metric_span_id,
     metric_spans,
 )
-from ragtrace.consumers.recognise import to_rag_trace
-from ragtrace.consumers.score import combine
-from ragtrace.consumers.writeback import evaluation_span_id
+from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.score import combine
+from ragtrace_consumers.writeback import evaluation_span_id
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 

@@ -14,8 +14,8 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
-from ragtrace.consumers.lag import PartitionLag
-from ragtrace.consumers.metrics import (
+from ragtrace_consumers.lag import PartitionLag
+from ragtrace_consumers.metrics import (
     DLQ_REASONS,
     JUDGE_OUTCOMES,
     PARK_REASONS,
@@ -169,7 +169,7 @@ def test_series_exist_before_anything_happens(
 
 
 def test_skip_reasons_include_the_samplers_and_ours() -> None:
-    from ragtrace.consumers.sample import SKIP_REASONS as SAMPLER
+    from ragtrace_consumers.sample import SKIP_REASONS as SAMPLER
 
     assert set(SAMPLER) <= set(SKIP_REASONS)
     assert {"not_rag", "unlabelled", "already_scored", "budget_exhausted",

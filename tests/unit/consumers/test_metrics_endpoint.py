@@ -9,10 +9,10 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragtrace.consumers.health import HealthServer, Heartbeat
-from ragtrace.consumers.lag import PartitionLag
-from ragtrace.consumers.metrics import ConsumerMetrics
-from ragtrace.consumers.prometheus_exposition import prometheus_exposition
+from ragtrace_consumers.health import HealthServer, Heartbeat
+from ragtrace_consumers.lag import PartitionLag
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.prometheus_exposition import prometheus_exposition
 
 
 def _scrape(url: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
@@ -80,7 +80,7 @@ def test_consume_serves_metrics_on_its_health_port_and_can_stop_pushing(
     ``export.metrics_otlp=false`` (what the Helm chart sets) leaves out the OTLP push."""
     from service_fakes import build_with_fakes
 
-    from ragtrace.consumers.config import ConsumerConfig
+    from ragtrace_consumers.config import ConsumerConfig
 
     health = {"enabled": True, "port": 0}
     for push in (True, False):

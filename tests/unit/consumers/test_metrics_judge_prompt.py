@@ -12,8 +12,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from service_fakes import build_with_fakes
 
 from ragtrace import semconv
-from ragtrace.consumers.config import ConsumerConfig
-from ragtrace.consumers.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
 from ragtrace.evaluation.judges import LexicalJudge
 
 PROMPT = hashlib.sha256(b"groundedness prompt v1").hexdigest()

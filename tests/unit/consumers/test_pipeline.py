@@ -20,12 +20,12 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.pipeline import Outcome, PipelineSettings
-from ragtrace.consumers.sample import Sampler, SamplerConfig
-from ragtrace.consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace.consumers.workers import ScoringWorkers
-from ragtrace.consumers.writeback import evaluation_span_id
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.pipeline import Outcome, PipelineSettings
+from ragtrace_consumers.sample import Sampler, SamplerConfig
+from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.writeback import evaluation_span_id
 from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))

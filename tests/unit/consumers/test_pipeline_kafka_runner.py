@@ -13,15 +13,15 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
 
-from ragtrace.consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
-from ragtrace.consumers.kafka_runner import (
+from ragtrace_consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.kafka_runner import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
     DLQ_HEADER_TOPIC,
     KafkaRunner,
 )
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.workers import ScoringWorkers
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")
@@ -187,7 +187,7 @@ def test_failed_ingest_commits_nothing_and_rereads() -> None:
 
     r.traces.append = down  # type: ignore[method-assign]
     runner, _ = _runner(r, consumer, FakeProducer())
-    import ragtrace.consumers.kafka_runner as kr
+    import ragtrace_consumers.kafka_runner as kr
 
     kr_sleep = kr._RETRY_INGEST_S
     kr._RETRY_INGEST_S = 0.0

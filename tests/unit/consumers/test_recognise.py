@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragtrace
 from ragtrace import semconv
-from ragtrace.consumers.decode import decode_request
-from ragtrace.consumers.model import Chunk, RagTrace
-from ragtrace.consumers.recognise import (
+from ragtrace_consumers.decode import decode_request
+from ragtrace_consumers.model import Chunk, RagTrace
+from ragtrace_consumers.recognise import (
     Role,
     context_chunks,
     is_evaluation_span,

@@ -15,11 +15,11 @@ from scoring_helpers import T0, rag_spans, rig
 from service_fakes import build_with_fakes
 from test_pipeline_kafka_runner import TP, FakeConsumer, FakeProducer, Msg, encode
 
-from ragtrace.consumers.config import ConsumerConfig
-from ragtrace.consumers.kafka_runner import KafkaRunner
-from ragtrace.consumers.retry import Backoff, Dependencies, Retrier, Retrying
-from ragtrace.consumers.startup import DependencyUnavailable, wait_for
-from ragtrace.consumers.workers import ScoringWorkers
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.kafka_runner import KafkaRunner
+from ragtrace_consumers.retry import Backoff, Dependencies, Retrier, Retrying
+from ragtrace_consumers.startup import DependencyUnavailable, wait_for
+from ragtrace_consumers.workers import ScoringWorkers
 
 
 class Flaky:
@@ -136,13 +136,13 @@ def test_wait_for_gives_up_after_the_wait_with_one_line_naming_the_dependency() 
 def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -> None:
     import redis
 
-    from ragtrace.consumers import redis_stores
+    from ragtrace_consumers import redis_stores
 
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
     monkeypatch.setattr(redis_stores, "connect", lambda url: client)
     cfg = ConsumerConfig.defaults().replace(health={"startup_wait_s": 0.5},
                                             redis={"url": "redis://user:pw@127.0.0.1:1/0"})
-    from ragtrace.consumers.service import build_service
+    from ragtrace_consumers.service import build_service
 
     with pytest.raises(DependencyUnavailable, match=r"^Redis at redis://user:\*\*\*@127.0.0.1:1/0"
                                                      r" unavailable after \d s"):
@@ -278,8 +278,8 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
 
 
 def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
-    from ragtrace.consumers.retry import WatchedSink
-    from ragtrace.consumers.writeback import WriteBackError
+    from ragtrace_consumers.retry import WatchedSink
+    from ragtrace_consumers.writeback import WriteBackError
 
     class Sink:
         def __init__(self) -> None:
@@ -311,8 +311,8 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
 def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     from unittest import mock
 
-    from ragtrace.consumers import redis_stores
-    from ragtrace.consumers.service import build_service
+    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.service import build_service
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
     cfg = ConsumerConfig.defaults().replace(health={"startup_wait_s": 0.5},

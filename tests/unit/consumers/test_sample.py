@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from ragtrace.consumers.model import Chunk, RagTrace
-from ragtrace.consumers.sample import (
+from ragtrace_consumers.model import Chunk, RagTrace
+from ragtrace_consumers.sample import (
     SKIP_REASONS,
     Sampler,
     SamplerConfig,

@@ -11,17 +11,17 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 
-from ragtrace.consumers.judging import (
+from ragtrace_consumers.judging import (
     GroundednessScorer,
     JudgeOutcome,
     ParkTrace,
     cache_model,
     judge_cache_key,
 )
-from ragtrace.consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace.consumers.metrics import ConsumerMetrics
-from ragtrace.consumers.recognise import to_rag_trace
-from ragtrace.consumers.score import (
+from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.score import (
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
     TraceScores,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.consumers.sqlite_trace_store import Held, SqliteTraceStore, StoreFull
+from ragtrace_consumers.sqlite_trace_store import Held, SqliteTraceStore, StoreFull
 from tests.e2e.test_stores import *  # the shared store contract
 from tests.e2e.test_stores import T1, T2, T3, FakeClock, Kit, memory_kit, span
 

@@ -10,7 +10,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
-from ragtrace.consumers.readers.unrecognised import METRIC_SPANS_UNRECOGNISED, UnrecognisedSpans
+from ragtrace_consumers.readers.unrecognised import METRIC_SPANS_UNRECOGNISED, UnrecognisedSpans
 
 
 def _counts(reader: InMemoryMetricReader) -> dict[str, int]:

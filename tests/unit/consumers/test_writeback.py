@@ -24,11 +24,11 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
-from ragtrace.consumers.metric_spans import metric_span_id
-from ragtrace.consumers.otlp_sink import OtlpScoreSink
-from ragtrace.consumers.recognise import to_rag_trace
-from ragtrace.consumers.score import combine, score_retrieval
-from ragtrace.consumers.writeback import (
+from ragtrace_consumers.metric_spans import metric_span_id
+from ragtrace_consumers.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.score import combine, score_retrieval
+from ragtrace_consumers.writeback import (
     WriteBackError,
     evaluation_attributes,
     evaluation_events,

@@ -17,7 +17,7 @@ from pathlib import Path
 _APP = r"""
 import json, sys
 import ragtrace
-from ragtrace.demo.app import DemoApp
+from ragtrace_consumers.demo.app import DemoApp
 
 endpoint, questions = sys.argv[1], json.loads(sys.argv[2])
 provider = ragtrace.configure(service_name="lumen-support-bot", endpoint=endpoint)

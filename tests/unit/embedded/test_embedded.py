@@ -23,13 +23,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace.consumers.config import ConsumerConfig
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.consumers.sqlite_stores import ScoredResult
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.sqlite_stores import ScoredResult
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from scripts.services.otlp_sink import OtlpSink
 
-LABELS = str(resources.files("ragtrace.demo").joinpath("labels.jsonl"))
+LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 EXPORTS_CLAIM = ("The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
                  "mailed to the account owner overnight.")
 
@@ -206,13 +206,13 @@ def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(
 
 def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     """A re-delivery that writes only groundedness keeps the recall stored earlier."""
-    from ragtrace.consumers.recording_sink import to_scored_result
+    from ragtrace_consumers.recording_sink import to_scored_result
 
     previous = ScoredResult(trace_id="a" * 32, scored_at=1.0, service="s", cell="fine",
                             question_id="q1", matched_by="query_id", k=3, recall=1.0,
                             hit_rate=1.0, reciprocal_rank=0.5, extra={"labels_version": "v1"})
-    from ragtrace.consumers.model import RagTrace
-    from ragtrace.consumers.score import TraceScores
+    from ragtrace_consumers.model import RagTrace
+    from ragtrace_consumers.score import TraceScores
     from ragtrace.evaluation.attribution import Cell
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")

@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.otlp_http import Accepted, OtlpHttpReceiver, ReceiverBusy
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.otlp_http import Accepted, OtlpHttpReceiver, ReceiverBusy
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 ROOT_ID = "b7ad6b7169203331"

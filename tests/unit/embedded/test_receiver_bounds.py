@@ -15,10 +15,10 @@ import pytest
 from google.rpc import status_pb2
 from test_otlp_http import EXPECTED, PB, Sink, _post, _request
 
-from ragtrace.consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace.consumers.model import SpanRecord
-from ragtrace.consumers.otlp_http import Accepted, OtlpHttpReceiver
-from ragtrace.consumers.sqlite_trace_store import Held
+from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.otlp_http import Accepted, OtlpHttpReceiver
+from ragtrace_consumers.sqlite_trace_store import Held
 
 JS = {"Content-Type": "application/json"}
 
@@ -156,7 +156,7 @@ def _trace_request(n: int) -> bytes:
 def test_a_request_over_the_pending_bound_is_refused_whole(tmp_path: Path) -> None:
     settings = EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None,
                                 max_pending_traces=3)
-    from ragtrace.consumers.config import ConsumerConfig
+    from ragtrace_consumers.config import ConsumerConfig
 
     config = ConsumerConfig.defaults().replace(assembly={"quiet_s": 3600.0, "ttl_s": 10_000.0},
                                                judge={"name": "lexical"})

@@ -20,7 +20,7 @@ from typing import IO
 import pytest
 from demo_client import CLI, QUESTIONS, clean_env, run_app
 
-LABELS = str(resources.files("ragtrace.demo").joinpath("labels.jsonl"))
+LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 
 
 class Serve:

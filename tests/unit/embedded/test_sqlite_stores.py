@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.consumers.sqlite_stores import ScoredResult, SqliteState
+from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace.cli._output import (
+from ragtrace.cli.output import (
     ProgressBar,
     fmt_num,
     format_table,

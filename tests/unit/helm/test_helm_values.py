@@ -18,9 +18,9 @@ import pytest
 import yaml
 from conftest import CHART, ROOT, Rendered, containers, env_of, run_helm, values_file
 
-from ragtrace.cli.labels import resolve_redis
-from ragtrace.consumers import config as consumer_config
-from ragtrace.consumers.sample import SamplingRule
+from ragtrace_consumers.commands.labels import resolve_redis
+from ragtrace_consumers import config as consumer_config
+from ragtrace_consumers.sample import SamplingRule
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 INLINE_SECRETS = ("sk-ant-test-inline-key", "inline-redis-password")

@@ -112,9 +112,9 @@ def test_demo_answers_keep_their_scores_with_both_judges() -> None:
     """No false downgrade on the demo: the lexical judge, and the model judge played by the
     fake with the lexical judge's own verdicts, give the README's per-question scores."""
     corpus = {json.loads(line)["id"]: json.loads(line)["text"]
-              for line in (ROOT / "ragtrace/demo/corpus.jsonl").read_text().splitlines()}
+              for line in (ROOT / "consumers/ragtrace_consumers/demo/corpus.jsonl").read_text().splitlines()}
     script = [json.loads(line) for line in
-              (ROOT / "ragtrace/demo/questions.jsonl").read_text().splitlines()]
+              (ROOT / "consumers/ragtrace_consumers/demo/questions.jsonl").read_text().splitlines()]
     contexts = [["c-9930", "c-9931", "c-1001"], ["c-2210", "c-2211", "c-9931"], ["c-3120"],
                 ["c-3300"], ["c-5100"], ["c-7700"]]
     expected = [1.0, 0.5, 1.0, 1.0, 1.0, 1.0]

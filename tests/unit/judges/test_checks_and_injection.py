@@ -146,7 +146,7 @@ def test_ordinary_passages_are_not_flagged(text: str) -> None:
 
 def test_the_demo_corpus_and_seed_examples_raise_no_flag() -> None:
     corpus = [json.loads(line)["text"] for line in
-              (ROOT / "ragtrace/demo/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+              (ROOT / "consumers/ragtrace_consumers/demo/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     labels = [json.loads(line) for line in
               (ROOT / "examples/calibration/human.jsonl").read_text(encoding="utf-8").splitlines()]
     assert suspect_documents(corpus + [c for lab in labels for c in lab["context"]]) == ()

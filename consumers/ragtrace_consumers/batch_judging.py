@@ -1,0 +1,300 @@
+"""Batch judge mode (``judge.mode: batch``): judgements go through the Message Batches API at
+half the price, and a trace waits parked until its batch has ended.
+
+Flow: a judge job that misses the result cache is handed to :meth:`BatchJudging.submit_later`
+instead of being called, and its trace is parked (reason ``judge_batch_pending``). Every
+``submit_every_s`` (or once ``max_requests`` wait) the waiting requests become one batch; its ID
+and every request (cache key, paying trace, answer, context) are written to the
+:class:`BatchStore` — the shared store, not a lease — so a restarted or different replica keeps
+polling it. Every ``poll_every_s`` each pending batch is polled; once ended, its results are
+matched by custom ID (the cache key's digest), verified against the stored context, and written
+to the judge result cache as a realtime judgement would be. The parked trace, claimed again,
+finds its judgement there (reported with its batch cost if it paid, else 0, as any cache hit).
+A request that failed at the API is not cached: the trace's next claim submits it again. The
+judge latency metric records each result's batch latency (creation to end): batch mode's extra
+latency.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ragtrace_consumers.batching import cache_put_many
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import JudgeResultCache
+from ragtrace.evaluation.judges import JudgeUnavailable
+from ragtrace.evaluation.judges.anthropic_batch import (
+    AnthropicBatchJudge,
+    BatchNotFound,
+    BatchRequest,
+)
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = [
+    "PARK_BATCH_PENDING",
+    "BatchJudging",
+    "BatchStore",
+    "MemoryBatchStore",
+    "RedisBatchStore",
+    "build_batch_judging",
+    "custom_id",
+]
+
+_log = logging.getLogger(__name__)
+
+PARK_BATCH_PENDING = "judge_batch_pending"
+"""The park reason of a trace whose judgement waits in a batch."""
+
+
+def custom_id(cache_key: str) -> str:
+    """The batch custom ID of a judge cache key (its hex digest, 64 characters)."""
+    return cache_key.rsplit(":", 1)[-1][:64]
+
+
+class BatchStore(Protocol):
+    """Submitted batches and their requests, shared by replicas and kept across restarts."""
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None: ...
+
+    def pending_batches(self) -> list[str]: ...
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]: ...
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]: ...
+
+    def finish_batch(self, batch_id: str) -> None: ...
+
+
+class MemoryBatchStore:
+    """:class:`BatchStore` in process memory (the embedded evaluator, tests)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: dict[str, dict[str, bytes]] = {}
+        self._submitted: dict[str, str] = {}
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
+        with self._lock:
+            self._batches[batch_id] = dict(items)
+            self._submitted.update(dict.fromkeys(items, batch_id))
+
+    def pending_batches(self) -> list[str]:
+        with self._lock:
+            return list(self._batches)
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]:
+        with self._lock:
+            return dict(self._batches.get(batch_id, {}))
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
+        with self._lock:
+            return [c in self._submitted for c in custom_ids]
+
+    def finish_batch(self, batch_id: str) -> None:
+        with self._lock:
+            for cid in self._batches.pop(batch_id, {}):
+                if self._submitted.get(cid) == batch_id:
+                    del self._submitted[cid]
+
+
+class RedisBatchStore:
+    """:class:`BatchStore` in Redis: ``P:batches`` (set of batch IDs), ``P:batch:<id>`` (hash
+    custom ID -> request), ``P:batch_submitted`` (hash custom ID -> batch ID); each change is one
+    MULTI transaction."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+        self._r: Any = client  # bytes replies
+        self._p = prefix
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(f"{self._p}:batch:{batch_id}", mapping=dict(items))
+        pipe.hset(f"{self._p}:batch_submitted", mapping=dict.fromkeys(items, batch_id))
+        pipe.sadd(f"{self._p}:batches", batch_id)
+        pipe.execute()
+
+    def pending_batches(self) -> list[str]:
+        return sorted(b.decode() for b in self._r.smembers(f"{self._p}:batches"))
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]:
+        raw = self._r.hgetall(f"{self._p}:batch:{batch_id}")
+        return {k.decode(): bytes(v) for k, v in raw.items()}
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
+        if not custom_ids:
+            return []
+        values = self._r.hmget(f"{self._p}:batch_submitted", list(custom_ids))
+        return [v is not None for v in values]
+
+    def finish_batch(self, batch_id: str) -> None:
+        ids = list(self.batch_items(batch_id))
+        pipe = self._r.pipeline(transaction=True)
+        if ids:
+            pipe.hdel(f"{self._p}:batch_submitted", *ids)
+        pipe.delete(f"{self._p}:batch:{batch_id}")
+        pipe.srem(f"{self._p}:batches", batch_id)
+        pipe.execute()
+
+
+def build_batch_judging(judge: object, store: BatchStore, cache: JudgeResultCache,
+                        metrics: ConsumerMetrics) -> BatchJudging:
+    """Batch mode over ``judge``, which must be the Anthropic judge (ConfigError otherwise)."""
+    from ragtrace_consumers.config import ConfigError
+    from ragtrace.evaluation.judges import AnthropicJudge
+
+    if not isinstance(judge, AnthropicJudge):
+        raise ConfigError(
+            "judge.mode: batch needs the anthropic judge (judge.name: anthropic, or auto with "
+            f"an API key); got {type(judge).__name__}")
+    return BatchJudging(AnthropicBatchJudge(judge), store, cache, metrics)
+
+
+class _Job(Protocol):
+    key: str
+    trace_id: str
+    answer: str
+    context: tuple[str, ...]
+
+
+class BatchJudging:
+    """Collects judge requests into batches, polls them, caches their results (module doc).
+    Thread-safe; :meth:`start` runs :meth:`tick` on a daemon thread every ``tick_s``."""
+
+    def __init__(self, judge: AnthropicBatchJudge, store: BatchStore, cache: JudgeResultCache,
+                 metrics: ConsumerMetrics, *, max_requests: int = 10_000,
+                 submit_every_s: float = 10.0, poll_every_s: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if max_requests < 1 or submit_every_s <= 0 or poll_every_s <= 0:
+            raise ValueError("max_requests, submit_every_s and poll_every_s must be > 0")
+        self._judge = judge
+        self._store = store
+        self._cache = cache
+        self._metrics = metrics
+        self.max_requests = max_requests
+        self.submit_every_s = submit_every_s
+        self.poll_every_s = poll_every_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._waiting: dict[str, bytes] = {}
+        self._first_waiting: float | None = None
+        self._last_poll = -float("inf")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- intake (scoring threads) -------------------------------------------------------------
+    def is_pending(self, cache_key: str) -> bool:
+        """Whether the judgement of ``cache_key`` waits to be submitted or in a batch."""
+        cid = custom_id(cache_key)
+        with self._lock:
+            if cid in self._waiting:
+                return True
+        return bool(self._store.submitted([cid])[0])
+
+    def submit_later(self, job: _Job) -> None:
+        """Queue ``job``'s request for the next batch (once per cache key)."""
+        if self.is_pending(job.key):
+            return
+        item = json.dumps({"key": job.key, "trace_id": job.trace_id, "answer": job.answer,
+                           "context": list(job.context)}, separators=(",", ":")).encode()
+        with self._lock:
+            if not self._waiting:
+                self._first_waiting = self._clock()
+            self._waiting.setdefault(custom_id(job.key), item)
+
+    # --- the batch loop -----------------------------------------------------------------------
+    def tick(self) -> None:
+        """Submit the waiting requests when due, then poll the pending batches when due."""
+        now = self._clock()
+        with self._lock:
+            due = bool(self._waiting) and (
+                len(self._waiting) >= self.max_requests
+                or now - (self._first_waiting or now) >= self.submit_every_s)
+            waiting = dict(list(self._waiting.items())[:self.max_requests]) if due else {}
+        if waiting:
+            self._submit(waiting)
+        if now - self._last_poll >= self.poll_every_s:
+            self._last_poll = now
+            for batch_id in self._store.pending_batches():
+                self._poll(batch_id)
+
+    def _submit(self, waiting: dict[str, bytes]) -> None:
+        requests = []
+        for cid, raw in waiting.items():
+            item = json.loads(raw)
+            requests.append(BatchRequest(cid, item["answer"], tuple(item["context"])))
+        try:
+            batch_id = self._judge.submit(requests)
+        except JudgeUnavailable:
+            _log.warning("submitting a judge batch of %d failed; retrying", len(requests),
+                         exc_info=True)
+            return
+        self._store.add_batch(batch_id, waiting)
+        with self._lock:
+            for cid in waiting:
+                self._waiting.pop(cid, None)
+            self._first_waiting = self._clock() if self._waiting else None
+        _log.info("submitted judge batch %s (%d requests)", batch_id, len(requests))
+
+    def _poll(self, batch_id: str) -> None:
+        try:
+            if not self._judge.status(batch_id).ended:
+                return
+            items = self._store.batch_items(batch_id)
+            parsed = {cid: json.loads(raw) for cid, raw in items.items()}
+            requests = {cid: BatchRequest(cid, p["answer"], tuple(p["context"]))
+                        for cid, p in parsed.items()}
+            results = self._judge.results(batch_id, requests)
+        except BatchNotFound:
+            # Gone at the API: forget it; its traces submit their requests again when claimed.
+            _log.warning("judge batch %s is unknown to the API; dropping it", batch_id)
+            self._store.finish_batch(batch_id)
+            return
+        except JudgeUnavailable:
+            _log.warning("polling judge batch %s failed; retrying", batch_id, exc_info=True)
+            return
+        entries: list[tuple[str, bytes]] = []
+        for cid, result in results.items():
+            served = result.judge.model or result.judge.name
+            u = result.usage
+            self._metrics.judge_usage(served, u.input_tokens, u.output_tokens,
+                                      u.cache_read_input_tokens, u.cache_creation_input_tokens,
+                                      result.cost_usd, result.latency_s)
+            if result.error is not None:
+                self._metrics.judge_call(served, "error")
+                self._metrics.judge_error(served, "invalid_output")
+                continue
+            self._metrics.judge_call(served, "ok")
+            entries.append((parsed[cid]["key"], json.dumps(
+                {"trace_id": parsed[cid]["trace_id"], "result": result.to_dict()},
+                separators=(",", ":")).encode()))
+        cache_put_many(self._cache, entries)
+        self._store.finish_batch(batch_id)
+        _log.info("judge batch %s ended: %d results cached, %d failed", batch_id, len(entries),
+                  len(results) - len(entries))
+
+    def start(self, tick_s: float = 1.0) -> BatchJudging:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, args=(tick_s,), daemon=True,
+                                            name="ragtrace-judge-batches")
+            self._thread.start()
+        return self
+
+    def _run(self, tick_s: float) -> None:
+        while not self._stop.wait(tick_s):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a store outage must not end the loop
+                _log.exception("judge batch loop failed; retrying")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None

@@ -1,0 +1,101 @@
+"""``ragtrace consume``: the Kafka consumer-group service that scores RAG traces online.
+
+Configured by one YAML file (``--config`` or ``$RAGTRACE_CONSUMER_CONFIG``; the documented
+example is ``consumers/ragtrace_consumers/ragtrace-consumer.yaml``) plus ``RAGTRACE_<SECTION>_<KEY>``
+environment variables. SIGTERM or Ctrl-C drains the traces being scored, commits and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
+
+if TYPE_CHECKING:
+    from ragtrace_consumers.config import ConsumerConfig
+
+__all__ = ["register", "run"]
+
+_DESCRIPTION = """\
+Read spans from the collector's Kafka topic as one member of a consumer group, assemble each
+trace, score recall@k (traces that match a labelled question: load labels with `ragtrace labels
+load`) and groundedness (the LLM judge), and write the scores back into the same trace as an
+evaluation span, plus OTel metrics, through the collector's evaluation receiver.
+
+Run more replicas with the same group to scale out. Every setting has a default; see
+`ragtrace consume --print-config` and the documented example file for each key. Environment:
+RAGTRACE_<SECTION>_<KEY> overrides a key (e.g. RAGTRACE_KAFKA_BOOTSTRAP_SERVERS), and the
+Anthropic judge reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "consume", help="score traces from Kafka (the consumer-group service)",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", metavar="FILE", default=None,
+                   help="configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults)")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the effective configuration as YAML (secrets masked) and exit")
+    p.add_argument("--log-level", default="INFO",
+                   choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                   help="log level on stderr (default: %(default)s)")
+    p.set_defaults(func=run)
+
+
+def _dump(cfg: ConsumerConfig) -> str:
+    """The effective configuration as YAML, secrets masked (never printed or logged)."""
+    import yaml
+
+    return f"# source: {cfg.source}\n" + str(yaml.safe_dump(cfg.to_dict(redact=True),
+                                                            sort_keys=False))
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=getattr(logging, args.log_level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    try:
+        from ragtrace_consumers.config import ConfigError, load_config
+    except ImportError as exc:
+        error("consume", f"{exc}: install the consumer extra: pip install ./consumers (the ragtrace-consumers distribution)")
+        return EXIT_FAILURE
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        error("consume", str(exc))
+        return EXIT_BAD_INPUT
+    if args.print_config:
+        print(_dump(cfg), end="")
+        return EXIT_OK
+
+    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.startup import DependencyUnavailable
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        logging.getLogger("ragtrace.consume").info("signal %d: draining and stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        service = build_service(cfg)
+    except DependencyUnavailable as exc:  # waited health.startup_wait_s: one line, no traceback
+        error("consume", str(exc))
+        return EXIT_FAILURE
+    except ValueError as exc:  # e.g. the anthropic judge without an API key
+        error("consume", str(exc))
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - e.g. no Kafka broker / Redis reachable
+        error("consume", f"cannot start: {exc!r}")
+        return EXIT_FAILURE
+    service.run(stop)
+    return EXIT_OK

@@ -1,0 +1,76 @@
+"""``ragtrace demo``: the embedded evaluator scoring a small bundled RAG app, in one command.
+
+It starts ``ragtrace serve``'s evaluator in this process on a free loopback port, asks the demo
+app (``ragtrace_consumers.demo``) its questions through the real decorators and OTLP exporter, waits for
+every trace to be scored, and prints per-question recall@k and groundedness, the claims the
+judge did not find supported, the four-cell table and the totals. It finishes on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ragtrace.cli.output import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    JSON_STDOUT,
+    add_json_option,
+    emit_json,
+    error,
+)
+
+__all__ = ["register", "run"]
+
+_DESCRIPTION = """\
+Run the embedded evaluator against a bundled RAG app and show what it finds: per-question
+recall@k against labelled questions, groundedness of each answer, and the cell each question
+falls into (fine / retrieval failed / generation failed / both failed / unlabelled).
+
+The judge is Anthropic's when ANTHROPIC_API_KEY is set, else an offline lexical check; the
+output says which. No Kafka, Redis or network access is needed.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "demo", help="score a bundled RAG app with the embedded evaluator (start here)",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_json_option(p, "the result (one document; on stdout the progress goes to stderr)")
+    p.add_argument("--judge", choices=("auto", "lexical", "anthropic"), default="auto",
+                   help="auto (default): anthropic when ANTHROPIC_API_KEY is set, else lexical")
+    p.add_argument("--state", metavar="PATH", default=None,
+                   help="keep the evaluator's SQLite state in PATH (default: a temporary file)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="give up if scoring takes longer (default: %(default)s)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.demo.report import format_text, to_json
+    from ragtrace_consumers.demo.run import DemoTimeout, run_demo
+
+    out = sys.stdout
+    to_stdout = args.json == JSON_STDOUT
+    progress_stream = sys.stderr if to_stdout else sys.stdout
+
+    def progress(line: str) -> None:
+        print(line, file=progress_stream, flush=True)
+
+    if not to_stdout:
+        progress("ragtrace demo: a support bot over a tiny documentation corpus, evaluated online")
+    try:
+        result = run_demo(judge_name=args.judge, state_path=args.state,
+                          timeout_s=args.timeout, progress=progress)
+    except DemoTimeout as exc:
+        error("demo", str(exc))
+        return EXIT_FAILURE
+    except ValueError as exc:  # e.g. --judge anthropic without a key
+        error("demo", str(exc))
+        return EXIT_FAILURE
+    if args.json is not None and not emit_json("demo", args.json, to_json(result)):
+        return EXIT_FAILURE
+    if not to_stdout:
+        print(format_text(result), file=out)
+    out.flush()
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""``ragtrace inspect``: which reader took each span of a trace, and what it extracted.
+
+The first thing to run when a score looks wrong. Input is an OTLP trace export request as a
+file — protobuf (``.pb``/``.bin``) or OTLP/JSON (one request per file, or one per line, as
+the collector's file exporter writes) — or ``-`` for standard input. For every trace it prints
+each span with its reader (or ``unrecognised``, with the attribute keys it carried) and the
+extracted query, chunks (``hashed`` marks a content-hash ID), context, answer or the reason
+there is none, then the RAG view that scoring uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_OK, error, json_safe
+
+__all__ = ["explain", "register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "inspect", help="show which reader took each span of a trace and what it extracted",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", metavar="PATH", help="OTLP trace request: protobuf, JSON or JSON "
+                   "Lines; - for standard input")
+    p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=run)
+
+
+def _spans(raw: bytes) -> list[Any]:
+    from ragtrace_consumers.decode import decode_json_request, decode_request
+
+    text = raw.lstrip()
+    if text[:1] in (b"{", b"["):
+        try:
+            whole: list[Any] = decode_json_request(raw)
+            return whole
+        except Exception:  # noqa: BLE001 - JSON Lines: one request per line
+            out: list[Any] = []
+            for line in raw.splitlines():
+                if line.strip():
+                    out += decode_json_request(line)
+            return out
+    spans: list[Any] = decode_request(raw)
+    return spans
+
+
+def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
+    """Per trace: every span's reading and the resulting RAG view, as plain data."""
+    from ragtrace_consumers.readers import read_trace, to_rag_trace
+
+    by_trace: dict[str, list[Any]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    out: list[dict[str, object]] = []
+    for trace_id, group in by_trace.items():
+        group.sort(key=lambda s: (s.start_ns, s.span_id))
+        rows = []
+        for span, reading in read_trace(group, readers):
+            row: dict[str, object] = {"span_id": span.span_id, "name": span.name,
+                                      "scope": span.scope}
+            if reading is None:
+                row["reader"] = "unrecognised"
+                row["attribute_keys"] = sorted(span.attributes)
+            else:
+                row.update(reading.summary())
+            rows.append(row)
+        rag = to_rag_trace(group, readers)
+        view: dict[str, object] | None = None
+        if rag is not None:
+            view = {"query": rag.query, "question_id": rag.question_id,
+                    "retrieved": [c.id for c in rag.retrieved],
+                    "context": [c.id for c in rag.context], "answer": rag.answer,
+                    "recall_na_reason": rag.recall_na_reason,
+                    "answer_na_reason": rag.answer_na_reason,
+                    "retrieval_span_id": rag.retrieval_span_id,
+                    "generation_span_id": rag.generation_span_id}
+        out.append({"trace_id": trace_id, "spans": rows, "rag": view})
+    return out
+
+
+def _text(trace: dict[str, Any]) -> str:
+    lines = [f"trace {trace['trace_id']}"]
+    for row in trace["spans"]:
+        head = f"  {row['span_id']}  {row['name']}  [{row['scope']}]  -> {row['reader']}"
+        if row["reader"] == "unrecognised":
+            lines.append(head + f"  keys: {', '.join(row['attribute_keys']) or 'none'}")
+            continue
+        lines.append(head + f" {row['role']}")
+        for key in ("query", "model", "response_id", "answer", "answer_problem"):
+            if key in row:
+                lines.append(f"      {key}: {row[key]!r}")
+        for key in ("chunks", "context"):
+            for c in row.get(key, ()):
+                flag = " (hashed: no ID field or metadata ID)" if c.get("hashed") else ""
+                lines.append(f"      {key[:-1] if key == 'chunks' else key}: {c['id']}{flag}")
+    rag = trace["rag"]
+    if rag is None:
+        lines.append("  RAG view: none (no retrieval and no generation recognised)")
+    else:
+        lines.append("  RAG view: " + json.dumps(rag, ensure_ascii=False))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.decode import DecodeError
+
+    try:
+        raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
+        spans = _spans(raw)
+    except (OSError, DecodeError, ValueError) as exc:
+        error("inspect", str(exc))
+        return EXIT_BAD_INPUT
+    traces = explain([s for s in spans if args.trace in (None, s.trace_id)])
+    if args.json:
+        print(json.dumps(json_safe(traces), ensure_ascii=False, indent=2))
+    else:
+        print("\n\n".join(_text(t) for t in traces) or "no spans")
+    return EXIT_OK

@@ -1,0 +1,218 @@
+"""``ragtrace labels``: the labelled questions the consumers score recall against, kept in Redis.
+
+``load FILE`` replaces the set atomically (consumers see the old set or the new one, never a
+mix) and prints its version; ``list`` and ``stats`` show what is loaded; ``clear`` removes it.
+The file format is the one ``ragtrace eval`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragtrace.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    JSON_STDOUT,
+    add_json_option,
+    emit_json,
+    error,
+    format_table,
+)
+
+__all__ = ["register", "resolve_redis"]
+
+_log = logging.getLogger(__name__)
+_COMMAND = "labels"
+# Same names as the consumer configuration's redis.url / redis.key_prefix overrides.
+ENV_REDIS_URL = "RAGTRACE_REDIS_URL"
+ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_PREFIX = "ragtrace"
+
+_DESCRIPTION = """\
+Manage the labelled questions the Kafka consumers match live traces to (by ragtrace.question.id,
+else by normalised question text) and score recall@k against.
+
+Labels file (JSON Lines): {"qid": "q1", "question": "...", "gold": ["chunk-id", ...]}
+Redis: --redis URL, else $RAGTRACE_REDIS_URL, else redis://127.0.0.1:6379/0; keys start with
+--prefix, else $RAGTRACE_REDIS_KEY_PREFIX, else "ragtrace" (use the consumers' prefix).
+"""
+
+
+def _prefix_ok(prefix: str) -> bool:
+    return bool(prefix) and not any(c.isspace() for c in prefix)
+
+
+def resolve_redis(url: str | None, prefix: str | None,
+                  env: dict[str, str] | None = None) -> tuple[str, str]:
+    """(url, prefix): explicit > environment > default. A bad explicit prefix raises ValueError;
+    a bad environment prefix warns and falls back to the default."""
+    environ = os.environ if env is None else env
+    if prefix is not None and not _prefix_ok(prefix):
+        raise ValueError(f"--prefix must be non-empty without spaces, got {prefix!r}")
+    if prefix is None:
+        prefix = environ.get(ENV_REDIS_PREFIX) or DEFAULT_PREFIX
+        if not _prefix_ok(prefix):
+            _log.warning("ignoring %s=%r (empty or has spaces); using %r",
+                         ENV_REDIS_PREFIX, prefix, DEFAULT_PREFIX)
+            prefix = DEFAULT_PREFIX
+    return url or environ.get(ENV_REDIS_URL) or DEFAULT_REDIS_URL, prefix
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "labels", help="load, list, inspect or clear the labelled questions in Redis",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--redis", metavar="URL", default=None,
+                       help=f"Redis URL (default: ${ENV_REDIS_URL} or {DEFAULT_REDIS_URL})")
+        p.add_argument("--prefix", default=None,
+                       help=f"key prefix (default: ${ENV_REDIS_PREFIX} or {DEFAULT_PREFIX!r})")
+
+    load = commands.add_parser("load", help="replace the label set with a labels file")
+    load.add_argument("file", metavar="LABELS.jsonl")
+    common(load)
+    load.set_defaults(func=_load)
+
+    lister = commands.add_parser("list", help="print the loaded questions")
+    lister.add_argument("--limit", type=int, default=None, help="print at most N questions")
+    lister.add_argument("--json", nargs="?", const=JSON_STDOUT, default=None, metavar="PATH",
+                        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
+                             "stdout instead of the table")
+    common(lister)
+    lister.set_defaults(func=_list)
+
+    stats = commands.add_parser("stats", help="version and counts of the loaded set")
+    add_json_option(stats, "the counts (one object)")
+    common(stats)
+    stats.set_defaults(func=_stats)
+
+    clear = commands.add_parser("clear", help="remove the label set (traces then go unlabelled)")
+    common(clear)
+    clear.set_defaults(func=_clear)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from ragtrace_consumers.redis_stores import RedisLabelStore, connect
+
+    url, prefix = resolve_redis(args.redis, args.prefix)
+    return RedisLabelStore(connect(url), prefix=prefix), url
+
+
+def _run(args: argparse.Namespace, action: Any) -> int:
+    import redis
+
+    try:
+        store, url = _store(args)
+    except ValueError as exc:
+        error(_COMMAND, str(exc))
+        return EXIT_BAD_INPUT
+    try:
+        return int(action(store))
+    except redis.RedisError as exc:
+        error(_COMMAND, f"cannot use Redis at {url}: {exc}")
+        return EXIT_FAILURE
+
+
+def _load(args: argparse.Namespace) -> int:
+    from ragtrace.evaluation.labels import InputFileError, load_labels
+
+    try:
+        questions = load_labels(args.file)
+    except InputFileError as exc:
+        error(_COMMAND, str(exc))
+        return EXIT_BAD_INPUT
+
+    def action(store: Any) -> int:
+        previous = store.version()
+        try:
+            version = store.load(questions, source=os.path.basename(args.file))
+        except ValueError as exc:
+            error(_COMMAND, f"{args.file}: {exc}")
+            return EXIT_BAD_INPUT
+        s = store.stats()
+        before = f"replacing {previous}" if previous and previous != version else (
+            "unchanged" if previous == version else "no previous set")
+        print(f"loaded {s.questions} labelled questions from {args.file} as version {version} "
+              f"({before}); {s.answerable} answerable, {s.ambiguous} ambiguous by text")
+        return EXIT_OK
+
+    return _run(args, action)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.labels import question_to_json
+
+    if args.limit is not None and args.limit < 0:
+        error(_COMMAND, f"--limit must be >= 0, got {args.limit}")
+        return EXIT_BAD_INPUT
+
+    def action(store: Any) -> int:
+        questions = store.questions()
+        shown = questions if args.limit is None else questions[: args.limit]
+        if args.json == JSON_STDOUT:
+            for q in shown:
+                print(question_to_json(q))
+            return EXIT_OK
+        if args.json is not None:
+            tmp = Path(f"{args.json}.tmp")
+            tmp.write_text("".join(question_to_json(q) + "\n" for q in shown), encoding="utf-8")
+            tmp.replace(args.json)
+        if not questions:
+            print("no label set loaded")
+            return EXIT_OK
+        rows = [(q.qid, len(q.gold), _clip(q.question)) for q in shown]
+        print(format_table(("qid", "gold", "question"), rows, align="lrl"))
+        if len(shown) < len(questions):
+            print(f"({len(questions) - len(shown)} more; version {store.version()})")
+        return EXIT_OK
+
+    return _run(args, action)
+
+
+def _clip(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _stats(args: argparse.Namespace) -> int:
+    def action(store: Any) -> int:
+        s = store.stats()
+        if args.json is not None:
+            if not emit_json(_COMMAND, args.json, s.to_dict()):
+                return EXIT_BAD_INPUT
+            if args.json == JSON_STDOUT:
+                return EXIT_OK
+        if s.version is None:
+            print("no label set loaded")
+            return EXIT_OK
+        loaded = "unknown" if s.loaded_at is None else datetime.fromtimestamp(
+            s.loaded_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        print(f"version     {s.version}\n"
+              f"questions   {s.questions}\n"
+              f"answerable  {s.answerable}\n"
+              f"ambiguous   {s.ambiguous}\n"
+              f"loaded at   {loaded}\n"
+              f"source      {s.source or 'unknown'}")
+        return EXIT_OK
+
+    return _run(args, action)
+
+
+def _clear(args: argparse.Namespace) -> int:
+    def action(store: Any) -> int:
+        previous = store.version()
+        store.clear()
+        print(f"cleared label set {previous}" if previous else "no label set loaded")
+        return EXIT_OK
+
+    return _run(args, action)
+

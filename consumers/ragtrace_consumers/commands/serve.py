@@ -1,0 +1,207 @@
+"""``ragtrace serve``: the embedded evaluator — one process, no Kafka, no Redis.
+
+Applications export spans over OTLP/HTTP to it (port 4318, loopback by default); it assembles,
+samples, scores and writes back exactly as ``ragtrace consume`` does, keeps the judge cache,
+the idempotency marks and every scored trace in a local SQLite file, serves Prometheus metrics
+on ``/metrics`` and prints each trace as it is scored. Ctrl-C (or SIGTERM) stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_OK, error, json_safe
+
+__all__ = ["ENV_LABELS", "register", "run"]
+
+ENV_LABELS = "RAGTRACE_LABELS"
+"""Labels file (JSON Lines) used when ``--labels`` is not given."""
+
+_DESCRIPTION = """\
+Run the evaluator in this process: an OTLP/HTTP receiver (POST /v1/traces, protobuf or JSON,
+gzip; /v1/metrics and /v1/logs are acknowledged and forwarded to --otlp-endpoint) feeding the same assembly, sampling, scoring and write-back steps as `ragtrace consume`.
+
+State (traces being assembled, judge-result cache, written-back marks, scored traces) is kept
+in a SQLite file: a request is answered 200 only once its spans are committed there (else 503
+with Retry-After), a restart (killed or not) resumes every accepted trace, and neither re-pays
+the judge nor re-writes a score. Memory is bounded by --max-pending-traces/--max-pending-mib. Evaluation spans and metrics are also
+sent over OTLP/HTTP when --otlp-endpoint (or $RAGTRACE_EXPORT_OTLP_ENDPOINT) is set. The judge is
+Anthropic's when ANTHROPIC_API_KEY is set, else the offline lexical check.
+"""
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be within 0..65535, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ragtrace_consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT
+
+    p = subparsers.add_parser(
+        "serve", help="run the embedded evaluator (OTLP/HTTP in, scores out; no Kafka/Redis)",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                   help="OTLP/HTTP port (default: %(default)s; 0 picks a free one)")
+    p.add_argument("--labels", metavar="PATH", default=None,
+                   help=f"labelled questions, JSON Lines (default: ${ENV_LABELS}; none: recall "
+                        "is not scored)")
+    p.add_argument("--state", metavar="PATH", default=None,
+                   help="SQLite state file (default: $RAGTRACE_STATE, else "
+                        "~/.local/state/ragtrace/embedded.sqlite3)")
+    p.add_argument("--otlp-endpoint", metavar="URL", default=None,
+                   help="send evaluation spans and metrics to this OTLP/HTTP base URL "
+                        "(default: $RAGTRACE_EXPORT_OTLP_ENDPOINT; unset: kept local)")
+    p.add_argument("--otlp-signals", choices=("all", "traces", "metrics"), default="all",
+                   help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
+                        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
+                        "metrics only (default: %(default)s)")
+    p.add_argument("--phoenix-url", metavar="URL", default=None,
+                   help="also post every score to this Arize Phoenix as span annotations "
+                        "(its evaluation columns), e.g. http://127.0.0.1:6006")
+    p.add_argument("--metrics-host", default=DEFAULT_HOST,
+                   help="address of the Prometheus /metrics endpoint (default: %(default)s)")
+    p.add_argument("--metrics-port", type=_port, default=9464,
+                   help="port of the Prometheus /metrics endpoint (default: %(default)s; 0 picks "
+                        "a free one)")
+    p.add_argument("--no-metrics", action="store_true", help="serve no /metrics endpoint")
+    p.add_argument("--judge", choices=("auto", "lexical", "anthropic"), default=None,
+                   help="auto: anthropic when ANTHROPIC_API_KEY is set, else lexical "
+                        "(default: the config's judge.name, auto)")
+    p.add_argument("--config", metavar="PATH", default=None,
+                   help="consumer configuration file (its assembly, sampling, scoring and judge "
+                        "sections apply; default: $RAGTRACE_CONSUMER_CONFIG)")
+    p.add_argument("--history", type=int, default=10, metavar="N",
+                   help="print the last N traces already in the state file at start "
+                        "(default: %(default)s)")
+    p.add_argument("--max-pending-traces", type=_positive, default=10_000, metavar="N",
+                   help="traces held for scoring at most; a request that would exceed it is "
+                        "refused with 503 + Retry-After (default: %(default)s)")
+    p.add_argument("--max-pending-mib", type=_positive, default=256, metavar="MIB",
+                   help="span bytes held for scoring at most, in MiB (default: %(default)s)")
+    p.add_argument("--json", action="store_true",
+                   help="print each scored trace as one JSON line instead of a text line")
+    p.set_defaults(func=run)
+
+
+def _line(row: Any) -> str:
+    def num(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}"
+
+    parts = [f"trace {row.trace_id}", f"service={row.service}"]
+    if row.question_id:
+        parts.append(f"question={row.question_id}")
+    parts.append(f"recall@{row.k}={num(row.recall)}" if row.k else "recall=n/a")
+    parts.append(f"groundedness={num(row.groundedness)}")
+    parts.append(f"cell={row.cell}")
+    text = "  ".join(parts)
+    for claim in row.unsupported_claims:
+        text += f"\n    not supported: \"{claim}\""
+    if row.judge_error:
+        text += f"\n    judge error: {row.judge_error}"
+    for key, what in (("recall_na_reason", "recall n/a"), ("groundedness_na_reason", "unjudged")):
+        if row.extra.get(key):
+            text += f"\n    {what}: {row.extra[key]}"
+    return text
+
+
+def _emit(row: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(json_safe(row.to_dict()), ensure_ascii=False), flush=True)
+    else:
+        print(_line(row), flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.config import ConfigError, load_config
+    from ragtrace_consumers.embedded import (
+        ENV_OTLP_ENDPOINT,
+        EmbeddedEvaluator,
+        EmbeddedSettings,
+        default_state_path,
+    )
+    from ragtrace_consumers.demo.run import describe_judge
+    from ragtrace.evaluation.labels import InputFileError
+
+    info = sys.stderr if args.json else sys.stdout
+    try:
+        config = load_config(args.config)
+        if args.judge is not None:
+            config = config.replace(judge={"name": args.judge})
+        settings = EmbeddedSettings(
+            host=args.host, port=args.port,
+            state_path=args.state or default_state_path(),
+            labels_path=args.labels or os.environ.get(ENV_LABELS) or None,
+            otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
+            otlp_signals=args.otlp_signals, phoenix_endpoint=args.phoenix_url,
+            metrics_host=args.metrics_host,
+            metrics_port=None if args.no_metrics else args.metrics_port,
+            max_pending_traces=args.max_pending_traces,
+            max_pending_bytes=args.max_pending_mib * 1024 * 1024)
+        evaluator = EmbeddedEvaluator(settings, config=config)
+    except (ConfigError, InputFileError, ValueError, OSError) as exc:
+        error("serve", str(exc))
+        return EXIT_BAD_INPUT
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        evaluator.sink.wake()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with evaluator:
+            labels = evaluator.labels.questions()
+            print(f"ragtrace serve: receiving OTLP/HTTP on {evaluator.endpoint}/v1/traces",
+                  file=info, flush=True)
+            print(f"  judge:   {describe_judge(evaluator.judge).summary}", file=info)
+            print(f"  labels:  {len(labels)} labelled questions"
+                  + (f" from {settings.labels_path}" if settings.labels_path else
+                     " (no --labels: recall is not scored)"), file=info)
+            print(f"  state:   {settings.state_path}", file=info)
+            print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
+            print(f"  evaluation spans: {settings.otlp_endpoint or 'kept local (no OTLP endpoint)'}",
+                  file=info, flush=True)
+            rows = evaluator.state.results.all()
+            last = rows[-1][0] if rows else 0
+            if rows and args.history > 0:
+                print(f"  {len(rows)} traces scored earlier; the last {min(len(rows), args.history)}:",
+                      file=info, flush=True)
+                for _, row in rows[-args.history:]:
+                    _emit(row, args.json)
+            while not stop.is_set():
+                evaluator.sink.wait_for_change(1.0)
+                for seq, row in evaluator.state.results.all(after_seq=last):
+                    _emit(row, args.json)
+                    last = seq
+            print("ragtrace serve: stopping", file=info, flush=True)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return EXIT_OK
+

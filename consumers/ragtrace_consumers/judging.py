@@ -1,0 +1,326 @@
+"""One groundedness judgement for the consumers: cache first, then budget, then the judge with
+retries and backoff; a judge that stays unreachable asks the caller to park the trace.
+
+The cache key is the SHA-256 of (answer, context texts, judge model, prompt hash): a repeated
+answer over the same context costs nothing. The model in the key is the judge's configured
+model (:func:`cache_model`), the same for the life of a deployment, not the model the API
+reports (an alias resolves to a dated ID after the first call). Only real scores are cached,
+never errors. A cached entry remembers the trace that paid for it, so replaying that same trace
+(after a crash) reports the original cost and yields an identical evaluation span, while another
+trace reusing it reports a cost of 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
+from ragtrace_consumers.batching import cache_get_many, cache_put_many
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
+from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
+
+__all__ = [
+    "GroundednessScorer",
+    "JudgeJob",
+    "JudgeOutcome",
+    "ParkTrace",
+    "cache_model",
+    "is_paid",
+    "judge_cache_key",
+]
+
+_log = logging.getLogger(__name__)
+# Tokens of the judge's fixed instructions and tool schema, added to the content estimate.
+_PROMPT_OVERHEAD_TOKENS = 1200
+_OUTPUT_ESTIMATE_TOKENS = 400
+
+
+def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
+    """The cache key of one judgement (hex SHA-256 of a canonical JSON encoding)."""
+    blob = json.dumps([answer, list(context), model, prompt_sha256], ensure_ascii=False,
+                      separators=(",", ":"))
+    return "groundedness:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ParkTrace(Exception):
+    """The judge could not answer now: park the trace and retry after ``retry_after`` seconds
+    (None: the caller's own backoff). ``reason`` is a bounded metric label."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """A judgement (``result``) or why there is none (``skipped``: a bounded reason)."""
+
+    result: GroundednessResult | None
+    skipped: str | None = None
+    cached: bool = False
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.result is None) == (self.skipped is None):
+            raise ValueError("JudgeOutcome has a result or a skip reason, not both or neither")
+
+
+@dataclass(eq=False)
+class JudgeJob:
+    """One judgement on its way through :meth:`GroundednessScorer.plan`, ``run`` and ``store``:
+    it ends with an ``outcome`` or a ``park`` request."""
+
+    trace_id: str
+    service: str
+    answer: str
+    context: tuple[str, ...]
+    key: str = ""
+    tokens: int = 0
+    outcome: JudgeOutcome | None = None
+    park: ParkTrace | None = None
+    payload: bytes | None = field(default=None, repr=False)
+    """The cache entry to write once the batch is stored (fresh real scores only)."""
+    leader: JudgeJob | None = field(default=None, repr=False)
+    """An earlier job of the same batch with the same key: its fresh score is reused."""
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+    fresh: bool = False
+    """A real score from this job's own call (reusable by followers, cached)."""
+
+    @property
+    def needs_call(self) -> bool:
+        return self.outcome is None and self.park is None
+
+
+def _model_of(judge: Judge) -> str:
+    info = judge.info
+    return info.model or info.name
+
+
+def is_paid(judge: Judge) -> bool:
+    """Whether calls to ``judge`` cost money, so the call budget applies: True unless the
+    judge declares ``paid = False`` (the lexical judge: local, free, instant)."""
+    return bool(getattr(judge, "paid", True))
+
+
+def cache_model(judge: Judge) -> str:
+    """The model name judgements of ``judge`` are cached under: its configured ``model``
+    attribute when it has one (e.g. ``AnthropicJudge.model``, the name it was asked to use),
+    else what its info says. Read it once, before any call: ``JudgeInfo.model`` becomes the
+    served (dated) model ID after the first call."""
+    configured = getattr(judge, "model", None)
+    if isinstance(configured, str) and configured:
+        return configured
+    return _model_of(judge)
+
+
+class GroundednessScorer:
+    """Judges one (answer, context) with the cache, the shared budget and bounded retries.
+
+    ``attempts`` judge calls at most (the client's own retries are inside each); between them
+    it waits ``backoff_s * 2**n`` (or the API's ``retry_after``, capped at ``max_wait_s``).
+    Thread-safe as long as the judge and the stores are. The budget limits paid judges only
+    (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
+    """
+
+    def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
+                 metrics: ConsumerMetrics, *, attempts: int = 2, backoff_s: float = 1.0,
+                 max_wait_s: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 batch: BatchJudging | None = None) -> None:
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        self._judge = judge
+        self._cache = cache
+        self._budget = budget
+        self._metrics = metrics
+        self._attempts = attempts
+        self._backoff_s = backoff_s
+        self._max_wait_s = max_wait_s
+        self._sleep = sleep
+        self._cache_model = cache_model(judge)
+        self._paid = is_paid(judge)
+        self._batch = batch  # judge.mode batch: misses wait in a Message Batch (batch_judging)
+        metrics.ensure_judge(_model_of(judge))
+
+    @property
+    def judge(self) -> Judge:
+        return self._judge
+
+    def judge_trace(self, trace_id: str, service: str, answer: str,
+                    context: Sequence[str]) -> JudgeOutcome:
+        """A judgement, a skip (budget spent), or :class:`ParkTrace` raised."""
+        job = self.job(trace_id, service, answer, context)
+        self.plan([job])
+        self.run(job)
+        self.store([job])
+        if job.park is not None:
+            raise job.park
+        assert job.outcome is not None
+        return job.outcome
+
+    def job(self, trace_id: str, service: str, answer: str,
+            context: Sequence[str]) -> JudgeJob:
+        """A job for one (answer, context), its cache key and token estimate filled in."""
+        ctx = tuple(context)
+        key = judge_cache_key(answer, ctx, self._cache_model, self._judge.info.prompt_sha256)
+        tokens = (len(answer) + sum(len(c) for c in ctx)) // 4 + _PROMPT_OVERHEAD_TOKENS \
+            + _OUTPUT_ESTIMATE_TOKENS
+        return JudgeJob(trace_id, service, answer, ctx, key, tokens)
+
+    def plan(self, jobs: Sequence[JudgeJob]) -> None:
+        """Answer what the cache knows (one lookup for all) and reserve the budget for the
+        rest (one reservation when it covers them all); a job left without an outcome needs
+        :meth:`run`."""
+        jobs = [j for j in jobs if j.needs_call]
+        if not jobs:
+            return
+        model = _model_of(self._judge)
+        for job, hit in zip(jobs, self._cached([j.key for j in jobs])):
+            if hit is not None:
+                result, payer = hit
+                self._metrics.judge_call(model, "cached")
+                job.outcome = JudgeOutcome(
+                    result, cached=True, cost_usd=result.cost_usd if payer == job.trace_id
+                    else 0.0)
+                self._count_injection(job)
+                job.done.set()
+        # The same answer and context twice in one batch: one call; the later jobs follow the
+        # first (and reserve budget only if they end up calling themselves).
+        leaders: dict[str, JudgeJob] = {}
+        misses = []
+        for job in jobs:
+            if job.needs_call and self._batch is not None and self._batch.is_pending(job.key):
+                job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+                job.done.set()  # already submitted: wait for it, no budget spent again
+                continue
+            if job.needs_call:
+                job.leader = leaders.setdefault(job.key, job)
+                if job.leader is job:
+                    job.leader = None
+                    misses.append(job)
+        if not self._paid or len(misses) > 1 and self._budget.try_acquire(
+                len(misses), sum(j.tokens for j in misses)):
+            return
+        for job in misses:
+            if not self._budget.try_acquire(1, job.tokens):
+                self._metrics.budget_exhausted(job.service)
+                job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
+                job.done.set()
+
+    def run(self, job: JudgeJob) -> None:
+        """Call the judge for a planned job (blocking, with retries); never raises for the
+        judge's failures: they become ``job.park``."""
+        try:
+            self._run(job)
+        finally:
+            job.done.set()
+
+    def _run(self, job: JudgeJob) -> None:
+        if not job.needs_call:
+            return
+        model = _model_of(self._judge)
+        leader = job.leader
+        if leader is not None:
+            leader.done.wait()  # started first: jobs are run in batch order
+            if leader.fresh and leader.outcome is not None:
+                self._metrics.judge_call(model, "cached")
+                job.outcome = JudgeOutcome(leader.outcome.result, cached=True)
+                self._count_injection(job)
+                return
+            if self._paid and not self._budget.try_acquire(1, job.tokens):  # no reusable score
+                self._metrics.budget_exhausted(job.service)
+                job.outcome = JudgeOutcome(None, skipped="budget_exhausted")
+                return
+        if self._batch is not None:
+            self._batch.submit_later(job)
+            job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+            return
+        try:
+            result = self._call(model, job.answer, job.context)
+        except ParkTrace as park:
+            job.park = park
+            return
+        # The API reports the exact model it served (an alias resolves to a dated ID): count
+        # under it; the cache key keeps the configured name (see the module doc).
+        served = result.judge.model or result.judge.name
+        self._metrics.judge_usage(served, result.usage.input_tokens, result.usage.output_tokens,
+                                  result.usage.cache_read_input_tokens,
+                                  result.usage.cache_creation_input_tokens, result.cost_usd,
+                                  result.latency_s)
+        if result.error is not None:
+            self._metrics.judge_call(served, "error")
+            self._metrics.judge_error(served, "invalid_output")
+        else:
+            self._metrics.judge_call(served, "ok")
+            job.payload = json.dumps({"trace_id": job.trace_id, "result": result.to_dict()},
+                                     separators=(",", ":")).encode("utf-8")
+            job.fresh = True
+        job.outcome = JudgeOutcome(result, cost_usd=result.cost_usd)
+        self._count_injection(job)
+
+    def _count_injection(self, job: JudgeJob) -> None:
+        result = job.outcome.result if job.outcome is not None else None
+        if result is not None and result.injection_suspected:
+            self._metrics.injection_suspected(job.service)
+
+    def store(self, jobs: Sequence[JudgeJob]) -> None:
+        """Cache the fresh real scores of ``jobs`` (one write for all)."""
+        items = [(j.key, j.payload) for j in jobs if j.payload is not None]
+        try:
+            cache_put_many(self._cache, items)
+        except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
+            _log.warning("judge cache write failed", exc_info=True)
+        for job in jobs:
+            job.payload = None
+
+    def _cached(self, keys: Sequence[str]) -> list[tuple[GroundednessResult, str | None] | None]:
+        try:
+            raws = cache_get_many(self._cache, keys)
+        except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
+            _log.warning("judge cache read failed", exc_info=True)
+            return [None] * len(keys)
+        out: list[tuple[GroundednessResult, str | None] | None] = []
+        for key, raw in zip(keys, raws):
+            try:
+                if raw is None:
+                    out.append(None)
+                    continue
+                payload = json.loads(raw)
+                out.append((GroundednessResult.from_dict(payload["result"]),
+                            payload.get("trace_id")))
+            except Exception:  # noqa: BLE001 - an unreadable entry is a miss, not a failure
+                _log.warning("ignoring unreadable judge cache entry %s", key, exc_info=True)
+                out.append(None)
+        return out
+
+    def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
+        retry_after: float | None = None
+        reason = "judge_unavailable"
+        for attempt in range(self._attempts):
+            if attempt:
+                wait = retry_after if retry_after is not None else \
+                    self._backoff_s * 2 ** (attempt - 1)
+                self._sleep(min(wait, self._max_wait_s))
+            try:
+                return self._judge.groundedness(answer, list(context))
+            except JudgeUnavailable as exc:
+                retry_after, reason = exc.retry_after, "judge_unavailable"
+                self._metrics.judge_call(model, "unavailable")
+                self._metrics.judge_error(model, "unavailable")
+                _log.warning("judge unavailable (attempt %d of %d): %s", attempt + 1,
+                             self._attempts, exc)
+            except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
+                retry_after, reason = None, "judge_failed"
+                self._metrics.judge_call(model, "error")
+                self._metrics.judge_error(model, "exception")
+                _log.warning("judge call failed (attempt %d of %d): %r", attempt + 1,
+                             self._attempts, exc)
+        raise ParkTrace(reason, retry_after)

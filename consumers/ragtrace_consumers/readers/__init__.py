@@ -1,0 +1,50 @@
+"""Readers for the span dialects RAG apps are already instrumented with.
+
+Each dialect has one module with one job — recognise a span's RAG role and extract what that
+role carries: :mod:`.ragtrace` (our decorators), :mod:`.openinference` (LangChain, LlamaIndex,
+…), :mod:`.genai` (OpenTelemetry GenAI conventions), :mod:`.traceloop` (OpenLLMetry),
+:mod:`.langfuse` (Langfuse SDK v3+) and :mod:`.mapping` (in-house keys from configuration).
+:mod:`.chunks` and :mod:`.answers` hold the shared extraction rules (chunk IDs from ID fields,
+metadata, then marked content hashes; answers unwrapped from JSON envelopes); :mod:`.registry`
+orders the readers; :mod:`.view` builds a trace's :class:`~ragtrace_consumers.model.RagTrace`;
+:mod:`.unrecognised` counts and logs what no reader took.
+"""
+
+from __future__ import annotations
+
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers._reading import Reader, Role, SpanReading
+from ragtrace_consumers.readers.mapping import MappingRules
+from ragtrace_consumers.readers.registry import (
+    SpanReaders,
+    default_readers,
+    is_evaluation_span,
+    use_readers,
+)
+from ragtrace_consumers.readers.view import read_trace, to_rag_trace, user_attributes
+
+__all__ = [
+    "MappingRules",
+    "Reader",
+    "Role",
+    "SpanReaders",
+    "SpanReading",
+    "default_readers",
+    "is_evaluation_span",
+    "is_rag_span",
+    "read_trace",
+    "role_of",
+    "to_rag_trace",
+    "use_readers",
+    "user_attributes",
+]
+
+
+def role_of(span: SpanRecord) -> Role | None:
+    """The span's RAG role, or None for a span that is not part of the RAG view."""
+    reading = default_readers().read(span)
+    return reading.role if reading is not None else None
+
+
+def is_rag_span(span: SpanRecord) -> bool:
+    return role_of(span) is not None

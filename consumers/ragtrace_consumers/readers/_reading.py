@@ -1,0 +1,107 @@
+"""What a reader makes of one span: its RAG role and what it extracted for that role."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
+
+__all__ = ["Reader", "Role", "SpanReading", "json_or_none", "model_of", "text_attr"]
+
+
+class Role(str, Enum):
+    """What a span does in a RAG request."""
+
+    RETRIEVAL = "retrieval"
+    GENERATION = "generation"
+    PIPELINE = "pipeline"
+
+
+@dataclass(frozen=True)
+class SpanReading:
+    """One reader's extraction from one span.
+
+    ``role`` None means the reader recognised the span as its dialect's but not as a RAG step
+    (an embedding, tool, prompt-template or task span): it is ignored, not unrecognised.
+    ``chunks`` are a retrieval's ranked documents; ``context`` the documents a generation says
+    it was given (None: it says nothing); ``answer`` a generation's answer text, or
+    ``answer_problem`` saying why an output was there but held no extractable text.
+    """
+
+    reader: str
+    role: Role | None
+    query: str | None = None
+    chunks: tuple[Chunk, ...] = ()
+    context: tuple[Chunk, ...] | None = None
+    answer: str | None = None
+    answer_problem: str | None = None
+    model: str | None = None
+    response_id: str | None = None
+
+    def summary(self) -> dict[str, object]:
+        """Plain data for ``ragtrace inspect`` (texts shortened)."""
+        out: dict[str, object] = {"reader": self.reader,
+                                  "role": self.role.value if self.role else "ignored"}
+        if self.query is not None:
+            out["query"] = self.query
+        if self.chunks:
+            out["chunks"] = [_chunk_summary(c) for c in self.chunks]
+        if self.context is not None:
+            out["context"] = [_chunk_summary(c) for c in self.context]
+        for key in ("answer", "answer_problem", "model", "response_id"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def _chunk_summary(c: Chunk) -> dict[str, object]:
+    out: dict[str, object] = {"id": c.id}
+    if c.hashed:
+        out["hashed"] = True
+    if c.score is not None:
+        out["score"] = c.score
+    if c.text is not None:
+        out["text"] = c.text if len(c.text) <= 80 else c.text[:79] + "…"
+    return out
+
+
+class Reader(Protocol):
+    """Recognises one span dialect: ``read`` returns None for a span not in its dialect."""
+
+    name: str
+
+    def read(self, span: SpanRecord) -> SpanReading | None: ...
+
+
+def text_attr(attributes: Mapping[str, AttributeValue], key: str) -> str | None:
+    value = attributes.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def json_or_none(text: str | None) -> object | None:
+    """``text`` parsed as JSON, or None when it is not JSON."""
+    if text is None:
+        return None
+    import json
+
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[\"":
+        return None
+    try:
+        parsed: object = json.loads(stripped)
+    except ValueError:
+        return None
+    return parsed
+
+
+def model_of(attributes: Mapping[str, AttributeValue]) -> str | None:
+    """``llm.model_name``, else ``gen_ai.response.model``, else ``gen_ai.request.model``."""
+    for key in ("llm.model_name", "gen_ai.response.model", "gen_ai.request.model"):
+        found = text_attr(attributes, key)
+        if found:
+            return found
+    return None

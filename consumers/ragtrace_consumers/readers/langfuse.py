@@ -1,0 +1,65 @@
+"""The Langfuse SDK (v3+, OpenTelemetry-based; instrumentation scope ``langfuse-sdk``).
+
+``langfuse.observation.type`` ``retriever`` is a retrieval (query from the observation input:
+a string or ``{"query"|"question"|"input": ...}``; documents from its output: a list, or
+``{"documents": [...]}``); ``generation`` is a generation (answer from the output, unwrapped;
+model ``langfuse.observation.model.name``). A root observation is the pipeline; every other
+type (span, chain, agent, tool, embedding, evaluator, guardrail, event) is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import chunks as chunk_ids
+from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers.answers import extract_answer
+
+__all__ = ["LangfuseReader"]
+
+TYPE = "langfuse.observation.type"
+INPUT = "langfuse.observation.input"
+OUTPUT = "langfuse.observation.output"
+MODEL = "langfuse.observation.model.name"
+_TRACE_INPUT = "langfuse.trace.input"
+
+
+def _query(raw: str | None) -> str | None:
+    parsed = json_or_none(raw)
+    if parsed is None:
+        return raw
+    if isinstance(parsed, str):
+        return parsed
+    if isinstance(parsed, Mapping):
+        for key in ("query", "question", "input", "query_str"):
+            if isinstance(parsed.get(key), str):
+                return str(parsed[key])
+    return None
+
+
+class LangfuseReader:
+    name = "langfuse"
+
+    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+                 ) -> None:
+        self._keys = tuple(metadata_id_keys)
+
+    def read(self, span: SpanRecord) -> SpanReading | None:
+        attrs = span.attributes
+        kind = text_attr(attrs, TYPE)
+        if kind is None:
+            return None
+        if kind == "retriever":
+            return SpanReading(self.name, Role.RETRIEVAL, query=_query(text_attr(attrs, INPUT)),
+                               chunks=chunk_ids.chunks_from_json(
+                                   json_or_none(text_attr(attrs, OUTPUT)), self._keys))
+        if kind == "generation":
+            answer, problem = extract_answer(text_attr(attrs, OUTPUT))
+            return SpanReading(self.name, Role.GENERATION, answer=answer,
+                               answer_problem=problem, model=text_attr(attrs, MODEL))
+        if span.parent_span_id is None:
+            return SpanReading(self.name, Role.PIPELINE,
+                               query=_query(text_attr(attrs, INPUT) or
+                                            text_attr(attrs, _TRACE_INPUT)))
+        return SpanReading(self.name, None)

@@ -1,0 +1,122 @@
+"""OpenInference instrumentors (LangChain, LlamaIndex, and the rest of its conventions).
+
+``openinference.span.kind`` RETRIEVER / LLM / CHAIN make the roles; every other kind
+(EMBEDDING, TOOL, PROMPT, RERANKER, AGENT, GUARDRAIL, EVALUATOR) is recognised and ignored.
+
+* Retrieval: ``retrieval.documents.N.document.{id,content,score,metadata}`` (LangChain records
+  no ID: it is taken from the metadata JSON); the query is ``input.value`` unless that is JSON
+  (LlamaIndex's inner ``_retrieve``: ``query_bundle.query_str``).
+* Generation: ``output.value`` unwrapped (LangChain's LLMResult JSON), else
+  ``llm.output_messages.N.message.content``; a span with neither (LlamaIndex's outer streaming
+  span) has no answer, and assembly takes the inner ``stream_complete`` span's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ragtrace import semconv
+from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
+from ragtrace_consumers.readers import chunks as chunk_ids
+from ragtrace_consumers.readers._reading import (
+    Role,
+    SpanReading,
+    json_or_none,
+    model_of,
+    text_attr,
+)
+from ragtrace_consumers.readers.answers import extract_answer
+
+__all__ = [
+    "OpenInferenceReader",
+    "indexed_documents",
+    "kind_role",
+    "retrieval_documents",
+]
+
+_KIND_ROLE = {
+    semconv.SpanKind.RETRIEVER: Role.RETRIEVAL,
+    semconv.SpanKind.LLM: Role.GENERATION,
+    semconv.SpanKind.CHAIN: Role.PIPELINE,
+}
+_RETRIEVAL_KEY = re.compile(
+    r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
+_OUTPUT_MESSAGE = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+
+
+def kind_role(attrs: Mapping[str, AttributeValue]) -> Role | None:
+    kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
+    return _KIND_ROLE.get(kind.upper()) if isinstance(kind, str) else None
+
+
+def indexed_documents(attrs: Mapping[str, AttributeValue], pattern: re.Pattern[str],
+                      keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+                      ) -> tuple[Chunk, ...]:
+    found: dict[int, dict[str, AttributeValue]] = {}
+    for key, value in attrs.items():
+        m = pattern.match(key)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    out = (chunk_ids.chunk(f.get("id"), f.get("content"), f.get("score"), f.get("metadata"),
+                           keys) for _, f in sorted(found.items()))
+    return tuple(c for c in out if c is not None)
+
+
+def retrieval_documents(attrs: Mapping[str, AttributeValue],
+                        keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+                        ) -> tuple[Chunk, ...]:
+    return indexed_documents(attrs, _RETRIEVAL_KEY, keys)
+
+
+def _query(attrs: Mapping[str, AttributeValue]) -> str | None:
+    raw: str | None = text_attr(attrs, semconv.INPUT_VALUE)
+    parsed = json_or_none(raw)
+    if parsed is None and "json" not in (text_attr(attrs, semconv.INPUT_MIME_TYPE) or ""):
+        return raw
+    if isinstance(parsed, str):
+        return parsed
+    if isinstance(parsed, Mapping):
+        bundle = parsed.get("query_bundle")
+        if isinstance(bundle, Mapping) and isinstance(bundle.get("query_str"), str):
+            return str(bundle["query_str"])
+        for key in ("query", "query_str", "question", "input"):
+            if isinstance(parsed.get(key), str):
+                return str(parsed[key])
+    return None
+
+
+def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None]:
+    answer, problem = extract_answer(text_attr(attrs, semconv.OUTPUT_VALUE),
+                                     text_attr(attrs, semconv.OUTPUT_MIME_TYPE))
+    if answer is not None:
+        return answer, None
+    messages = sorted((int(m.group(1)), v) for k, v in attrs.items()
+                      if (m := _OUTPUT_MESSAGE.match(k)) and isinstance(v, str))
+    if messages:
+        return messages[-1][1], None
+    return None, problem
+
+
+class OpenInferenceReader:
+    name = "openinference"
+
+    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+                 ) -> None:
+        self._keys = tuple(metadata_id_keys)
+
+    def read(self, span: SpanRecord) -> SpanReading | None:
+        attrs = span.attributes
+        if not isinstance(attrs.get(semconv.OPENINFERENCE_SPAN_KIND), str):
+            return None
+        role = kind_role(attrs)
+        if role is Role.RETRIEVAL:
+            return SpanReading(self.name, role, query=_query(attrs),
+                               chunks=retrieval_documents(attrs, self._keys))
+        if role is Role.GENERATION:
+            answer, problem = _answer(attrs)
+            return SpanReading(self.name, role, answer=answer, answer_problem=problem,
+                               model=model_of(attrs))
+        if role is Role.PIPELINE:
+            return SpanReading(self.name, role, query=_query(attrs))
+        return SpanReading(self.name, None)

@@ -1,0 +1,90 @@
+"""The ordered set of readers every span is offered to, first taker wins.
+
+Order: the configured in-house mapping (explicit configuration beats inference), ragtrace's
+own scope, then the dialects whose marker attribute is the most specific: Langfuse
+(``langfuse.observation.type``), OpenInference (``openinference.span.kind``), OpenLLMetry
+(``traceloop.span.kind``), and last the GenAI conventions (``gen_ai.operation.name``), which
+the others' spans may also carry. Our own evaluation spans are never read.
+
+The process-wide set (:func:`default_readers`) is replaced once at start-up by the wiring that
+knows the configuration (:func:`use_readers`), so the pure assembly functions need no extra
+argument; tests pass a :class:`SpanReaders` explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragtrace import semconv
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import chunks as chunk_ids
+from ragtrace_consumers.readers._reading import Reader, SpanReading
+from ragtrace_consumers.readers.genai import GenAIReader
+from ragtrace_consumers.readers.langfuse import LangfuseReader
+from ragtrace_consumers.readers.mapping import MappingReader, MappingRules
+from ragtrace_consumers.readers.openinference import OpenInferenceReader
+from ragtrace_consumers.readers.ragtrace import RagtraceReader
+from ragtrace_consumers.readers.traceloop import TraceloopReader
+
+__all__ = ["SpanReaders", "default_readers", "is_evaluation_span", "use_readers"]
+
+
+def is_evaluation_span(span: SpanRecord) -> bool:
+    """True for spans the consumers wrote back: never scored."""
+    return span.scope == semconv.EVALUATION_SCOPE or span.attributes.get(semconv.EVAL_MARKER) is True
+
+
+class SpanReaders:
+    """Offers a span to each reader in turn; :meth:`read` is None for an unrecognised span."""
+
+    def __init__(self, readers: Sequence[Reader], *, memo_size: int = 4096) -> None:
+        self.readers = tuple(readers)
+        # Ingestion asks about the same span objects several times (count unrecognised, select,
+        # schedule): the latest readings are remembered by object identity (the span is held,
+        # so its id cannot be reused while remembered).
+        self._memo: dict[int, tuple[SpanRecord, SpanReading | None]] = {}
+        self._memo_size = memo_size
+
+    @classmethod
+    def build(cls, mapping: MappingRules | None = None,
+              metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+              ) -> SpanReaders:
+        keys = tuple(metadata_id_keys)
+        readers: list[Reader] = []
+        if mapping is not None and mapping.enabled:
+            readers.append(MappingReader(mapping, keys))
+        readers += [RagtraceReader(), LangfuseReader(keys), OpenInferenceReader(keys),
+                    TraceloopReader(keys), GenAIReader(keys)]
+        return cls(readers)
+
+    def read(self, span: SpanRecord) -> SpanReading | None:
+        hit = self._memo.get(id(span))
+        if hit is not None and hit[0] is span:
+            return hit[1]
+        reading = self._read(span)
+        if len(self._memo) >= self._memo_size:
+            self._memo = {}
+        self._memo[id(span)] = (span, reading)
+        return reading
+
+    def _read(self, span: SpanRecord) -> SpanReading | None:
+        if is_evaluation_span(span):
+            return None
+        for reader in self.readers:
+            reading = reader.read(span)
+            if reading is not None:
+                return reading
+        return None
+
+
+_default = SpanReaders.build()
+
+
+def default_readers() -> SpanReaders:
+    return _default
+
+
+def use_readers(readers: SpanReaders) -> None:
+    """Make ``readers`` the process-wide set (called once by the wiring, before any span)."""
+    global _default
+    _default = readers

@@ -1,0 +1,80 @@
+"""OpenLLMetry / Traceloop (traceloop-sdk and its opentelemetry-instrumentation-* packages).
+
+Its framework spans carry ``traceloop.span.kind`` (workflow / task / agent / tool) and JSON
+``traceloop.entity.input`` / ``traceloop.entity.output``. A retriever run is a task whose
+``gen_ai.operation.name`` is ``vector_db_retrieve`` (LangChain; also a span named
+``*.retrieve``): the query is the input's ``query``, the documents the output's
+``documents`` (``page_content`` + ``metadata``). The root workflow is the pipeline. Its LLM
+spans follow the GenAI conventions and are read by :mod:`~ragtrace_consumers.readers.genai`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ragtrace import semconv
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import chunks as chunk_ids
+from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers.genai import GENERATION_OPERATIONS, generation_reading
+
+__all__ = ["TraceloopReader"]
+
+SPAN_KIND = "traceloop.span.kind"
+ENTITY_INPUT = "traceloop.entity.input"
+ENTITY_OUTPUT = "traceloop.entity.output"
+_RETRIEVE_OPERATIONS = frozenset({"vector_db_retrieve", "retrieve", "retrieval"})
+
+
+def _query(raw: str | None) -> str | None:
+    parsed = json_or_none(raw)
+    if isinstance(parsed, str):
+        return parsed
+    if isinstance(parsed, Mapping):
+        for key in ("query", "question", "input", "inputs", "query_str"):
+            value = parsed.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, Mapping):
+                nested = _query_of(value)
+                if nested:
+                    return nested
+    return raw if parsed is None else None
+
+
+def _query_of(value: Mapping[str, object]) -> str | None:
+    for key in ("query", "question", "input", "query_str"):
+        if isinstance(value.get(key), str):
+            return str(value[key])
+    return None
+
+
+class TraceloopReader:
+    name = "traceloop"
+
+    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+                 ) -> None:
+        self._keys = tuple(metadata_id_keys)
+
+    def read(self, span: SpanRecord) -> SpanReading | None:
+        attrs = span.attributes
+        kind = text_attr(attrs, SPAN_KIND)
+        operation = text_attr(attrs, semconv.GEN_AI_OPERATION_NAME) or ""
+        if kind is None:
+            if "llm.request.type" in attrs:  # OpenLLMetry's LLM spans before GenAI semconv
+                return generation_reading(self.name, attrs)
+            return None
+        if operation in _RETRIEVE_OPERATIONS or span.name.endswith((".retrieve",
+                                                                     "vector_db_retrieve")):
+            output = json_or_none(text_attr(attrs, ENTITY_OUTPUT))
+            if isinstance(output, Mapping) and isinstance(output.get("outputs"), (list, dict)):
+                output = output["outputs"]
+            return SpanReading(self.name, Role.RETRIEVAL,
+                               query=_query(text_attr(attrs, ENTITY_INPUT)),
+                               chunks=chunk_ids.chunks_from_json(output, self._keys))
+        if operation in GENERATION_OPERATIONS:
+            return generation_reading(self.name, attrs)
+        if kind == "workflow":
+            return SpanReading(self.name, Role.PIPELINE,
+                               query=_query(text_attr(attrs, ENTITY_INPUT)))
+        return SpanReading(self.name, None)

@@ -1,0 +1,291 @@
+"""SQLite-backed state for the embedded evaluator (``ragtrace serve`` / ``ragtrace demo``).
+
+One local database file holds what must survive a restart of the single embedded process:
+
+* the judge-result cache (:class:`JudgeResultCache` seam) — a restarted evaluator never pays twice
+  for the same (answer, context, judge) judgement;
+* the idempotency store (:class:`IdempotencyStore` seam) — a trace scored before the restart is
+  not written back a second time;
+* the scored-results table — one row per scored trace, what ``ragtrace serve`` and
+  ``ragtrace demo`` print from.
+
+Every write is committed before the call returns (autocommit, WAL journal), so a crash loses
+nothing that a method reported as stored. One connection is shared by the receiver's request
+threads and the scoring loop, serialised by a lock: the embedded evaluator is a single process
+whose throughput is bounded by the judge, not by these tiny writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from typing_extensions import Self
+
+__all__ = [
+    "ScoredResult",
+    "SqliteIdempotencyStore",
+    "SqliteJudgeResultCache",
+    "SqliteScoredResults",
+    "SqliteState",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_cache (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS written (
+    trace_id TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    PRIMARY KEY (trace_id, metric)
+);
+CREATE TABLE IF NOT EXISTS scored (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL UNIQUE,
+    scored_at REAL NOT NULL,
+    record TEXT NOT NULL
+);
+"""
+
+
+def _opt_float(value: float | None) -> float | None:
+    """JSON has no NaN: an unset or NaN score is stored as null."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ScoredResult:
+    """What the embedded evaluator remembers about one scored trace.
+
+    Scores are ``None`` when not computed (no label matched, judging not sampled, the judge
+    failed). ``unsupported_claims`` are the answer's claims the judge did not find entailed by
+    the supplied context; ``cell`` is the attribution cell value (``"fine"``,
+    ``"retrieval_failed"``, …).
+    """
+
+    trace_id: str
+    scored_at: float
+    service: str
+    cell: str
+    pipeline: str | None = None
+    question_id: str | None = None
+    query: str | None = None
+    matched_by: str | None = None
+    k: int | None = None
+    recall: float | None = None
+    hit_rate: float | None = None
+    reciprocal_rank: float | None = None
+    groundedness: float | None = None
+    claims: int | None = None
+    unsupported_claims: tuple[str, ...] = ()
+    judge_name: str | None = None
+    judge_model: str | None = None
+    judge_error: str | None = None
+    retrieved: tuple[str, ...] = ()
+    answer: str | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.trace_id) != 32:
+            raise ValueError(f"ScoredResult.trace_id must be 32 hex characters, got {self.trace_id!r}")
+        if not self.cell:
+            raise ValueError("ScoredResult.cell must not be empty")
+        for name in ("recall", "hit_rate", "reciprocal_rank", "groundedness"):
+            value = getattr(self, name)
+            known = value is not None and not (isinstance(value, float) and math.isnan(value))
+            if known and not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"ScoredResult.{name} must be within [0, 1], got {value!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "trace_id": self.trace_id,
+            "scored_at": self.scored_at,
+            "service": self.service,
+            "cell": self.cell,
+            "pipeline": self.pipeline,
+            "question_id": self.question_id,
+            "query": self.query,
+            "matched_by": self.matched_by,
+            "k": self.k,
+            "recall": _opt_float(self.recall),
+            "hit_rate": _opt_float(self.hit_rate),
+            "reciprocal_rank": _opt_float(self.reciprocal_rank),
+            "groundedness": _opt_float(self.groundedness),
+            "claims": self.claims,
+            "unsupported_claims": list(self.unsupported_claims),
+            "judge_name": self.judge_name,
+            "judge_model": self.judge_model,
+            "judge_error": self.judge_error,
+            "retrieved": list(self.retrieved),
+            "answer": self.answer,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoredResult:
+        def opt_str(key: str) -> str | None:
+            v = d.get(key)
+            return None if v is None else str(v)
+
+        def opt_num(key: str) -> float | None:
+            v = d.get(key)
+            return None if v is None else float(v)
+
+        def opt_int(key: str) -> int | None:
+            v = d.get(key)
+            return None if v is None else int(v)
+
+        extra = d.get("extra") or {}
+        return cls(
+            trace_id=str(d["trace_id"]),
+            scored_at=float(d["scored_at"]),
+            service=str(d["service"]),
+            cell=str(d["cell"]),
+            pipeline=opt_str("pipeline"),
+            question_id=opt_str("question_id"),
+            query=opt_str("query"),
+            matched_by=opt_str("matched_by"),
+            k=opt_int("k"),
+            recall=opt_num("recall"),
+            hit_rate=opt_num("hit_rate"),
+            reciprocal_rank=opt_num("reciprocal_rank"),
+            groundedness=opt_num("groundedness"),
+            claims=opt_int("claims"),
+            unsupported_claims=tuple(str(c) for c in d.get("unsupported_claims") or ()),
+            judge_name=opt_str("judge_name"),
+            judge_model=opt_str("judge_model"),
+            judge_error=opt_str("judge_error"),
+            retrieved=tuple(str(c) for c in d.get("retrieved") or ()),
+            answer=opt_str("answer"),
+            extra=dict(extra) if isinstance(extra, Mapping) else {},
+        )
+
+
+class SqliteState:
+    """The embedded evaluator's database file and the three stores over it.
+
+    ``path`` may be ``":memory:"`` for a throw-away state (tests). Use as a context manager or
+    call :meth:`close`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        with self._lock:
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        self.judge_cache = SqliteJudgeResultCache(self)
+        self.idempotency = SqliteIdempotencyStore(self)
+        self.results = SqliteScoredResults(self)
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement under the lock and return all its rows."""
+        with self._lock:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class SqliteJudgeResultCache:
+    """:class:`~ragtrace_consumers.model.JudgeResultCache` in the state file; entries never expire
+    (the key already includes the judge model and prompt hash, so a judge change misses)."""
+
+    def __init__(self, state: SqliteState) -> None:
+        self._state = state
+
+    def get(self, key: str) -> bytes | None:
+        rows = self._state.execute("SELECT value FROM judge_cache WHERE key = ?", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def put(self, key: str, value: bytes) -> None:
+        self._state.execute(
+            "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)", (key, bytes(value))
+        )
+
+    def __len__(self) -> int:
+        return int(self._state.execute("SELECT COUNT(*) FROM judge_cache")[0][0])
+
+
+class SqliteIdempotencyStore:
+    """:class:`~ragtrace_consumers.model.IdempotencyStore` in the state file."""
+
+    def __init__(self, state: SqliteState) -> None:
+        self._state = state
+
+    def written(self, trace_id: str, metric: str) -> bool:
+        rows = self._state.execute(
+            "SELECT 1 FROM written WHERE trace_id = ? AND metric = ?", (trace_id, metric)
+        )
+        return bool(rows)
+
+    def mark_written(self, trace_id: str, metric: str) -> None:
+        self._state.execute(
+            "INSERT OR IGNORE INTO written (trace_id, metric) VALUES (?, ?)", (trace_id, metric)
+        )
+
+
+class SqliteScoredResults:
+    """One row per scored trace, in the order they were first scored.
+
+    Re-scoring a trace (it was released and came due again) replaces its record but keeps its
+    position, so listings stay stable across restarts.
+    """
+
+    def __init__(self, state: SqliteState) -> None:
+        self._state = state
+
+    def put(self, result: ScoredResult) -> None:
+        record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
+        self._state.execute(
+            "INSERT INTO scored (trace_id, scored_at, record) VALUES (?, ?, ?) "
+            "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
+            "record = excluded.record",
+            (result.trace_id, result.scored_at, record),
+        )
+
+    def get(self, trace_id: str) -> ScoredResult | None:
+        rows = self._state.execute("SELECT record FROM scored WHERE trace_id = ?", (trace_id,))
+        return ScoredResult.from_dict(json.loads(str(rows[0][0]))) if rows else None
+
+    def all(self, *, after_seq: int = 0, limit: int | None = None) -> list[tuple[int, ScoredResult]]:
+        """``(seq, result)`` pairs with ``seq > after_seq``, oldest first: poll with the last seq."""
+        sql = "SELECT seq, record FROM scored WHERE seq > ? ORDER BY seq"
+        params: list[object] = [after_seq]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [
+            (int(seq), ScoredResult.from_dict(json.loads(str(rec))))
+            for seq, rec in self._state.execute(sql, params)
+        ]
+
+    def __len__(self) -> int:
+        return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])
