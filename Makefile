@@ -46,8 +46,12 @@ test-e2e: venv provision
 bench: venv provision
 	$(PY) bench/run_all.py
 
+LINTED := ragtrace consumers tests bench scripts
+
+## ruff's chosen rules and its formatter (check only).
 lint: venv
-	$(VENV)/bin/ruff check ragtrace consumers tests bench scripts
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

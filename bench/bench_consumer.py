@@ -54,9 +54,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
+from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace_consumers.decode import decode_request
 from ragtrace_consumers.workers import DEFAULT_DEPTH
-from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from scripts.services import (
     OtlpSink,
     create_topic,
@@ -85,14 +85,20 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     trace_id = os.urandom(16)
     ids = [os.urandom(8) for _ in range(3)]
     now = time.time_ns()
-    docs = [(f"kb-{n}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
-            for i in range(3)]
-    ret = [_kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-           _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?")]
+    docs = [
+        (f"kb-{n}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
+        for i in range(3)
+    ]
+    ret = [
+        _kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
+        _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?"),
+    ]
     for i, (cid, text) in enumerate(docs):
         ret += [_kv(sc.retrieval_document_id(i), cid), _kv(sc.retrieval_document_content(i), text)]
-    gen = [_kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
-           _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days.")]
+    gen = [
+        _kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
+        _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days."),
+    ]
     root = [_kv(sc.OPENINFERENCE_SPAN_KIND, "CHAIN"), _kv(sc.RAGTRACE_PIPELINE_NAME, "bench")]
     if n % LABELLED_EVERY == 0:
         root.append(_kv(sc.RAGTRACE_QUESTION_ID, f"q-{n % LABELS}"))
@@ -101,13 +107,22 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     rs.resource.attributes.append(_kv("service.name", "bench-app"))
     ss = rs.scope_spans.add()
     ss.scope.name = sc.INSTRUMENTATION_SCOPE
-    for span_id, parent, name, attrs in ((ids[1], ids[0], "retrieve", ret),
-                                         (ids[2], ids[0], "generate", gen),
-                                         (ids[0], b"", "rag.pipeline", root)):
-        ss.spans.append(trace_pb2.Span(trace_id=trace_id, span_id=span_id,
-                                       parent_span_id=parent, name=name,
-                                       start_time_unix_nano=now - 1000,
-                                       end_time_unix_nano=now, attributes=attrs))
+    for span_id, parent, name, attrs in (
+        (ids[1], ids[0], "retrieve", ret),
+        (ids[2], ids[0], "generate", gen),
+        (ids[0], b"", "rag.pipeline", root),
+    ):
+        ss.spans.append(
+            trace_pb2.Span(
+                trace_id=trace_id,
+                span_id=span_id,
+                parent_span_id=parent,
+                name=name,
+                start_time_unix_nano=now - 1000,
+                end_time_unix_nano=now,
+                attributes=attrs,
+            )
+        )
     return trace_id.hex().encode(), req.SerializeToString()
 
 
@@ -120,8 +135,9 @@ def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
     from ragtrace_consumers.sample import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20,
-                             batch_size=256 * 1024)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=256 * 1024
+    )
     kept = 0
     for i in range(n):
         key, value = trace_message(i)
@@ -135,13 +151,16 @@ def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
 def load_labels(redis_url: str, prefix: str) -> None:
     import redis
 
-    from ragtrace_consumers.redis_stores import RedisLabelStore
     from ragtrace.evaluation.labels import LabelledQuestion
+    from ragtrace_consumers.redis_stores import RedisLabelStore
 
     client = redis.Redis.from_url(redis_url)
-    RedisLabelStore(client, prefix=prefix).load([
-        LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))
-        for q in range(LABELS)])
+    RedisLabelStore(client, prefix=prefix).load(
+        [
+            LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))
+            for q in range(LABELS)
+        ]
+    )
     client.close()
 
 
@@ -155,8 +174,9 @@ def plain_loop(bootstrap: str, n: int) -> tuple[float, int]:
     """Seconds to read and decode ``n`` messages from the start; spans decoded."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             max_poll_records=500)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500
+    )
     tps = [TopicPartition(TOPIC, p) for p in sorted(consumer.partitions_for_topic(TOPIC))]
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
@@ -186,7 +206,8 @@ class InstantJudge:
     def groundedness(self, answer: str, context: Any) -> GroundednessResult:
         quote = context[0][:40] if context else None
         return GroundednessResult.from_claims(
-            (ClaimVerdict(answer, True, quote, quote is not None),), self._info)
+            (ClaimVerdict(answer, True, quote, quote is not None),), self._info
+        )
 
 
 def consume_main(profile: str | None) -> int:
@@ -197,8 +218,11 @@ def consume_main(profile: str | None) -> int:
     from ragtrace_consumers.config import load_config
     from ragtrace_consumers.service import build_service
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     yappi: Any = None
@@ -218,31 +242,41 @@ def consume_main(profile: str | None) -> int:
     return 0
 
 
-def consumer_env(bootstrap: str, redis_url: str, otlp: str, judge_url: str, topic: str,
-                 quiet_s: str = "5", judge_rate: float = 1.0) -> dict[str, str]:
+def consumer_env(
+    bootstrap: str,
+    redis_url: str,
+    otlp: str,
+    judge_url: str,
+    topic: str,
+    quiet_s: str = "5",
+    judge_rate: float = 1.0,
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
-    env.update({
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "RAGTRACE_KAFKA_TOPIC": topic,
-        "RAGTRACE_KAFKA_GROUP_ID": f"bench-{uuid.uuid4().hex[:8]}",
-        "RAGTRACE_KAFKA_DLQ_TOPIC": f"{topic}.dlq",
-        "RAGTRACE_REDIS_URL": redis_url,
-        "RAGTRACE_REDIS_KEY_PREFIX": f"bench-{uuid.uuid4().hex[:8]}",
-        "RAGTRACE_EXPORT_OTLP_ENDPOINT": otlp,
-        "RAGTRACE_ASSEMBLY_QUIET_S": quiet_s,
-        "RAGTRACE_JUDGE_NAME": "anthropic",
-        "RAGTRACE_SAMPLING_JUDGE_RATE": str(judge_rate),
-        "RAGTRACE_JUDGE_CALLS_PER_MINUTE": "1000000",
-        "RAGTRACE_JUDGE_TOKENS_PER_MINUTE": "1000000000",
-        "ANTHROPIC_API_KEY": "bench",
-        "ANTHROPIC_BASE_URL": judge_url,
-    })
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "RAGTRACE_KAFKA_TOPIC": topic,
+            "RAGTRACE_KAFKA_GROUP_ID": f"bench-{uuid.uuid4().hex[:8]}",
+            "RAGTRACE_KAFKA_DLQ_TOPIC": f"{topic}.dlq",
+            "RAGTRACE_REDIS_URL": redis_url,
+            "RAGTRACE_REDIS_KEY_PREFIX": f"bench-{uuid.uuid4().hex[:8]}",
+            "RAGTRACE_EXPORT_OTLP_ENDPOINT": otlp,
+            "RAGTRACE_ASSEMBLY_QUIET_S": quiet_s,
+            "RAGTRACE_JUDGE_NAME": "anthropic",
+            "RAGTRACE_SAMPLING_JUDGE_RATE": str(judge_rate),
+            "RAGTRACE_JUDGE_CALLS_PER_MINUTE": "1000000",
+            "RAGTRACE_JUDGE_TOKENS_PER_MINUTE": "1000000000",
+            "ANTHROPIC_API_KEY": "bench",
+            "ANTHROPIC_BASE_URL": judge_url,
+        }
+    )
     return env
 
 
-def start_consumer(env: dict[str, str], log: Path, *, instant: bool = False,
-                   profile: str | None = None) -> subprocess.Popen[bytes]:
+def start_consumer(
+    env: dict[str, str], log: Path, *, instant: bool = False, profile: str | None = None
+) -> subprocess.Popen[bytes]:
     """``ragtrace consume`` (the HTTP-fake judge), or with ``instant`` the same service with
     :class:`InstantJudge`."""
     cmd = [RAGTRACE, "consume", "--log-level", "WARNING"]
@@ -259,10 +293,20 @@ def scored_count(client: Any, prefix: str) -> int:
     return int(client.hget(f"{prefix}:stats", "released") or 0)
 
 
-def consumer_run(bootstrap: str, redis_url: str, sink: OtlpSink, judge: FakeAnthropic,
-                 n: int, work: Path, judge_rate: float, *, instant: bool = False,
-                 profile: str | None = None, kept: int | None = None,
-                 replicas: int = 1) -> tuple[float, float]:
+def consumer_run(
+    bootstrap: str,
+    redis_url: str,
+    sink: OtlpSink,
+    judge: FakeAnthropic,
+    n: int,
+    work: Path,
+    judge_rate: float,
+    *,
+    instant: bool = False,
+    profile: str | None = None,
+    kept: int | None = None,
+    replicas: int = 1,
+) -> tuple[float, float]:
     """(seconds, CPU seconds) the consumer takes for n offered traces, extrapolated from its
     rate between its first finished trace and its last (process start and group join
     excluded). ``kept``: how many traces reach the store (the rest are dropped at decode and
@@ -272,15 +316,15 @@ def consumer_run(bootstrap: str, redis_url: str, sink: OtlpSink, judge: FakeAnth
     import redis
 
     sink.clear()
-    env = consumer_env(bootstrap, redis_url, sink.endpoint, judge.base_url, TOPIC,
-                       judge_rate=judge_rate)
+    env = consumer_env(
+        bootstrap, redis_url, sink.endpoint, judge.base_url, TOPIC, judge_rate=judge_rate
+    )
     prefix = env["RAGTRACE_REDIS_KEY_PREFIX"]
     load_labels(redis_url, prefix)
     expect = n if kept is None else kept
     client = redis.Redis.from_url(redis_url)
     log = work / f"consumer-{uuid.uuid4().hex[:6]}.log"
-    procs = [start_consumer(env, log, instant=instant, profile=profile)
-             for _ in range(replicas)]
+    procs = [start_consumer(env, log, instant=instant, profile=profile) for _ in range(replicas)]
 
     def check() -> None:
         if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
@@ -311,8 +355,9 @@ def consumer_run(bootstrap: str, redis_url: str, sink: OtlpSink, judge: FakeAnth
 
 
 # -- lag -----------------------------------------------------------------------------------------
-def lag_run(work: Path, bootstrap: str, redis_url: str, judge: FakeAnthropic, rate: float,
-            seconds: float) -> list[float]:
+def lag_run(
+    work: Path, bootstrap: str, redis_url: str, judge: FakeAnthropic, rate: float, seconds: float
+) -> list[float]:
     """Lag (s) of each trace from its root span's end to its evaluation span's arrival."""
     create_topic(bootstrap, "lag_spans", 3)
     backend = OtlpSink().start()
@@ -329,17 +374,33 @@ def lag_run(work: Path, bootstrap: str, redis_url: str, judge: FakeAnthropic, ra
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    env = consumer_env(bootstrap, redis_url, collector.endpoints.eval_otlp_http, judge.base_url,
-                       "lag_spans", quiet_s="1")
+    env = consumer_env(
+        bootstrap,
+        redis_url,
+        collector.endpoints.eval_otlp_http,
+        judge.base_url,
+        "lag_spans",
+        quiet_s="1",
+    )
     proc = start_consumer(env, work / "lag-consumer.log")
     app_env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGTRACE_", "OTEL_"))}
     app_env.update({"PYTHONPATH": str(ROOT), "OTEL_BSP_SCHEDULE_DELAY": "100"})
     try:
         time.sleep(8)  # consumer joined the group (auto_offset_reset=earliest covers the rest)
         out = subprocess.run(
-            [sys.executable, str(Path(__file__)), "--app", collector.endpoints.app_otlp_http,
-             str(rate), str(seconds)], env=app_env, capture_output=True, check=True,
-            timeout=seconds + 120)
+            [
+                sys.executable,
+                str(Path(__file__)),
+                "--app",
+                collector.endpoints.app_otlp_http,
+                str(rate),
+                str(seconds),
+            ],
+            env=app_env,
+            capture_output=True,
+            check=True,
+            timeout=seconds + 120,
+        )
         ends: dict[str, float] = {}
         for line in out.stdout.decode().splitlines():
             trace_id, end = line.split()
@@ -398,20 +459,28 @@ def _pct(values: list[float], p: float) -> float:
 
 # (label, yappi function names whose cumulative CPU time the row sums); shares are of the
 # consumer's thread roots together.
-_ROOTS = ("KafkaRunner.run", "ScoringWorkers._finish_loop", "_Delivery._run",
-          "ScoringWorkers._judge", "NetworkSelector.run_forever")
+_ROOTS = (
+    "KafkaRunner.run",
+    "ScoringWorkers._finish_loop",
+    "_Delivery._run",
+    "ScoringWorkers._judge",
+    "NetworkSelector.run_forever",
+)
 _BREAKDOWN = (
-    ("Kafka: poll and fetch (main thread and kafka-python's IO thread)",
-     ("KafkaConsumer.poll", "NetworkSelector.run_forever")),
+    (
+        "Kafka: poll and fetch (main thread and kafka-python's IO thread)",
+        ("KafkaConsumer.poll", "NetworkSelector.run_forever"),
+    ),
     ("decode messages, store spans in Redis", ("KafkaRunner._handle",)),
-    ("prepare: load, recognise, sample, labels, judge-cache lookup, budget",
-     ("Pipeline.prepare",)),
+    ("prepare: load, recognise, sample, labels, judge-cache lookup, budget", ("Pipeline.prepare",)),
     ("… of which recognising the RAG view of a trace (`to_rag_trace`)", ("to_rag_trace",)),
     ("judge stage: the instant judge and its metrics", ("ScoringWorkers._judge",)),
     ("finish: evaluation spans, marks, release, per-trace metrics", ("Pipeline.finish",)),
     ("write-back thread: OTLP protobuf encoding and the HTTP request", ("_Delivery._run",)),
-    ("… across all the rows above: recording OpenTelemetry metric points",
-     ("_Counter.add", "_Histogram.record")),
+    (
+        "… across all the rows above: recording OpenTelemetry metric points",
+        ("_Counter.add", "_Histogram.record"),
+    ),
 )
 
 
@@ -423,8 +492,9 @@ def cpu_breakdown(path: str) -> list[tuple[str, float]]:
     for (_, _, name), (_, _, _, ct, _) in pstats.Stats(path).stats.items():  # type: ignore[attr-defined]
         cumulative[name] = cumulative.get(name, 0.0) + ct
     total = sum(cumulative.get(name, 0.0) for name in _ROOTS)
-    return [(label, sum(cumulative.get(n, 0.0) for n in names) / total)
-            for label, names in _BREAKDOWN]
+    return [
+        (label, sum(cumulative.get(n, 0.0) for n in names) / total) for label, names in _BREAKDOWN
+    ]
 
 
 def main() -> int:
@@ -432,14 +502,20 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--traces", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--runs", default="instant,replicas,http,sampled,lag",
-                        help="comma-separated subset of instant,http,sampled,lag (the plain "
-                             "loop always runs); the docs are written only when all run")
-    parser.add_argument("--profile", choices=("auto", "yes", "no"), default="auto",
-                        help="add a CPU breakdown of the instant-judge consumer (needs yappi; "
-                             "auto: when yappi is importable)")
-    parser.add_argument("--profile-consumer", metavar="FILE", default=None,
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--runs",
+        default="instant,replicas,http,sampled,lag",
+        help="comma-separated subset of instant,http,sampled,lag (the plain "
+        "loop always runs); the docs are written only when all run",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="add a CPU breakdown of the instant-judge consumer (needs yappi; "
+        "auto: when yappi is importable)",
+    )
+    parser.add_argument("--profile-consumer", metavar="FILE", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--consume-instant", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--app", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -450,12 +526,15 @@ def main() -> int:
         return consume_main(args.profile_consumer)
     runs = set(args.runs.split(","))
     profile = args.profile == "yes" or (
-        args.profile == "auto" and importlib.util.find_spec("yappi") is not None)
+        args.profile == "auto" and importlib.util.find_spec("yappi") is not None
+    )
     from kafka.record import util as kafka_util
 
     if kafka_util.crc32c_c is None:
-        raise SystemExit("the crc32c package is missing: install the consumer extra "
-                         "(pip install ./consumers (the ragtrace-consumers distribution))")
+        raise SystemExit(
+            "the crc32c package is missing: install the consumer extra "
+            "(pip install ./consumers (the ragtrace-consumers distribution))"
+        )
     n = args.traces or (600 if args.quick else 3000)
     rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
     r: dict[str, Any] = {"n": n, "rate": rate, "seconds": seconds, "rounds": args.rounds}
@@ -478,26 +557,58 @@ def main() -> int:
                         took = min(took, t)
                     r.setdefault("plain", []).append((took, float("nan")))
                     if "instant" in runs:
-                        r.setdefault("instant", []).append(consumer_run(
-                            kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
-                            instant=True))
+                        r.setdefault("instant", []).append(
+                            consumer_run(
+                                kafka.bootstrap, redis.url, sink, judge, n, work, 1.0, instant=True
+                            )
+                        )
                     if "replicas" in runs:
-                        r.setdefault("replicas", []).append(consumer_run(
-                            kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
-                            instant=True, replicas=2))
+                        r.setdefault("replicas", []).append(
+                            consumer_run(
+                                kafka.bootstrap,
+                                redis.url,
+                                sink,
+                                judge,
+                                n,
+                                work,
+                                1.0,
+                                instant=True,
+                                replicas=2,
+                            )
+                        )
                     if "sampled" in runs:
-                        r.setdefault("sampled", []).append(consumer_run(
-                            kafka.bootstrap, redis.url, sink, judge, n, work, SAMPLED_RATE,
-                            instant=True, kept=r["kept"]))
+                        r.setdefault("sampled", []).append(
+                            consumer_run(
+                                kafka.bootstrap,
+                                redis.url,
+                                sink,
+                                judge,
+                                n,
+                                work,
+                                SAMPLED_RATE,
+                                instant=True,
+                                kept=r["kept"],
+                            )
+                        )
                 if profile:
                     stats = os.environ.get("RAGTRACE_BENCH_PSTAT") or str(work / "consumer.pstat")
-                    consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work, 1.0,
-                                 instant=True, profile=stats)
+                    consumer_run(
+                        kafka.bootstrap,
+                        redis.url,
+                        sink,
+                        judge,
+                        n,
+                        work,
+                        1.0,
+                        instant=True,
+                        profile=stats,
+                    )
                     r["breakdown"] = cpu_breakdown(stats)
                 if "http" in runs:
                     before = len(judge.requests)
-                    r["http"] = [consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work,
-                                              1.0)]
+                    r["http"] = [
+                        consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work, 1.0)
+                    ]
                     r["judge_calls"] = len(judge.requests) - before
                 if "lag" in runs:
                     r["lags"] = lag_run(work, kafka.bootstrap, redis.url, judge, rate, seconds)
@@ -507,12 +618,16 @@ def main() -> int:
             redis.stop()
     for key in ("plain", "instant", "replicas", "sampled", "http"):
         for took, cpu in r.get(key, ()):
-            print(f"{key}: {n * SPANS_PER_TRACE / took:,.0f} spans/s ({n / took:,.0f} traces/s)"
-                  f", CPU {cpu / n * 1000:.2f} ms per offered trace")
+            print(
+                f"{key}: {n * SPANS_PER_TRACE / took:,.0f} spans/s ({n / took:,.0f} traces/s)"
+                f", CPU {cpu / n * 1000:.2f} ms per offered trace"
+            )
     for key in ("instant", "replicas", "sampled"):
         if key in r:
-            print(f"{key} / plain per round: "
-                  + ", ".join(f"{p[0] / c[0]:.3f}" for p, c in zip(r["plain"], r[key])))
+            print(
+                f"{key} / plain per round: "
+                + ", ".join(f"{p[0] / c[0]:.3f}" for p, c in zip(r["plain"], r[key], strict=False))
+            )
     if "lags" in r:
         print(f"lag p50 {_pct(r['lags'], 50):.3f} s, p95 {_pct(r['lags'], 95):.3f} s")
     for label, share in r.get("breakdown", ()):
@@ -529,7 +644,7 @@ def render(r: dict[str, Any]) -> str:
     n, lags, rounds = r["n"], r["lags"], r["rounds"]
 
     def ratios(key: str) -> list[float]:
-        return [p[0] / c[0] for p, c in zip(r["plain"], r[key])]
+        return [p[0] / c[0] for p, c in zip(r["plain"], r[key], strict=False)]
 
     def spans_per_s(key: str) -> float:
         return float(statistics.median(n * SPANS_PER_TRACE / took for took, _ in r[key]))
@@ -541,12 +656,16 @@ def render(r: dict[str, Any]) -> str:
     inst, samp = ratios("instant"), ratios("sampled")
     http = spans_per_s("http")
     ratio, sratio = statistics.median(inst), statistics.median(samp)
-    spread = (f"per-round ratios {', '.join(f'{x:.2f}' for x in inst)} (instant) and "
-              f"{', '.join(f'{x:.2f}' for x in samp)} (sampled)")
-    verdict = (f"Goals: instant judge ≥ 0.20 — **{ratio:.2f}** "
-               f"({'met' if ratio >= 0.2 else 'not met'}); 10 % judged with 1 % labelled "
-               f"≥ 0.6 — **{sratio:.2f}** ({'met' if sratio >= 0.6 else 'not met'}). "
-               f"Noise: {spread}.")
+    spread = (
+        f"per-round ratios {', '.join(f'{x:.2f}' for x in inst)} (instant) and "
+        f"{', '.join(f'{x:.2f}' for x in samp)} (sampled)"
+    )
+    verdict = (
+        f"Goals: instant judge ≥ 0.20 — **{ratio:.2f}** "
+        f"({'met' if ratio >= 0.2 else 'not met'}); 10 % judged with 1 % labelled "
+        f"≥ 0.6 — **{sratio:.2f}** ({'met' if sratio >= 0.6 else 'not met'}). "
+        f"Noise: {spread}."
+    )
     breakdown = ""
     if r.get("breakdown"):
         rows = "\n".join(f"| {label} | {share:.0%} |" for label, share in r["breakdown"])

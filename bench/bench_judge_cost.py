@@ -41,9 +41,13 @@ def answers(n: int) -> list[tuple[str, tuple[str, ...]]]:
         context = tuple(
             f"Passage {j} of ticket {i}: audit logs on the plan {i % 7} are kept for "
             f"{30 + j * 30} days, exported nightly to the region {i % 5}, and deleted after "
-            f"the retention window unless a legal hold applies. " * 3 for j in range(3))
-        answer = (f"Audit logs on plan {i % 7} are kept for 30 days. They are exported "
-                  f"nightly to region {i % 5}.")
+            f"the retention window unless a legal hold applies. " * 3
+            for j in range(3)
+        )
+        answer = (
+            f"Audit logs on plan {i % 7} are kept for 30 days. They are exported "
+            f"nightly to region {i % 5}."
+        )
         out.append((answer, context))
     return out
 
@@ -79,23 +83,39 @@ def main() -> int:
 
         # Instructions padded past the model's cacheable minimum: the judge marks them cacheable.
         pad = "\n\nReference note (kept constant across calls). " * (
-            min_cacheable_tokens(MODEL) * 5 // 40)
-        long_judge = AnthropicJudge(MODEL, api_key="bench", base_url=api.base_url,
-                                    instructions=GROUNDEDNESS_INSTRUCTIONS + pad)
+            min_cacheable_tokens(MODEL) * 5 // 40
+        )
+        long_judge = AnthropicJudge(
+            MODEL,
+            api_key="bench",
+            base_url=api.base_url,
+            instructions=GROUNDEDNESS_INSTRUCTIONS + pad,
+        )
         cached_results = [long_judge.groundedness(a, c) for a, c in items]
         cached = _sum(cached_results)
         # The same long prompt without caching, for comparison (prices applied by hand).
         price = judge.prices.lookup(MODEL)
         assert price is not None
         plain_long = sum(
-            ((r.usage.input_tokens + r.usage.cache_read_input_tokens
-              + r.usage.cache_creation_input_tokens) * price.input
-             + r.usage.output_tokens * price.output) / 1e6 for r in cached_results)
+            (
+                (
+                    r.usage.input_tokens
+                    + r.usage.cache_read_input_tokens
+                    + r.usage.cache_creation_input_tokens
+                )
+                * price.input
+                + r.usage.output_tokens * price.output
+            )
+            / 1e6
+            for r in cached_results
+        )
     n = args.answers
     ratio = batch["cost"] / realtime["cost"]
-    print(f"realtime ${realtime['cost'] / n:.6f}/answer, batch ${batch['cost'] / n:.6f}/answer "
-          f"(ratio {ratio:.3f}), long prompt cached ${cached['cost'] / n:.6f} vs uncached "
-          f"${plain_long / n:.6f}")
+    print(
+        f"realtime ${realtime['cost'] / n:.6f}/answer, batch ${batch['cost'] / n:.6f}/answer "
+        f"(ratio {ratio:.3f}), long prompt cached ${cached['cost'] / n:.6f} vs uncached "
+        f"${plain_long / n:.6f}"
+    )
     md = f"""## Judge cost (`bench/bench_judge_cost.py`)
 
 {machine_line()}; the real `anthropic` client against the fake API, which reports usage from
@@ -106,10 +126,10 @@ each. Run: `python bench/bench_judge_cost.py`.
 
 | mode | input tokens / answer | output tokens / answer | cache read / write tokens | USD / answer | / realtime |
 |---|---:|---:|---:|---:|---:|
-| realtime (`judge.mode: realtime`) | {realtime['input'] / n:,.0f} | {realtime['output'] / n:,.0f} | {realtime['cache_read'] / n:,.0f} / {realtime['cache_write'] / n:,.0f} | {realtime['cost'] / n:.6f} | 1 |
-| **batch** (`judge.mode: batch`, one batch of {n}) | {batch['input'] / n:,.0f} | {batch['output'] / n:,.0f} | {batch['cache_read'] / n:,.0f} / {batch['cache_write'] / n:,.0f} | {batch['cost'] / n:.6f} | **{ratio:.2f}** |
-| realtime, instructions padded past the {min_cacheable_tokens(MODEL):,}-token cacheable minimum, cached | {cached['input'] / n:,.0f} | {cached['output'] / n:,.0f} | {cached['cache_read'] / n:,.0f} / {cached['cache_write'] / n:,.0f} | {cached['cost'] / n:.6f} | {cached['cost'] / realtime['cost']:.2f} |
-| same padded prompt, had it not been cached | | | | {plain_long / n:.6f} | {plain_long / realtime['cost']:.2f} |
+| realtime (`judge.mode: realtime`) | {realtime["input"] / n:,.0f} | {realtime["output"] / n:,.0f} | {realtime["cache_read"] / n:,.0f} / {realtime["cache_write"] / n:,.0f} | {realtime["cost"] / n:.6f} | 1 |
+| **batch** (`judge.mode: batch`, one batch of {n}) | {batch["input"] / n:,.0f} | {batch["output"] / n:,.0f} | {batch["cache_read"] / n:,.0f} / {batch["cache_write"] / n:,.0f} | {batch["cost"] / n:.6f} | **{ratio:.2f}** |
+| realtime, instructions padded past the {min_cacheable_tokens(MODEL):,}-token cacheable minimum, cached | {cached["input"] / n:,.0f} | {cached["output"] / n:,.0f} | {cached["cache_read"] / n:,.0f} / {cached["cache_write"] / n:,.0f} | {cached["cost"] / n:.6f} | {cached["cost"] / realtime["cost"]:.2f} |
+| same padded prompt, had it not been cached | | | | {plain_long / n:.6f} | {plain_long / realtime["cost"]:.2f} |
 
 Batch mode costs **{ratio:.2f}×** realtime for the same tokens (goal 0.5×). Its price is
 latency: a trace is scored when its batch ends (the fake ends it at once; the API usually

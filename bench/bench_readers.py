@@ -24,37 +24,65 @@ TEXT = "Audit logs are kept for ninety days on every plan. " * 10
 
 
 def _span(name: str, scope: str, attrs: dict[str, object]) -> SpanRecord:
-    return SpanRecord("a" * 32, "b" * 16, "c" * 16, name, scope, "bench", 0, 1,
-                      attrs)  # type: ignore[arg-type]
+    return SpanRecord("a" * 32, "b" * 16, "c" * 16, name, scope, "bench", 0, 1, attrs)  # type: ignore[arg-type]
 
 
 def spans() -> dict[str, SpanRecord]:
     rag: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "q"}
     lc: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "q"}
     for i in range(5):
-        rag.update({f"retrieval.documents.{i}.document.id": f"c-{i}",
-                    f"retrieval.documents.{i}.document.content": TEXT[:500],
-                    f"retrieval.documents.{i}.document.score": 0.5})
-        lc.update({f"retrieval.documents.{i}.document.content": TEXT[:500],
-                   f"retrieval.documents.{i}.document.metadata": json.dumps({"id": f"lc-{i}"})})
+        rag.update(
+            {
+                f"retrieval.documents.{i}.document.id": f"c-{i}",
+                f"retrieval.documents.{i}.document.content": TEXT[:500],
+                f"retrieval.documents.{i}.document.score": 0.5,
+            }
+        )
+        lc.update(
+            {
+                f"retrieval.documents.{i}.document.content": TEXT[:500],
+                f"retrieval.documents.{i}.document.metadata": json.dumps({"id": f"lc-{i}"}),
+            }
+        )
     docs = [{"id": f"d-{i}", "content": TEXT[:500], "score": 0.5} for i in range(5)]
     answer = (TEXT * 4)[:2000]
     return {
         "ragtrace retrieval (5 docs)": _span("retrieve", "ragtrace", rag),
         "LangChain retrieval (5 docs, metadata IDs)": _span(
-            "R", "openinference.instrumentation.langchain", lc),
+            "R", "openinference.instrumentation.langchain", lc
+        ),
         "LangChain LLM (LLMResult JSON)": _span(
-            "FakeListLLM", "openinference.instrumentation.langchain", {
-                "openinference.span.kind": "LLM", "output.mime_type": "application/json",
-                "output.value": json.dumps({"generations": [[{"text": answer}]]})}),
-        "GenAI retrieval (5 docs JSON)": _span("retrieval", "app", {
-            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "q",
-            "gen_ai.retrieval.documents": json.dumps(docs)}),
-        "Langfuse retriever (5 docs JSON)": _span("search", "langfuse-sdk", {
-            "langfuse.observation.type": "retriever", "langfuse.observation.input": "q",
-            "langfuse.observation.output": json.dumps(docs)}),
-        "unrecognised HTTP span": _span("POST /chat", "opentelemetry.instrumentation.fastapi",
-                                        {"http.route": "/chat", "http.status_code": 200}),
+            "FakeListLLM",
+            "openinference.instrumentation.langchain",
+            {
+                "openinference.span.kind": "LLM",
+                "output.mime_type": "application/json",
+                "output.value": json.dumps({"generations": [[{"text": answer}]]}),
+            },
+        ),
+        "GenAI retrieval (5 docs JSON)": _span(
+            "retrieval",
+            "app",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": "q",
+                "gen_ai.retrieval.documents": json.dumps(docs),
+            },
+        ),
+        "Langfuse retriever (5 docs JSON)": _span(
+            "search",
+            "langfuse-sdk",
+            {
+                "langfuse.observation.type": "retriever",
+                "langfuse.observation.input": "q",
+                "langfuse.observation.output": json.dumps(docs),
+            },
+        ),
+        "unrecognised HTTP span": _span(
+            "POST /chat",
+            "opentelemetry.instrumentation.fastapi",
+            {"http.route": "/chat", "http.status_code": 200},
+        ),
     }
 
 
@@ -79,17 +107,24 @@ if __name__ == "__main__":
         again = _best(lambda span=span, readers=readers: readers.read(span), rounds, n)
         rows.append(f"| {label} | {first * 1e6:.1f} µs | {again * 1e6:.2f} µs |")
         print(label, f"first {first * 1e6:.1f} us, again {again * 1e6:.2f} us")
-    write_section("readers", "\n".join([
-        "## Span readers (`bench/bench_readers.py`)",
-        "",
-        ("CPU time to read one span through the reader registry (recognise its dialect and role, "
-         "extract chunk IDs, texts and the answer): the first read (a fresh registry, including "
-         "building it) and a repeat read of the same span object (ingestion asks several times: "
-         f"count unrecognised, select, schedule). Best of {rounds} rounds of {n}; "
-         f"{machine_line()}."),
-        "",
-        "| span | first read | same span again |",
-        "|---|---|---|",
-        *rows,
-        "",
-    ]))
+    write_section(
+        "readers",
+        "\n".join(
+            [
+                "## Span readers (`bench/bench_readers.py`)",
+                "",
+                (
+                    "CPU time to read one span through the reader registry (recognise its dialect and role, "
+                    "extract chunk IDs, texts and the answer): the first read (a fresh registry, including "
+                    "building it) and a repeat read of the same span object (ingestion asks several times: "
+                    f"count unrecognised, select, schedule). Best of {rounds} rounds of {n}; "
+                    f"{machine_line()}."
+                ),
+                "",
+                "| span | first read | same span again |",
+                "|---|---|---|",
+                *rows,
+                "",
+            ]
+        ),
+    )

@@ -32,8 +32,13 @@ sys.path.insert(0, str(ROOT))
 from bench._report import machine_line, write_section
 from tests.e2e.chaos import trace_request
 
-RESETS = (ConnectionResetError, BrokenPipeError, ConnectionRefusedError,
-          http.client.RemoteDisconnected, ConnectionAbortedError)
+RESETS = (
+    ConnectionResetError,
+    BrokenPipeError,
+    ConnectionRefusedError,
+    http.client.RemoteDisconnected,
+    ConnectionAbortedError,
+)
 
 
 def _rss_kib(pid: int) -> int:
@@ -59,8 +64,12 @@ class Client(threading.Thread):
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                conn.request("POST", "/v1/traces", body=body,
-                             headers={"Content-Type": "application/x-protobuf"})
+                conn.request(
+                    "POST",
+                    "/v1/traces",
+                    body=body,
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
                 resp = conn.getresponse()
                 resp.read()
                 if resp.status == 200:
@@ -99,10 +108,27 @@ def main() -> int:
     config = tmp / "serve.yaml"  # no judge budget: every trace is judged (lexical, offline)
     config.write_text("judge:\n  calls_per_minute: 100000000\n  tokens_per_minute: 100000000000\n")
     log = (tmp / "serve.log").open("wb")
-    serve = subprocess.Popen([ragtrace, "serve", "--port", str(port), "--state", str(state),
-                              "--no-metrics", "--judge", "lexical", "--config", str(config), "--json",
-                              "--history", "0"],
-                             env=env, stdout=subprocess.DEVNULL, stderr=log)
+    serve = subprocess.Popen(
+        [
+            ragtrace,
+            "serve",
+            "--port",
+            str(port),
+            "--state",
+            str(state),
+            "--no-metrics",
+            "--judge",
+            "lexical",
+            "--config",
+            str(config),
+            "--json",
+            "--history",
+            "0",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -143,12 +169,18 @@ def main() -> int:
     third = max(1, len(warm) // 3)
     early, late = sum(warm[:third]) / third, sum(warm[-third:]) / third
     mib = 1024.0
-    print(f"{ok} ok, {busy} busy (503), {resets} resets, {errors} errors; accepted {accepted} "
-          f"traces, scored {scored}, {held} held at stop; RSS after warm-up {warm[0] / mib:.0f} "
-          f"MiB, last {warm[-1] / mib:.0f} MiB, max {max(warm) / mib:.0f} MiB; "
-          f"exit {rc}")
-    series = ", ".join(f"{t:.0f}s {rss / mib:.0f}" for t, rss in samples[::max(1, len(samples) // 12)])
-    write_section("serve_soak", f"""
+    print(
+        f"{ok} ok, {busy} busy (503), {resets} resets, {errors} errors; accepted {accepted} "
+        f"traces, scored {scored}, {held} held at stop; RSS after warm-up {warm[0] / mib:.0f} "
+        f"MiB, last {warm[-1] / mib:.0f} MiB, max {max(warm) / mib:.0f} MiB; "
+        f"exit {rc}"
+    )
+    series = ", ".join(
+        f"{t:.0f}s {rss / mib:.0f}" for t, rss in samples[:: max(1, len(samples) // 12)]
+    )
+    write_section(
+        "serve_soak",
+        f"""
 ## `ragtrace serve` under 50 clients (`bench/bench_serve_soak.py`)
 
 {machine_line()}; `ragtrace serve` (lexical judge without a call budget, default bounds: 10,000 traces / 256 MiB
@@ -164,7 +196,8 @@ Server RSS (MiB), sampled every 5 s: after the 30 s warm-up **{warm[0] / mib:.0f
 the first third {early / mib:.0f}, mean of the last third **{late / mib:.0f}**, highest
 {max(warm) / mib:.0f}, last {warm[-1] / mib:.0f}. Samples: {series}.
 SIGTERM exit status {rc}.
-""")
+""",
+    )
     return 0 if resets == 0 and rc == 0 else 1
 
 

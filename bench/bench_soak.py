@@ -58,24 +58,39 @@ def _add_trace(ss: Any, n: int) -> None:
     trace_id = os.urandom(16)
     ids = [os.urandom(8) for _ in range(3)]
     now = time.time_ns()
-    docs = [(f"kb-{n % 997}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
-            for i in range(3)]
-    ret = [_kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-           _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?")]
+    docs = [
+        (f"kb-{n % 997}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
+        for i in range(3)
+    ]
+    ret = [
+        _kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
+        _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?"),
+    ]
     for i, (cid, text) in enumerate(docs):
         ret += [_kv(sc.retrieval_document_id(i), cid), _kv(sc.retrieval_document_content(i), text)]
-    gen = [_kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
-           _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days.")]
+    gen = [
+        _kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
+        _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days."),
+    ]
     root = [_kv(sc.OPENINFERENCE_SPAN_KIND, "CHAIN"), _kv(sc.RAGTRACE_PIPELINE_NAME, "soak")]
     if n % 10 == 0:
         root.append(_kv(sc.RAGTRACE_QUESTION_ID, f"q-{n % LABELS}"))
-    for span_id, parent, name, attrs in ((ids[1], ids[0], "retrieve", ret),
-                                         (ids[2], ids[0], "generate", gen),
-                                         (ids[0], b"", "rag.pipeline", root)):
-        ss.spans.append(trace_pb2.Span(trace_id=trace_id, span_id=span_id,
-                                       parent_span_id=parent, name=name,
-                                       start_time_unix_nano=now - 1000,
-                                       end_time_unix_nano=now, attributes=attrs))
+    for span_id, parent, name, attrs in (
+        (ids[1], ids[0], "retrieve", ret),
+        (ids[2], ids[0], "generate", gen),
+        (ids[0], b"", "rag.pipeline", root),
+    ):
+        ss.spans.append(
+            trace_pb2.Span(
+                trace_id=trace_id,
+                span_id=span_id,
+                parent_span_id=parent,
+                name=name,
+                start_time_unix_nano=now - 1000,
+                end_time_unix_nano=now,
+                attributes=attrs,
+            )
+        )
 
 
 def request(first: int, count: int) -> bytes:
@@ -93,8 +108,10 @@ def request(first: int, count: int) -> bytes:
 def labels_file(path: Path) -> Path:
     with path.open("w") as out:
         for q in range(LABELS):
-            out.write(json.dumps({"qid": f"q-{q}", "question": f"Question {q}?",
-                                  "gold": [f"kb-{q}-0"]}) + "\n")
+            out.write(
+                json.dumps({"qid": f"q-{q}", "question": f"Question {q}?", "gold": [f"kb-{q}-0"]})
+                + "\n"
+            )
     return path
 
 
@@ -120,8 +137,7 @@ def _feed(port: int, n: int, stop: threading.Event, sent: list[int]) -> None:
     while i < n and not stop.is_set():
         body = request(i, min(TRACES_PER_REQUEST, n - i))
         while not stop.is_set():
-            conn.request("POST", "/v1/traces", body,
-                         {"Content-Type": "application/x-protobuf"})
+            conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
             resp = conn.getresponse()
             resp.read()
             if resp.status == 200:
@@ -152,10 +168,24 @@ def serve_soak(n: int, window: int, work: Path) -> list[dict[str, float]]:
     db = work / "state.sqlite3"
     log = (work / "serve.log").open("wb")
     proc = subprocess.Popen(
-        [RAGTRACE, "serve", "--port", str(port), "--no-metrics", "--judge", "lexical",
-         "--state", str(db), "--labels", str(labels_file(work / "labels.jsonl"))],
-        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")})
+        [
+            RAGTRACE,
+            "serve",
+            "--port",
+            str(port),
+            "--no-metrics",
+            "--judge",
+            "lexical",
+            "--state",
+            str(db),
+            "--labels",
+            str(labels_file(work / "labels.jsonl")),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")},
+    )
     stop = threading.Event()
     sent = [0]
     try:
@@ -179,11 +209,20 @@ def serve_soak(n: int, window: int, work: Path) -> list[dict[str, float]]:
             done = _scored(db)
             if done >= next_mark:
                 now = time.perf_counter()
-                rows.append({"traces": next_mark, "seconds": now - last,
-                             "rate": window / (now - last), "rss_mib": rss_mib(proc.pid),
-                             "elapsed": now - start})
-                print(f"serve: {next_mark:>7} traces  {window / (now - last):7.1f} traces/s  "
-                      f"RSS {rows[-1]['rss_mib']:6.1f} MiB", flush=True)
+                rows.append(
+                    {
+                        "traces": next_mark,
+                        "seconds": now - last,
+                        "rate": window / (now - last),
+                        "rss_mib": rss_mib(proc.pid),
+                        "elapsed": now - start,
+                    }
+                )
+                print(
+                    f"serve: {next_mark:>7} traces  {window / (now - last):7.1f} traces/s  "
+                    f"RSS {rows[-1]['rss_mib']:6.1f} MiB",
+                    flush=True,
+                )
                 last, next_mark = now, next_mark + window
             else:
                 time.sleep(0.2)
@@ -207,6 +246,8 @@ class _CountingSink:
 def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, float]]:
     from opentelemetry.sdk.metrics import MeterProvider
 
+    from ragtrace.evaluation.judges import make_judge
+    from ragtrace.evaluation.labels import load_labels
     from ragtrace_consumers.decode import decode_request
     from ragtrace_consumers.metrics import ConsumerMetrics
     from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
@@ -219,8 +260,6 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
         connect,
     )
     from ragtrace_consumers.sample import Sampler
-    from ragtrace.evaluation.judges import make_judge
-    from ragtrace.evaluation.labels import load_labels
     from scripts.services import start_redis
 
     server = start_redis(work / "redis")
@@ -234,9 +273,12 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
             cache=RedisJudgeResultCache(client, prefix="soak", ttl_s=ttl_s),
             idempotency=RedisIdempotencyStore(client, prefix="soak", ttl_s=ttl_s),
             budget=RedisJudgeBudget(client, 600, 1_000_000, prefix="soak"),
-            judge=make_judge("lexical"), sink=_CountingSink(),
-            metrics=ConsumerMetrics(MeterProvider()), sampler=Sampler(),
-            settings=PipelineSettings(quiet_s=0.0, claim_batch=500))
+            judge=make_judge("lexical"),
+            sink=_CountingSink(),
+            metrics=ConsumerMetrics(MeterProvider()),
+            sampler=Sampler(),
+            settings=PipelineSettings(quiet_s=0.0, claim_batch=500),
+        )
         rows: list[dict[str, float]] = []
         start = last = time.perf_counter()
         batch = 500
@@ -248,12 +290,21 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
             if done % window == 0:
                 now = time.perf_counter()
                 info = client.info("memory")
-                rows.append({"traces": done, "seconds": now - last, "rate": window / (now - last),
-                             "keys": int(client.dbsize()),
-                             "used_mib": int(info["used_memory"]) / 2**20,
-                             "elapsed": now - start})
-                print(f"redis: {done:>7} traces  {rows[-1]['rate']:7.1f} traces/s  "
-                      f"{rows[-1]['keys']:>7} keys  {rows[-1]['used_mib']:6.1f} MiB", flush=True)
+                rows.append(
+                    {
+                        "traces": done,
+                        "seconds": now - last,
+                        "rate": window / (now - last),
+                        "keys": int(client.dbsize()),
+                        "used_mib": int(info["used_memory"]) / 2**20,
+                        "elapsed": now - start,
+                    }
+                )
+                print(
+                    f"redis: {done:>7} traces  {rows[-1]['rate']:7.1f} traces/s  "
+                    f"{rows[-1]['keys']:>7} keys  {rows[-1]['used_mib']:6.1f} MiB",
+                    flush=True,
+                )
                 last = now
         return rows
     finally:
@@ -264,16 +315,22 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
 # -- report -----------------------------------------------------------------------------------
 def _serve_table(rows: list[dict[str, float]]) -> str:
     lines = ["| traces scored | window s | traces/s | serve RSS MiB |", "|---:|---:|---:|---:|"]
-    lines += [f"| {int(r['traces']):,} | {r['seconds']:.1f} | {r['rate']:.0f} | "
-              f"{r['rss_mib']:.0f} |" for r in rows]
+    lines += [
+        f"| {int(r['traces']):,} | {r['seconds']:.1f} | {r['rate']:.0f} | {r['rss_mib']:.0f} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
 def _redis_table(rows: list[dict[str, float]]) -> str:
-    lines = ["| traces scored | traces/s | Redis keys | Redis used_memory MiB |",
-             "|---:|---:|---:|---:|"]
-    lines += [f"| {int(r['traces']):,} | {r['rate']:.0f} | {int(r['keys']):,} | "
-              f"{r['used_mib']:.1f} |" for r in rows]
+    lines = [
+        "| traces scored | traces/s | Redis keys | Redis used_memory MiB |",
+        "|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {int(r['traces']):,} | {r['rate']:.0f} | {int(r['keys']):,} | {r['used_mib']:.1f} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -293,8 +350,7 @@ def main() -> int:
             out["serve"] = serve_soak(args.traces, args.window, work / "serve")
         if "redis" in parts:
             (work / "redis-run").mkdir()
-            out["redis"] = redis_soak(args.traces, args.window, work / "redis-run",
-                                      args.redis_ttl)
+            out["redis"] = redis_soak(args.traces, args.window, work / "redis-run", args.redis_ttl)
     sections = []
     if "serve" in out:
         rows = out["serve"]
@@ -307,8 +363,9 @@ def main() -> int:
     return 0
 
 
-def report(serve: list[dict[str, float]], redis_rows: list[dict[str, float]],
-           args: argparse.Namespace) -> str:
+def report(
+    serve: list[dict[str, float]], redis_rows: list[dict[str, float]], args: argparse.Namespace
+) -> str:
     first, last = serve[0], serve[-1]
     total = sum(r["seconds"] for r in serve)
     return f"""## Soak (`bench/bench_soak.py`)
@@ -322,8 +379,8 @@ lexical judge, every trace judged, one in ten labelled; fed as fast as serve acc
 
 {_serve_table(serve)}
 
-Last window / first: **{last['rate'] / first['rate']:.2f}** (goal ≥ 0.9); RSS at the end /
-at {args.window:,}: **{last['rss_mib'] / first['rss_mib']:.2f}** (goal ≤ 2); {args.traces:,}
+Last window / first: **{last["rate"] / first["rate"]:.2f}** (goal ≥ 0.9); RSS at the end /
+at {args.window:,}: **{last["rss_mib"] / first["rss_mib"]:.2f}** (goal ≤ 2); {args.traces:,}
 traces in {total / 60:.1f} min, {args.traces / total:.0f} traces/s overall.
 
 **Redis stores, {args.traces:,} traces** (the consumer's `RedisTraceStore`, judge cache,

@@ -131,7 +131,7 @@ def _explicit(
 ) -> ArgRef:
     where = getattr(fn, "__qualname__", repr(fn))
     if isinstance(explicit, bool) or not isinstance(explicit, (str, int)):
-        raise ValueError(f"{role}_arg must be a parameter name or position, got {explicit!r}")  # noqa: TRY004
+        raise ValueError(f"{role}_arg must be a parameter name or position, got {explicit!r}")
     if isinstance(explicit, int):
         if explicit < 0:
             raise ValueError(f"{role}_arg must be a position >= 0, got {explicit}")

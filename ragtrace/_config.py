@@ -84,7 +84,7 @@ class Settings:
     def __post_init__(self) -> None:
         for name in ("enabled", "capture_content"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")  # noqa: TRY004
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         for name in (
             "max_attribute_length",
             "max_span_content_bytes",

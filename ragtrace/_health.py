@@ -16,7 +16,15 @@ from typing import Any
 
 from ragtrace import semconv
 
-__all__ = ["dropped", "dropped_counts", "error_counts", "oversized", "oversized_count", "report", "reset"]
+__all__ = [
+    "dropped",
+    "dropped_counts",
+    "error_counts",
+    "oversized",
+    "oversized_count",
+    "report",
+    "reset",
+]
 
 _log = logging.getLogger("ragtrace")
 _lock = threading.Lock()
@@ -60,7 +68,7 @@ def report(reason: str, exc: BaseException | None = None) -> None:
         _counter(semconv.METRIC_SDK_ERRORS, "Failures inside the ragtrace SDK").add(
             1, {semconv.ATTR_REASON: reason}
         )
-    except Exception:  # noqa: BLE001, S110 - counting must never fail the host either
+    except Exception:  # noqa: BLE001 - counting must never fail the host either
         pass
 
 
@@ -72,7 +80,7 @@ def dropped(reason: str, count: int = 1) -> None:
         _counter(semconv.METRIC_SDK_DROPPED, "Spans the ragtrace SDK dropped before export").add(
             count, {semconv.ATTR_REASON: reason}
         )
-    except Exception:  # noqa: BLE001, S110
+    except Exception:  # noqa: BLE001
         pass
 
 
@@ -86,7 +94,7 @@ def oversized() -> None:
             semconv.METRIC_SDK_OVERSIZED,
             "Traces larger than one collector Kafka message (estimated); logged with their IDs",
         ).add(1)
-    except Exception:  # noqa: BLE001, S110
+    except Exception:  # noqa: BLE001
         pass
 
 

@@ -150,6 +150,6 @@ class _CountingBatchSpanProcessor(BatchSpanProcessor):
             sampled = span.context is not None and span.context.trace_flags.sampled
             if sampled and len(batch._queue) >= batch._max_queue_size:
                 _health.dropped("queue_full")
-        except Exception:  # noqa: BLE001, S110 - SDK internals moved: the SDK still drops and logs, we just don't count
+        except Exception:  # noqa: BLE001 - SDK internals moved: the SDK still drops and logs, we just don't count
             pass
         super().on_end(span)

@@ -61,8 +61,10 @@ def alert_thresholds() -> dict[str, float]:
     threshold lines on the panels the alerts watch."""
     values = yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))
     rules = values["prometheusRule"]
-    return {name: float(rules[name]["threshold"]) for name in ("groundedness", "recall",
-                                                               "judgeErrors", "consumerLag")}
+    return {
+        name: float(rules[name]["threshold"])
+        for name in ("groundedness", "recall", "judgeErrors", "consumerLag")
+    }
 
 
 _T = alert_thresholds()
@@ -90,8 +92,10 @@ _RI = "$__rate_interval"
 
 def _mean(metric: str, by: str = "service, pipeline", flt: str = _SP) -> str:
     m = _M[metric]
-    return (f"sum by ({by}) (rate({m}_sum{{{flt}}}[{_RI}]))\n/\n"
-            f"sum by ({by}) (rate({m}_count{{{flt}}}[{_RI}]))")
+    return (
+        f"sum by ({by}) (rate({m}_sum{{{flt}}}[{_RI}]))\n/\n"
+        f"sum by ({by}) (rate({m}_count{{{flt}}}[{_RI}]))"
+    )
 
 
 def _quantile(q: float, metric: str, by: str, flt: str) -> str:
@@ -113,22 +117,30 @@ QUALITY: dict[str, str] = {
     "labelled_rate": f"sum by (service, pipeline) (rate({_M['ragtrace.recall']}_count{{{_SP}}}[{_RI}]))",
     # Slices by the app's generator model and the retriever's data source (bounded labels).
     "groundedness_by_model": _mean("ragtrace.groundedness", by="model"),
-    "groundedness_by_model_n": (f"sum by (model) (increase({_M['ragtrace.groundedness']}_count"
-                                f"{{{_SP}}}[{_RI}]))"),
+    "groundedness_by_model_n": (
+        f"sum by (model) (increase({_M['ragtrace.groundedness']}_count{{{_SP}}}[{_RI}]))"
+    ),
     "recall_by_data_source": _mean("ragtrace.recall", by="data_source"),
-    "recall_by_data_source_n": (f"sum by (data_source) (increase({_M['ragtrace.recall']}_count"
-                                f"{{{_SP}}}[{_RI}]))"),
-    "cells_range": (f"sum by (cell) (increase({_M['ragtrace.attribution']}"
-                    f'{{{_SP}, cell=~"fine|retrieval_failed|generation_failed|both_failed"}}[$__range]))'),
-    "cells_share": (f"sum by (cell) (rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))\n"
-                    f"/ ignoring (cell) group_left\n"
-                    f"sum(rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))"),
+    "recall_by_data_source_n": (
+        f"sum by (data_source) (increase({_M['ragtrace.recall']}_count{{{_SP}}}[{_RI}]))"
+    ),
+    "cells_range": (
+        f"sum by (cell) (increase({_M['ragtrace.attribution']}"
+        f'{{{_SP}, cell=~"fine|retrieval_failed|generation_failed|both_failed"}}[$__range]))'
+    ),
+    "cells_share": (
+        f"sum by (cell) (rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))\n"
+        f"/ ignoring (cell) group_left\n"
+        f"sum(rate({_M['ragtrace.attribution']}{{{_SP}}}[{_RI}]))"
+    ),
     # A judge model or judge prompt (judge_prompt: 12 hex characters of the prompt's SHA-256)
     # scoring that was not scoring 30 minutes earlier (annotation).
-    "judge_changed": (f"count by (judge_model, judge_prompt) "
-                      f"({_M['ragtrace.groundedness']}_count)\nunless\n"
-                      f"count by (judge_model, judge_prompt) "
-                      f"({_M['ragtrace.groundedness']}_count offset 30m)"),
+    "judge_changed": (
+        f"count by (judge_model, judge_prompt) "
+        f"({_M['ragtrace.groundedness']}_count)\nunless\n"
+        f"count by (judge_model, judge_prompt) "
+        f"({_M['ragtrace.groundedness']}_count offset 30m)"
+    ),
 }
 
 # --- every PromQL expression of the "ragtrace operations" dashboard ---------------------------
@@ -142,42 +154,54 @@ OPERATIONS: dict[str, str] = {
     "judge_errors": f"sum by (judge_model, reason) (rate({_M['ragtrace.judge.errors']}{{{_J}}}[{_RI}]))",
     "judge_latency_p50": _quantile(0.5, "ragtrace.judge.latency", "judge_model", _J),
     "judge_latency_p95": _quantile(0.95, "ragtrace.judge.latency", "judge_model", _J),
-    "tokens_per_hour": (f"sum by (judge_model, token_type) "
-                        f"(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 3600"),
+    "tokens_per_hour": (
+        f"sum by (judge_model, token_type) "
+        f"(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 3600"
+    ),
     "cost_per_hour": f"sum by (judge_model) (rate({_M['ragtrace.judge.cost']}{{{_J}}}[{_RI}])) * 3600",
     # The judge's calls in the OTel GenAI client conventions (gen_ai.* attributes as labels).
-    "genai_tokens_p95": (f"histogram_quantile(0.95, sum by (le, gen_ai_request_model, "
-                         f"gen_ai_token_type) (rate({_M['gen_ai.client.token.usage']}_bucket"
-                         f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'),
-    "genai_duration_p95": (f"histogram_quantile(0.95, sum by (le, gen_ai_request_model) "
-                           f"(rate({_M['gen_ai.client.operation.duration']}_bucket"
-                           f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'),
-    "calls_per_minute": (f"sum(rate({_M['ragtrace.judge.calls']}"
-                         f'{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'),
+    "genai_tokens_p95": (
+        f"histogram_quantile(0.95, sum by (le, gen_ai_request_model, "
+        f"gen_ai_token_type) (rate({_M['gen_ai.client.token.usage']}_bucket"
+        f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'
+    ),
+    "genai_duration_p95": (
+        f"histogram_quantile(0.95, sum by (le, gen_ai_request_model) "
+        f"(rate({_M['gen_ai.client.operation.duration']}_bucket"
+        f'{{gen_ai_request_model=~"$judge_model"}}[{_RI}])))'
+    ),
+    "calls_per_minute": (
+        f'sum(rate({_M["ragtrace.judge.calls"]}{{{_J}, outcome=~"ok|error"}}[{_RI}])) * 60'
+    ),
     "tokens_per_minute": f"sum(rate({_M['ragtrace.judge.tokens']}{{{_J}}}[{_RI}])) * 60",
     "budget_exhausted": f"sum by (service) (rate({_M['ragtrace.judge.budget.exhausted']}{{{_S}}}[{_RI}]))",
-    "injection_suspected": (f"sum by (service) (increase("
-                            f"{_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"),
+    "injection_suspected": (
+        f"sum by (service) (increase({_M['ragtrace.judge.injection_suspected']}{{{_S}}}[$__range]))"
+    ),
     "dlq_by_reason": f"sum by (reason) (rate({_M['ragtrace.dlq.messages']}[{_RI}])) * 60",
     # One series per partition, from the replica holding it (committed vs end offset).
     "consumer_lag": f"sum by (topic, partition) ({_M['ragtrace.consumer.lag']})",
     "consumer_lag_total": f"sum({_M['ragtrace.consumer.lag']})",
     "partitions_by_replica": f"sum by (instance) ({_M['ragtrace.consumer.partitions']})",
-    "collector_refused": (f"sum by (receiver) (rate({COLLECTOR_METRICS['refused_spans']}"
-                          f"[{_RI}]))"),
-    "collector_send_failed": (f"sum by (exporter) (rate("
-                              f"{COLLECTOR_METRICS['send_failed_spans']}[{_RI}]))"),
+    "collector_refused": (f"sum by (receiver) (rate({COLLECTOR_METRICS['refused_spans']}[{_RI}]))"),
+    "collector_send_failed": (
+        f"sum by (exporter) (rate({COLLECTOR_METRICS['send_failed_spans']}[{_RI}]))"
+    ),
     "sdk_errors": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.errors']}[{_RI}]))",
     "sdk_dropped": f"sum by (job, reason) (rate({APP_METRICS['ragtrace.sdk.dropped']}[{_RI}]))",
     "sdk_oversized": f"sum by (job) (rate({APP_METRICS['ragtrace.sdk.oversized']}[{_RI}]))",
-    "receiver_rejected": (f"sum by (reason) (rate({APP_METRICS['ragtrace.receiver.rejected']}"
-                          f"[{_RI}]))"),
-    "dependency_errors": (f"sum by (dependency) "
-                          f"(rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"),
+    "receiver_rejected": (
+        f"sum by (reason) (rate({APP_METRICS['ragtrace.receiver.rejected']}[{_RI}]))"
+    ),
+    "dependency_errors": (
+        f"sum by (dependency) (rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"
+    ),
     # The collector's own counter exists only after a first failure: "or ... * 0" keeps a 0 line.
-    "collector_dropped": ('sum by (exporter) (rate(otelcol_exporter_send_failed_spans'
-                          f'{{exporter=~"kafka.*"}}[{_RI}])) * 60 or sum by (exporter) '
-                          f'(rate(otelcol_exporter_sent_spans{{exporter=~"kafka.*"}}[{_RI}])) * 0'),
+    "collector_dropped": (
+        "sum by (exporter) (rate(otelcol_exporter_send_failed_spans"
+        f'{{exporter=~"kafka.*"}}[{_RI}])) * 60 or sum by (exporter) '
+        f'(rate(otelcol_exporter_sent_spans{{exporter=~"kafka.*"}}[{_RI}])) * 0'
+    ),
     "scoring_delay_p50": _quantile(0.5, "ragtrace.scoring.delay", "service", _S),
     "scoring_delay_p95": _quantile(0.95, "ragtrace.scoring.delay", "service", _S),
 }
@@ -192,8 +216,10 @@ JUDGE_CHANGE = "Judge model or prompt change"
 # Options of Grafana's Prometheus annotations that the SDK's AnnotationQuery builder does not
 # expose, by annotation name: what the marker says and which labels become its tags.
 _ANNOTATION_OPTIONS: dict[str, dict[str, str]] = {
-    JUDGE_CHANGE: {"titleFormat": "Judge {{judge_model}}, prompt {{judge_prompt}}",
-                   "tagKeys": "judge_model,judge_prompt"},
+    JUDGE_CHANGE: {
+        "titleFormat": "Judge {{judge_model}}, prompt {{judge_prompt}}",
+        "tagKeys": "judge_model,judge_prompt",
+    },
 }
 
 _PROM = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -215,256 +241,599 @@ class _Ids:
         return self.n
 
 
-def _ts(ids: _Ids, title: str, desc: str, targets: list[prometheus.Dataquery], unit: str,
-        w: int = 12, unit_range: bool = False, stacked: bool = False) -> timeseries.Panel:
-    p = (timeseries.Panel().id(ids()).title(title).description(desc).datasource(_PROM)
-         .unit(unit).height(8).span(w))
+def _ts(
+    ids: _Ids,
+    title: str,
+    desc: str,
+    targets: list[prometheus.Dataquery],
+    unit: str,
+    w: int = 12,
+    unit_range: bool = False,
+    stacked: bool = False,
+) -> timeseries.Panel:
+    p = (
+        timeseries.Panel()
+        .id(ids())
+        .title(title)
+        .description(desc)
+        .datasource(_PROM)
+        .unit(unit)
+        .height(8)
+        .span(w)
+    )
     for t in targets:
         p = p.with_target(t)
     if unit_range:
         p = p.min(0).max(1)
     if stacked:
-        p = p.stacking(common.StackingConfig().mode(common_model.StackingMode.NORMAL)).fill_opacity(60)
+        p = p.stacking(common.StackingConfig().mode(common_model.StackingMode.NORMAL)).fill_opacity(
+            60
+        )
     return p
 
 
 def _threshold_line(p: timeseries.Panel, value: float, color: str = "red") -> timeseries.Panel:
     """A dashed line at ``value`` (the alert's threshold)."""
     steps = [model.Threshold(value=None, color="green"), model.Threshold(value=value, color=color)]
-    return (p.thresholds(dash.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps))
-            .thresholds_style(common.GraphThresholdsStyleConfig().mode(
-                common_model.GraphThresholdsStyleMode.DASHED)))
+    return p.thresholds(
+        dash.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps)
+    ).thresholds_style(
+        common.GraphThresholdsStyleConfig().mode(common_model.GraphThresholdsStyleMode.DASHED)
+    )
 
 
 def _sample_count_axis(p: timeseries.Panel, ref: str) -> timeseries.Panel:
     """Query ``ref`` (a sample count) as bars on a right-hand axis in plain numbers."""
-    return p.override_by_query(ref, [
-        model.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
-        model.DynamicConfigValue(id_val="custom.drawStyle", value="bars"),
-        model.DynamicConfigValue(id_val="custom.fillOpacity", value=30),
-        model.DynamicConfigValue(id_val="unit", value="short"),
-        model.DynamicConfigValue(id_val="min", value=0),
-        model.DynamicConfigValue(id_val="max", value=None),
-    ])
+    return p.override_by_query(
+        ref,
+        [
+            model.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+            model.DynamicConfigValue(id_val="custom.drawStyle", value="bars"),
+            model.DynamicConfigValue(id_val="custom.fillOpacity", value=30),
+            model.DynamicConfigValue(id_val="unit", value="short"),
+            model.DynamicConfigValue(id_val="min", value=0),
+            model.DynamicConfigValue(id_val="max", value=None),
+        ],
+    )
 
 
 def _common_vars(d: dash.Dashboard, *, pipelines: bool = True) -> dash.Dashboard:
     seen = _M["ragtrace.traces.seen"]
-    d = d.with_variable(dash.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
     d = d.with_variable(
-        dash.QueryVariable("service").label("Service").datasource(_PROM)
-        .query(f"label_values({seen}, service)").multi(True).include_all(True).all_value(".*")
-        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED))
+        dash.DatasourceVariable("datasource").label("Prometheus").type("prometheus")
+    )
+    d = d.with_variable(
+        dash.QueryVariable("service")
+        .label("Service")
+        .datasource(_PROM)
+        .query(f"label_values({seen}, service)")
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+    )
     if pipelines:
         d = d.with_variable(
-            dash.QueryVariable("pipeline").label("Pipeline").datasource(_PROM)
+            dash.QueryVariable("pipeline")
+            .label("Pipeline")
+            .datasource(_PROM)
             .query(f'label_values({seen}{{service=~"$service"}}, pipeline)')
-            .multi(True).include_all(True).all_value(".*")
-            .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED))
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        )
     return d
 
 
 def quality() -> dash.Dashboard:
     ids = _Ids()
     q = QUALITY
-    d = (dash.Dashboard("RAG quality").uid("ragtrace-rag-quality")
-         .description("Groundedness and retrieval quality of live RAG traffic, scored by ragtrace.")
-         .tags(["ragtrace", "rag"]).time("now-6h", "now").refresh("1m"))
+    d = (
+        dash.Dashboard("RAG quality")
+        .uid("ragtrace-rag-quality")
+        .description("Groundedness and retrieval quality of live RAG traffic, scored by ragtrace.")
+        .tags(["ragtrace", "rag"])
+        .time("now-6h", "now")
+        .refresh("1m")
+    )
     d = _common_vars(d)
+    d = d.with_variable(dash.DatasourceVariable("tempo").label("Traces").type("tempo"))
     d = d.with_variable(
-        dash.DatasourceVariable("tempo").label("Traces").type("tempo"))
+        dash.TextBoxVariable("groundedness_below")
+        .label("Worst traces: groundedness below")
+        .default_value("0.5")
+    )
     d = d.with_variable(
-        dash.TextBoxVariable("groundedness_below").label("Worst traces: groundedness below")
-        .default_value("0.5"))
-    d = d.with_variable(
-        dash.TextBoxVariable("recall_below").label("Worst traces: recall below").default_value("0.5"))
+        dash.TextBoxVariable("recall_below")
+        .label("Worst traces: recall below")
+        .default_value("0.5")
+    )
     d = d.annotation(
-        dash.AnnotationQuery().name(JUDGE_CHANGE).datasource(_PROM).enable(True)
-        .icon_color("purple").expr(q["judge_changed"]))
+        dash.AnnotationQuery()
+        .name(JUDGE_CHANGE)
+        .datasource(_PROM)
+        .enable(True)
+        .icon_color("purple")
+        .expr(q["judge_changed"])
+    )
     d = d.with_row(dash.Row("Groundedness (judged traffic)").id(ids()))
-    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
-        ids, "Mean groundedness",
-        "Mean groundedness of judged traces: share of an answer's claims entailed by its context "
-        "with verified evidence. Bars (right axis): judgements each point rests on. Dashed: "
-        "the alert threshold.",
-        [_q(q["groundedness_mean"], "{{service}} / {{pipeline}}", "A"),
-         _q(q["groundedness_n"], "n {{service}} / {{pipeline}}", "B")],
-        "percentunit", unit_range=True), _T["groundedness"]), "B"))
-    d = d.with_panel(_ts(ids, "Low groundedness percentiles",
-                         "10th and 25th percentiles (from 0.1-wide buckets): how bad the worst "
-                         "answers are, which the mean hides.",
-                         [_q(q["groundedness_p10"], "p10 {{service}} / {{pipeline}}", "A"),
-                          _q(q["groundedness_p25"], "p25 {{service}} / {{pipeline}}", "B")],
-                         "percentunit", unit_range=True))
-    d = d.with_panel(_ts(ids, "Judged traces", "Traces scored for groundedness per second.",
-                         [_q(q["judged_rate"], "{{service}} / {{pipeline}}")], "reqps", w=24))
+    d = d.with_panel(
+        _sample_count_axis(
+            _threshold_line(
+                _ts(
+                    ids,
+                    "Mean groundedness",
+                    "Mean groundedness of judged traces: share of an answer's claims entailed by its context "
+                    "with verified evidence. Bars (right axis): judgements each point rests on. Dashed: "
+                    "the alert threshold.",
+                    [
+                        _q(q["groundedness_mean"], "{{service}} / {{pipeline}}", "A"),
+                        _q(q["groundedness_n"], "n {{service}} / {{pipeline}}", "B"),
+                    ],
+                    "percentunit",
+                    unit_range=True,
+                ),
+                _T["groundedness"],
+            ),
+            "B",
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Low groundedness percentiles",
+            "10th and 25th percentiles (from 0.1-wide buckets): how bad the worst "
+            "answers are, which the mean hides.",
+            [
+                _q(q["groundedness_p10"], "p10 {{service}} / {{pipeline}}", "A"),
+                _q(q["groundedness_p25"], "p25 {{service}} / {{pipeline}}", "B"),
+            ],
+            "percentunit",
+            unit_range=True,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Judged traces",
+            "Traces scored for groundedness per second.",
+            [_q(q["judged_rate"], "{{service}} / {{pipeline}}")],
+            "reqps",
+            w=24,
+        )
+    )
     d = d.with_row(dash.Row("Retrieval (labelled traffic)").id(ids()))
-    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
-        ids, "Mean recall@k",
-        "Mean recall@k over traces matching a labelled question: share of the gold chunks found "
-        "in the top k. Bars (right axis): labelled traces each point rests on. Dashed: the alert "
-        "threshold.",
-        [_q(q["recall_mean"], "{{service}} / {{pipeline}}", "A"),
-         _q(q["recall_n"], "n {{service}} / {{pipeline}}", "B")], "percentunit",
-        w=8, unit_range=True), _T["recall"]), "B"))
-    d = d.with_panel(_ts(ids, "Hit rate@k",
-                         "Share of labelled traces with at least one gold chunk in the top k "
-                         "(Success@k; always >= mean recall).",
-                         [_q(q["hit_rate_mean"], "{{service}} / {{pipeline}}")], "percentunit",
-                         w=8, unit_range=True))
-    d = d.with_panel(_ts(ids, "Mean reciprocal rank",
-                         "Mean of 1 / rank of the first gold chunk (0 when none is retrieved).",
-                         [_q(q["mrr"], "{{service}} / {{pipeline}}")], "percentunit", w=8,
-                         unit_range=True))
-    d = d.with_panel(_ts(ids, "Labelled traces", "Traces matching a labelled question, per second.",
-                         [_q(q["labelled_rate"], "{{service}} / {{pipeline}}")], "reqps", w=24))
+    d = d.with_panel(
+        _sample_count_axis(
+            _threshold_line(
+                _ts(
+                    ids,
+                    "Mean recall@k",
+                    "Mean recall@k over traces matching a labelled question: share of the gold chunks found "
+                    "in the top k. Bars (right axis): labelled traces each point rests on. Dashed: the alert "
+                    "threshold.",
+                    [
+                        _q(q["recall_mean"], "{{service}} / {{pipeline}}", "A"),
+                        _q(q["recall_n"], "n {{service}} / {{pipeline}}", "B"),
+                    ],
+                    "percentunit",
+                    w=8,
+                    unit_range=True,
+                ),
+                _T["recall"],
+            ),
+            "B",
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Hit rate@k",
+            "Share of labelled traces with at least one gold chunk in the top k "
+            "(Success@k; always >= mean recall).",
+            [_q(q["hit_rate_mean"], "{{service}} / {{pipeline}}")],
+            "percentunit",
+            w=8,
+            unit_range=True,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Mean reciprocal rank",
+            "Mean of 1 / rank of the first gold chunk (0 when none is retrieved).",
+            [_q(q["mrr"], "{{service}} / {{pipeline}}")],
+            "percentunit",
+            w=8,
+            unit_range=True,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Labelled traces",
+            "Traces matching a labelled question, per second.",
+            [_q(q["labelled_rate"], "{{service}} / {{pipeline}}")],
+            "reqps",
+            w=24,
+        )
+    )
     d = d.with_row(dash.Row("By generator model and retriever").id(ids()))
-    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
-        ids, "Groundedness by generator model",
-        "Mean groundedness per application model (the generation span's model; at most 20 "
-        "models per consumer replica, the rest as 'other'). Bars: judgements behind each point.",
-        [_q(q["groundedness_by_model"], "{{model}}", "A"),
-         _q(q["groundedness_by_model_n"], "n {{model}}", "B")], "percentunit",
-        unit_range=True), _T["groundedness"]), "B"))
-    d = d.with_panel(_sample_count_axis(_threshold_line(_ts(
-        ids, "Recall by retriever",
-        "Mean recall@k per data source (the retrieval span's gen_ai.data_source.id; at most 20 "
-        "per replica, the rest as 'other'). Bars: labelled traces behind each point.",
-        [_q(q["recall_by_data_source"], "{{data_source}}", "A"),
-         _q(q["recall_by_data_source_n"], "n {{data_source}}", "B")], "percentunit",
-        unit_range=True), _T["recall"]), "B"))
+    d = d.with_panel(
+        _sample_count_axis(
+            _threshold_line(
+                _ts(
+                    ids,
+                    "Groundedness by generator model",
+                    "Mean groundedness per application model (the generation span's model; at most 20 "
+                    "models per consumer replica, the rest as 'other'). Bars: judgements behind each point.",
+                    [
+                        _q(q["groundedness_by_model"], "{{model}}", "A"),
+                        _q(q["groundedness_by_model_n"], "n {{model}}", "B"),
+                    ],
+                    "percentunit",
+                    unit_range=True,
+                ),
+                _T["groundedness"],
+            ),
+            "B",
+        )
+    )
+    d = d.with_panel(
+        _sample_count_axis(
+            _threshold_line(
+                _ts(
+                    ids,
+                    "Recall by retriever",
+                    "Mean recall@k per data source (the retrieval span's gen_ai.data_source.id; at most 20 "
+                    "per replica, the rest as 'other'). Bars: labelled traces behind each point.",
+                    [
+                        _q(q["recall_by_data_source"], "{{data_source}}", "A"),
+                        _q(q["recall_by_data_source_n"], "n {{data_source}}", "B"),
+                    ],
+                    "percentunit",
+                    unit_range=True,
+                ),
+                _T["recall"],
+            ),
+            "B",
+        )
+    )
     d = d.with_row(dash.Row("Attribution: retrieval or generation?").id(ids()))
     d = d.with_panel(
-        barchart.Panel().id(ids()).title("Four cells over the time range")
-        .description("Labelled and judged traces by cell: fine, retrieval_failed (recall below "
-                     "threshold), generation_failed (groundedness below threshold), both_failed.")
-        .datasource(_PROM).height(8).span(8).unit("short")
-        .with_target(_q(q["cells_range"], "{{cell}}").instant().format(
-            prom_model.PromQueryFormat.TABLE)))
-    d = d.with_panel(_ts(ids, "Cell shares", "Share of scored traces in each attribution cell "
-                         "(unlabelled and unjudged included).",
-                         [_q(q["cells_share"], "{{cell}}")], "percentunit", w=16,
-                         unit_range=True, stacked=True))
+        barchart.Panel()
+        .id(ids())
+        .title("Four cells over the time range")
+        .description(
+            "Labelled and judged traces by cell: fine, retrieval_failed (recall below "
+            "threshold), generation_failed (groundedness below threshold), both_failed."
+        )
+        .datasource(_PROM)
+        .height(8)
+        .span(8)
+        .unit("short")
+        .with_target(
+            _q(q["cells_range"], "{{cell}}").instant().format(prom_model.PromQueryFormat.TABLE)
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Cell shares",
+            "Share of scored traces in each attribution cell (unlabelled and unjudged included).",
+            [_q(q["cells_share"], "{{cell}}")],
+            "percentunit",
+            w=16,
+            unit_range=True,
+            stacked=True,
+        )
+    )
     d = d.with_row(dash.Row("Worst traces (trace backend)").id(ids()))
-    for key, title in (("worst_groundedness", "Least grounded answers"),
-                       ("worst_recall", "Lowest recall on labelled questions")):
+    for key, title in (
+        ("worst_groundedness", "Least grounded answers"),
+        ("worst_recall", "Lowest recall on labelled questions"),
+    ):
         d = d.with_panel(
-            table.Panel().id(ids()).title(title)
-            .description("TraceQL search of the evaluation spans ragtrace writes back; click a "
-                         "trace ID to open the trace view. Needs a Tempo datasource ($tempo).")
-            .datasource(_TEMPO).height(10).span(12)
-            .with_target(tempo.TempoQuery().ref_id("A").query_type("traceql")
-                         .query(TRACEQL[key]).limit(20)))
+            table.Panel()
+            .id(ids())
+            .title(title)
+            .description(
+                "TraceQL search of the evaluation spans ragtrace writes back; click a "
+                "trace ID to open the trace view. Needs a Tempo datasource ($tempo)."
+            )
+            .datasource(_TEMPO)
+            .height(10)
+            .span(12)
+            .with_target(
+                tempo.TempoQuery().ref_id("A").query_type("traceql").query(TRACEQL[key]).limit(20)
+            )
+        )
     return d
 
 
 def operations() -> dash.Dashboard:
     ids = _Ids()
     q = OPERATIONS
-    d = (dash.Dashboard("ragtrace operations").uid("ragtrace-operations")
-         .description("Health of the ragtrace consumers: trace flow, judge calls, cost, budget, "
-                      "dead letters, lag and scoring delay.")
-         .tags(["ragtrace", "operations"]).time("now-6h", "now").refresh("1m"))
+    d = (
+        dash.Dashboard("ragtrace operations")
+        .uid("ragtrace-operations")
+        .description(
+            "Health of the ragtrace consumers: trace flow, judge calls, cost, budget, "
+            "dead letters, lag and scoring delay."
+        )
+        .tags(["ragtrace", "operations"])
+        .time("now-6h", "now")
+        .refresh("1m")
+    )
     d = _common_vars(d)
     d = d.with_variable(
-        dash.QueryVariable("judge_model").label("Judge model").datasource(_PROM)
+        dash.QueryVariable("judge_model")
+        .label("Judge model")
+        .datasource(_PROM)
         .query(f"label_values({_M['ragtrace.judge.calls']}, judge_model)")
-        .multi(True).include_all(True).all_value(".*")
-        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED))
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+    )
     d = d.with_row(dash.Row("Trace flow").id(ids()))
-    d = d.with_panel(_ts(ids, "Traces seen, sampled, scored",
-                         "Assembled RAG traces, those selected for scoring, and those whose "
-                         "scores were written back, per second.",
-                         [_q(q["seen"], "seen", "A"), _q(q["sampled"], "sampled", "B"),
-                          _q(q["scored"], "scored", "C")], "reqps", w=8))
-    d = d.with_panel(_ts(ids, "Skipped by reason",
-                         "Traces (or one of their scores) not scored, per second, by reason.",
-                         [_q(q["skipped_by_reason"], "{{reason}}")], "reqps", w=8))
-    d = d.with_panel(_ts(ids, "Parked by reason",
-                         "Traces set aside for a later retry (judge unavailable or failing, "
-                         "write-back failed), per second.",
-                         [_q(q["parked_by_reason"], "{{reason}}")], "reqps", w=8))
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Traces seen, sampled, scored",
+            "Assembled RAG traces, those selected for scoring, and those whose "
+            "scores were written back, per second.",
+            [
+                _q(q["seen"], "seen", "A"),
+                _q(q["sampled"], "sampled", "B"),
+                _q(q["scored"], "scored", "C"),
+            ],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Skipped by reason",
+            "Traces (or one of their scores) not scored, per second, by reason.",
+            [_q(q["skipped_by_reason"], "{{reason}}")],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Parked by reason",
+            "Traces set aside for a later retry (judge unavailable or failing, "
+            "write-back failed), per second.",
+            [_q(q["parked_by_reason"], "{{reason}}")],
+            "reqps",
+            w=8,
+        )
+    )
     d = d.with_row(dash.Row("Judge").id(ids()))
-    d = d.with_panel(_ts(ids, "Judge calls by outcome", "ok, error, cached, unavailable; per second.",
-                         [_q(q["judge_calls"], "{{judge_model}} {{outcome}}")], "reqps", w=8))
-    d = d.with_panel(_ts(ids, "Judge errors by reason", "Failed judge calls per second.",
-                         [_q(q["judge_errors"], "{{judge_model}} {{reason}}")], "reqps", w=8))
-    d = d.with_panel(_ts(ids, "Judge latency", "Median and 95th percentile of a judge call.",
-                         [_q(q["judge_latency_p50"], "p50 {{judge_model}}", "A"),
-                          _q(q["judge_latency_p95"], "p95 {{judge_model}}", "B")], "s", w=8))
-    d = d.with_panel(_ts(ids, "Tokens per hour", "Judge tokens billed per hour, by type.",
-                         [_q(q["tokens_per_hour"], "{{judge_model}} {{token_type}}")], "short",
-                         w=8))
-    d = d.with_panel(_ts(ids, "Cost per hour", "Judge cost in USD per hour (list prices).",
-                         [_q(q["cost_per_hour"], "{{judge_model}}")], "currencyUSD", w=8))
-    d = d.with_panel(_ts(ids, "Judge calls (GenAI conventions)",
-                         "95th percentile of tokens per judge call by type, and of a call's "
-                         "duration, from gen_ai.client.token.usage and "
-                         "gen_ai.client.operation.duration.",
-                         [_q(q["genai_tokens_p95"],
-                             "p95 tokens {{gen_ai_request_model}} {{gen_ai_token_type}}", "A"),
-                          _q(q["genai_duration_p95"], "p95 s {{gen_ai_request_model}}", "B")],
-                         "short", w=8))
-    d = d.with_panel(_ts(ids, "Budget use",
-                         "Judge calls and tokens per minute (compare with judge.calls_per_minute "
-                         "and judge.tokens_per_minute), and traces left unjudged because the "
-                         "budget was spent (per second).",
-                         [_q(q["calls_per_minute"], "calls/min", "A"),
-                          _q(q["tokens_per_minute"], "tokens/min", "B"),
-                          _q(q["budget_exhausted"], "exhausted {{service}}", "C")], "short", w=8))
-    d = d.with_panel(_ts(ids, "Suspected prompt injections",
-                         "Judged traces whose retrieved context held a passage addressed to an "
-                         "evaluator or model (never used as evidence), over the time range; "
-                         "the traces carry ragtrace.eval.injection_suspected=true.",
-                         [_q(q["injection_suspected"], "{{service}}")], "short", w=8))
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Judge calls by outcome",
+            "ok, error, cached, unavailable; per second.",
+            [_q(q["judge_calls"], "{{judge_model}} {{outcome}}")],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Judge errors by reason",
+            "Failed judge calls per second.",
+            [_q(q["judge_errors"], "{{judge_model}} {{reason}}")],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Judge latency",
+            "Median and 95th percentile of a judge call.",
+            [
+                _q(q["judge_latency_p50"], "p50 {{judge_model}}", "A"),
+                _q(q["judge_latency_p95"], "p95 {{judge_model}}", "B"),
+            ],
+            "s",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Tokens per hour",
+            "Judge tokens billed per hour, by type.",
+            [_q(q["tokens_per_hour"], "{{judge_model}} {{token_type}}")],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Cost per hour",
+            "Judge cost in USD per hour (list prices).",
+            [_q(q["cost_per_hour"], "{{judge_model}}")],
+            "currencyUSD",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Judge calls (GenAI conventions)",
+            "95th percentile of tokens per judge call by type, and of a call's "
+            "duration, from gen_ai.client.token.usage and "
+            "gen_ai.client.operation.duration.",
+            [
+                _q(
+                    q["genai_tokens_p95"],
+                    "p95 tokens {{gen_ai_request_model}} {{gen_ai_token_type}}",
+                    "A",
+                ),
+                _q(q["genai_duration_p95"], "p95 s {{gen_ai_request_model}}", "B"),
+            ],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Budget use",
+            "Judge calls and tokens per minute (compare with judge.calls_per_minute "
+            "and judge.tokens_per_minute), and traces left unjudged because the "
+            "budget was spent (per second).",
+            [
+                _q(q["calls_per_minute"], "calls/min", "A"),
+                _q(q["tokens_per_minute"], "tokens/min", "B"),
+                _q(q["budget_exhausted"], "exhausted {{service}}", "C"),
+            ],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Suspected prompt injections",
+            "Judged traces whose retrieved context held a passage addressed to an "
+            "evaluator or model (never used as evidence), over the time range; "
+            "the traces carry ragtrace.eval.injection_suspected=true.",
+            [_q(q["injection_suspected"], "{{service}}")],
+            "short",
+            w=8,
+        )
+    )
     d = d.with_row(dash.Row("Pipeline health").id(ids()))
-    d = d.with_panel(_ts(ids, "Dead-lettered messages",
-                         "Span messages sent to the dead-letter topic per minute, by reason.",
-                         [_q(q["dlq_by_reason"], "{{reason}}")], "short", w=8))
-    d = d.with_panel(_threshold_line(_ts(
-        ids, "Consumer lag by partition",
-        "Records of each partition the consumer group has not committed (end offset - committed "
-        "offset), reported once by the replica holding the partition, and their total. Dashed: "
-        "the alert threshold on the total.",
-        [_q(q["consumer_lag"], "{{topic}}[{{partition}}]", "A"),
-         _q(q["consumer_lag_total"], "total", "B")], "short", w=8), _T["consumerLag"]))
-    d = d.with_panel(_ts(ids, "Partitions per replica",
-                         "Partitions each live consumer replica holds (0: idle, e.g. more "
-                         "replicas than partitions). No series at all: no consumer is alive.",
-                         [_q(q["partitions_by_replica"], "{{instance}}")], "short", w=8))
-    d = d.with_panel(_ts(ids, "Dependency errors",
-                         "Failed calls to Redis or Kafka per minute (each retried with backoff; "
-                         "/readyz names the dependency down meanwhile).",
-                         [_q(q["dependency_errors"], "{{dependency}}")], "short", w=8))
-    d = d.with_panel(_ts(ids, "Spans the collector failed to export",
-                         "Spans per minute the collector dropped on the way to Kafka (e.g. a "
-                         "trace over the exporter's max_message_bytes): never scored. Alert "
-                         "RagtraceCollectorDroppingSpans.",
-                         [_q(q["collector_dropped"], "{{exporter}}")], "short", w=8))
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Dead-lettered messages",
+            "Span messages sent to the dead-letter topic per minute, by reason.",
+            [_q(q["dlq_by_reason"], "{{reason}}")],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _threshold_line(
+            _ts(
+                ids,
+                "Consumer lag by partition",
+                "Records of each partition the consumer group has not committed (end offset - committed "
+                "offset), reported once by the replica holding the partition, and their total. Dashed: "
+                "the alert threshold on the total.",
+                [
+                    _q(q["consumer_lag"], "{{topic}}[{{partition}}]", "A"),
+                    _q(q["consumer_lag_total"], "total", "B"),
+                ],
+                "short",
+                w=8,
+            ),
+            _T["consumerLag"],
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Partitions per replica",
+            "Partitions each live consumer replica holds (0: idle, e.g. more "
+            "replicas than partitions). No series at all: no consumer is alive.",
+            [_q(q["partitions_by_replica"], "{{instance}}")],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Dependency errors",
+            "Failed calls to Redis or Kafka per minute (each retried with backoff; "
+            "/readyz names the dependency down meanwhile).",
+            [_q(q["dependency_errors"], "{{dependency}}")],
+            "short",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Spans the collector failed to export",
+            "Spans per minute the collector dropped on the way to Kafka (e.g. a "
+            "trace over the exporter's max_message_bytes): never scored. Alert "
+            "RagtraceCollectorDroppingSpans.",
+            [_q(q["collector_dropped"], "{{exporter}}")],
+            "short",
+            w=8,
+        )
+    )
     d = d.with_row(dash.Row("Ingest health").id(ids()))
-    d = d.with_panel(_ts(ids, "Collector: refused spans and export failures",
-                         "Spans the collector's receivers refused (memory limiter) and spans its "
-                         "exporters failed to send (Kafka, the trace backend), per second.",
-                         [_q(q["collector_refused"], "refused {{receiver}}", "A"),
-                          _q(q["collector_send_failed"], "send failed {{exporter}}", "B")],
-                         "reqps", w=8))
-    d = d.with_panel(_ts(ids, "SDK errors and dropped spans",
-                         "Failures inside the applications' ragtrace SDK, spans it dropped "
-                         "before export, and traces too large for one collector Kafka message, "
-                         "per second, by application (job) and reason. Empty while nothing has "
-                         "failed.",
-                         [_q(q["sdk_errors"], "errors {{job}} {{reason}}", "A"),
-                          _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B"),
-                          _q(q["sdk_oversized"], "oversized traces {{job}}", "C")], "reqps",
-                         w=8))
-    d = d.with_panel(_ts(ids, "Receiver rejections (ragtrace serve)",
-                         "OTLP requests the embedded evaluator's receiver refused, per second, by "
-                         "reason. Empty while nothing was refused.",
-                         [_q(q["receiver_rejected"], "{{reason}}")], "reqps", w=8))
-    d = d.with_panel(_ts(ids, "Scoring delay",
-                         "Time from a trace's last span to its score being written back.",
-                         [_q(q["scoring_delay_p50"], "p50 {{service}}", "A"),
-                          _q(q["scoring_delay_p95"], "p95 {{service}}", "B")], "s", w=8))
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Collector: refused spans and export failures",
+            "Spans the collector's receivers refused (memory limiter) and spans its "
+            "exporters failed to send (Kafka, the trace backend), per second.",
+            [
+                _q(q["collector_refused"], "refused {{receiver}}", "A"),
+                _q(q["collector_send_failed"], "send failed {{exporter}}", "B"),
+            ],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "SDK errors and dropped spans",
+            "Failures inside the applications' ragtrace SDK, spans it dropped "
+            "before export, and traces too large for one collector Kafka message, "
+            "per second, by application (job) and reason. Empty while nothing has "
+            "failed.",
+            [
+                _q(q["sdk_errors"], "errors {{job}} {{reason}}", "A"),
+                _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B"),
+                _q(q["sdk_oversized"], "oversized traces {{job}}", "C"),
+            ],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Receiver rejections (ragtrace serve)",
+            "OTLP requests the embedded evaluator's receiver refused, per second, by "
+            "reason. Empty while nothing was refused.",
+            [_q(q["receiver_rejected"], "{{reason}}")],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Scoring delay",
+            "Time from a trace's last span to its score being written back.",
+            [
+                _q(q["scoring_delay_p50"], "p50 {{service}}", "A"),
+                _q(q["scoring_delay_p95"], "p95 {{service}}", "B"),
+            ],
+            "s",
+            w=8,
+        )
+    )
     return d
 
 
@@ -477,14 +846,19 @@ def _render(d: dash.Dashboard) -> str:
 
 def build_all() -> dict[str, str]:
     """File name -> JSON text of every dashboard."""
-    return {"rag-quality.json": _render(quality()),
-            "ragtrace-operations.json": _render(operations())}
+    return {
+        "rag-quality.json": _render(quality()),
+        "ragtrace-operations.json": _render(operations()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="fail if a committed dashboard differs from the generator's output")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="fail if a committed dashboard differs from the generator's output",
+    )
     args = parser.parse_args(argv)
     stale = []
     for name, text in build_all().items():
@@ -496,8 +870,10 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     if stale:
-        print("stale dashboards (run python scripts/dashboards.py): " + ", ".join(stale),
-              file=sys.stderr)
+        print(
+            "stale dashboards (run python scripts/dashboards.py): " + ", ".join(stale),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -73,8 +73,9 @@ def _alive(pgid: object) -> bool:
     return isinstance(pgid, int) and group_alive(pgid)
 
 
-def _record(state: dict[str, dict[str, object]], name: str, proc: ServiceProcess,
-            **info: object) -> None:
+def _record(
+    state: dict[str, dict[str, object]], name: str, proc: ServiceProcess, **info: object
+) -> None:
     state[name] = {"pgid": proc.pid, "log": str(proc.log_path), **info}
     _state_file().write_text(json.dumps(state, indent=2))
 
@@ -97,16 +98,22 @@ def up() -> int:
     try:
         redis = start_redis(base / "redis", port=PORTS["redis"])
         _record(state, "redis", redis.process, url=redis.url)
-        kafka = start_kafka(base / "kafka", port=PORTS["kafka"],
-                            controller_port=PORTS["kafka_controller"])
+        kafka = start_kafka(
+            base / "kafka", port=PORTS["kafka"], controller_port=PORTS["kafka_controller"]
+        )
         _record(state, "kafka", kafka.process, bootstrap=kafka.bootstrap)
         create_topic(kafka.bootstrap, TOPIC, TOPIC_PARTITIONS)
         backend = os.environ.get("RAGTRACE_TRACE_BACKEND_ENDPOINT")
         if not backend:
             sink = ServiceProcess(
                 "trace-sink",
-                [sys.executable, "-c", "from scripts.services.otlp_sink import main; main()",
-                 "--port", str(PORTS["trace_sink"])],
+                [
+                    sys.executable,
+                    "-c",
+                    "from scripts.services.otlp_sink import main; main()",
+                    "--port",
+                    str(PORTS["trace_sink"]),
+                ],
                 base / "trace-sink",
                 env={**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)},
             ).start()
@@ -114,19 +121,38 @@ def up() -> int:
             backend = f"http://127.0.0.1:{PORTS['trace_sink']}"
             _record(state, "trace-sink", sink, endpoint=backend)
         collector = start_collector(
-            base / "collector", kafka.bootstrap, backend, topic=TOPIC, ports={
-                "app_http": PORTS["app_http"], "app_grpc": PORTS["app_grpc"],
-                "eval_http": PORTS["eval_http"], "eval_grpc": PORTS["eval_grpc"],
+            base / "collector",
+            kafka.bootstrap,
+            backend,
+            topic=TOPIC,
+            ports={
+                "app_http": PORTS["app_http"],
+                "app_grpc": PORTS["app_grpc"],
+                "eval_http": PORTS["eval_http"],
+                "eval_grpc": PORTS["eval_grpc"],
                 "prometheus": PORTS["prometheus_exporter"],
-                "telemetry": PORTS["collector_telemetry"], "health": PORTS["collector_health"]})
+                "telemetry": PORTS["collector_telemetry"],
+                "health": PORTS["collector_health"],
+            },
+        )
         e = collector.endpoints
-        _record(state, "collector", collector.process, app_otlp_http=e.app_otlp_http,
-                app_otlp_grpc=e.app_otlp_grpc, eval_otlp_http=e.eval_otlp_http,
-                prometheus_exporter=e.prometheus_metrics_url, topic=e.topic,
-                trace_backend=backend)
+        _record(
+            state,
+            "collector",
+            collector.process,
+            app_otlp_http=e.app_otlp_http,
+            app_otlp_grpc=e.app_otlp_grpc,
+            eval_otlp_http=e.eval_otlp_http,
+            prometheus_exporter=e.prometheus_metrics_url,
+            topic=e.topic,
+            trace_backend=backend,
+        )
         prometheus = start_prometheus(
-            base / "prometheus", [e.prometheus_exporter], [e.telemetry_metrics],
-            port=PORTS["prometheus"])
+            base / "prometheus",
+            [e.prometheus_exporter],
+            [e.telemetry_metrics],
+            port=PORTS["prometheus"],
+        )
         _record(state, "prometheus", prometheus.process, url=prometheus.url)
     except (ServiceError, paths.NotProvisioned, TimeoutError) as exc:
         print(f"dev stack: {exc}", file=sys.stderr)
@@ -185,7 +211,8 @@ def clean() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="dev-stack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="dev-stack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["up", "down", "status", "env", "clean"])
     args = parser.parse_args(argv)
     return {"up": up, "down": down, "status": status, "env": env, "clean": clean}[args.command]()

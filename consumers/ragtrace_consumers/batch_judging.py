@@ -24,15 +24,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ragtrace_consumers.batching import cache_put_many
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.model import JudgeResultCache
 from ragtrace.evaluation.judges import JudgeUnavailable
 from ragtrace.evaluation.judges.anthropic_batch import (
     AnthropicBatchJudge,
     BatchNotFound,
     BatchRequest,
 )
+from ragtrace_consumers.batching import cache_put_many
+from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import JudgeResultCache
 
 if TYPE_CHECKING:
     import redis
@@ -143,16 +143,18 @@ class RedisBatchStore:
         pipe.execute()
 
 
-def build_batch_judging(judge: object, store: BatchStore, cache: JudgeResultCache,
-                        metrics: ConsumerMetrics) -> BatchJudging:
+def build_batch_judging(
+    judge: object, store: BatchStore, cache: JudgeResultCache, metrics: ConsumerMetrics
+) -> BatchJudging:
     """Batch mode over ``judge``, which must be the Anthropic judge (ConfigError otherwise)."""
-    from ragtrace_consumers.config import ConfigError
     from ragtrace.evaluation.judges import AnthropicJudge
+    from ragtrace_consumers.config import ConfigError
 
     if not isinstance(judge, AnthropicJudge):
         raise ConfigError(
             "judge.mode: batch needs the anthropic judge (judge.name: anthropic, or auto with "
-            f"an API key); got {type(judge).__name__}")
+            f"an API key); got {type(judge).__name__}"
+        )
     return BatchJudging(AnthropicBatchJudge(judge), store, cache, metrics)
 
 
@@ -167,10 +169,18 @@ class BatchJudging:
     """Collects judge requests into batches, polls them, caches their results (module doc).
     Thread-safe; :meth:`start` runs :meth:`tick` on a daemon thread every ``tick_s``."""
 
-    def __init__(self, judge: AnthropicBatchJudge, store: BatchStore, cache: JudgeResultCache,
-                 metrics: ConsumerMetrics, *, max_requests: int = 10_000,
-                 submit_every_s: float = 10.0, poll_every_s: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        judge: AnthropicBatchJudge,
+        store: BatchStore,
+        cache: JudgeResultCache,
+        metrics: ConsumerMetrics,
+        *,
+        max_requests: int = 10_000,
+        submit_every_s: float = 10.0,
+        poll_every_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if max_requests < 1 or submit_every_s <= 0 or poll_every_s <= 0:
             raise ValueError("max_requests, submit_every_s and poll_every_s must be > 0")
         self._judge = judge
@@ -201,8 +211,15 @@ class BatchJudging:
         """Queue ``job``'s request for the next batch (once per cache key)."""
         if self.is_pending(job.key):
             return
-        item = json.dumps({"key": job.key, "trace_id": job.trace_id, "answer": job.answer,
-                           "context": list(job.context)}, separators=(",", ":")).encode()
+        item = json.dumps(
+            {
+                "key": job.key,
+                "trace_id": job.trace_id,
+                "answer": job.answer,
+                "context": list(job.context),
+            },
+            separators=(",", ":"),
+        ).encode()
         with self._lock:
             if not self._waiting:
                 self._first_waiting = self._clock()
@@ -215,8 +232,9 @@ class BatchJudging:
         with self._lock:
             due = bool(self._waiting) and (
                 len(self._waiting) >= self.max_requests
-                or now - (self._first_waiting or now) >= self.submit_every_s)
-            waiting = dict(list(self._waiting.items())[:self.max_requests]) if due else {}
+                or now - (self._first_waiting or now) >= self.submit_every_s
+            )
+            waiting = dict(list(self._waiting.items())[: self.max_requests]) if due else {}
         if waiting:
             self._submit(waiting)
         if now - self._last_poll >= self.poll_every_s:
@@ -232,8 +250,9 @@ class BatchJudging:
         try:
             batch_id = self._judge.submit(requests)
         except JudgeUnavailable:
-            _log.warning("submitting a judge batch of %d failed; retrying", len(requests),
-                         exc_info=True)
+            _log.warning(
+                "submitting a judge batch of %d failed; retrying", len(requests), exc_info=True
+            )
             return
         self._store.add_batch(batch_id, waiting)
         with self._lock:
@@ -248,8 +267,10 @@ class BatchJudging:
                 return
             items = self._store.batch_items(batch_id)
             parsed = {cid: json.loads(raw) for cid, raw in items.items()}
-            requests = {cid: BatchRequest(cid, p["answer"], tuple(p["context"]))
-                        for cid, p in parsed.items()}
+            requests = {
+                cid: BatchRequest(cid, p["answer"], tuple(p["context"]))
+                for cid, p in parsed.items()
+            }
             results = self._judge.results(batch_id, requests)
         except BatchNotFound:
             # Gone at the API: forget it; its traces submit their requests again when claimed.
@@ -263,26 +284,43 @@ class BatchJudging:
         for cid, result in results.items():
             served = result.judge.model or result.judge.name
             u = result.usage
-            self._metrics.judge_usage(served, u.input_tokens, u.output_tokens,
-                                      u.cache_read_input_tokens, u.cache_creation_input_tokens,
-                                      result.cost_usd, result.latency_s)
+            self._metrics.judge_usage(
+                served,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_input_tokens,
+                u.cache_creation_input_tokens,
+                result.cost_usd,
+                result.latency_s,
+            )
             if result.error is not None:
                 self._metrics.judge_call(served, "error")
                 self._metrics.judge_error(served, "invalid_output")
                 continue
             self._metrics.judge_call(served, "ok")
-            entries.append((parsed[cid]["key"], json.dumps(
-                {"trace_id": parsed[cid]["trace_id"], "result": result.to_dict()},
-                separators=(",", ":")).encode()))
+            entries.append(
+                (
+                    parsed[cid]["key"],
+                    json.dumps(
+                        {"trace_id": parsed[cid]["trace_id"], "result": result.to_dict()},
+                        separators=(",", ":"),
+                    ).encode(),
+                )
+            )
         cache_put_many(self._cache, entries)
         self._store.finish_batch(batch_id)
-        _log.info("judge batch %s ended: %d results cached, %d failed", batch_id, len(entries),
-                  len(results) - len(entries))
+        _log.info(
+            "judge batch %s ended: %d results cached, %d failed",
+            batch_id,
+            len(entries),
+            len(results) - len(entries),
+        )
 
     def start(self, tick_s: float = 1.0) -> BatchJudging:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, args=(tick_s,), daemon=True,
-                                            name="ragtrace-judge-batches")
+            self._thread = threading.Thread(
+                target=self._run, args=(tick_s,), daemon=True, name="ragtrace-judge-batches"
+            )
             self._thread.start()
         return self
 

@@ -75,12 +75,16 @@ def _non_empty(v: str) -> str | None:
 def _one_of(*choices: str) -> Callable[[str], str | None]:
     def check(v: str) -> str | None:
         return None if v in choices else f"must be one of {', '.join(choices)}"
+
     return check
 
 
 def _url(v: str) -> str | None:
-    return None if v.startswith(("http://", "https://", "redis://", "rediss://", "unix://")) \
+    return (
+        None
+        if v.startswith(("http://", "https://", "redis://", "rediss://", "unix://"))
         else "must be a URL"
+    )
 
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -91,8 +95,12 @@ def _ascii(v: str) -> str | None:
     return None if v.isascii() else "must be ASCII"
 
 
-def _key(check: Callable[[Any], str | None] | None = None, *, secret: bool = False,
-         coerce: Callable[[object, str], object] | None = None) -> Any:
+def _key(
+    check: Callable[[Any], str | None] | None = None,
+    *,
+    secret: bool = False,
+    coerce: Callable[[object, str], object] | None = None,
+) -> Any:
     return field(metadata={"check": check, "secret": secret, "coerce": coerce}, repr=not secret)
 
 
@@ -165,25 +173,34 @@ class KafkaSettings:
         sasl = self.security_protocol.startswith("SASL_")
         tls = self.security_protocol.endswith("SSL")
         if sasl and self.sasl_mechanism is None:
-            raise ConfigError(f"kafka.sasl_mechanism: required when kafka.security_protocol is "
-                              f"{self.security_protocol}")
+            raise ConfigError(
+                f"kafka.sasl_mechanism: required when kafka.security_protocol is "
+                f"{self.security_protocol}"
+            )
         if not sasl and self.sasl_mechanism is not None:
-            raise ConfigError(f"kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or "
-                              f"SASL_PLAINTEXT, got {self.security_protocol}")
+            raise ConfigError(
+                f"kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or "
+                f"SASL_PLAINTEXT, got {self.security_protocol}"
+            )
         for key in ("sasl_username", "sasl_password"):
             given = getattr(self, key) is not None
             if self.sasl_mechanism is not None and not given:
-                raise ConfigError(f"kafka.{key}: required with kafka.sasl_mechanism "
-                                  f"{self.sasl_mechanism}")
+                raise ConfigError(
+                    f"kafka.{key}: required with kafka.sasl_mechanism {self.sasl_mechanism}"
+                )
             if self.sasl_mechanism is None and given:
                 raise ConfigError(f"kafka.{key}: set but kafka.sasl_mechanism is not")
         for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
             if getattr(self, key) is not None and not tls:
-                raise ConfigError(f"kafka.{key}: needs kafka.security_protocol SSL or SASL_SSL, "
-                                  f"got {self.security_protocol}")
+                raise ConfigError(
+                    f"kafka.{key}: needs kafka.security_protocol SSL or SASL_SSL, "
+                    f"got {self.security_protocol}"
+                )
         if self.ssl_keyfile is not None and self.ssl_certfile is None:
-            raise ConfigError("kafka.ssl_keyfile: needs kafka.ssl_certfile (the client "
-                              "certificate the key belongs to)")
+            raise ConfigError(
+                "kafka.ssl_keyfile: needs kafka.ssl_certfile (the client "
+                "certificate the key belongs to)"
+            )
 
     def client_options(self) -> dict[str, object]:
         """Security keyword arguments of kafka-python's ``KafkaConsumer``/``KafkaProducer``
@@ -241,9 +258,11 @@ class AssemblySettings:
         # holding it), or it expires before another replica can score it.
         least = max(self.quiet_s, DEFAULT_IDLE_S) + self.lease_s
         if self.ttl_s <= least:
-            raise ConfigError(f"assembly.ttl_s: must exceed the longest wait for completion "
-                              f"(max(assembly.quiet_s, {DEFAULT_IDLE_S:g})) plus assembly.lease_s "
-                              f"= {least:g}, got {self.ttl_s:g}")
+            raise ConfigError(
+                f"assembly.ttl_s: must exceed the longest wait for completion "
+                f"(max(assembly.quiet_s, {DEFAULT_IDLE_S:g})) plus assembly.lease_s "
+                f"= {least:g}, got {self.ttl_s:g}"
+            )
 
 
 @dataclass(frozen=True)
@@ -258,8 +277,12 @@ class SamplingSettings:
 
     def sampler_config(self) -> SamplerConfig:
         """The :class:`~ragtrace_consumers.sample.Sampler` configuration of these settings."""
-        return SamplerConfig(recall_rate=self.recall_rate, judge_rate=self.judge_rate,
-                             rules=self.rules, salt=self.salt)
+        return SamplerConfig(
+            recall_rate=self.recall_rate,
+            judge_rate=self.judge_rate,
+            rules=self.rules,
+            salt=self.salt,
+        )
 
 
 @dataclass(frozen=True)
@@ -344,10 +367,17 @@ class MappingSettings:
         from ragtrace_consumers.readers import MappingRules, SpanReaders
 
         rules = MappingRules(
-            role_attribute=self.role_attribute, retrieval_value=self.retrieval_value,
-            generation_value=self.generation_value, pipeline_value=self.pipeline_value,
-            query=self.query, documents=self.documents, chunk_ids=self.chunk_ids,
-            chunk_texts=self.chunk_texts, chunk_scores=self.chunk_scores, answer=self.answer)
+            role_attribute=self.role_attribute,
+            retrieval_value=self.retrieval_value,
+            generation_value=self.generation_value,
+            pipeline_value=self.pipeline_value,
+            query=self.query,
+            documents=self.documents,
+            chunk_ids=self.chunk_ids,
+            chunk_texts=self.chunk_texts,
+            chunk_scores=self.chunk_scores,
+            answer=self.answer,
+        )
         keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
         return SpanReaders.build(rules, keys)
 
@@ -381,8 +411,13 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "timeout_s": 10.0,
         "metrics_otlp": True,
     },
-    "assembly": {"quiet_s": 5.0, "lease_s": 300.0, "claim_batch": 64, "ttl_s": 3600.0,
-                 "max_attempts": 200},
+    "assembly": {
+        "quiet_s": 5.0,
+        "lease_s": 300.0,
+        "claim_batch": 64,
+        "ttl_s": 3600.0,
+        "max_attempts": 200,
+    },
     "sampling": {"recall_rate": 1.0, "judge_rate": 1.0, "rules": (), "salt": ""},
     "scoring": {
         "k": 5,
@@ -406,12 +441,26 @@ _DEFAULTS: dict[str, dict[str, object]] = {
     },
     # Off locally (several replicas on one machine would contend for the port); the Helm chart
     # turns it on, on 0.0.0.0:8086, for the Kubernetes probes.
-    "health": {"enabled": False, "host": "127.0.0.1", "port": 8086, "liveness_timeout_s": 120.0,
-               "startup_wait_s": 60.0},
-    "mapping": {"role_attribute": None, "retrieval_value": "retrieval",
-                "generation_value": "generation", "pipeline_value": "pipeline", "query": None,
-                "documents": None, "chunk_ids": None, "chunk_texts": None, "chunk_scores": None,
-                "answer": None, "metadata_id_keys": "id,doc_id,document_id,chunk_id,node_id,_id,uuid"},
+    "health": {
+        "enabled": False,
+        "host": "127.0.0.1",
+        "port": 8086,
+        "liveness_timeout_s": 120.0,
+        "startup_wait_s": 60.0,
+    },
+    "mapping": {
+        "role_attribute": None,
+        "retrieval_value": "retrieval",
+        "generation_value": "generation",
+        "pipeline_value": "pipeline",
+        "query": None,
+        "documents": None,
+        "chunk_ids": None,
+        "chunk_texts": None,
+        "chunk_scores": None,
+        "answer": None,
+        "metadata_id_keys": "id,doc_id,document_id,chunk_id,node_id,_id,uuid",
+    },
 }
 
 _SECTIONS: dict[str, type] = {
@@ -501,7 +550,8 @@ def redact_url(url: str) -> str:
         netloc = f"{userinfo}@{host}"
     query = "&".join(
         f"{k}={REDACTED}" if k.lower() == "password" else (f"{k}={v}" if sep else k)
-        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item))
+        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item)
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -524,8 +574,9 @@ def _coerce(section: str, key: str, raw: object, where: str) -> object:
     hints = get_type_hints(_SECTIONS[section])
     if key not in hints:
         raise ConfigError(f"{where}: unknown key (known: {', '.join(_DEFAULTS[section])})")
-    coerce = next(f.metadata.get("coerce") for f in dataclasses.fields(_SECTIONS[section])
-                  if f.name == key)
+    coerce = next(
+        f.metadata.get("coerce") for f in dataclasses.fields(_SECTIONS[section]) if f.name == key
+    )
     if coerce is not None:
         return coerce(raw, where)
     hint = str(hints[key])
@@ -551,11 +602,18 @@ def _coerce(section: str, key: str, raw: object, where: str) -> object:
                 raise ValueError
             return float(raw)  # type: ignore[arg-type]
         if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-            raise ValueError  # noqa: TRY004 - reported below as a ConfigError naming the key
+            raise ValueError
         return str(raw)
     except (TypeError, ValueError):
-        kind = "integer" if "int" in hint else "number" if "float" in hint else \
-            "boolean" if "bool" in hint else "string"
+        kind = (
+            "integer"
+            if "int" in hint
+            else "number"
+            if "float" in hint
+            else "boolean"
+            if "bool" in hint
+            else "string"
+        )
         raise ConfigError(f"{where}: expected {kind}, got {raw!r}") from None
 
 
@@ -575,8 +633,9 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | Path | None = None,
-                env: Mapping[str, str] | None = None) -> ConsumerConfig:
+def load_config(
+    path: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> ConsumerConfig:
     """Defaults, overlaid by the file, overlaid by environment variables; validated."""
     env = os.environ if env is None else env
     if path is None and env.get(ENV_CONFIG_FILE):
@@ -588,8 +647,9 @@ def load_config(path: str | Path | None = None,
         source = str(path)
         for section, body in _read_file(path).items():
             if section not in _SECTIONS:
-                raise ConfigError(f"{path}: {section}: unknown section "
-                                  f"(known: {', '.join(_SECTIONS)})")
+                raise ConfigError(
+                    f"{path}: {section}: unknown section (known: {', '.join(_SECTIONS)})"
+                )
             if body is None:
                 continue
             if not isinstance(body, dict):

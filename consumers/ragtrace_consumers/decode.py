@@ -51,8 +51,15 @@ REASON_TRACE_ID = "bad_trace_id"
 REASON_SPAN_ID = "bad_span_id"
 REASON_PARENT_ID = "bad_parent_span_id"
 REASONS: frozenset[str] = frozenset(
-    {REASON_EMPTY, REASON_PROTOBUF, REASON_JSON, REASON_JSON_SCHEMA, REASON_TRACE_ID,
-     REASON_SPAN_ID, REASON_PARENT_ID}
+    {
+        REASON_EMPTY,
+        REASON_PROTOBUF,
+        REASON_JSON,
+        REASON_JSON_SCHEMA,
+        REASON_TRACE_ID,
+        REASON_SPAN_ID,
+        REASON_PARENT_ID,
+    }
 )
 """Every value :attr:`DecodeError.reason` takes (bounded: safe as a metric attribute)."""
 
@@ -87,8 +94,9 @@ class Admission(Protocol):
         """The attribute keys ``admit`` may ask for."""
         ...
 
-    def admit(self, trace_id: str, service: str,
-              facts: Callable[[], Mapping[str, str]]) -> bool: ...
+    def admit(
+        self, trace_id: str, service: str, facts: Callable[[], Mapping[str, str]]
+    ) -> bool: ...
 
     def maybe_flush(self) -> None: ...
 
@@ -131,8 +139,9 @@ def decode_json_request(payload: bytes) -> list[SpanRecord]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DecodeError(REASON_JSON, f"not JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise DecodeError(REASON_JSON_SCHEMA, f"top level is {type(document).__name__}, "
-                                              "expected an object")
+        raise DecodeError(
+            REASON_JSON_SCHEMA, f"top level is {type(document).__name__}, expected an object"
+        )
     _ids_to_base64(document)
     request = trace_service_pb2.ExportTraceServiceRequest()
     try:
@@ -142,8 +151,9 @@ def decode_json_request(payload: bytes) -> list[SpanRecord]:
     return spans_from_request(request)
 
 
-def spans_from_request(request: trace_service_pb2.ExportTraceServiceRequest,
-                       admission: Admission | None = None) -> list[SpanRecord]:
+def spans_from_request(
+    request: trace_service_pb2.ExportTraceServiceRequest, admission: Admission | None = None
+) -> list[SpanRecord]:
     """Turn a parsed request into :class:`SpanRecord` values (of the traces ``admission``
     admits, when given); bad IDs raise :class:`DecodeError`."""
     keep = None if admission is None else _admitted(request, admission)
@@ -168,8 +178,9 @@ def _service(resource_spans: trace_pb2.ResourceSpans) -> str:
     return service
 
 
-def _admitted(request: trace_service_pb2.ExportTraceServiceRequest,
-              admission: Admission) -> set[bytes]:
+def _admitted(
+    request: trace_service_pb2.ExportTraceServiceRequest, admission: Admission
+) -> set[bytes]:
     """The raw trace IDs of ``request`` that ``admission`` keeps (invalid IDs are kept, so the
     full decode rejects the message)."""
     traces: dict[bytes, tuple[str, list[trace_pb2.Span]]] = {}
@@ -186,8 +197,11 @@ def _admitted(request: trace_service_pb2.ExportTraceServiceRequest,
     interest = admission.interest
     keep: set[bytes] = set()
     for raw, (service, spans) in traces.items():
-        if len(raw) != 16 or not any(raw) or admission.admit(
-                raw.hex(), service, functools.partial(_facts, spans, interest)):
+        if (
+            len(raw) != 16
+            or not any(raw)
+            or admission.admit(raw.hex(), service, functools.partial(_facts, spans, interest))
+        ):
             keep.add(raw)
     admission.maybe_flush()
     return keep
@@ -280,9 +294,12 @@ def _scalar(value: common_pb2.AnyValue) -> str | bool | int | float | None:
 
 
 _ID_FIELDS = {
-    "traceId": 16, "trace_id": 16,
-    "spanId": 8, "span_id": 8,
-    "parentSpanId": 8, "parent_span_id": 8,
+    "traceId": 16,
+    "trace_id": 16,
+    "spanId": 8,
+    "span_id": 8,
+    "parentSpanId": 8,
+    "parent_span_id": 8,
 }
 _ID_REASONS = {16: REASON_TRACE_ID, 8: REASON_SPAN_ID}
 
@@ -326,8 +343,9 @@ def _convert_ids(obj: object, where: str) -> None:
         decoded = _id_bytes(raw, size)
         if decoded is None:
             raise DecodeError(
-                reason, f"{where}.{key}: {raw!r} is neither {2 * size} hex digits nor "
-                        f"base64 of {size} bytes"
+                reason,
+                f"{where}.{key}: {raw!r} is neither {2 * size} hex digits nor "
+                f"base64 of {size} bytes",
             )
         obj[key] = base64.b64encode(decoded).decode("ascii")
 

@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ragtrace import semconv
+from ragtrace.normalize import question_sha256
 from ragtrace_consumers.labels import EMPTY_QUESTION_SHA256, LabelIndex
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.sample import SamplerConfig, SamplingRule, trace_position
-from ragtrace.normalize import question_sha256
 
 __all__ = ["DEFAULT_REFRESH_S", "EarlySampler", "LabelDigests"]
 
@@ -47,8 +47,20 @@ DEFAULT_REFRESH_S = 10.0
 _MODEL_KEYS = (semconv.LLM_MODEL_NAME, semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL)
 _QUERY_KEYS = (semconv.INPUT_VALUE, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT)
 _RESERVED_PREFIXES = (
-    "ragtrace.", "input.", "output.", "retrieval.", "llm.", "gen_ai.", "openinference.",
-    "embedding.", "reranker.", "tool.", "message.", "metadata", "code.", "thread.",
+    "ragtrace.",
+    "input.",
+    "output.",
+    "retrieval.",
+    "llm.",
+    "gen_ai.",
+    "openinference.",
+    "embedding.",
+    "reranker.",
+    "tool.",
+    "message.",
+    "metadata",
+    "code.",
+    "thread.",
 )
 _FLUSH_EVERY_S = 1.0
 
@@ -64,8 +76,13 @@ class LabelDigests:
     ``labels`` when its version changed, checked at most every ``refresh_s`` seconds. A failed
     refresh keeps the previous set (logged)."""
 
-    def __init__(self, labels: _Labels, *, refresh_s: float = DEFAULT_REFRESH_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        labels: _Labels,
+        *,
+        refresh_s: float = DEFAULT_REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._labels = labels
         self._refresh_s = refresh_s
         self._clock = clock
@@ -97,23 +114,39 @@ class EarlySampler:
     traces per service and hands them to ``report(service, n)`` at most once a second and on
     :meth:`flush`."""
 
-    def __init__(self, config: SamplerConfig, labels: LabelDigests | None = None, *,
-                 report: Callable[[str, int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: SamplerConfig,
+        labels: LabelDigests | None = None,
+        *,
+        report: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._config = config
         self._labels = labels
         self._report = report
         self._clock = clock
         judge = [config.judge_rate] + [_or(r.judge_rate, config.judge_rate) for r in config.rules]
-        recall = [config.recall_rate] + [_or(r.recall_rate, config.recall_rate)
-                                         for r in config.rules]
+        recall = [config.recall_rate] + [
+            _or(r.recall_rate, config.recall_rate) for r in config.rules
+        ]
         self._keep_below = min(judge)
         self._drop_from = max(judge + recall)
         self._interest = frozenset(
-            {semconv.RAGTRACE_QUESTION_ID, semconv.RAGTRACE_QUERY_SHA256,
-             semconv.RAGTRACE_PIPELINE_NAME, *_MODEL_KEYS, *_QUERY_KEYS}
-            | {k for rule in config.rules for k in rule.match
-               if k not in ("service", "pipeline", "model")})
+            {
+                semconv.RAGTRACE_QUESTION_ID,
+                semconv.RAGTRACE_QUERY_SHA256,
+                semconv.RAGTRACE_PIPELINE_NAME,
+                *_MODEL_KEYS,
+                *_QUERY_KEYS,
+            }
+            | {
+                k
+                for rule in config.rules
+                for k in rule.match
+                if k not in ("service", "pipeline", "model")
+            }
+        )
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}
         self._flushed = clock()
@@ -183,8 +216,7 @@ class EarlySampler:
             by_trace.setdefault(span.trace_id, []).append(span)
         kept: list[SpanRecord] = []
         for trace_id, group in by_trace.items():
-            if self.admit(trace_id, group[0].service,
-                          functools.partial(self._record_facts, group)):
+            if self.admit(trace_id, group[0].service, functools.partial(self._record_facts, group)):
                 kept += group
         self.maybe_flush()
         return kept

@@ -36,6 +36,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from typing_extensions import Self
 
+from ragtrace.evaluation.judges import Judge, make_judge
+from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
@@ -59,8 +61,6 @@ from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace_consumers.workers import ScoringWorkers
 from ragtrace_consumers.writeback import ScoreSink
-from ragtrace.evaluation.judges import Judge, make_judge
-from ragtrace.evaluation.labels import load_labels
 
 __all__ = [
     "DEFAULT_METRICS_PORT",
@@ -133,22 +133,26 @@ class EmbeddedSettings:
             if value is not None and not 0 <= value <= 65535:
                 raise ValueError(f"{name} must be within 0..65535, got {value}")
         if self.otlp_endpoint is not None and not self.otlp_endpoint.startswith(
-                ("http://", "https://")):
+            ("http://", "https://")
+        ):
             raise ValueError(f"otlp_endpoint must be an http(s) URL, got {self.otlp_endpoint!r}")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if not self.service_name:
             raise ValueError("service_name must not be empty")
         if self.otlp_signals not in OTLP_SIGNALS:
-            raise ValueError(f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, "
-                             f"got {self.otlp_signals!r}")
+            raise ValueError(
+                f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, got {self.otlp_signals!r}"
+            )
         if self.max_pending_traces < 1:
             raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
         if self.max_pending_bytes < 1:
             raise ValueError(f"max_pending_bytes must be >= 1, got {self.max_pending_bytes}")
         if not self.request_timeout_s > 0 or self.http_workers < 1:
-            raise ValueError(f"request_timeout_s must be > 0 and http_workers >= 1, got "
-                             f"{self.request_timeout_s}, {self.http_workers}")
+            raise ValueError(
+                f"request_timeout_s must be > 0 and http_workers >= 1, got "
+                f"{self.request_timeout_s}, {self.http_workers}"
+            )
 
 
 class EmbeddedEvaluator:
@@ -159,19 +163,27 @@ class EmbeddedEvaluator:
     ``extra_metric_readers`` are added to the meter provider (tests pass an in-memory reader).
     """
 
-    def __init__(self, settings: EmbeddedSettings | None = None, *,
-                 config: ConsumerConfig | None = None, judge: Judge | None = None,
-                 extra_metric_readers: Sequence[MetricReader] = ()) -> None:
+    def __init__(
+        self,
+        settings: EmbeddedSettings | None = None,
+        *,
+        config: ConsumerConfig | None = None,
+        judge: Judge | None = None,
+        extra_metric_readers: Sequence[MetricReader] = (),
+    ) -> None:
         self.settings = settings = settings or EmbeddedSettings()
         self.config = config = config or ConsumerConfig.defaults()
         if config.judge.mode != "realtime":
             from ragtrace_consumers.config import ConfigError
 
-            raise ConfigError("judge.mode: batch is for ragtrace consume (its batches are kept "
-                              "in Redis); the embedded evaluator judges in realtime")
+            raise ConfigError(
+                "judge.mode: batch is for ragtrace consume (its batches are kept "
+                "in Redis); the embedded evaluator judges in realtime"
+            )
         with_model = config.judge.model and config.judge.name != "lexical"
         self.judge: Judge = judge or make_judge(
-            config.judge.name, **({"model": config.judge.model} if with_model else {}))
+            config.judge.name, **({"model": config.judge.model} if with_model else {})
+        )
         self.state = SqliteState(settings.state_path)
         try:
             self._build(extra_metric_readers)
@@ -206,45 +218,71 @@ class EmbeddedEvaluator:
         traces_to = s.otlp_endpoint if s.otlp_signals in ("all", "traces") else None
         metrics_to = s.otlp_endpoint if s.otlp_signals in ("all", "metrics") else None
         self.meter_provider: MeterProvider = make_meter_provider(
-            resource, endpoint=metrics_to, interval_s=cfg.export.metrics_interval_s,
-            timeout_s=cfg.export.timeout_s, readers=readers)
-        self.metrics = ConsumerMetrics(self.meter_provider,
-                                       judge_prompt_sha256=self.judge.info.prompt_sha256)
+            resource,
+            endpoint=metrics_to,
+            interval_s=cfg.export.metrics_interval_s,
+            timeout_s=cfg.export.timeout_s,
+            readers=readers,
+        )
+        self.metrics = ConsumerMetrics(
+            self.meter_provider, judge_prompt_sha256=self.judge.info.prompt_sha256
+        )
         inner: ScoreSink | None = None
         if traces_to is not None:
             inner = OtlpScoreSink.to_collector(
-                traces_to, resource, timeout_s=cfg.export.timeout_s,
+                traces_to,
+                resource,
+                timeout_s=cfg.export.timeout_s,
                 recall_threshold=cfg.scoring.recall_threshold,
-                groundedness_threshold=cfg.scoring.groundedness_threshold)
+                groundedness_threshold=cfg.scoring.groundedness_threshold,
+            )
         if s.phoenix_endpoint is not None:
             from ragtrace_consumers.phoenix_sink import PhoenixSink
 
-            inner = PhoenixSink(s.phoenix_endpoint, inner, timeout_s=cfg.export.timeout_s,
-                                recall_threshold=cfg.scoring.recall_threshold,
-                                groundedness_threshold=cfg.scoring.groundedness_threshold)
+            inner = PhoenixSink(
+                s.phoenix_endpoint,
+                inner,
+                timeout_s=cfg.export.timeout_s,
+                recall_threshold=cfg.scoring.recall_threshold,
+                groundedness_threshold=cfg.scoring.groundedness_threshold,
+            )
         self.sink = RecordingSink(self.state.results, inner)
-        self.traces = SqliteTraceStore(s.state_path, ttl_s=cfg.assembly.ttl_s,
-                                       max_attempts=cfg.assembly.max_attempts,
-                                       max_traces=s.max_pending_traces,
-                                       max_bytes=s.max_pending_bytes)
+        self.traces = SqliteTraceStore(
+            s.state_path,
+            ttl_s=cfg.assembly.ttl_s,
+            max_attempts=cfg.assembly.max_attempts,
+            max_traces=s.max_pending_traces,
+            max_bytes=s.max_pending_bytes,
+        )
         use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
         self.pipeline = Pipeline(
-            traces=self.traces, labels=self.labels, cache=self.state.judge_cache,
+            traces=self.traces,
+            labels=self.labels,
+            cache=self.state.judge_cache,
             idempotency=self.state.idempotency,
             budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
-            judge=self.judge, sink=self.sink, metrics=self.metrics,
+            judge=self.judge,
+            sink=self.sink,
+            metrics=self.metrics,
             sampler=Sampler(cfg.sampling.sampler_config()),
-            settings=PipelineSettings.from_config(cfg))
-        self.early = EarlySampler(cfg.sampling.sampler_config(), LabelDigests(self.labels),
-                                  report=self.metrics.traces_sampled_out)
+            settings=PipelineSettings.from_config(cfg),
+        )
+        self.early = EarlySampler(
+            cfg.sampling.sampler_config(),
+            LabelDigests(self.labels),
+            report=self.metrics.traces_sampled_out,
+        )
         self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
-        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None \
-            else None
-        self.receiver = OtlpHttpReceiver(self._accept, host=s.host, port=s.port,
-                                         meter_provider=self.meter_provider,
-                                         timeout_s=s.request_timeout_s,
-                                         max_workers=s.http_workers,
-                                         other_signals=self._other_signal)
+        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
+        self.receiver = OtlpHttpReceiver(
+            self._accept,
+            host=s.host,
+            port=s.port,
+            meter_provider=self.meter_provider,
+            timeout_s=s.request_timeout_s,
+            max_workers=s.http_workers,
+            other_signals=self._other_signal,
+        )
 
     # --- lifecycle --------------------------------------------------------------------------
     @property
@@ -266,8 +304,11 @@ class EmbeddedEvaluator:
         if self.prometheus_registry is not None and self.settings.metrics_port is not None:
             from prometheus_client import start_http_server
 
-            server, _ = start_http_server(self.settings.metrics_port, self.settings.metrics_host,
-                                          registry=self.prometheus_registry)
+            server, _ = start_http_server(
+                self.settings.metrics_port,
+                self.settings.metrics_host,
+                registry=self.prometheus_registry,
+            )
             self._metrics_server = server
         resumed = self.traces.recover()  # leases of a previous (killed) process: due now
         if resumed:
@@ -305,8 +346,12 @@ class EmbeddedEvaluator:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     # --- spans in, traces scored ------------------------------------------------------------
@@ -314,10 +359,13 @@ class EmbeddedEvaluator:
         try:  # durable (committed) when it returns; refused whole when over the bound
             self.pipeline.ingest(self.early.admit_records(spans))
         except StoreFull as exc:
-            if exc.adding.traces > self.settings.max_pending_traces or \
-                    exc.adding.bytes > self.settings.max_pending_bytes:
-                raise RequestTooLarge(f"the request alone exceeds the evaluator's bound: {exc}")\
-                    from None
+            if (
+                exc.adding.traces > self.settings.max_pending_traces
+                or exc.adding.bytes > self.settings.max_pending_bytes
+            ):
+                raise RequestTooLarge(
+                    f"the request alone exceeds the evaluator's bound: {exc}"
+                ) from None
             raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
         self._wake.set()
         self.workers.wake()

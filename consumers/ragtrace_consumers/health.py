@@ -68,8 +68,9 @@ class KafkaProgress:
     the heartbeat and, at most once a second, records the consumer's partition assignment and
     open broker connections (on the polling thread). Every other attribute is the consumer's."""
 
-    def __init__(self, consumer: Any, heartbeat: Heartbeat,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, consumer: Any, heartbeat: Heartbeat, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._consumer = consumer
         self._heartbeat = heartbeat
         self._clock = clock
@@ -94,8 +95,9 @@ class KafkaProgress:
         except Exception:  # noqa: BLE001 - bookkeeping must never break the consume loop
             self.assigned = None
         try:  # kafka-python's metrics are best effort ("unstable interface")
-            count = (self._consumer.metrics() or {}).get("consumer-metrics", {}).get(
-                "connection-count")
+            count = (
+                (self._consumer.metrics() or {}).get("consumer-metrics", {}).get("connection-count")
+            )
             self.connections = None if count is None else int(count)
         except Exception:  # noqa: BLE001
             self.connections = None
@@ -132,10 +134,17 @@ class HealthServer:
     replica shutting down: live, not ready.
     """
 
-    def __init__(self, host: str, port: int, *, heartbeat: Heartbeat, liveness_timeout_s: float,
-                 readiness: Mapping[str, Check] | None = None,
-                 draining: Callable[[], bool] = lambda: False,
-                 metrics: Callable[[], tuple[bytes, str]] | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        heartbeat: Heartbeat,
+        liveness_timeout_s: float,
+        readiness: Mapping[str, Check] | None = None,
+        draining: Callable[[], bool] = lambda: False,
+        metrics: Callable[[], tuple[bytes, str]] | None = None,
+    ) -> None:
         if not liveness_timeout_s > 0:
             raise ValueError(f"liveness_timeout_s must be > 0, got {liveness_timeout_s!r}")
         if not 0 <= port <= 65535:
@@ -161,8 +170,9 @@ class HealthServer:
 
     def start(self) -> HealthServer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,),
-                                            name="ragtrace-health", daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, args=(0.1,), name="ragtrace-health", daemon=True
+            )
             self._thread.start()
             _log.info("health endpoints on %s/livez and /readyz", self.url)
         return self
@@ -182,7 +192,8 @@ class HealthServer:
             return True, {"status": "ok", "checks": {"loop": "draining"}}
         ok = age <= self.liveness_timeout_s
         detail = f"last progress {age:.1f}s ago" + (
-            "" if ok else f" (more than {self.liveness_timeout_s:g}s: stuck)")
+            "" if ok else f" (more than {self.liveness_timeout_s:g}s: stuck)"
+        )
         return ok, {"status": "ok" if ok else "failing", "checks": {"loop": detail}}
 
     def ready(self) -> tuple[bool, dict[str, object]]:

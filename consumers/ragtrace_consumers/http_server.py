@@ -14,6 +14,7 @@ answer — so nothing is acknowledged after the state behind it is closed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -30,17 +31,21 @@ DEFAULT_BACKLOG = 1024
 class BoundedHTTPServer(HTTPServer):
     """``HTTPServer`` serving connections on a bounded pool (module doc)."""
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
-                 max_workers: int = DEFAULT_MAX_WORKERS, backlog: int = DEFAULT_BACKLOG) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        backlog: int = DEFAULT_BACKLOG,
+    ) -> None:
         if max_workers < 1 or backlog < 1:
-            raise ValueError(f"max_workers and backlog must be >= 1, got {max_workers}, "
-                             f"{backlog}")
+            raise ValueError(f"max_workers and backlog must be >= 1, got {max_workers}, {backlog}")
         self.request_queue_size = backlog  # read by server_activate (listen)
         super().__init__(address, handler)
         self.max_workers = max_workers
         self._slots = threading.BoundedSemaphore(max_workers)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers,
-                                        thread_name_prefix="ragtrace-http")
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ragtrace-http")
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._busy = 0
@@ -62,8 +67,9 @@ class BoundedHTTPServer(HTTPServer):
         try:
             self.finish_request(request, client_address)
         except Exception:  # one connection's failure never ends the server
-            logging.getLogger(__name__).debug("connection from %s failed", client_address,
-                                              exc_info=True)
+            logging.getLogger(__name__).debug(
+                "connection from %s failed", client_address, exc_info=True
+            )
         finally:
             self._finished(request)
             self.shutdown_request(request)
@@ -87,10 +93,9 @@ class BoundedHTTPServer(HTTPServer):
         self.stopping = True
         with self._lock:
             for conn in list(self._open):
-                try:  # an idle keep-alive connection wakes up with EOF; responses still go out
+                # An idle keep-alive connection wakes up with EOF; responses still go out.
+                with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RD)
-                except OSError:
-                    pass
             finished = self._idle_done.wait_for(lambda: self._busy == 0, timeout=grace_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.server_close()

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace_consumers.batching import cache_get_many, cache_put_many
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
-from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
 
 __all__ = [
     "GroundednessScorer",
@@ -44,8 +44,9 @@ _OUTPUT_ESTIMATE_TOKENS = 400
 
 def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
     """The cache key of one judgement (hex SHA-256 of a canonical JSON encoding)."""
-    blob = json.dumps([answer, list(context), model, prompt_sha256], ensure_ascii=False,
-                      separators=(",", ":"))
+    blob = json.dumps(
+        [answer, list(context), model, prompt_sha256], ensure_ascii=False, separators=(",", ":")
+    )
     return "groundedness:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -130,11 +131,19 @@ class GroundednessScorer:
     (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
     """
 
-    def __init__(self, judge: Judge, cache: JudgeResultCache, budget: JudgeBudget,
-                 metrics: ConsumerMetrics, *, attempts: int = 2, backoff_s: float = 1.0,
-                 max_wait_s: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 batch: BatchJudging | None = None) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        cache: JudgeResultCache,
+        budget: JudgeBudget,
+        metrics: ConsumerMetrics,
+        *,
+        attempts: int = 2,
+        backoff_s: float = 1.0,
+        max_wait_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        batch: BatchJudging | None = None,
+    ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
         self._judge = judge
@@ -154,8 +163,9 @@ class GroundednessScorer:
     def judge(self) -> Judge:
         return self._judge
 
-    def judge_trace(self, trace_id: str, service: str, answer: str,
-                    context: Sequence[str]) -> JudgeOutcome:
+    def judge_trace(
+        self, trace_id: str, service: str, answer: str, context: Sequence[str]
+    ) -> JudgeOutcome:
         """A judgement, a skip (budget spent), or :class:`ParkTrace` raised."""
         job = self.job(trace_id, service, answer, context)
         self.plan([job])
@@ -166,13 +176,15 @@ class GroundednessScorer:
         assert job.outcome is not None
         return job.outcome
 
-    def job(self, trace_id: str, service: str, answer: str,
-            context: Sequence[str]) -> JudgeJob:
+    def job(self, trace_id: str, service: str, answer: str, context: Sequence[str]) -> JudgeJob:
         """A job for one (answer, context), its cache key and token estimate filled in."""
         ctx = tuple(context)
         key = judge_cache_key(answer, ctx, self._cache_model, self._judge.info.prompt_sha256)
-        tokens = (len(answer) + sum(len(c) for c in ctx)) // 4 + _PROMPT_OVERHEAD_TOKENS \
+        tokens = (
+            (len(answer) + sum(len(c) for c in ctx)) // 4
+            + _PROMPT_OVERHEAD_TOKENS
             + _OUTPUT_ESTIMATE_TOKENS
+        )
         return JudgeJob(trace_id, service, answer, ctx, key, tokens)
 
     def plan(self, jobs: Sequence[JudgeJob]) -> None:
@@ -183,13 +195,13 @@ class GroundednessScorer:
         if not jobs:
             return
         model = _model_of(self._judge)
-        for job, hit in zip(jobs, self._cached([j.key for j in jobs])):
+        for job, hit in zip(jobs, self._cached([j.key for j in jobs]), strict=True):
             if hit is not None:
                 result, payer = hit
                 self._metrics.judge_call(model, "cached")
                 job.outcome = JudgeOutcome(
-                    result, cached=True, cost_usd=result.cost_usd if payer == job.trace_id
-                    else 0.0)
+                    result, cached=True, cost_usd=result.cost_usd if payer == job.trace_id else 0.0
+                )
                 self._count_injection(job)
                 job.done.set()
         # The same answer and context twice in one batch: one call; the later jobs follow the
@@ -206,8 +218,11 @@ class GroundednessScorer:
                 if job.leader is job:
                     job.leader = None
                     misses.append(job)
-        if not self._paid or len(misses) > 1 and self._budget.try_acquire(
-                len(misses), sum(j.tokens for j in misses)):
+        if (
+            not self._paid
+            or len(misses) > 1
+            and self._budget.try_acquire(len(misses), sum(j.tokens for j in misses))
+        ):
             return
         for job in misses:
             if not self._budget.try_acquire(1, job.tokens):
@@ -251,17 +266,23 @@ class GroundednessScorer:
         # The API reports the exact model it served (an alias resolves to a dated ID): count
         # under it; the cache key keeps the configured name (see the module doc).
         served = result.judge.model or result.judge.name
-        self._metrics.judge_usage(served, result.usage.input_tokens, result.usage.output_tokens,
-                                  result.usage.cache_read_input_tokens,
-                                  result.usage.cache_creation_input_tokens, result.cost_usd,
-                                  result.latency_s)
+        self._metrics.judge_usage(
+            served,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+            result.usage.cache_read_input_tokens,
+            result.usage.cache_creation_input_tokens,
+            result.cost_usd,
+            result.latency_s,
+        )
         if result.error is not None:
             self._metrics.judge_call(served, "error")
             self._metrics.judge_error(served, "invalid_output")
         else:
             self._metrics.judge_call(served, "ok")
-            job.payload = json.dumps({"trace_id": job.trace_id, "result": result.to_dict()},
-                                     separators=(",", ":")).encode("utf-8")
+            job.payload = json.dumps(
+                {"trace_id": job.trace_id, "result": result.to_dict()}, separators=(",", ":")
+            ).encode("utf-8")
             job.fresh = True
         job.outcome = JudgeOutcome(result, cost_usd=result.cost_usd)
         self._count_injection(job)
@@ -288,14 +309,15 @@ class GroundednessScorer:
             _log.warning("judge cache read failed", exc_info=True)
             return [None] * len(keys)
         out: list[tuple[GroundednessResult, str | None] | None] = []
-        for key, raw in zip(keys, raws):
+        for key, raw in zip(keys, raws, strict=True):
             try:
                 if raw is None:
                     out.append(None)
                     continue
                 payload = json.loads(raw)
-                out.append((GroundednessResult.from_dict(payload["result"]),
-                            payload.get("trace_id")))
+                out.append(
+                    (GroundednessResult.from_dict(payload["result"]), payload.get("trace_id"))
+                )
             except Exception:  # noqa: BLE001 - an unreadable entry is a miss, not a failure
                 _log.warning("ignoring unreadable judge cache entry %s", key, exc_info=True)
                 out.append(None)
@@ -306,8 +328,9 @@ class GroundednessScorer:
         reason = "judge_unavailable"
         for attempt in range(self._attempts):
             if attempt:
-                wait = retry_after if retry_after is not None else \
-                    self._backoff_s * 2 ** (attempt - 1)
+                wait = (
+                    retry_after if retry_after is not None else self._backoff_s * 2 ** (attempt - 1)
+                )
                 self._sleep(min(wait, self._max_wait_s))
             try:
                 return self._judge.groundedness(answer, list(context))
@@ -315,12 +338,14 @@ class GroundednessScorer:
                 retry_after, reason = exc.retry_after, "judge_unavailable"
                 self._metrics.judge_call(model, "unavailable")
                 self._metrics.judge_error(model, "unavailable")
-                _log.warning("judge unavailable (attempt %d of %d): %s", attempt + 1,
-                             self._attempts, exc)
+                _log.warning(
+                    "judge unavailable (attempt %d of %d): %s", attempt + 1, self._attempts, exc
+                )
             except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
                 retry_after, reason = None, "judge_failed"
                 self._metrics.judge_call(model, "error")
                 self._metrics.judge_error(model, "exception")
-                _log.warning("judge call failed (attempt %d of %d): %r", attempt + 1,
-                             self._attempts, exc)
+                _log.warning(
+                    "judge call failed (attempt %d of %d): %r", attempt + 1, self._attempts, exc
+                )
         raise ParkTrace(reason, retry_after)

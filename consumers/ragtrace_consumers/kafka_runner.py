@@ -80,14 +80,24 @@ class KafkaRunner:
     off), ``producer`` a ``KafkaProducer`` for the dead-letter topic. Call :meth:`run` with an
     event; setting it (SIGTERM) drains in-flight scoring, commits and returns."""
 
-    def __init__(self, consumer: Any, producer: Any, pipeline: Pipeline, workers: ScoringWorkers,
-                 metrics: ConsumerMetrics, *, dlq_topic: str, commit_interval_s: float = 1.0,
-                 drain_timeout_s: float = 60.0, max_poll_records: int = 500,
-                 stall_timeout_s: float = 30.0,
-                 clock: Callable[[], float] = time.time,
-                 kafka_retry: Retrier | None = None,
-                 dependencies: Dependencies | None = None,
-                 admission: Admission | None = None) -> None:
+    def __init__(
+        self,
+        consumer: Any,
+        producer: Any,
+        pipeline: Pipeline,
+        workers: ScoringWorkers,
+        metrics: ConsumerMetrics,
+        *,
+        dlq_topic: str,
+        commit_interval_s: float = 1.0,
+        drain_timeout_s: float = 60.0,
+        max_poll_records: int = 500,
+        stall_timeout_s: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        kafka_retry: Retrier | None = None,
+        dependencies: Dependencies | None = None,
+        admission: Admission | None = None,
+    ) -> None:
         if not stall_timeout_s > 0:
             raise ValueError(f"stall_timeout_s must be > 0, got {stall_timeout_s!r}")
         self._consumer = consumer
@@ -173,9 +183,13 @@ class KafkaRunner:
             self._unsettled_since = now  # nothing to be assigned: not a stall
             return
         self.forced_rejoins += 1
-        _log.warning("group membership unsettled for %.0f s with %d partitions assigned; leaving "
-                     "the group and joining again (forced re-join %d)", waited,
-                     len(self._consumer.assignment()), self.forced_rejoins)
+        _log.warning(
+            "group membership unsettled for %.0f s with %d partitions assigned; leaving "
+            "the group and joining again (forced re-join %d)",
+            waited,
+            len(self._consumer.assignment()),
+            self.forced_rejoins,
+        )
         self.on_partitions_revoked(self._consumer.assignment(), blocking=False)
         self._consumer.unsubscribe()
         self._kafka(self.subscribe, self._topic)  # a broker outage is waited out, not fatal
@@ -188,8 +202,10 @@ class KafkaRunner:
         kafka-python's IO thread, where a blocking commit cannot run) sends the commit without
         waiting; if it is lost, the next owner re-reads those messages (ingest is idempotent)."""
         revoked = list(revoked)
-        _log.info("revoked partitions: %s",
-                  ", ".join(f"{tp.topic}[{tp.partition}]" for tp in revoked) or "none")
+        _log.info(
+            "revoked partitions: %s",
+            ", ".join(f"{tp.topic}[{tp.partition}]" for tp in revoked) or "none",
+        )
         self.commit(only=revoked, blocking=blocking)
         self._lag_tracker.forget(revoked)
         for tp in revoked:
@@ -198,8 +214,10 @@ class KafkaRunner:
 
     def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
         assigned = list(assigned)
-        _log.info("assigned partitions: %s",
-                  ", ".join(f"{tp.topic}[{tp.partition}]" for tp in assigned) or "none")
+        _log.info(
+            "assigned partitions: %s",
+            ", ".join(f"{tp.topic}[{tp.partition}]" for tp in assigned) or "none",
+        )
         if self._paused:
             self._consumer.pause(*assigned)
 
@@ -225,7 +243,8 @@ class KafkaRunner:
         records = self._kafka(
             self._consumer.poll,
             timeout_ms=0 if self._paused else (_BUSY_POLL_MS if busy else _POLL_MS),
-            max_records=self._max_poll_records)
+            max_records=self._max_poll_records,
+        )
         if records:
             self._handle(records)
             self._fill(True)  # traces whose root just arrived are due at once
@@ -240,12 +259,20 @@ class KafkaRunner:
             self._watch_group(now)
         if now - self._last_status >= _STATUS_EVERY_S:
             self._last_status = now
-            _log.info("status: %d messages, %d spans, %d dead-lettered; %d of %d workers busy%s;"
-                      " %d traces scored, %d failed; lag %s; %d forced re-joins", self.messages,
-                      self.spans, self.dead_lettered, self._workers.in_flight, self._workers.size,
-                      " (paused)" if self._paused else "", self._workers.completed,
-                      self._workers.failed, "unknown" if self._lag is None else self._lag,
-                      self.forced_rejoins)
+            _log.info(
+                "status: %d messages, %d spans, %d dead-lettered; %d of %d workers busy%s;"
+                " %d traces scored, %d failed; lag %s; %d forced re-joins",
+                self.messages,
+                self.spans,
+                self.dead_lettered,
+                self._workers.in_flight,
+                self._workers.size,
+                " (paused)" if self._paused else "",
+                self._workers.completed,
+                self._workers.failed,
+                "unknown" if self._lag is None else self._lag,
+                self.forced_rejoins,
+            )
 
     def _fill(self, force: bool) -> None:
         """Claim due traces for free workers: after a change, else at most every 100 ms."""
@@ -279,8 +306,7 @@ class KafkaRunner:
             self._pipeline.ingest(batch, self._clock())
         except Exception:  # noqa: BLE001 - a store outage must not kill the loop
             # Not durable: re-read these messages (nothing of them is committed).
-            _log.exception("storing %d spans failed; re-reading from the first message",
-                           len(batch))
+            _log.exception("storing %d spans failed; re-reading from the first message", len(batch))
             for tp, offset in first.items():
                 self._consumer.seek(tp, offset)
             time.sleep(_RETRY_INGEST_S)
@@ -300,8 +326,14 @@ class KafkaRunner:
         self._send_dead_letter({"value": msg.value, "key": msg.key, "headers": headers})
         self.dead_lettered += 1
         self._metrics.dead_lettered(reason)
-        _log.warning("dead-lettered %s[%d]@%d: %s: %s", msg.topic, msg.partition, msg.offset,
-                     reason, detail[:200])
+        _log.warning(
+            "dead-lettered %s[%d]@%d: %s: %s",
+            msg.topic,
+            msg.partition,
+            msg.offset,
+            reason,
+            detail[:200],
+        )
 
     def _kafka(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A Kafka call, through the retrier when there is one (retry.py)."""
@@ -325,8 +357,9 @@ class KafkaRunner:
         self._dlq_unflushed = 0
         if not failed:
             return True
-        _log.warning("%d dead letters were not delivered; sending them again before committing",
-                     len(failed))
+        _log.warning(
+            "%d dead letters were not delivered; sending them again before committing", len(failed)
+        )
         if self._dependencies is not None:
             self._dependencies.failed("kafka", RuntimeError("dead-letter delivery failed"))
         for message in failed:
@@ -339,8 +372,11 @@ class KafkaRunner:
         ``blocking=False`` sends the commit without waiting for the broker."""
         self._last_commit = self._clock()
         wanted = set(only) if only is not None else None
-        offsets = {tp: off for tp, off in self._committable.items()
-                   if self._committed.get(tp) != off and (wanted is None or tp in wanted)}
+        offsets = {
+            tp: off
+            for tp, off in self._committable.items()
+            if self._committed.get(tp) != off and (wanted is None or tp in wanted)
+        }
         if not offsets:
             return
         if not self._flush_dead_letters():
@@ -351,8 +387,11 @@ class KafkaRunner:
         try:
             commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items()})
         except Exception as exc:  # noqa: BLE001 - e.g. a rebalance: the next owner re-reads
-            _log.warning("offset commit failed; retried at the next interval, and uncommitted "
-                         "messages are re-read after a restart", exc_info=True)
+            _log.warning(
+                "offset commit failed; retried at the next interval, and uncommitted "
+                "messages are re-read after a restart",
+                exc_info=True,
+            )
             if self._dependencies is not None:
                 self._dependencies.failed("kafka", exc)
             return
@@ -381,8 +420,10 @@ class KafkaRunner:
             return
         drained = self._workers.drain(self._drain_timeout_s)
         if not drained:
-            _log.warning("shutting down with traces still being scored; their leases will "
-                         "hand them to another replica")
+            _log.warning(
+                "shutting down with traces still being scored; their leases will "
+                "hand them to another replica"
+            )
         self.commit()
         if self._admission is not None:
             self._admission.flush()
@@ -390,8 +431,12 @@ class KafkaRunner:
         self._consumer.close(autocommit=False)
         self._workers.shutdown()
         self._consumer = None
-        _log.info("stopped: %d messages, %d spans, %d dead-lettered", self.messages, self.spans,
-                  self.dead_lettered)
+        _log.info(
+            "stopped: %d messages, %d spans, %d dead-lettered",
+            self.messages,
+            self.spans,
+            self.dead_lettered,
+        )
 
 
 def _listener(runner: KafkaRunner) -> Any:

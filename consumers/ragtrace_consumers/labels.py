@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ragtrace_consumers.model import LabelStore, RagTrace
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
+from ragtrace_consumers.model import LabelStore, RagTrace
 
 __all__ = [
     "EMPTY_QUESTION_SHA256",
@@ -56,8 +56,12 @@ class LabelStats:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "version": self.version, "questions": self.questions, "answerable": self.answerable,
-            "ambiguous": self.ambiguous, "loaded_at": self.loaded_at, "source": self.source,
+            "version": self.version,
+            "questions": self.questions,
+            "answerable": self.answerable,
+            "ambiguous": self.ambiguous,
+            "loaded_at": self.loaded_at,
+            "source": self.source,
         }
 
 
@@ -117,7 +121,8 @@ def question_to_json(q: LabelledQuestion) -> str:
     """The storage form of one labelled question (the labels file's line format)."""
     return json.dumps(
         {"qid": q.qid, "question": q.question, "gold": sorted(q.gold)},
-        ensure_ascii=False, separators=(",", ":"),
+        ensure_ascii=False,
+        separators=(",", ":"),
     )
 
 

@@ -53,8 +53,13 @@ class PartitionLag:
 class LagTracker:
     """Measures :class:`PartitionLag` of a consumer's assigned partitions (see the module doc)."""
 
-    def __init__(self, *, every_s: float = 5.0, timeout_ms: int = 2000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        every_s: float = 5.0,
+        timeout_ms: int = 2000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not every_s > 0:
             raise ValueError(f"every_s must be > 0, got {every_s!r}")
         self._every_s = every_s
@@ -73,11 +78,15 @@ class LagTracker:
             for tp in gone:
                 self._fetched.pop(tp, None)
             if self.last is not None:
-                self.last = tuple(x for x in self.last
-                                  if (x.topic, x.partition) not in
-                                  {(tp.topic, tp.partition) for tp in gone})
+                self.last = tuple(
+                    x
+                    for x in self.last
+                    if (x.topic, x.partition) not in {(tp.topic, tp.partition) for tp in gone}
+                )
 
-    def measure(self, consumer: Any, committed: Mapping[Any, int]) -> tuple[PartitionLag, ...] | None:
+    def measure(
+        self, consumer: Any, committed: Mapping[Any, int]
+    ) -> tuple[PartitionLag, ...] | None:
         """Measure now if ``every_s`` has passed (else return :attr:`last`). ``committed`` holds
         the offsets this replica committed itself; others are read from the broker once. A
         broker error keeps the previous measurement."""
@@ -110,9 +119,15 @@ class LagTracker:
         never = [tp for tp, off in known.items() if off is None]
         if never:
             reset = str(getattr(consumer, "config", {}).get("auto_offset_reset", "earliest"))
-            start = ends if reset == "latest" else consumer.beginning_offsets(
-                never, timeout_ms=self._timeout_ms)
+            start = (
+                ends
+                if reset == "latest"
+                else consumer.beginning_offsets(never, timeout_ms=self._timeout_ms)
+            )
             for tp in never:
                 known[tp] = start[tp]
-        return tuple(PartitionLag(tp.topic, tp.partition, int(ends[tp]), int(known[tp] or 0))
-                     for tp in assigned if tp in ends)
+        return tuple(
+            PartitionLag(tp.topic, tp.partition, int(ends[tp]), int(known[tp] or 0))
+            for tp in assigned
+            if tp in ends
+        )

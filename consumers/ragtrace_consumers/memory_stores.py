@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace_consumers.labels import LabelIndex, LabelStats
 from ragtrace_consumers.model import Lease, SpanRecord
-from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
     "DEFAULT_DEAD_TTL_S",
@@ -85,8 +85,9 @@ class _TimeHeap:
             heapq.heapify(self._items)
 
 
-def _expire(heap: _TimeHeap, live: dict[str, float], now: float,
-            also: dict[Any, Any] | None = None) -> int:
+def _expire(
+    heap: _TimeHeap, live: dict[str, float], now: float, also: dict[Any, Any] | None = None
+) -> int:
     """Drop every key of ``live`` (key -> expiry) whose expiry is <= ``now``, and the same key
     of ``also``; returns how many."""
     dropped = 0
@@ -304,8 +305,7 @@ class MemoryTraceStore:
             self._sweep(now)
             return True
 
-    def park(self, trace_id: str, retry_at: float, reason: str,
-             token: str | None = None) -> bool:
+    def park(self, trace_id: str, retry_at: float, reason: str, token: str | None = None) -> bool:
         now = self._clock()
         with self._lock:
             if not self._holds(trace_id, token):
@@ -484,8 +484,14 @@ class MemoryJudgeBudget:
     request larger than a whole window's limit never succeeds.
     """
 
-    def __init__(self, calls_per_minute: int, tokens_per_minute: int, *,
-                 window_s: float = BUDGET_WINDOW_S, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        calls_per_minute: int,
+        tokens_per_minute: int,
+        *,
+        window_s: float = BUDGET_WINDOW_S,
+        clock: Clock = time.time,
+    ) -> None:
         if calls_per_minute < 0 or tokens_per_minute < 0:
             raise ValueError("budget limits must be >= 0")
         _check_positive("window_s", window_s)
@@ -506,8 +512,10 @@ class MemoryJudgeBudget:
                 _, c, t = self._grants.popleft()
                 self._calls -= c
                 self._tokens -= t
-            if self._calls + calls > self._calls_limit or \
-                    self._tokens + tokens > self._tokens_limit:
+            if (
+                self._calls + calls > self._calls_limit
+                or self._tokens + tokens > self._tokens_limit
+            ):
                 return False
             self._grants.append((now, calls, tokens))
             self._calls += calls

@@ -25,7 +25,8 @@ class CounterBatch:
 
     def buffer(self) -> dict[tuple[Any, tuple[tuple[str, Any], ...]], float] | None:
         buf: dict[tuple[Any, tuple[tuple[str, Any], ...]], float] | None = getattr(
-            self._local, "buf", None)
+            self._local, "buf", None
+        )
         return buf
 
     @contextmanager

@@ -71,13 +71,18 @@ def metric_span_id(trace_id: str, family: str) -> str:
     return f"{int.from_bytes(digest[:8], 'big') or 1:016x}"
 
 
-def metric_spans(scores: TraceScores, *, recall_threshold: float | None = None,
-                 groundedness_threshold: float | None = None) -> list[MetricSpan]:
+def metric_spans(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> list[MetricSpan]:
     """The evaluation span of each family written in ``scores`` (recall first)."""
     trace = scores.trace
     by_family: dict[str, list[EvaluationEvent]] = {FAMILY_RECALL: [], FAMILY_GROUNDEDNESS: []}
-    for name, attrs in evaluation_events(scores, recall_threshold=recall_threshold,
-                                         groundedness_threshold=groundedness_threshold):
+    for name, attrs in evaluation_events(
+        scores, recall_threshold=recall_threshold, groundedness_threshold=groundedness_threshold
+    ):
         metric = attrs[semconv.GEN_AI_EVALUATION_NAME]
         family = FAMILY_GROUNDEDNESS if metric in _GROUNDEDNESS_EVENTS else FAMILY_RECALL
         if family == FAMILY_GROUNDEDNESS:
@@ -88,20 +93,28 @@ def metric_spans(scores: TraceScores, *, recall_threshold: float | None = None,
             if g is not None and g.score is None:
                 attrs[ERROR_TYPE] = JUDGE_ERROR_TYPE
         by_family[family].append((name, attrs))
-    targets = {FAMILY_RECALL: trace.retrieval_span_id,
-               FAMILY_GROUNDEDNESS: trace.generation_span_id}
+    targets = {
+        FAMILY_RECALL: trace.retrieval_span_id,
+        FAMILY_GROUNDEDNESS: trace.generation_span_id,
+    }
     out = []
     for family in scores.families:
         events = by_family[family]
         if not events:
             continue
         parent = targets[family] or trace.target_span_id
-        out.append(MetricSpan(
-            family=family, span_id=metric_span_id(trace.trace_id, family),
-            parent_span_id=parent,
-            attributes={semconv.EVAL_MARKER: True,
-                        semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
-                        semconv.EVAL_TARGET_SPAN_ID: parent,
-                        semconv.GEN_AI_EVALUATION_NAME: family},
-            events=tuple(events)))
+        out.append(
+            MetricSpan(
+                family=family,
+                span_id=metric_span_id(trace.trace_id, family),
+                parent_span_id=parent,
+                attributes={
+                    semconv.EVAL_MARKER: True,
+                    semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
+                    semconv.EVAL_TARGET_SPAN_ID: parent,
+                    semconv.GEN_AI_EVALUATION_NAME: family,
+                },
+                events=tuple(events),
+            )
+        )
     return out

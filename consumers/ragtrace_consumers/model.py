@@ -145,8 +145,9 @@ class TraceStore(Protocol):
 
     def release(self, trace_id: str, token: str | None = None) -> bool: ...
 
-    def park(self, trace_id: str, retry_at: float, reason: str,
-             token: str | None = None) -> bool: ...
+    def park(
+        self, trace_id: str, retry_at: float, reason: str, token: str | None = None
+    ) -> bool: ...
 
 
 class LabelStore(Protocol):

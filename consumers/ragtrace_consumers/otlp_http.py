@@ -164,8 +164,9 @@ class OtlpHttpReceiver:
             unit="{request}",
             description="OTLP/HTTP requests (or spans, for partial success) the receiver refused",
         )
-        self._server = BoundedHTTPServer((host, port), self._make_handler(),
-                                         max_workers=max_workers)
+        self._server = BoundedHTTPServer(
+            (host, port), self._make_handler(), max_workers=max_workers
+        )
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -190,8 +191,10 @@ class OtlpHttpReceiver:
     def start(self) -> Self:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                name="ragtrace-otlp-http", daemon=True,
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="ragtrace-otlp-http",
+                daemon=True,
             )
             self._thread.start()
         return self
@@ -232,12 +235,17 @@ class OtlpHttpReceiver:
                 body = _gunzip(body, self._max_body)
             except _TooLarge:
                 self._count("too_large")
-                return self._status(media, 413, code_pb2.RESOURCE_EXHAUSTED,
-                                    f"decompressed body exceeds {self._max_body} bytes")
+                return self._status(
+                    media,
+                    413,
+                    code_pb2.RESOURCE_EXHAUSTED,
+                    f"decompressed body exceeds {self._max_body} bytes",
+                )
             except (OSError, EOFError, zlib.error, ValueError) as exc:
                 self._count("bad_payload")
-                return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
-                                    f"body is not valid gzip: {exc}")
+                return self._status(
+                    media, 400, code_pb2.INVALID_ARGUMENT, f"body is not valid gzip: {exc}"
+                )
         elif encoding not in ("", "identity"):
             self._count("unsupported_content_encoding")
             msg = f"unsupported content encoding {encoding!r}: send gzip or identity"
@@ -247,14 +255,22 @@ class OtlpHttpReceiver:
             spans = [] if media == _PROTOBUF and not body else decoder(body)
         except self._decode_error as exc:
             self._count("bad_payload")
-            return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
-                                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
-                                f"trace request: {exc}")
+            return self._status(
+                media,
+                400,
+                code_pb2.INVALID_ARGUMENT,
+                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
+                f"trace request: {exc}",
+            )
         except RecursionError:
             self._count("bad_payload")
-            return self._status(media, 400, code_pb2.INVALID_ARGUMENT,
-                                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
-                                f"trace request: {_nesting_location(body, media)}")
+            return self._status(
+                media,
+                400,
+                code_pb2.INVALID_ARGUMENT,
+                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
+                f"trace request: {_nesting_location(body, media)}",
+            )
         try:
             outcome = self._sink(spans) if spans else None
         except RequestTooLarge as exc:
@@ -297,8 +313,9 @@ class OtlpHttpReceiver:
                     return
                 length_header = self.headers.get("Content-Length")
                 if length_header is None:
-                    self._reply(411, "text/plain; charset=utf-8", b"Content-Length required",
-                                close=True)
+                    self._reply(
+                        411, "text/plain; charset=utf-8", b"Content-Length required", close=True
+                    )
                     return
                 try:
                     length = int(length_header)
@@ -306,13 +323,16 @@ class OtlpHttpReceiver:
                     length = -1
                 if length < 0:
                     receiver._count("bad_length")
-                    self._reply(400, "text/plain; charset=utf-8", b"bad Content-Length",
-                                close=True)
+                    self._reply(400, "text/plain; charset=utf-8", b"bad Content-Length", close=True)
                     return
                 if length > receiver._max_body:
                     receiver._count("too_large")
-                    self._reply(413, "text/plain; charset=utf-8",
-                                f"body exceeds {receiver._max_body} bytes".encode(), close=True)
+                    self._reply(
+                        413,
+                        "text/plain; charset=utf-8",
+                        f"body exceeds {receiver._max_body} bytes".encode(),
+                        close=True,
+                    )
                     return
                 # Bytes in flight (the body, plus its decompressed form at most) are bounded
                 # across all requests: past the bound a request is refused before it is read.
@@ -320,9 +340,13 @@ class OtlpHttpReceiver:
                 reserve = length + (receiver._max_body if gzipped else 0)
                 if not receiver._inflight.acquire(reserve):
                     receiver._count("busy")
-                    self._reply(503, "text/plain; charset=utf-8",
-                                b"too many request bytes in flight; retry later",
-                                {"Retry-After": "1"}, close=True)
+                    self._reply(
+                        503,
+                        "text/plain; charset=utf-8",
+                        b"too many request bytes in flight; retry later",
+                        {"Retry-After": "1"},
+                        close=True,
+                    )
                     return
                 try:
                     self._read_and_handle(length)
@@ -336,9 +360,12 @@ class OtlpHttpReceiver:
                     body = b""
                 if len(body) != length:
                     receiver._count("incomplete_body")
-                    self._reply(408, "text/plain; charset=utf-8",
-                                f"body incomplete after {receiver._timeout_s:g} s".encode(),
-                                close=True)
+                    self._reply(
+                        408,
+                        "text/plain; charset=utf-8",
+                        f"body incomplete after {receiver._timeout_s:g} s".encode(),
+                        close=True,
+                    )
                     return
                 if receiver._server.stopping:
                     self.close_connection = True
@@ -352,7 +379,11 @@ class OtlpHttpReceiver:
                     _log.exception("OTLP/HTTP receiver: the span sink failed")
                     receiver._count("internal_error")
                     status, ctype, payload, headers = (
-                        500, "text/plain; charset=utf-8", b"internal error", {})
+                        500,
+                        "text/plain; charset=utf-8",
+                        b"internal error",
+                        {},
+                    )
                 self._reply(status, ctype, payload, headers)
 
             def do_GET(self) -> None:
@@ -373,14 +404,14 @@ class OtlpHttpReceiver:
                 ctype = self.headers.get("Content-Type", "")
                 if receiver._other_signals is not None:
                     try:
-                        receiver._other_signals(path, ctype,
-                                                self.headers.get("Content-Encoding", ""), body)
+                        receiver._other_signals(
+                            path, ctype, self.headers.get("Content-Encoding", ""), body
+                        )
                     except Exception:  # noqa: BLE001 - forwarding must not fail the client
                         _log.warning("forwarding %s failed", path, exc_info=True)
                 # An empty Export*ServiceResponse: zero bytes in protobuf, {} in JSON.
                 json_reply = ctype.split(";", 1)[0].strip().lower() == _JSON
-                self._reply(200, _JSON if json_reply else _PROTOBUF,
-                            b"{}" if json_reply else b"")
+                self._reply(200, _JSON if json_reply else _PROTOBUF, b"{}" if json_reply else b"")
 
             def _drain(self) -> None:
                 try:
@@ -487,4 +518,3 @@ def _encode(message: Message, media: str) -> bytes:
     if media == _JSON:
         return str(json_format.MessageToJson(message, indent=None)).encode()
     return bytes(message.SerializeToString())
-

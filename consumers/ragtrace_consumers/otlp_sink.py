@@ -55,8 +55,10 @@ _SAMPLED = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED)
 def make_resource(service_name: str, extra: Mapping[str, str] | None = None) -> Resource:
     """``service.name`` plus a per-process ``service.instance.id`` (replicas stay distinct
     series in Prometheus)."""
-    attrs = {"service.name": service_name,
-             "service.instance.id": f"{socket.gethostname()}-{os.getpid()}"}
+    attrs = {
+        "service.name": service_name,
+        "service.instance.id": f"{socket.gethostname()}-{os.getpid()}",
+    }
     attrs.update(extra or {})
     return Resource.create(attrs)
 
@@ -102,7 +104,8 @@ class _Delivery:
                     return
                 batch, self._queue = self._queue[:_BATCH_MAX], self._queue[_BATCH_MAX:]
             token = otel_context.attach(
-                otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+                otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+            )
             started = time.monotonic()
             try:
                 ok = self._exporter.export([s for s, _ in batch]) is SpanExportResult.SUCCESS
@@ -113,8 +116,12 @@ class _Delivery:
                 otel_context.detach(token)
             took = time.monotonic() - started
             if not ok or took > 1.0:
-                _log.warning("exported %d evaluation spans in %.1f s: %s", len(batch), took,
-                             "ok" if ok else "FAILED")
+                _log.warning(
+                    "exported %d evaluation spans in %.1f s: %s",
+                    len(batch),
+                    took,
+                    "ok" if ok else "FAILED",
+                )
             for _, pending in batch:
                 pending.ok = ok
                 pending.done.set()
@@ -132,25 +139,42 @@ class OtlpScoreSink:
     OTel SDK to ``exporter`` (an ``OTLPSpanExporter`` in production, an in-memory one in tests).
     """
 
-    def __init__(self, exporter: SpanExporter, resource: Resource, *, timeout_s: float = 30.0,
-                 recall_threshold: float | None = None,
-                 groundedness_threshold: float | None = None) -> None:
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        resource: Resource,
+        *,
+        timeout_s: float = 30.0,
+        recall_threshold: float | None = None,
+        groundedness_threshold: float | None = None,
+    ) -> None:
         self._delivery = _Delivery(exporter)
         self._resource = resource
         self._timeout_s = timeout_s
         self._thresholds = (recall_threshold, groundedness_threshold)
 
     @classmethod
-    def to_collector(cls, endpoint: str, resource: Resource, *, timeout_s: float = 10.0,
-                     recall_threshold: float | None = None,
-                     groundedness_threshold: float | None = None) -> OtlpScoreSink:
+    def to_collector(
+        cls,
+        endpoint: str,
+        resource: Resource,
+        *,
+        timeout_s: float = 10.0,
+        recall_threshold: float | None = None,
+        groundedness_threshold: float | None = None,
+    ) -> OtlpScoreSink:
         """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` is appended)."""
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         url = endpoint.rstrip("/") + "/v1/traces"
         exporter = OTLPSpanExporter(endpoint=url, timeout=timeout_s, session=_session(url))
-        return cls(exporter, resource, timeout_s=timeout_s * 3, recall_threshold=recall_threshold,
-                   groundedness_threshold=groundedness_threshold)
+        return cls(
+            exporter,
+            resource,
+            timeout_s=timeout_s * 3,
+            recall_threshold=recall_threshold,
+            groundedness_threshold=groundedness_threshold,
+        )
 
     def write(self, scores: TraceScores) -> None:
         (error,) = self.write_many([scores])
@@ -161,16 +185,20 @@ class OtlpScoreSink:
         """One evaluation span per item, delivered together; per item None (delivered) or the
         :class:`WriteBackError` (not delivered within the timeout, or refused)."""
         with self._delivery.holding():
-            pending = [[self._delivery.submit(span) for span in self._spans(scores)]
-                       for scores in batch]
+            pending = [
+                [self._delivery.submit(span) for span in self._spans(scores)] for scores in batch
+            ]
         deadline = time.monotonic() + self._timeout_s
         out: list[WriteBackError | None] = []
-        for scores, ps in zip(batch, pending):
+        for scores, ps in zip(batch, pending, strict=True):
             if all(p.done.wait(max(0.0, deadline - time.monotonic())) and p.ok for p in ps):
                 out.append(None)
             else:
-                out.append(WriteBackError(
-                    f"evaluation span of trace {scores.trace.trace_id} not delivered"))
+                out.append(
+                    WriteBackError(
+                        f"evaluation span of trace {scores.trace.trace_id} not delivered"
+                    )
+                )
         return out
 
     def _spans(self, scores: TraceScores) -> list[ReadableSpan]:
@@ -183,33 +211,50 @@ class OtlpScoreSink:
         at = trace.ended_ns or time.time_ns()
 
         def ctx(span_id: str, remote: bool) -> trace_api.SpanContext:
-            return trace_api.SpanContext(trace_id, int(span_id, 16), is_remote=remote,
-                                         trace_flags=_SAMPLED)
+            return trace_api.SpanContext(
+                trace_id, int(span_id, 16), is_remote=remote, trace_flags=_SAMPLED
+            )
 
         summary = ReadableSpan(
             semconv.SPAN_EVALUATION,
             context=ctx(evaluation_span_id(trace.trace_id, scores.families), False),
-            parent=ctx(trace.target_span_id, True), resource=self._resource,
-            attributes=evaluation_attributes(scores), kind=trace_api.SpanKind.INTERNAL,
-            start_time=at, end_time=at, instrumentation_scope=_SCOPE)
+            parent=ctx(trace.target_span_id, True),
+            resource=self._resource,
+            attributes=evaluation_attributes(scores),
+            kind=trace_api.SpanKind.INTERNAL,
+            start_time=at,
+            end_time=at,
+            instrumentation_scope=_SCOPE,
+        )
         recall_t, ground_t = self._thresholds
         out = [summary]
-        for m in metric_spans(scores, recall_threshold=recall_t,
-                              groundedness_threshold=ground_t):
+        for m in metric_spans(scores, recall_threshold=recall_t, groundedness_threshold=ground_t):
             target = ctx(m.parent_span_id, True)
-            out.append(ReadableSpan(
-                m.name, context=ctx(m.span_id, False), parent=target, resource=self._resource,
-                attributes=m.attributes, events=[Event(n, a, at) for n, a in m.events],
-                links=[Link(target)], kind=trace_api.SpanKind.INTERNAL, start_time=at,
-                end_time=at, instrumentation_scope=_SCOPE))
+            out.append(
+                ReadableSpan(
+                    m.name,
+                    context=ctx(m.span_id, False),
+                    parent=target,
+                    resource=self._resource,
+                    attributes=m.attributes,
+                    events=[Event(n, a, at) for n, a in m.events],
+                    links=[Link(target)],
+                    kind=trace_api.SpanKind.INTERNAL,
+                    start_time=at,
+                    end_time=at,
+                    instrumentation_scope=_SCOPE,
+                )
+            )
         return out
 
     def shutdown(self) -> None:
         self._delivery.shutdown()
 
 
-_CREDENTIAL_PROVIDER_VARS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
-                             "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
+_CREDENTIAL_PROVIDER_VARS = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 _CA_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
@@ -230,18 +275,28 @@ def _session(url: str) -> Any:
     return session
 
 
-def make_meter_provider(resource: Resource, *, endpoint: str | None = None,
-                        interval_s: float = 5.0, timeout_s: float = 10.0,
-                        readers: Sequence[MetricReader] = ()) -> MeterProvider:
+def make_meter_provider(
+    resource: Resource,
+    *,
+    endpoint: str | None = None,
+    interval_s: float = 5.0,
+    timeout_s: float = 10.0,
+    readers: Sequence[MetricReader] = (),
+) -> MeterProvider:
     """A MeterProvider exporting over OTLP/HTTP to ``endpoint`` (base URL) every
     ``interval_s``, plus any extra ``readers`` (tests pass an in-memory one)."""
     all_readers = list(readers)
     if endpoint is not None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-        exporter = OTLPMetricExporter(endpoint=endpoint.rstrip("/") + "/v1/metrics",
-                                      timeout=timeout_s)
-        all_readers.append(PeriodicExportingMetricReader(
-            exporter, export_interval_millis=interval_s * 1000,
-            export_timeout_millis=timeout_s * 1000))
+        exporter = OTLPMetricExporter(
+            endpoint=endpoint.rstrip("/") + "/v1/metrics", timeout=timeout_s
+        )
+        all_readers.append(
+            PeriodicExportingMetricReader(
+                exporter,
+                export_interval_millis=interval_s * 1000,
+                export_timeout_millis=timeout_s * 1000,
+            )
+        )
     return MeterProvider(resource=resource, metric_readers=all_readers)

@@ -30,29 +30,43 @@ __all__ = ["PhoenixSink", "span_annotations"]
 ANNOTATIONS_PATH = "/v1/span_annotations"
 
 
-def span_annotations(scores: TraceScores, *, recall_threshold: float | None = None,
-                     groundedness_threshold: float | None = None) -> list[dict[str, object]]:
+def span_annotations(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> list[dict[str, object]]:
     """Phoenix ``SpanAnnotationData`` for every metric of ``scores`` (pure)."""
     out: list[dict[str, object]] = []
     g = scores.groundedness
-    for m in metric_spans(scores, recall_threshold=recall_threshold,
-                          groundedness_threshold=groundedness_threshold):
+    for m in metric_spans(
+        scores, recall_threshold=recall_threshold, groundedness_threshold=groundedness_threshold
+    ):
         for _, attrs in m.events:
             name = str(attrs[semconv.GEN_AI_EVALUATION_NAME])
             result: dict[str, object] = {}
-            for key, field in ((semconv.GEN_AI_EVALUATION_SCORE_VALUE, "score"),
-                               (semconv.GEN_AI_EVALUATION_SCORE_LABEL, "label"),
-                               (semconv.GEN_AI_EVALUATION_EXPLANATION, "explanation")):
+            for key, field in (
+                (semconv.GEN_AI_EVALUATION_SCORE_VALUE, "score"),
+                (semconv.GEN_AI_EVALUATION_SCORE_LABEL, "label"),
+                (semconv.GEN_AI_EVALUATION_EXPLANATION, "explanation"),
+            ):
                 if key in attrs:
                     result[field] = attrs[key]
             llm_judged = m.family == FAMILY_GROUNDEDNESS and g is not None and bool(g.judge.model)
-            out.append({
-                "span_id": m.parent_span_id, "name": name,
-                "annotator_kind": "LLM" if llm_judged else "CODE", "result": result,
-                "identifier": f"ragtrace:{scores.trace.trace_id}:{name}",
-                "metadata": {"source": "ragtrace", "trace_id": scores.trace.trace_id,
-                             "cell": scores.cell.value},
-            })
+            out.append(
+                {
+                    "span_id": m.parent_span_id,
+                    "name": name,
+                    "annotator_kind": "LLM" if llm_judged else "CODE",
+                    "result": result,
+                    "identifier": f"ragtrace:{scores.trace.trace_id}:{name}",
+                    "metadata": {
+                        "source": "ragtrace",
+                        "trace_id": scores.trace.trace_id,
+                        "cell": scores.cell.value,
+                    },
+                }
+            )
     return out
 
 
@@ -60,10 +74,16 @@ class PhoenixSink:
     """A :class:`~ragtrace_consumers.writeback.ScoreSink` annotating spans in Phoenix at
     ``base_url`` (e.g. ``http://127.0.0.1:6006``), after ``inner`` delivered."""
 
-    def __init__(self, base_url: str, inner: ScoreSink | None = None, *,
-                 headers: Mapping[str, str] | None = None, timeout_s: float = 10.0,
-                 recall_threshold: float | None = None,
-                 groundedness_threshold: float | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        inner: ScoreSink | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+        recall_threshold: float | None = None,
+        groundedness_threshold: float | None = None,
+    ) -> None:
         self._url = base_url.rstrip("/") + ANNOTATIONS_PATH + "?sync=true"
         self._inner = inner
         self._headers = {"Content-Type": "application/json", **(headers or {})}
@@ -74,22 +94,28 @@ class PhoenixSink:
         if self._inner is not None:
             self._inner.write(scores)
         recall_t, ground_t = self._thresholds
-        data = span_annotations(scores, recall_threshold=recall_t,
-                                groundedness_threshold=ground_t)
+        data = span_annotations(scores, recall_threshold=recall_t, groundedness_threshold=ground_t)
         if not data:
             return
-        request = urllib.request.Request(self._url, data=json.dumps({"data": data}).encode(),
-                                         headers=self._headers, method="POST")
+        request = urllib.request.Request(
+            self._url,
+            data=json.dumps({"data": data}).encode(),
+            headers=self._headers,
+            method="POST",
+        )
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 response.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace")
-            raise WriteBackError(f"Phoenix refused the annotations of trace "
-                                 f"{scores.trace.trace_id}: HTTP {exc.code} {detail}") from None
+            raise WriteBackError(
+                f"Phoenix refused the annotations of trace "
+                f"{scores.trace.trace_id}: HTTP {exc.code} {detail}"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise WriteBackError(f"Phoenix annotations of trace {scores.trace.trace_id} not "
-                                 f"delivered: {exc}") from None
+            raise WriteBackError(
+                f"Phoenix annotations of trace {scores.trace.trace_id} not delivered: {exc}"
+            ) from None
 
     def shutdown(self) -> None:
         if self._inner is not None:

@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import GroundednessResult, Judge
+from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
 from ragtrace_consumers.batching import (
@@ -68,9 +71,6 @@ from ragtrace_consumers.score import (
     score_retrieval,
 )
 from ragtrace_consumers.writeback import ScoreSink, suppressed
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.judges import GroundednessResult, Judge
-from ragtrace.evaluation.retrieval import RecallDefinition
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
@@ -108,13 +108,19 @@ class PipelineSettings:
     def from_config(cls, cfg: ConsumerConfig) -> PipelineSettings:
         """From a :class:`~ragtrace_consumers.config.ConsumerConfig`."""
         a, s, j = cfg.assembly, cfg.scoring, cfg.judge
-        return cls(quiet_s=a.quiet_s, lease_s=a.lease_s, claim_batch=a.claim_batch, k=s.k,
-                   recall_definition=RecallDefinition(s.recall_definition),
-                   thresholds=Thresholds(recall=s.recall_threshold,
-                                         groundedness=s.groundedness_threshold),
-                   judge_attempts=j.attempts, judge_backoff_s=j.retry_backoff_s,
-                   park_backoff_s=j.park_backoff_s, park_backoff_max_s=j.park_backoff_max_s,
-                   give_up_after_s=j.give_up_after_s)
+        return cls(
+            quiet_s=a.quiet_s,
+            lease_s=a.lease_s,
+            claim_batch=a.claim_batch,
+            k=s.k,
+            recall_definition=RecallDefinition(s.recall_definition),
+            thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
+            judge_attempts=j.attempts,
+            judge_backoff_s=j.retry_backoff_s,
+            park_backoff_s=j.park_backoff_s,
+            park_backoff_max_s=j.park_backoff_max_s,
+            give_up_after_s=j.give_up_after_s,
+        )
 
 
 class Outcome(str, Enum):
@@ -207,13 +213,23 @@ class Pipeline:
     threads at once (each trace is claimed by exactly one); ``prepare`` and ``finish`` run one
     batch at a time per thread, and may run on different threads."""
 
-    def __init__(self, *, traces: TraceStore, labels: LabelStore, cache: JudgeResultCache,
-                 idempotency: IdempotencyStore, budget: JudgeBudget, judge: Judge | None,
-                 sink: ScoreSink, metrics: ConsumerMetrics, sampler: Sampler,
-                 settings: PipelineSettings = PipelineSettings(),
-                 clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep,
-                 judge_batch: BatchJudging | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        traces: TraceStore,
+        labels: LabelStore,
+        cache: JudgeResultCache,
+        idempotency: IdempotencyStore,
+        budget: JudgeBudget,
+        judge: Judge | None,
+        sink: ScoreSink,
+        metrics: ConsumerMetrics,
+        sampler: Sampler,
+        settings: PipelineSettings = PipelineSettings(),
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        judge_batch: BatchJudging | None = None,
+    ) -> None:
         self.traces = traces
         self.labels = labels
         self._labels = _LabelView(labels)
@@ -225,9 +241,20 @@ class Pipeline:
         self.judge_batch = judge_batch
         self._clock = clock
         self._unrecognised = UnrecognisedSpans(getattr(metrics, "meter_provider", None))
-        self._scorer = None if judge is None else GroundednessScorer(
-            judge, cache, budget, metrics, attempts=settings.judge_attempts,
-            backoff_s=settings.judge_backoff_s, sleep=sleep, batch=judge_batch)
+        self._scorer = (
+            None
+            if judge is None
+            else GroundednessScorer(
+                judge,
+                cache,
+                budget,
+                metrics,
+                attempts=settings.judge_attempts,
+                backoff_s=settings.judge_backoff_s,
+                sleep=sleep,
+                batch=judge_batch,
+            )
+        )
 
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
@@ -244,8 +271,9 @@ class Pipeline:
     def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
         """Claim due traces (at most ``limit``, default ``claim_batch``) for ``lease_s``."""
         now = self._clock() if now is None else now
-        return list(self.traces.claim(now, limit or self.settings.claim_batch,
-                                      self.settings.lease_s))
+        return list(
+            self.traces.claim(now, limit or self.settings.claim_batch, self.settings.lease_s)
+        )
 
     def process_due(self, now: float | None = None, limit: int | None = None) -> int:
         """Claim due traces and process them in this thread (as one batch); returns how many
@@ -272,16 +300,24 @@ class Pipeline:
         written, score retrieval, look the judgements up in the cache and reserve the judge
         budget, with one store round trip per step for the whole batch. A failure of one
         trace's own steps marks that trace (it is left to its lease); a store outage raises."""
-        works = [TraceWork(lease.trace_id, lease.token) if isinstance(lease, Lease)
-                 else TraceWork(lease, None) for lease in leases]
+        works = [
+            TraceWork(lease.trace_id, lease.token)
+            if isinstance(lease, Lease)
+            else TraceWork(lease, None)
+            for lease in leases
+        ]
         with suppressed(), self.metrics.batch():
             loaded = load_many(self.traces, [w.trace_id for w in works])
-            for work, spans in zip(works, loaded):
+            for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
             sampled = [w for w in works if w.outcome is None and w.error is None]
-            keys = [(w.trace_id, family) for w in sampled for family, wanted in
-                    ((FAMILY_RECALL, w.recall), (FAMILY_GROUNDEDNESS, w.judge)) if wanted]
-            flags = dict(zip(keys, written_many(self.idempotency, keys)))
+            keys = [
+                (w.trace_id, family)
+                for w in sampled
+                for family, wanted in ((FAMILY_RECALL, w.recall), (FAMILY_GROUNDEDNESS, w.judge))
+                if wanted
+            ]
+            flags = dict(zip(keys, written_many(self.idempotency, keys), strict=True))
             if any(w.recall for w in sampled):
                 self._labels.refresh()
             for work in sampled:
@@ -320,7 +356,7 @@ class Pipeline:
             errors = write_many(self.sink, [scores for _, scores in to_write])
             marks: list[tuple[str, str]] = []
             written: list[TraceScores] = []
-            for (work, scores), error in zip(to_write, errors):
+            for (work, scores), error in zip(to_write, errors, strict=True):
                 if error is not None:
                     _log.warning("%s", error)
                     work.outcome = self._park(work, "writeback_failed", None, give_up=False)
@@ -334,11 +370,14 @@ class Pipeline:
                 self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
             done = [w for w in works if w.outcome in _RELEASED]
             released = release_many(self.traces, [(w.trace_id, w.token) for w in done])
-            for work, ok in zip(done, released):
+            for work, ok in zip(done, released, strict=True):
                 if not ok:
-                    _log.warning("lease on trace %s ran out before it was released (another "
-                                 "replica has claimed it since; consider a longer "
-                                 "assembly.lease_s)", work.trace_id)
+                    _log.warning(
+                        "lease on trace %s ran out before it was released (another "
+                        "replica has claimed it since; consider a longer "
+                        "assembly.lease_s)",
+                        work.trace_id,
+                    )
         return [w.outcome if w.error is None else None for w in works]
 
     def _guarded(self, work: TraceWork, step: Callable[..., Any], *args: Any) -> Any:
@@ -349,8 +388,11 @@ class Pipeline:
         try:
             return step(*args)
         except Exception as exc:  # noqa: BLE001 - one bad trace never fails its batch
-            _log.error("scoring trace %s failed; it will be retried after its lease",
-                       work.trace_id, exc_info=True)
+            _log.error(
+                "scoring trace %s failed; it will be retried after its lease",
+                work.trace_id,
+                exc_info=True,
+            )
             work.error = exc
             return None
 
@@ -388,8 +430,9 @@ class Pipeline:
         if not trace.answer or any(t is None for t in texts):
             work.judge_skip = "context_text_missing"  # the sampler already excludes these
             return
-        work.job = self._scorer.job(trace.trace_id, trace.service, trace.answer,
-                                    [t for t in texts if t is not None])
+        work.job = self._scorer.job(
+            trace.trace_id, trace.service, trace.answer, [t for t in texts if t is not None]
+        )
 
     def _combine(self, work: TraceWork) -> TraceScores | None:
         """The scores to write, or None after parking or skipping the trace."""
@@ -410,10 +453,15 @@ class Pipeline:
                 judged = job.outcome
         groundedness: GroundednessResult | None = judged.result if judged else None
         retrieval = work.retrieval
-        scores = combine(trace, retrieval, groundedness, self.settings.thresholds,
-                         write_retrieval=retrieval is not None and not work.recall_done,
-                         write_groundedness=groundedness is not None,
-                         groundedness_cost_usd=judged.cost_usd if judged else 0.0)
+        scores = combine(
+            trace,
+            retrieval,
+            groundedness,
+            self.settings.thresholds,
+            write_retrieval=retrieval is not None and not work.recall_done,
+            write_groundedness=groundedness is not None,
+            groundedness_cost_usd=judged.cost_usd if judged else 0.0,
+        )
         if scores is None:
             done = work.recall_done or work.judge_done
             self._skip(trace, "already_scored" if done else judge_skip or "unlabelled")
@@ -426,11 +474,18 @@ class Pipeline:
         question, matched_by = match_label(trace, self._labels)
         if question is None or matched_by is None:
             return None
-        return score_retrieval(trace, question, matched_by, self._labels.version(),
-                               self.settings.k, self.settings.recall_definition)
+        return score_retrieval(
+            trace,
+            question,
+            matched_by,
+            self._labels.version(),
+            self.settings.k,
+            self.settings.recall_definition,
+        )
 
-    def _park(self, work: TraceWork, reason: str, retry_after: float | None, *,
-              give_up: bool = True) -> Outcome | None:
+    def _park(
+        self, work: TraceWork, reason: str, retry_after: float | None, *, give_up: bool = True
+    ) -> Outcome | None:
         """Park for a retry: PARKED, or None (not parked) once the trace is older than the
         give-up age. A lease lost meanwhile leaves the trace to its new claimant (PARKED too:
         nothing more to do here)."""
@@ -445,8 +500,11 @@ class Pipeline:
         if self.traces.park(trace.trace_id, now + delay, reason, work.token):
             self.metrics.parked(reason)
         else:
-            _log.warning("lease on trace %s ran out before it was parked (another replica has "
-                         "claimed it since)", trace.trace_id)
+            _log.warning(
+                "lease on trace %s ran out before it was parked (another replica has "
+                "claimed it since)",
+                trace.trace_id,
+            )
         return Outcome.PARKED
 
     def _record(self, scores: TraceScores) -> None:
@@ -455,11 +513,22 @@ class Pipeline:
         m.trace_scored(trace.service, trace.pipeline, scores.cell.value)
         r = scores.retrieval
         if r is not None and r.answerable:
-            m.retrieval(r.scores.recall, r.scores.hit_rate, r.scores.reciprocal_rank,
-                        trace.service, trace.pipeline, data_source=trace.data_source)
+            m.retrieval(
+                r.scores.recall,
+                r.scores.hit_rate,
+                r.scores.reciprocal_rank,
+                trace.service,
+                trace.pipeline,
+                data_source=trace.data_source,
+            )
         g = scores.groundedness
         if g is not None and g.score is not None:
-            m.groundedness(g.score, trace.service, trace.pipeline, g.judge.model or g.judge.name,
-                           generator_model=trace.model)
+            m.groundedness(
+                g.score,
+                trace.service,
+                trace.pipeline,
+                g.judge.model or g.judge.name,
+                generator_model=trace.model,
+            )
         if trace.ended_ns:
             m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)

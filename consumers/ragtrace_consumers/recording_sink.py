@@ -22,8 +22,9 @@ def _known(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def to_scored_result(scores: TraceScores, scored_at: float,
-                     previous: ScoredResult | None = None) -> ScoredResult:
+def to_scored_result(
+    scores: TraceScores, scored_at: float, previous: ScoredResult | None = None
+) -> ScoredResult:
     """The table row for ``scores``. A family not written this time (it was written before a
     restart or a re-delivery) keeps its values from ``previous``."""
     trace = scores.trace
@@ -31,34 +32,48 @@ def to_scored_result(scores: TraceScores, scored_at: float,
     retrieval_fields: dict[str, Any] = {}
     if r is not None:
         retrieval_fields = {
-            "question_id": r.question_id, "matched_by": r.matched_by, "k": r.scores.k,
-            "recall": _known(r.scores.recall), "hit_rate": _known(r.scores.hit_rate),
+            "question_id": r.question_id,
+            "matched_by": r.matched_by,
+            "k": r.scores.k,
+            "recall": _known(r.scores.recall),
+            "hit_rate": _known(r.scores.hit_rate),
             "reciprocal_rank": _known(r.scores.reciprocal_rank),
         }
     elif previous is not None:
         retrieval_fields = {
-            "question_id": previous.question_id, "matched_by": previous.matched_by,
-            "k": previous.k, "recall": previous.recall, "hit_rate": previous.hit_rate,
+            "question_id": previous.question_id,
+            "matched_by": previous.matched_by,
+            "k": previous.k,
+            "recall": previous.recall,
+            "hit_rate": previous.hit_rate,
             "reciprocal_rank": previous.reciprocal_rank,
         }
     judge_fields: dict[str, Any] = {}
     if g is not None:
         judge_fields = {
-            "groundedness": g.score, "claims": len(g.claims),
+            "groundedness": g.score,
+            "claims": len(g.claims),
             "unsupported_claims": tuple(c.claim for c in g.claims if not c.entailed),
-            "judge_name": g.judge.name, "judge_model": g.judge.model, "judge_error": g.error,
+            "judge_name": g.judge.name,
+            "judge_model": g.judge.model,
+            "judge_error": g.error,
         }
     elif previous is not None:
         judge_fields = {
-            "groundedness": previous.groundedness, "claims": previous.claims,
+            "groundedness": previous.groundedness,
+            "claims": previous.claims,
             "unsupported_claims": previous.unsupported_claims,
-            "judge_name": previous.judge_name, "judge_model": previous.judge_model,
+            "judge_name": previous.judge_name,
+            "judge_model": previous.judge_model,
             "judge_error": previous.judge_error,
         }
     extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
     if r is not None:
-        extra.update(labels_version=r.labels_version, recall_definition=r.definition.value,
-                     gold_size=r.scores.gold_size)
+        extra.update(
+            labels_version=r.labels_version,
+            recall_definition=r.definition.value,
+            gold_size=r.scores.gold_size,
+        )
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
     if r is None and trace.recall_na_reason:
@@ -90,8 +105,13 @@ class RecordingSink:
     trace instead of marking it written.
     """
 
-    def __init__(self, results: SqliteScoredResults, inner: ScoreSink | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        results: SqliteScoredResults,
+        inner: ScoreSink | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._results = results
         self._inner = inner
         self._clock = clock
@@ -105,7 +125,8 @@ class RecordingSink:
             self._results.put(to_scored_result(scores, self._clock(), previous))
         except Exception as exc:
             raise WriteBackError(
-                f"scores of trace {scores.trace.trace_id} not recorded: {exc}") from exc
+                f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
+            ) from exc
         with self._recorded:
             self._recorded.notify_all()
 

@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 import redis
 
+from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace_consumers.labels import LabelIndex, LabelStats, question_from_json, question_to_json
 from ragtrace_consumers.memory_stores import (
@@ -43,7 +44,6 @@ from ragtrace_consumers.memory_stores import (
     DEFAULT_TTL_S,
 )
 from ragtrace_consumers.model import Lease, SpanRecord
-from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -69,8 +69,9 @@ _OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can 
 
 def connect(url: str) -> redis.Redis:
     """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out."""
-    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5,
-                                health_check_interval=30)
+    return redis.Redis.from_url(
+        url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30
+    )
 
 
 def _check_prefix(prefix: str) -> str:
@@ -95,19 +96,35 @@ def encode_span(span: SpanRecord) -> bytes:
     NaN or infinity: such a double attribute is stored as null and comes back absent."""
     attrs = span.attributes
     return orjson.dumps(
-        [span.trace_id, span.span_id, span.parent_span_id, span.name, span.scope, span.service,
-         span.start_ns, span.end_ns, attrs if type(attrs) is dict else dict(attrs),
-         span.status_error],
+        [
+            span.trace_id,
+            span.span_id,
+            span.parent_span_id,
+            span.name,
+            span.scope,
+            span.service,
+            span.start_ns,
+            span.end_ns,
+            attrs if type(attrs) is dict else dict(attrs),
+            span.status_error,
+        ],
     )
 
 
 def decode_span(raw: str | bytes) -> SpanRecord:
     t, s, p, name, scope, service, start, end, attrs, error = orjson.loads(raw)
     return SpanRecord(
-        trace_id=t, span_id=s, parent_span_id=p, name=name, scope=scope, service=service,
-        start_ns=start, end_ns=end,
-        attributes={k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()
-                    if v is not None},
+        trace_id=t,
+        span_id=s,
+        parent_span_id=p,
+        name=name,
+        scope=scope,
+        service=service,
+        start_ns=start,
+        end_ns=end,
+        attributes={
+            k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items() if v is not None
+        },
         status_error=bool(error),
     )
 
@@ -281,8 +298,12 @@ class RedisTraceStore:
         args: list[str | int | bytes] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
             due = due_at.get(trace_id)
-            args += [trace_id, "" if due is None else repr(float(due)),
-                     "1" if creates_trace(group) else "0", len(group)]
+            args += [
+                trace_id,
+                "" if due is None else repr(float(due)),
+                "1" if creates_trace(group) else "0",
+                len(group),
+            ]
             args += [encode_span(s) for s in group]
         if len(args) > 2:
             self._append(keys=[], args=args)
@@ -292,8 +313,16 @@ class RedisTraceStore:
             return []
         if not lease_s > 0:
             raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
-        out = self._claim(keys=[], args=[self._p, repr(float(now)), int(limit),
-                                         repr(float(now + lease_s)), uuid.uuid4().hex])
+        out = self._claim(
+            keys=[],
+            args=[
+                self._p,
+                repr(float(now)),
+                int(limit),
+                repr(float(now + lease_s)),
+                uuid.uuid4().hex,
+            ],
+        )
         return [Lease(_text(out[i]), _text(out[i + 1])) for i in range(0, len(out), 2)]
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
@@ -324,12 +353,21 @@ class RedisTraceStore:
             args += [trace_id, token or ""]
         return [bool(int(x)) for x in self._release(keys=[], args=args)]
 
-    def park(self, trace_id: str, retry_at: float, reason: str,
-             token: str | None = None) -> bool:
+    def park(self, trace_id: str, retry_at: float, reason: str, token: str | None = None) -> bool:
         keep_ms = _ms(max(retry_at - self._clock(), 0.0)) + self._ttl_ms
-        out = self._park(keys=[], args=[self._p, trace_id, repr(float(retry_at)), reason,
-                                        self._max_attempts, keep_ms, self._dead_ttl_ms,
-                                        token or ""])
+        out = self._park(
+            keys=[],
+            args=[
+                self._p,
+                trace_id,
+                repr(float(retry_at)),
+                reason,
+                self._max_attempts,
+                keep_ms,
+                self._dead_ttl_ms,
+                token or "",
+            ],
+        )
         return int(out) != -2
 
     def attempts(self, trace_id: str) -> int:
@@ -342,10 +380,16 @@ class RedisTraceStore:
             return []
         infos = self._r.hmget(f"{self._p}:dead:info", ids)
         out = []
-        for trace_id, raw in zip(ids, infos):
+        for trace_id, raw in zip(ids, infos, strict=True):
             info = json.loads(raw) if raw is not None else {}
-            out.append(DeadTrace(trace_id, int(info.get("attempts", 0)),
-                                 str(info.get("reason", "")), float(info.get("at", 0.0))))
+            out.append(
+                DeadTrace(
+                    trace_id,
+                    int(info.get("attempts", 0)),
+                    str(info.get("reason", "")),
+                    float(info.get("at", 0.0)),
+                )
+            )
         return out
 
     def pending(self) -> int:
@@ -415,8 +459,9 @@ class RedisLabelStore:
     never a mix. The previous version's keys expire a minute later.
     """
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
-                 clock: Any = time.time) -> None:
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
+    ) -> None:
         self._r = client
         self._p = _check_prefix(prefix)
         self._clock = clock
@@ -485,8 +530,9 @@ class RedisLabelStore:
 class RedisJudgeResultCache:
     """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
-                 ttl_s: float = 7 * 86400.0) -> None:
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+    ) -> None:
         self._r, self._p = client, _check_prefix(prefix)
         self._ttl_ms = _ms(ttl_s)
 
@@ -498,8 +544,9 @@ class RedisJudgeResultCache:
         if not keys:
             return []
         raws = self._r.mget([f"{self._p}:judge:{k}" for k in keys])
-        return [raw if isinstance(raw, bytes) or raw is None else _text(raw).encode()
-                for raw in raws]
+        return [
+            raw if isinstance(raw, bytes) or raw is None else _text(raw).encode() for raw in raws
+        ]
 
     def put(self, key: str, value: bytes) -> None:
         self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
@@ -517,8 +564,9 @@ class RedisJudgeResultCache:
 class RedisIdempotencyStore:
     """:class:`~ragtrace_consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
-                 ttl_s: float = 7 * 86400.0) -> None:
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+    ) -> None:
         self._r, self._p = client, _check_prefix(prefix)
         self._ttl_ms = _ms(ttl_s)
 
@@ -590,8 +638,15 @@ class RedisJudgeBudget:
     so concurrent replicas together never exceed either limit. Same rule as
     :class:`~ragtrace_consumers.memory_stores.MemoryJudgeBudget`."""
 
-    def __init__(self, client: redis.Redis, calls_per_minute: int, tokens_per_minute: int, *,
-                 prefix: str = DEFAULT_PREFIX, window_s: float = BUDGET_WINDOW_S) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        calls_per_minute: int,
+        tokens_per_minute: int,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        window_s: float = BUDGET_WINDOW_S,
+    ) -> None:
         if calls_per_minute < 0 or tokens_per_minute < 0:
             raise ValueError("budget limits must be >= 0")
         if not window_s > 0:
@@ -605,7 +660,15 @@ class RedisJudgeBudget:
         if calls < 0 or tokens < 0:
             raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
         calls_limit, tokens_limit, window = self._limits
-        ok = self._script(keys=[self._key, self._sums], args=[int(calls), int(tokens), calls_limit,
-                                                  tokens_limit, repr(float(window)),
-                                                  uuid.uuid4().hex])
+        ok = self._script(
+            keys=[self._key, self._sums],
+            args=[
+                int(calls),
+                int(tokens),
+                calls_limit,
+                tokens_limit,
+                repr(float(window)),
+                uuid.uuid4().hex,
+            ],
+        )
         return bool(ok)

@@ -88,8 +88,9 @@ class Dependencies:
         """``{name: "down for N s: last error"}`` of every dependency down now."""
         now = time.monotonic()
         with self._lock:
-            return {n: f"down for {now - since:.1f}s: {err}"
-                    for n, (since, err) in self._down.items()}
+            return {
+                n: f"down for {now - since:.1f}s: {err}" for n, (since, err) in self._down.items()
+            }
 
     def check_all(self) -> tuple[bool, str]:
         """A readiness check failing while any dependency is down (for :mod:`.health`)."""
@@ -113,10 +114,17 @@ class Retrier:
     attempts (the consume loop beats its liveness heartbeat: waiting out an outage is not being
     stuck)."""
 
-    def __init__(self, name: str, transient: tuple[type[BaseException], ...], *,
-                 dependencies: Dependencies, stop: threading.Event | None = None,
-                 backoff: Backoff = Backoff(), on_wait: Callable[[], None] | None = None,
-                 sleep: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        transient: tuple[type[BaseException], ...],
+        *,
+        dependencies: Dependencies,
+        stop: threading.Event | None = None,
+        backoff: Backoff = Backoff(),
+        on_wait: Callable[[], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
         self.name = name
         self.transient = transient
         self.dependencies = dependencies
@@ -212,8 +220,13 @@ def redis_transient_errors() -> tuple[type[BaseException], ...]:
     only after a failover)."""
     import redis.exceptions as rx
 
-    errors: Iterable[type[BaseException]] = (rx.ConnectionError, rx.TimeoutError,
-                                             rx.ReadOnlyError, ConnectionError, TimeoutError)
+    errors: Iterable[type[BaseException]] = (
+        rx.ConnectionError,
+        rx.TimeoutError,
+        rx.ReadOnlyError,
+        ConnectionError,
+        TimeoutError,
+    )
     return tuple(errors)
 
 
@@ -221,10 +234,20 @@ def kafka_transient_errors() -> tuple[type[BaseException], ...]:
     """The kafka-python errors of an unreachable or restarting broker."""
     import kafka.errors as kx
 
-    names = ("KafkaTimeoutError", "KafkaConnectionError", "NoBrokersAvailable",
-             "NodeNotReadyError", "RequestTimedOutError", "NotLeaderForPartitionError",
-             "LeaderNotAvailableError", "CommitFailedError", "RebalanceInProgressError",
-             "CoordinatorNotAvailableError", "CoordinatorLoadInProgressError",
-             "NotCoordinatorError", "BrokerNotAvailableError")
+    names = (
+        "KafkaTimeoutError",
+        "KafkaConnectionError",
+        "NoBrokersAvailable",
+        "NodeNotReadyError",
+        "RequestTimedOutError",
+        "NotLeaderForPartitionError",
+        "LeaderNotAvailableError",
+        "CommitFailedError",
+        "RebalanceInProgressError",
+        "CoordinatorNotAvailableError",
+        "CoordinatorLoadInProgressError",
+        "NotCoordinatorError",
+        "BrokerNotAvailableError",
+    )
     found = tuple(e for e in (getattr(kx, n, None) for n in names) if isinstance(e, type))
     return (*found, ConnectionError, TimeoutError)

@@ -44,10 +44,17 @@ SKIP_NO_ANSWER = "no_answer"
 SKIP_NO_CONTEXT = "no_context"
 SKIP_CONTEXT_TEXT_MISSING = "context_text_missing"
 SKIP_CONTEXT_TRUNCATED = "context_truncated"
-SKIP_REASONS: frozenset[str] = frozenset({
-    SKIP_SAMPLED_OUT, SKIP_NO_RETRIEVAL, SKIP_NO_GENERATION, SKIP_NO_ANSWER, SKIP_NO_CONTEXT,
-    SKIP_CONTEXT_TEXT_MISSING, SKIP_CONTEXT_TRUNCATED,
-})
+SKIP_REASONS: frozenset[str] = frozenset(
+    {
+        SKIP_SAMPLED_OUT,
+        SKIP_NO_RETRIEVAL,
+        SKIP_NO_GENERATION,
+        SKIP_NO_ANSWER,
+        SKIP_NO_CONTEXT,
+        SKIP_CONTEXT_TEXT_MISSING,
+        SKIP_CONTEXT_TRUNCATED,
+    }
+)
 """Every reason a :class:`SamplingDecision` gives (the judging step adds ``budget_exhausted``)."""
 
 
@@ -199,9 +206,9 @@ class Sampler:
         )
 
 
-def parse_rules(items: Sequence[Mapping[str, object]], *, where: str = "rules") -> tuple[
-    SamplingRule, ...
-]:
+def parse_rules(
+    items: Sequence[Mapping[str, object]], *, where: str = "rules"
+) -> tuple[SamplingRule, ...]:
     """Rules from configuration data: ``[{"match": {...}, "recall_rate": .., "judge_rate": ..,
     "name": ..}]``; a bad entry raises ValueError naming ``where[i]`` and the field."""
     rules: list[SamplingRule] = []
@@ -215,12 +222,14 @@ def parse_rules(items: Sequence[Mapping[str, object]], *, where: str = "rules") 
         if not isinstance(match, Mapping):
             raise TypeError(f"{where}[{i}].match: expected a mapping of attribute -> glob")
         try:
-            rules.append(SamplingRule(
-                match={str(k): str(v) for k, v in match.items()},
-                recall_rate=_rate(item.get("recall_rate")),
-                judge_rate=_rate(item.get("judge_rate")),
-                name=None if item.get("name") is None else str(item.get("name")),
-            ))
+            rules.append(
+                SamplingRule(
+                    match={str(k): str(v) for k, v in match.items()},
+                    recall_rate=_rate(item.get("recall_rate")),
+                    judge_rate=_rate(item.get("judge_rate")),
+                    name=None if item.get("name") is None else str(item.get("name")),
+                )
+            )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}[{i}]: {exc}") from None
     return tuple(rules)
@@ -232,4 +241,3 @@ def _rate(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"rate must be a number, got {value!r}")
     return float(value)
-

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ragtrace_consumers.model import RagTrace
 from ragtrace.evaluation.attribution import Cell, Thresholds, attribute
 from ragtrace.evaluation.judges import GroundednessResult
 from ragtrace.evaluation.labels import LabelledQuestion
@@ -21,6 +20,7 @@ from ragtrace.evaluation.retrieval import (
     context_relevancy,
     score_question,
 )
+from ragtrace_consumers.model import RagTrace
 
 __all__ = [
     "FAMILY_GROUNDEDNESS",
@@ -93,9 +93,14 @@ class TraceScores:
         return tuple(out)
 
 
-def score_retrieval(trace: RagTrace, question: LabelledQuestion, matched_by: str,
-                    labels_version: str,
-                    k: int, definition: RecallDefinition) -> RetrievalScores:
+def score_retrieval(
+    trace: RagTrace,
+    question: LabelledQuestion,
+    matched_by: str,
+    labels_version: str,
+    k: int,
+    definition: RecallDefinition,
+) -> RetrievalScores:
     """Score the trace's ranked retrieval against its labelled ``question``.
 
     Context relevancy is the share of the chunks supplied to generation that are gold; it is
@@ -112,10 +117,16 @@ def score_retrieval(trace: RagTrace, question: LabelledQuestion, matched_by: str
     return RetrievalScores(qid, matched_by, labels_version, definition, scores, relevancy)
 
 
-def combine(trace: RagTrace, retrieval: RetrievalScores | None,
-            groundedness: GroundednessResult | None, thresholds: Thresholds, *,
-            write_retrieval: bool = True, write_groundedness: bool = True,
-            groundedness_cost_usd: float = 0.0) -> TraceScores | None:
+def combine(
+    trace: RagTrace,
+    retrieval: RetrievalScores | None,
+    groundedness: GroundednessResult | None,
+    thresholds: Thresholds,
+    *,
+    write_retrieval: bool = True,
+    write_groundedness: bool = True,
+    groundedness_cost_usd: float = 0.0,
+) -> TraceScores | None:
     """The cell from everything known, and the families still to write; None if none is."""
     recall = retrieval.headline if retrieval is not None and retrieval.answerable else None
     g = groundedness.score if groundedness is not None else None
@@ -124,5 +135,6 @@ def combine(trace: RagTrace, retrieval: RetrievalScores | None,
     g_out = groundedness if write_groundedness else None
     if r_out is None and g_out is None:
         return None
-    return TraceScores(trace, r_out, g_out, cell,
-                       groundedness_cost_usd if g_out is not None else 0.0)
+    return TraceScores(
+        trace, r_out, g_out, cell, groundedness_cost_usd if g_out is not None else 0.0
+    )

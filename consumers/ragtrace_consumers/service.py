@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 
+from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
 from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.kafka_runner import KafkaRunner
@@ -35,7 +36,6 @@ from ragtrace_consumers.retry import (
 )
 from ragtrace_consumers.startup import wait_for
 from ragtrace_consumers.workers import ScoringWorkers
-from ragtrace.evaluation.judges import Judge
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 
@@ -99,8 +99,9 @@ class ConsumerService:
             self.health.stop()
 
 
-def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
-                  metric_readers: Sequence[MetricReader] = ()) -> ConsumerService:
+def build_service(
+    cfg: ConsumerConfig, *, judge: Judge | None = None, metric_readers: Sequence[MetricReader] = ()
+) -> ConsumerService:
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -117,85 +118,162 @@ def build_service(cfg: ConsumerConfig, *, judge: Judge | None = None,
     client_id = f"{k.client_id}-{os.getpid()}"
     # Each connection attempt gives up within the start-up wait (kafka-python >= 3 waits 30 s).
     if "bootstrap_timeout_ms" in getattr(KafkaConsumer, "DEFAULT_CONFIG", {}):
-        kafka_security = {**kafka_security,
-                          "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000)}
-    consumer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaConsumer(
-        bootstrap_servers=k.bootstrap_servers.split(","), group_id=k.group_id,
-        client_id=client_id, enable_auto_commit=False, auto_offset_reset=k.auto_offset_reset,
-        max_poll_records=k.max_poll_records, session_timeout_ms=k.session_timeout_ms,
-        heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)), **kafka_security),
-        wait_s)
-    producer = wait_for("Kafka", k.bootstrap_servers, lambda: KafkaProducer(
-        bootstrap_servers=k.bootstrap_servers.split(","), client_id=f"{client_id}-dlq",
-        acks="all", **kafka_security), wait_s)
+        kafka_security = {
+            **kafka_security,
+            "bootstrap_timeout_ms": int(min(10.0, max(1.0, wait_s)) * 1000),
+        }
+    consumer = wait_for(
+        "Kafka",
+        k.bootstrap_servers,
+        lambda: KafkaConsumer(
+            bootstrap_servers=k.bootstrap_servers.split(","),
+            group_id=k.group_id,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset=k.auto_offset_reset,
+            max_poll_records=k.max_poll_records,
+            session_timeout_ms=k.session_timeout_ms,
+            heartbeat_interval_ms=max(100, min(3000, k.session_timeout_ms // 3)),
+            **kafka_security,
+        ),
+        wait_s,
+    )
+    producer = wait_for(
+        "Kafka",
+        k.bootstrap_servers,
+        lambda: KafkaProducer(
+            bootstrap_servers=k.bootstrap_servers.split(","),
+            client_id=f"{client_id}-dlq",
+            acks="all",
+            **kafka_security,
+        ),
+        wait_s,
+    )
     heartbeat = Heartbeat()
     halt = threading.Event()
     dependencies = Dependencies()
     # Every store call is retried while Redis is unavailable (retry.py); waiting beats the
     # liveness heartbeat: an outage is reported by /readyz, it is not a stuck loop.
-    redis_retry = Retrier("redis", redis_transient_errors(), dependencies=dependencies,
-                          stop=halt, on_wait=heartbeat.beat)
+    redis_retry = Retrier(
+        "redis",
+        redis_transient_errors(),
+        dependencies=dependencies,
+        stop=halt,
+        on_wait=heartbeat.beat,
+    )
     prefix = cfg.redis.key_prefix
-    traces = Retrying(rs.RedisTraceStore(client, prefix=prefix, ttl_s=cfg.assembly.ttl_s,
-                                         max_attempts=cfg.assembly.max_attempts), redis_retry)
+    traces = Retrying(
+        rs.RedisTraceStore(
+            client, prefix=prefix, ttl_s=cfg.assembly.ttl_s, max_attempts=cfg.assembly.max_attempts
+        ),
+        redis_retry,
+    )
     labels = Retrying(rs.RedisLabelStore(client, prefix=prefix), redis_retry)
-    cache = Retrying(rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s),
-                     redis_retry)
+    cache = Retrying(
+        rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
+    )
     idempotency = Retrying(rs.RedisIdempotencyStore(client, prefix=prefix), redis_retry)
-    budget = Retrying(rs.RedisJudgeBudget(client, cfg.judge.calls_per_minute,
-                                          cfg.judge.tokens_per_minute, prefix=prefix),
-                      redis_retry)
+    budget = Retrying(
+        rs.RedisJudgeBudget(
+            client, cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute, prefix=prefix
+        ),
+        redis_retry,
+    )
 
     resource = make_resource(cfg.export.service_name)
     exposition = prometheus_exposition() if cfg.health.enabled else None
     readers = [*metric_readers, *([exposition.reader] if exposition else [])]
     meter_provider = make_meter_provider(
-        resource, endpoint=cfg.export.otlp_endpoint if cfg.export.metrics_otlp else None,
-        interval_s=cfg.export.metrics_interval_s, timeout_s=cfg.export.timeout_s, readers=readers)
+        resource,
+        endpoint=cfg.export.otlp_endpoint if cfg.export.metrics_otlp else None,
+        interval_s=cfg.export.metrics_interval_s,
+        timeout_s=cfg.export.timeout_s,
+        readers=readers,
+    )
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
     for name in ("redis", "kafka", WatchedSink.name):
         metrics.dependency_known(name)
     dependencies.on_error = metrics.dependency_error
-    sink = OtlpScoreSink.to_collector(cfg.export.otlp_endpoint, resource,
-                                      timeout_s=cfg.export.timeout_s,
-                                      recall_threshold=cfg.scoring.recall_threshold,
-                                      groundedness_threshold=cfg.scoring.groundedness_threshold)
+    sink = OtlpScoreSink.to_collector(
+        cfg.export.otlp_endpoint,
+        resource,
+        timeout_s=cfg.export.timeout_s,
+        recall_threshold=cfg.scoring.recall_threshold,
+        groundedness_threshold=cfg.scoring.groundedness_threshold,
+    )
     use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
     judge_batch = None
     if cfg.judge.mode == "batch":
         from ragtrace_consumers.batch_judging import RedisBatchStore, build_batch_judging
 
-        judge_batch = build_batch_judging(judge, RedisBatchStore(client, prefix=prefix), cache,
-                                          metrics).start()
-    pipeline = Pipeline(traces=traces, labels=labels, cache=cache, idempotency=idempotency,
-                        budget=budget, judge=judge, sink=WatchedSink(sink, dependencies),
-                        metrics=metrics,
-                        sampler=Sampler(cfg.sampling.sampler_config()),
-                        settings=PipelineSettings.from_config(cfg), judge_batch=judge_batch)
+        judge_batch = build_batch_judging(
+            judge, RedisBatchStore(client, prefix=prefix), cache, metrics
+        ).start()
+    pipeline = Pipeline(
+        traces=traces,
+        labels=labels,
+        cache=cache,
+        idempotency=idempotency,
+        budget=budget,
+        judge=judge,
+        sink=WatchedSink(sink, dependencies),
+        metrics=metrics,
+        sampler=Sampler(cfg.sampling.sampler_config()),
+        settings=PipelineSettings.from_config(cfg),
+        judge_batch=judge_batch,
+    )
     workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
-    kafka_retry = Retrier("kafka", kafka_transient_errors(), dependencies=dependencies,
-                          stop=halt, on_wait=heartbeat.beat)
-    runner = KafkaRunner(consumer, producer, pipeline, workers, metrics, dlq_topic=k.dlq_topic,
-                         commit_interval_s=k.commit_interval_s,
-                         drain_timeout_s=k.drain_timeout_s, max_poll_records=k.max_poll_records,
-                         kafka_retry=kafka_retry, dependencies=dependencies,
-                         admission=EarlySampler(cfg.sampling.sampler_config(),
-                                                LabelDigests(labels),
-                                                report=metrics.traces_sampled_out))
+    kafka_retry = Retrier(
+        "kafka",
+        kafka_transient_errors(),
+        dependencies=dependencies,
+        stop=halt,
+        on_wait=heartbeat.beat,
+    )
+    runner = KafkaRunner(
+        consumer,
+        producer,
+        pipeline,
+        workers,
+        metrics,
+        dlq_topic=k.dlq_topic,
+        commit_interval_s=k.commit_interval_s,
+        drain_timeout_s=k.drain_timeout_s,
+        max_poll_records=k.max_poll_records,
+        kafka_retry=kafka_retry,
+        dependencies=dependencies,
+        admission=EarlySampler(
+            cfg.sampling.sampler_config(), LabelDigests(labels), report=metrics.traces_sampled_out
+        ),
+    )
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
     # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner).
     runner.subscribe(k.topic)
-    _log.info("ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
-              k.topic, k.group_id, judge.info.name, judge.info.model or "no model",
-              cfg.judge.concurrency, cfg.export.otlp_endpoint)
+    _log.info(
+        "ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
+        k.topic,
+        k.group_id,
+        judge.info.name,
+        judge.info.model or "no model",
+        cfg.judge.concurrency,
+        cfg.export.otlp_endpoint,
+    )
     health = None
     if cfg.health.enabled:  # bound last: nothing after it can fail and leave the port taken
-        health = HealthServer(cfg.health.host, cfg.health.port, heartbeat=heartbeat,
-                              liveness_timeout_s=cfg.health.liveness_timeout_s,
-                              readiness={"redis": redis_check(client), "kafka": consumer.check,
-                                         "dependencies": dependencies.check_all},
-                              metrics=exposition.render if exposition else None)
-    return ConsumerService(cfg, runner, pipeline, workers, sink, meter_provider, client, health,
-                           halt)
+        health = HealthServer(
+            cfg.health.host,
+            cfg.health.port,
+            heartbeat=heartbeat,
+            liveness_timeout_s=cfg.health.liveness_timeout_s,
+            readiness={
+                "redis": redis_check(client),
+                "kafka": consumer.check,
+                "dependencies": dependencies.check_all,
+            },
+            metrics=exposition.render if exposition else None,
+        )
+    return ConsumerService(
+        cfg, runner, pipeline, workers, sink, meter_provider, client, health, halt
+    )

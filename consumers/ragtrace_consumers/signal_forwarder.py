@@ -50,8 +50,9 @@ class SignalForwarder:
             headers = {"Content-Type": ctype or "application/x-protobuf"}
             if encoding:
                 headers["Content-Encoding"] = encoding
-            request = urllib.request.Request(self._endpoint + path, data=body, headers=headers,
-                                             method="POST")
+            request = urllib.request.Request(
+                self._endpoint + path, data=body, headers=headers, method="POST"
+            )
             try:
                 with urllib.request.urlopen(request, timeout=self._timeout_s):
                     self.forwarded += 1

@@ -97,7 +97,9 @@ class ScoredResult:
 
     def __post_init__(self) -> None:
         if len(self.trace_id) != 32:
-            raise ValueError(f"ScoredResult.trace_id must be 32 hex characters, got {self.trace_id!r}")
+            raise ValueError(
+                f"ScoredResult.trace_id must be 32 hex characters, got {self.trace_id!r}"
+            )
         if not self.cell:
             raise ValueError("ScoredResult.cell must not be empty")
         for name in ("recall", "hit_rate", "reciprocal_rank", "groundedness"):
@@ -275,7 +277,9 @@ class SqliteScoredResults:
         rows = self._state.execute("SELECT record FROM scored WHERE trace_id = ?", (trace_id,))
         return ScoredResult.from_dict(json.loads(str(rows[0][0]))) if rows else None
 
-    def all(self, *, after_seq: int = 0, limit: int | None = None) -> list[tuple[int, ScoredResult]]:
+    def all(
+        self, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[tuple[int, ScoredResult]]:
         """``(seq, result)`` pairs with ``seq > after_seq``, oldest first: poll with the last seq."""
         sql = "SELECT seq, record FROM scored WHERE seq > ? ORDER BY seq"
         params: list[object] = [after_seq]

@@ -76,9 +76,11 @@ class StoreFull(Exception):
     """An append refused whole because it would cross the store's bound."""
 
     def __init__(self, held: Held, adding: Held, limit: Held) -> None:
-        super().__init__(f"holding {held.traces} traces ({held.bytes} bytes); this request adds "
-                         f"up to {adding.traces} traces ({adding.bytes} bytes); the bound is "
-                         f"{limit.traces} traces, {limit.bytes} bytes")
+        super().__init__(
+            f"holding {held.traces} traces ({held.bytes} bytes); this request adds "
+            f"up to {adding.traces} traces ({adding.bytes} bytes); the bound is "
+            f"{limit.traces} traces, {limit.bytes} bytes"
+        )
         self.held = held
         self.adding = adding
 
@@ -87,19 +89,27 @@ class SqliteTraceStore:
     """:class:`~ragtrace_consumers.model.TraceStore` in a SQLite file (module doc). Thread-safe;
     ``path`` ``":memory:"`` for tests. ``max_traces``/``max_bytes`` None: unbounded."""
 
-    def __init__(self, path: str | Path, *, ttl_s: float = DEFAULT_TTL_S,
-                 done_ttl_s: float | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                 dead_ttl_s: float = DEFAULT_DEAD_TTL_S, max_traces: int | None = None,
-                 max_bytes: int | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        done_ttl_s: float | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        dead_ttl_s: float = DEFAULT_DEAD_TTL_S,
+        max_traces: int | None = None,
+        max_bytes: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         for name, value in (("ttl_s", ttl_s), ("dead_ttl_s", dead_ttl_s)):
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        if (max_traces is not None and max_traces < 1) or (max_bytes is not None and
-                                                           max_bytes < 1):
-            raise ValueError(f"max_traces and max_bytes must be >= 1, got {max_traces}, "
-                             f"{max_bytes}")
+        if (max_traces is not None and max_traces < 1) or (max_bytes is not None and max_bytes < 1):
+            raise ValueError(
+                f"max_traces and max_bytes must be >= 1, got {max_traces}, {max_bytes}"
+            )
         self._ttl_s = ttl_s
         self._done_ttl_s = ttl_s if done_ttl_s is None else done_ttl_s
         if not self._done_ttl_s > 0:
@@ -113,26 +123,34 @@ class SqliteTraceStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                   timeout=30.0)
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+        )
         with self._lock:
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM traces").fetchone()
+            row = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM traces"
+            ).fetchone()
             self._held_traces, self._held_bytes = int(row[0]), int(row[1])
 
     # --- helpers (called with the lock held, inside a transaction) ---------------------------
     def _stat(self, name: str, n: int = 1) -> None:
         if n:
-            self._db.execute("INSERT INTO trace_stats (name, value) VALUES (?, ?) ON CONFLICT(name)"
-                             " DO UPDATE SET value = value + excluded.value", (name, n))
+            self._db.execute(
+                "INSERT INTO trace_stats (name, value) VALUES (?, ?) ON CONFLICT(name)"
+                " DO UPDATE SET value = value + excluded.value",
+                (name, n),
+            )
 
     def _row(self, trace_id: str) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self._db.execute(
             "SELECT due_at, lease_until, token, expires_at, attempts, dead_reason, bytes "
-            "FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            "FROM traces WHERE trace_id = ?",
+            (trace_id,),
+        ).fetchone()
         return row
 
     def _delete(self, trace_id: str, size: int) -> None:
@@ -152,8 +170,9 @@ class SqliteTraceStore:
     def _holds(self, trace_id: str, token: str | None) -> bool:
         if token is None:
             return True
-        row = self._db.execute("SELECT token FROM traces WHERE trace_id = ? AND lease_until IS "
-                               "NOT NULL", (trace_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT token FROM traces WHERE trace_id = ? AND lease_until IS NOT NULL", (trace_id,)
+        ).fetchone()
         if row is not None and row[0] == token:
             return True
         self._stat("lease_lost")
@@ -187,8 +206,9 @@ class SqliteTraceStore:
         def run() -> None:
             self._check_bound(adding)
             for trace_id, bodies in groups.items():
-                done = self._db.execute("SELECT until FROM traces_done WHERE trace_id = ?",
-                                        (trace_id,)).fetchone()
+                done = self._db.execute(
+                    "SELECT until FROM traces_done WHERE trace_id = ?", (trace_id,)
+                ).fetchone()
                 row = self._live(trace_id, now)
                 if (done is not None and done[0] > now) or (row is not None and row[5]):
                     self._stat("late_spans", len(bodies))
@@ -197,14 +217,18 @@ class SqliteTraceStore:
                 if row is None:
                     if trace_id not in created:
                         continue
-                    self._db.execute("INSERT INTO traces (trace_id, expires_at) VALUES (?, ?)",
-                                     (trace_id, now + self._ttl_s))
+                    self._db.execute(
+                        "INSERT INTO traces (trace_id, expires_at) VALUES (?, ?)",
+                        (trace_id, now + self._ttl_s),
+                    )
                     self._held_traces += 1
                     self._stat("traces_created")
                     row = self._row(trace_id)
                     assert row is not None
-                self._db.executemany("INSERT INTO trace_spans (trace_id, body) VALUES (?, ?)",
-                                     [(trace_id, b) for b in bodies])
+                self._db.executemany(
+                    "INSERT INTO trace_spans (trace_id, body) VALUES (?, ?)",
+                    [(trace_id, b) for b in bodies],
+                )
                 self._held_bytes += size
                 self._stat("spans_appended", len(bodies))
                 due = row[0]
@@ -213,9 +237,11 @@ class SqliteTraceStore:
                 elif trace_id in due_at:
                     at = float(due_at[trace_id])
                     due = at if due is None else min(due, at)
-                self._db.execute("UPDATE traces SET expires_at = MAX(expires_at, ?), due_at = ?, "
-                                 "bytes = bytes + ? WHERE trace_id = ?",
-                                 (now + self._ttl_s, due, size, trace_id))
+                self._db.execute(
+                    "UPDATE traces SET expires_at = MAX(expires_at, ?), due_at = ?, "
+                    "bytes = bytes + ? WHERE trace_id = ?",
+                    (now + self._ttl_s, due, size, trace_id),
+                )
 
         self._tx(run)
 
@@ -237,18 +263,23 @@ class SqliteTraceStore:
         def run() -> list[Lease]:
             ran_out = self._db.execute(
                 "SELECT trace_id, lease_until, due_at FROM traces WHERE lease_until IS NOT NULL "
-                "AND lease_until <= ?", (now,)).fetchall()
+                "AND lease_until <= ?",
+                (now,),
+            ).fetchall()
             for trace_id, until, due in ran_out:
-                self._db.execute("UPDATE traces SET lease_until = NULL, token = NULL, due_at = ? "
-                                 "WHERE trace_id = ?",
-                                 (until if due is None else min(due, until), trace_id))
+                self._db.execute(
+                    "UPDATE traces SET lease_until = NULL, token = NULL, due_at = ? "
+                    "WHERE trace_id = ?",
+                    (until if due is None else min(due, until), trace_id),
+                )
             self._stat("lease_expired", len(ran_out))
             claimed: list[Lease] = []
             while len(claimed) < limit:
                 rows = self._db.execute(
                     "SELECT trace_id, expires_at, bytes FROM traces WHERE due_at IS NOT NULL AND "
                     "due_at <= ? ORDER BY due_at, trace_id LIMIT ?",
-                    (now, limit - len(claimed))).fetchall()
+                    (now, limit - len(claimed)),
+                ).fetchall()
                 if not rows:
                     break
                 for trace_id, expires_at, size in rows:  # each leaves the due index
@@ -257,9 +288,11 @@ class SqliteTraceStore:
                         self._stat("expired")
                         continue
                     lease = Lease(trace_id, f"{batch}:{len(claimed)}")
-                    self._db.execute("UPDATE traces SET due_at = NULL, lease_until = ?, "
-                                     "token = ? WHERE trace_id = ?",
-                                     (now + lease_s, lease.token, trace_id))
+                    self._db.execute(
+                        "UPDATE traces SET due_at = NULL, lease_until = ?, "
+                        "token = ? WHERE trace_id = ?",
+                        (now + lease_s, lease.token, trace_id),
+                    )
                     claimed.append(lease)
             self._sweep(clock_now)
             return claimed
@@ -271,11 +304,16 @@ class SqliteTraceStore:
         """Delete a few expired traces nobody will claim (dead past their TTL, abandoned)."""
         stale = self._db.execute(
             "SELECT trace_id, bytes FROM traces WHERE expires_at <= ? AND due_at IS NULL AND "
-            "lease_until IS NULL LIMIT ?", (now, _SWEEP)).fetchall()
+            "lease_until IS NULL LIMIT ?",
+            (now, _SWEEP),
+        ).fetchall()
         for trace_id, size in stale:
             self._delete(trace_id, int(size))
-        self._db.execute("DELETE FROM traces_done WHERE trace_id IN (SELECT trace_id FROM "
-                         "traces_done WHERE until <= ? LIMIT ?)", (now, _SWEEP))
+        self._db.execute(
+            "DELETE FROM traces_done WHERE trace_id IN (SELECT trace_id FROM "
+            "traces_done WHERE until <= ? LIMIT ?)",
+            (now, _SWEEP),
+        )
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
         """:meth:`claim` without the tokens (release/park them with ``token=None``)."""
@@ -288,8 +326,9 @@ class SqliteTraceStore:
             row = self._row(trace_id)
             if row is None or row[3] <= now:  # an expired trace is deleted by claim or sweep
                 return []
-            rows = self._db.execute("SELECT body FROM trace_spans WHERE trace_id = ? ORDER BY "
-                                    "seq", (trace_id,)).fetchall()
+            rows = self._db.execute(
+                "SELECT body FROM trace_spans WHERE trace_id = ? ORDER BY seq", (trace_id,)
+            ).fetchall()
             return [decode_span(r[0]) for r in rows]
 
         with self._lock:
@@ -310,16 +349,17 @@ class SqliteTraceStore:
             row = self._row(trace_id)
             if row is not None:
                 self._delete(trace_id, int(row[6]))
-            self._db.execute("INSERT OR REPLACE INTO traces_done (trace_id, until) VALUES (?, ?)",
-                             (trace_id, now + self._done_ttl_s))
+            self._db.execute(
+                "INSERT OR REPLACE INTO traces_done (trace_id, until) VALUES (?, ?)",
+                (trace_id, now + self._done_ttl_s),
+            )
             self._stat("released")
             return True
 
         result: bool = self._tx(run)
         return result
 
-    def park(self, trace_id: str, retry_at: float, reason: str,
-             token: str | None = None) -> bool:
+    def park(self, trace_id: str, retry_at: float, reason: str, token: str | None = None) -> bool:
         now = self._clock()
 
         def run() -> bool:
@@ -334,13 +374,15 @@ class SqliteTraceStore:
                 self._db.execute(
                     "UPDATE traces SET lease_until = NULL, token = NULL, due_at = NULL, "
                     "attempts = ?, dead_reason = ?, dead_at = ?, expires_at = ? WHERE trace_id = ?",
-                    (attempts, reason, retry_at, now + self._dead_ttl_s, trace_id))
+                    (attempts, reason, retry_at, now + self._dead_ttl_s, trace_id),
+                )
                 self._stat("dead")
                 return True
             self._db.execute(
                 "UPDATE traces SET lease_until = NULL, token = NULL, due_at = ?, attempts = ?, "
                 "expires_at = MAX(expires_at, ?) WHERE trace_id = ?",
-                (retry_at, attempts, retry_at + self._ttl_s, trace_id))
+                (retry_at, attempts, retry_at + self._ttl_s, trace_id),
+            )
             self._stat("parked")
             return True
 
@@ -353,9 +395,11 @@ class SqliteTraceStore:
         now = self._clock() if now is None else now
 
         def run() -> int:
-            n = self._db.execute("UPDATE traces SET due_at = MIN(COALESCE(due_at, ?), ?), "
-                                 "lease_until = NULL, token = NULL WHERE lease_until IS NOT NULL",
-                                 (now, now)).rowcount
+            n = self._db.execute(
+                "UPDATE traces SET due_at = MIN(COALESCE(due_at, ?), ?), "
+                "lease_until = NULL, token = NULL WHERE lease_until IS NOT NULL",
+                (now, now),
+            ).rowcount
             self._stat("lease_expired", int(n))
             return int(n)
 
@@ -365,15 +409,19 @@ class SqliteTraceStore:
     # --- inspection ----------------------------------------------------------------------------
     def attempts(self, trace_id: str) -> int:
         with self._lock:
-            row = self._db.execute("SELECT attempts FROM traces WHERE trace_id = ?",
-                                   (trace_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT attempts FROM traces WHERE trace_id = ?", (trace_id,)
+            ).fetchone()
             return int(row[0]) if row else 0
 
     def dead(self, limit: int = 100) -> list[DeadTrace]:
         with self._lock:
-            rows = self._db.execute("SELECT trace_id, attempts, dead_reason, dead_at FROM traces "
-                                    "WHERE dead_reason IS NOT NULL ORDER BY dead_at, trace_id "
-                                    "LIMIT ?", (limit,)).fetchall()
+            rows = self._db.execute(
+                "SELECT trace_id, attempts, dead_reason, dead_at FROM traces "
+                "WHERE dead_reason IS NOT NULL ORDER BY dead_at, trace_id "
+                "LIMIT ?",
+                (limit,),
+            ).fetchall()
         return [DeadTrace(t, int(a), str(r), float(at)) for t, a, r, at in rows]
 
     def pending(self) -> int:
@@ -381,7 +429,8 @@ class SqliteTraceStore:
         with self._lock:
             row = self._db.execute(
                 "SELECT (SELECT COUNT(*) FROM traces WHERE due_at IS NOT NULL) + "
-                "(SELECT COUNT(*) FROM traces WHERE lease_until IS NOT NULL)").fetchone()
+                "(SELECT COUNT(*) FROM traces WHERE lease_until IS NOT NULL)"
+            ).fetchone()
             return int(row[0])
 
     def stats(self) -> dict[str, int]:

@@ -29,15 +29,20 @@ class DependencyUnavailable(RuntimeError):
         detail = " ".join(str(error).split())
         if not detail.startswith(kind):  # kafka-python's errors already start with their name
             detail = f"{kind}: {detail}" if detail else kind
-        super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: "
-                         f"{detail[:200]}")
+        super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: {detail[:200]}")
         self.name = name
         self.address = address
 
 
-def wait_for(name: str, address: str, connect: Callable[[], T], wait_s: float, *,
-             clock: Callable[[], float] = time.monotonic,
-             sleep: Callable[[float], None] = time.sleep) -> T:
+def wait_for(
+    name: str,
+    address: str,
+    connect: Callable[[], T],
+    wait_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
     """``connect()``'s result once it succeeds; retried (backoff up to 2 s) for ``wait_s``."""
     started = clock()
     delay = 0.1

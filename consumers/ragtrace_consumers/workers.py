@@ -51,8 +51,7 @@ class TraceProcessor(Protocol):
 class ScoringWorkers:
     """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher."""
 
-    def __init__(self, processor: TraceProcessor, size: int, *,
-                 depth: int = DEFAULT_DEPTH) -> None:
+    def __init__(self, processor: TraceProcessor, size: int, *, depth: int = DEFAULT_DEPTH) -> None:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if depth < 1:
@@ -70,8 +69,9 @@ class ScoringWorkers:
         self._closed = False
         self.completed = 0
         self.failed = 0
-        self._finisher = threading.Thread(target=self._finish_loop, daemon=True,
-                                          name="ragtrace-finish")
+        self._finisher = threading.Thread(
+            target=self._finish_loop, daemon=True, name="ragtrace-finish"
+        )
         self._finisher.start()
 
     @property
@@ -105,8 +105,11 @@ class ScoringWorkers:
         try:
             works = self._processor.prepare(leases)
         except Exception:  # noqa: BLE001 - a store outage: the leases run out, any replica retries
-            _log.error("preparing %d claimed traces failed; they will be retried after their "
-                       "lease", len(leases), exc_info=True)
+            _log.error(
+                "preparing %d claimed traces failed; they will be retried after their lease",
+                len(leases),
+                exc_info=True,
+            )
             self._done(len(leases), len(leases))
             return len(leases)
         ready = []
@@ -127,8 +130,7 @@ class ScoringWorkers:
         finally:
             took = time.monotonic() - started
             if took > _SLOW_S:
-                _log.warning("trace %s took %.1f s to judge", getattr(work, "trace_id", work),
-                             took)
+                _log.warning("trace %s took %.1f s to judge", getattr(work, "trace_id", work), took)
             self._enqueue([work])
 
     def _enqueue(self, works: Sequence[Any]) -> None:
@@ -150,8 +152,11 @@ class ScoringWorkers:
             except Exception:  # noqa: BLE001 - a store or sink outage: leases run out, retried
                 # Not a bad trace (those never raise): the leases run out and any replica
                 # retries these traces.
-                _log.error("finishing %d traces failed; they will be retried after their lease",
-                           len(batch), exc_info=True)
+                _log.error(
+                    "finishing %d traces failed; they will be retried after their lease",
+                    len(batch),
+                    exc_info=True,
+                )
                 failed = len(batch)
             self._done(len(batch), failed)
 

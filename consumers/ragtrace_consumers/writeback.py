@@ -67,7 +67,8 @@ class suppressed:
 
     def __enter__(self) -> None:
         self._token = otel_context.attach(
-            otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+            otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+        )
 
     def __exit__(self, *exc: object) -> None:
         otel_context.detach(self._token)
@@ -113,12 +114,14 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
         attrs[semconv.EVAL_QUESTION_ID] = r.question_id
         attrs[semconv.EVAL_MATCHED_BY] = r.matched_by
         attrs[semconv.EVAL_LABELS_VERSION] = r.labels_version
-        for key, value in ((semconv.EVAL_RECALL, r.scores.recall),
-                           (semconv.EVAL_HIT_RATE, r.scores.hit_rate),
-                           (semconv.EVAL_PRECISION, r.scores.precision),
-                           (semconv.EVAL_RECIPROCAL_RANK, r.scores.reciprocal_rank),
-                           (semconv.EVAL_NDCG, r.scores.ndcg),
-                           (semconv.EVAL_CONTEXT_RELEVANCY, r.context_relevancy)):
+        for key, value in (
+            (semconv.EVAL_RECALL, r.scores.recall),
+            (semconv.EVAL_HIT_RATE, r.scores.hit_rate),
+            (semconv.EVAL_PRECISION, r.scores.precision),
+            (semconv.EVAL_RECIPROCAL_RANK, r.scores.reciprocal_rank),
+            (semconv.EVAL_NDCG, r.scores.ndcg),
+            (semconv.EVAL_CONTEXT_RELEVANCY, r.context_relevancy),
+        ):
             if value is not None and not math.isnan(value):
                 attrs[key] = float(value)
     elif trace.recall_na_reason:
@@ -142,8 +145,9 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
     return attrs
 
 
-def _event(name: str, value: float | None, label: str | None,
-           explanation: str | None) -> EvaluationEvent:
+def _event(
+    name: str, value: float | None, label: str | None, explanation: str | None
+) -> EvaluationEvent:
     attrs: dict[str, object] = {semconv.GEN_AI_EVALUATION_NAME: name}
     if value is not None:
         attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(value)
@@ -154,8 +158,12 @@ def _event(name: str, value: float | None, label: str | None,
     return semconv.GEN_AI_EVALUATION_RESULT, attrs
 
 
-def evaluation_events(scores: TraceScores, *, recall_threshold: float | None = None,
-                      groundedness_threshold: float | None = None) -> list[EvaluationEvent]:
+def evaluation_events(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> list[EvaluationEvent]:
     """One ``gen_ai.evaluation.result`` event per metric, retrieval metrics first.
 
     Unanswerable questions (empty gold set) get a single ``recall`` event labelled
@@ -167,19 +175,41 @@ def evaluation_events(scores: TraceScores, *, recall_threshold: float | None = N
     if r is not None:
         s = r.scores
         if not r.answerable:
-            events.append(_event("recall", None, "unanswerable",
-                                 f"question {r.question_id} has an empty gold set"))
+            events.append(
+                _event(
+                    "recall",
+                    None,
+                    "unanswerable",
+                    f"question {r.question_id} has an empty gold set",
+                )
+            )
         else:
             found = round(s.recall * s.gold_size)
-            why = (f"{found} of {s.gold_size} gold chunks in the top {s.k} "
-                   f"(question {r.question_id}, matched by {r.matched_by})")
+            why = (
+                f"{found} of {s.gold_size} gold chunks in the top {s.k} "
+                f"(question {r.question_id}, matched by {r.matched_by})"
+            )
             headline = r.headline
-            events.append(_event("recall", s.recall,
-                                 _label(headline, recall_threshold) if r.definition.value ==
-                                 "mean_recall" else None, why))
-            events.append(_event("hit_rate", s.hit_rate,
-                                 _label(headline, recall_threshold) if r.definition.value ==
-                                 "hit_rate" else None, None))
+            events.append(
+                _event(
+                    "recall",
+                    s.recall,
+                    _label(headline, recall_threshold)
+                    if r.definition.value == "mean_recall"
+                    else None,
+                    why,
+                )
+            )
+            events.append(
+                _event(
+                    "hit_rate",
+                    s.hit_rate,
+                    _label(headline, recall_threshold)
+                    if r.definition.value == "hit_rate"
+                    else None,
+                    None,
+                )
+            )
             events.append(_event("precision", s.precision, None, None))
             events.append(_event("reciprocal_rank", s.reciprocal_rank, None, None))
             events.append(_event("ndcg", s.ndcg, None, None))
@@ -190,14 +220,21 @@ def evaluation_events(scores: TraceScores, *, recall_threshold: float | None = N
         if g.score is None:
             events.append(_event("groundedness", None, "error", g.error))
         elif g.no_claims:
-            events.append(_event("groundedness", g.score, _label(g.score, groundedness_threshold),
-                                 "the answer makes no factual claims"))
+            events.append(
+                _event(
+                    "groundedness",
+                    g.score,
+                    _label(g.score, groundedness_threshold),
+                    "the answer makes no factual claims",
+                )
+            )
         else:
             entailed = len(g.claims) - g.unsupported_claims
             why = f"{entailed} of {len(g.claims)} claims entailed by the context"
             unsupported = [c.claim for c in g.claims if not c.entailed]
             if unsupported:
                 why += "; unsupported: " + " | ".join(unsupported)
-            events.append(_event("groundedness", g.score,
-                                 _label(g.score, groundedness_threshold), why))
+            events.append(
+                _event("groundedness", g.score, _label(g.score, groundedness_threshold), why)
+            )
     return events

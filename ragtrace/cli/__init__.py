@@ -52,9 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ragtrace {_version()}")
     parser.add_argument(
-        "--log-format", choices=LOG_FORMATS, default=default_log_format(),
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=default_log_format(),
         help="log records on stderr as text or one JSON object per line "
-        "(default: $RAGTRACE_LOG_FORMAT or text)")
+        "(default: $RAGTRACE_LOG_FORMAT or text)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

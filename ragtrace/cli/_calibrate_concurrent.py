@@ -33,9 +33,13 @@ class CalibrationRun:
     cost_usd: float
 
 
-def calibrate_concurrently(labels: Sequence[HumanLabel], judge: Any, *,
-                           require_verified_evidence: bool = True,
-                           concurrency: int = 4) -> CalibrationRun:
+def calibrate_concurrently(
+    labels: Sequence[HumanLabel],
+    judge: Any,
+    *,
+    require_verified_evidence: bool = True,
+    concurrency: int = 4,
+) -> CalibrationRun:
     from tqdm import tqdm
 
     from ragtrace.evaluation.calibration import CalibrationReport, _groups, _items
@@ -57,9 +61,19 @@ def calibrate_concurrently(labels: Sequence[HumanLabel], judge: Any, *,
             results[i] = result
 
     pending = iter(range(len(groups)))
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ragtrace-calibrate") \
-            as pool, tqdm(total=len(labels), unit="claim", desc="calibrating", file=sys.stderr,
-                          disable=not sys.stderr.isatty(), dynamic_ncols=True) as bar:
+    with (
+        ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix="ragtrace-calibrate"
+        ) as pool,
+        tqdm(
+            total=len(labels),
+            unit="claim",
+            desc="calibrating",
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         running: dict[Future[None], int] = {}
         while True:
             while unavailable is None and len(running) < concurrency:
@@ -75,8 +89,9 @@ def calibrate_concurrently(labels: Sequence[HumanLabel], judge: Any, *,
                 bar.update(len(groups[i]))
                 exc = f.exception()
                 if isinstance(exc, JudgeUnavailable):
-                    after = "" if exc.retry_after is None else \
-                        f" (retry after {exc.retry_after:g}s)"
+                    after = (
+                        "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
+                    )
                     unavailable = unavailable or f"{exc}{after}"
                 elif exc is not None:
                     raise exc
@@ -90,8 +105,11 @@ def calibrate_concurrently(labels: Sequence[HumanLabel], judge: Any, *,
         info = result.judge
         usage = getattr(result, "usage", None)
         if usage is not None:
-            tokens_in += usage.input_tokens + usage.cache_read_input_tokens + \
-                usage.cache_creation_input_tokens
+            tokens_in += (
+                usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens
+            )
             tokens_out += usage.output_tokens
         cost += float(getattr(result, "cost_usd", 0.0) or 0.0)
         if result.error is not None:
@@ -99,6 +117,9 @@ def calibrate_concurrently(labels: Sequence[HumanLabel], judge: Any, *,
             continue
         items.extend(_items(groups[i], result.claims, require_verified_evidence))
     unjudged = sum(len(g) for i, g in enumerate(groups) if i not in results)
-    report = None if info is None else CalibrationReport(
-        info, tuple(items), require_verified_evidence, errors)
+    report = (
+        None
+        if info is None
+        else CalibrationReport(info, tuple(items), require_verified_evidence, errors)
+    )
     return CalibrationRun(report, unjudged, unavailable, tokens_in, tokens_out, cost)

@@ -21,10 +21,15 @@ from ragtrace.evaluation.compare import Comparison
 __all__ = ["Gate", "GateError", "parse_gates"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
 _CONDITION = re.compile(
     r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_@.-]*?)(?P<ci>:ci)?\s*(?P<op><=|>=|<|>)\s*"
-    r"(?P<value>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*$")
+    r"(?P<value>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*$"
+)
 
 
 class GateError(ValueError):
@@ -56,8 +61,9 @@ class Gate:
             m = comparison.metric(self.metric)
         except (KeyError, ValueError):
             known = ", ".join(x.metric for x in comparison.metrics)
-            raise GateError(f"--fail-if {self}: no metric {self.metric!r} in both reports "
-                            f"(they have: {known})") from None
+            raise GateError(
+                f"--fail-if {self}: no metric {self.metric!r} in both reports (they have: {known})"
+            ) from None
         if not self.ci:
             return m.delta
         return m.ci_high if self.op in ("<", "<=") else m.ci_low

@@ -77,10 +77,12 @@ class BatchTotals:
 
     def summary(self) -> str:
         mean = f"{self.score_sum / self.judged:.3f}" if self.judged else "n/a"
-        return (f"{self.judged} judged (mean groundedness {mean}), {self.errors} judge errors, "
-                f"{self.skipped} already done; tokens: {self.input_tokens} in, "
-                f"{self.output_tokens} out, {self.cache_read_tokens} cache read, "
-                f"{self.cache_write_tokens} cache write; cost ${self.cost_usd:.4f}")
+        return (
+            f"{self.judged} judged (mean groundedness {mean}), {self.errors} judge errors, "
+            f"{self.skipped} already done; tokens: {self.input_tokens} in, "
+            f"{self.output_tokens} out, {self.cache_read_tokens} cache read, "
+            f"{self.cache_write_tokens} cache write; cost ${self.cost_usd:.4f}"
+        )
 
 
 def read_items(path: str) -> Iterator[BatchItem]:
@@ -99,11 +101,11 @@ def read_items(path: str) -> Iterator[BatchItem]:
                 raise BatchInputError(f"{where}: expected a JSON object")
             answer, context = doc.get("answer"), doc.get("context")
             if not isinstance(answer, str):
-                raise BatchInputError(f"{where}: \"answer\" must be a string")
+                raise BatchInputError(f'{where}: "answer" must be a string')
             if isinstance(context, str):
                 context = [context]
             if not isinstance(context, list) or not all(isinstance(c, str) for c in context):
-                raise BatchInputError(f"{where}: \"context\" must be a string or a list of strings")
+                raise BatchInputError(f'{where}: "context" must be a string or a list of strings')
             yield BatchItem(str(doc.get("id", n)), answer, tuple(context))
     finally:
         if stream is not sys.stdin:
@@ -130,12 +132,24 @@ def read_done_ids(path: Path) -> set[str]:
 def _progress(total: int | None) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="answer", desc="judging", file=sys.stderr,
-                disable=not sys.stderr.isatty(), dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        unit="answer",
+        desc="judging",
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        dynamic_ncols=True,
+    )
 
 
-def judge_batch(judge: Judge, items: list[BatchItem], out: TextIO, *, concurrency: int,
-                done: set[str] | None = None) -> BatchTotals:
+def judge_batch(
+    judge: Judge,
+    items: list[BatchItem],
+    out: TextIO,
+    *,
+    concurrency: int,
+    done: set[str] | None = None,
+) -> BatchTotals:
     """Judge ``items`` not in ``done``, ``concurrency`` at a time, writing one JSON line per
     result to ``out`` as each finishes. Stops starting new ones when the judge is unavailable
     (``totals.unavailable`` says why)."""
@@ -157,8 +171,10 @@ def judge_batch(judge: Judge, items: list[BatchItem], out: TextIO, *, concurrenc
             out.flush()
 
     pending = iter(todo)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ragtrace-judge") as pool, \
-            _progress(len(todo)) as bar:
+    with (
+        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ragtrace-judge") as pool,
+        _progress(len(todo)) as bar,
+    ):
         running: set[Future[None]] = set()
         while True:
             while totals.unavailable is None and len(running) < concurrency:

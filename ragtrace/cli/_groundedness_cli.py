@@ -28,13 +28,24 @@ def _positive(text: str) -> int:
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     batch = parser.add_argument_group("batch mode")
-    batch.add_argument("--input", metavar="ANSWERS.jsonl",
-                       help="judge every answer of this JSON Lines file ('-': stdin)")
-    batch.add_argument("--output", metavar="RESULTS.jsonl",
-                       help="append one JSON line per result here, skipping ids already done "
-                            "(resume); default: stdout")
-    batch.add_argument("--concurrency", type=_positive, default=4, metavar="N",
-                       help="judge calls in flight at once (default: 4)")
+    batch.add_argument(
+        "--input",
+        metavar="ANSWERS.jsonl",
+        help="judge every answer of this JSON Lines file ('-': stdin)",
+    )
+    batch.add_argument(
+        "--output",
+        metavar="RESULTS.jsonl",
+        help="append one JSON line per result here, skipping ids already done "
+        "(resume); default: stdout",
+    )
+    batch.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=4,
+        metavar="N",
+        help="judge calls in flight at once (default: 4)",
+    )
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -60,8 +71,11 @@ def run_batch(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     done = read_done_ids(Path(args.output)) if args.output else set()
     with contextlib.ExitStack() as stack:
-        out = (stack.enter_context(Path(args.output).open("a", encoding="utf-8"))
-               if args.output else sys.stdout)
+        out = (
+            stack.enter_context(Path(args.output).open("a", encoding="utf-8"))
+            if args.output
+            else sys.stdout
+        )
         totals = judge_batch(judge, items, out, concurrency=args.concurrency, done=done)
     print(f"ragtrace groundedness: {totals.summary()}", file=sys.stderr)
     if totals.unavailable is not None:

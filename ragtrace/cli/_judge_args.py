@@ -12,24 +12,39 @@ __all__ = ["add_judge_arguments", "build_judge", "judge_line", "read_text_arg", 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--judge", choices=("auto", "lexical", "anthropic"), default="auto",
+        "--judge",
+        choices=("auto", "lexical", "anthropic"),
+        default="auto",
         help="lexical: word overlap per sentence, offline; anthropic: a Claude model "
-             "(needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); auto (default): "
-             "anthropic when ANTHROPIC_API_KEY is set, else lexical")
+        "(needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); auto (default): "
+        "anthropic when ANTHROPIC_API_KEY is set, else lexical",
+    )
     parser.add_argument(
-        "--model", metavar="MODEL",
+        "--model",
+        metavar="MODEL",
         help="Claude model for the anthropic judge (default: $RAGTRACE_JUDGE_MODEL, else "
-             "claude-haiku-4-5)")
+        "claude-haiku-4-5)",
+    )
     parser.add_argument(
-        "--timeout", type=float, default=30.0, metavar="SECONDS",
-        help="per-request timeout of the anthropic judge (default: 30)")
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="per-request timeout of the anthropic judge (default: 30)",
+    )
     parser.add_argument(
-        "--max-retries", type=int, default=3, metavar="N",
-        help="retries on rate limits, overload, 5xx and timeouts (default: 3)")
+        "--max-retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="retries on rate limits, overload, 5xx and timeouts (default: 3)",
+    )
     parser.add_argument(
-        "--calibration-file", metavar="PATH",
+        "--calibration-file",
+        metavar="PATH",
         help="where the last calibration's stamp is kept (default: "
-             "$RAGTRACE_CALIBRATION_FILE, else ~/.config/ragtrace/calibration.json)")
+        "$RAGTRACE_CALIBRATION_FILE, else ~/.config/ragtrace/calibration.json)",
+    )
 
 
 def build_judge(args: argparse.Namespace) -> Any:

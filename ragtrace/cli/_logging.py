@@ -14,8 +14,13 @@ import os
 import sys
 from datetime import datetime, timezone
 
-__all__ = ["ENV_LOG_FORMAT", "LOG_FORMATS", "JsonFormatter", "configure_logging",
-           "default_log_format"]
+__all__ = [
+    "ENV_LOG_FORMAT",
+    "LOG_FORMATS",
+    "JsonFormatter",
+    "configure_logging",
+    "default_log_format",
+]
 
 ENV_LOG_FORMAT = "RAGTRACE_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
@@ -27,8 +32,9 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, object] = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(
-                timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": datetime.fromtimestamp(record.created, timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -42,8 +48,11 @@ def default_log_format() -> str:
     """``$RAGTRACE_LOG_FORMAT`` when valid (a bad value warns and falls back), else text."""
     value = os.environ.get(ENV_LOG_FORMAT, "text").strip().lower()
     if value not in LOG_FORMATS:
-        print(f"ragtrace: warning: {ENV_LOG_FORMAT}={value!r} is not one of "
-              f"{', '.join(LOG_FORMATS)}; using text", file=sys.stderr)
+        print(
+            f"ragtrace: warning: {ENV_LOG_FORMAT}={value!r} is not one of "
+            f"{', '.join(LOG_FORMATS)}; using text",
+            file=sys.stderr,
+        )
         return "text"
     return value
 

@@ -44,18 +44,31 @@ unreachable after retries.
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "answer", help="answer relevancy and correctness (against a reference answer)",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "answer",
+        help="answer relevancy and correctness (against a reference answer)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     metrics = parser.add_subparsers(dest="answer_metric", metavar="METRIC", required=True)
-    for name, help_text in (("relevancy", "does the answer address the question?"),
-                            ("correctness", "the answer against a reference answer")):
-        p = metrics.add_parser(name, help=help_text, description=_DESCRIPTION,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, help_text in (
+        ("relevancy", "does the answer address the question?"),
+        ("correctness", "the answer against a reference answer"),
+    ):
+        p = metrics.add_parser(
+            name,
+            help=help_text,
+            description=_DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.add_argument("--question", required=True, metavar="TEXT|@FILE|@-")
         p.add_argument("--answer", required=True, metavar="TEXT|@FILE|@-")
         if name == "correctness":
-            p.add_argument("--reference", required=True, metavar="TEXT|@FILE|@-",
-                           help="the reference answer, written by a person")
+            p.add_argument(
+                "--reference",
+                required=True,
+                metavar="TEXT|@FILE|@-",
+                help="the reference answer, written by a person",
+            )
         add_judge_arguments(p)
         add_json_option(p, "the result")
         p.set_defaults(func=run)
@@ -74,8 +87,9 @@ def format_metric(result: Any) -> str:
         lines.append(f"  - {text}  [{verdict}]")
     if result.usage.total_tokens:
         u = result.usage
-        lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out; "
-                     f"cost ${result.cost_usd:.6f}")
+        lines.append(
+            f"tokens: {u.input_tokens} in, {u.output_tokens} out; cost ${result.cost_usd:.6f}"
+        )
     return "\n".join(lines)
 
 
@@ -85,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         question = read_text_arg("--question", args.question)
         answer = read_text_arg("--answer", args.answer)
-        reference = (read_text_arg("--reference", args.reference)
-                     if args.answer_metric == "correctness" else None)
+        reference = (
+            read_text_arg("--reference", args.reference)
+            if args.answer_metric == "correctness"
+            else None
+        )
         judge = build_judge(args)
     except ValueError as exc:
         error(_COMMAND, str(exc))

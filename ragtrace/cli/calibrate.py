@@ -49,18 +49,34 @@ Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unr
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "calibrate", help="measure the judge's agreement with human claim labels",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--labels", required=True, metavar="HUMAN.jsonl",
-                        help="human per-claim labels (format above)")
+        "calibrate",
+        help="measure the judge's agreement with human claim labels",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--labels",
+        required=True,
+        metavar="HUMAN.jsonl",
+        help="human per-claim labels (format above)",
+    )
     add_judge_arguments(parser)
-    parser.add_argument("--loose", action="store_true",
-                        help="compare the judge's bare verdicts, without the evidence checks "
-                             "(to see what the checks change)")
-    parser.add_argument("--no-save", action="store_true",
-                        help="do not record this run as the last calibration")
-    parser.add_argument("--concurrency", type=_positive, default=4, metavar="N",
-                        help="judge calls in flight at once (default: 4)")
+    parser.add_argument(
+        "--loose",
+        action="store_true",
+        help="compare the judge's bare verdicts, without the evidence checks "
+        "(to see what the checks change)",
+    )
+    parser.add_argument(
+        "--no-save", action="store_true", help="do not record this run as the last calibration"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=4,
+        metavar="N",
+        help="judge calls in flight at once (default: 4)",
+    )
     add_json_option(parser, "the report")
     parser.set_defaults(func=run)
 
@@ -77,24 +93,37 @@ def _positive(text: str) -> int:
 
 def format_report(report: CalibrationReport) -> str:
     c = report.confusion
-    rule = ("bare judge verdicts (--loose)" if not report.require_verified_evidence
-            else "a claim counts as entailed only when its evidence quote passes every check")
+    rule = (
+        "bare judge verdicts (--loose)"
+        if not report.require_verified_evidence
+        else "a claim counts as entailed only when its evidence quote passes every check"
+    )
     lines = [
         judge_line(report.judge),
         f"claims: {len(report.items)} compared, {report.errors} left out on judge errors  ({rule})",
-        (f"agreement: {fmt_num(report.agreement * 100, 1)}%   "
-        f"Cohen's kappa: {fmt_num(report.kappa, 3)}"),
+        (
+            f"agreement: {fmt_num(report.agreement * 100, 1)}%   "
+            f"Cohen's kappa: {fmt_num(report.kappa, 3)}"
+        ),
         "",
-        format_table(["", "human: entailed", "human: not entailed"], [
-            ["judge: entailed", c.both_entailed, c.judge_only],
-            ["judge: not entailed", c.human_only, c.neither],
-        ]),
+        format_table(
+            ["", "human: entailed", "human: not entailed"],
+            [
+                ["judge: entailed", c.both_entailed, c.judge_only],
+                ["judge: not entailed", c.human_only, c.neither],
+            ],
+        ),
     ]
     downgrades = report.downgrades_by_check
     verb = "would have downgraded" if not report.require_verified_evidence else "downgraded"
-    lines += ["", (f"claims the judge called entailed that each check {verb} "
-                  f"({sum(downgrades.values())} in all):"),
-              "  " + ", ".join(f"{name} {n}" for name, n in downgrades.items())]
+    lines += [
+        "",
+        (
+            f"claims the judge called entailed that each check {verb} "
+            f"({sum(downgrades.values())} in all):"
+        ),
+        "  " + ", ".join(f"{name} {n}" for name, n in downgrades.items()),
+    ]
     if report.disagreements:
         lines += ["", f"disagreements ({len(report.disagreements)}):"]
         for item in report.disagreements:
@@ -102,10 +131,16 @@ def format_report(report: CalibrationReport) -> str:
             judged = "entailed" if item.judge_entailed else "not entailed"
             lines.append(f"  {item.id}: human {human}, judge {judged}: {item.claim}")
             if item.evidence:
-                status = (f"failed check: {item.check}" if item.check is not None
-                          else "verified" if item.evidence_verified else "NOT found in context")
-                lines.append(f"      evidence: {json.dumps(item.evidence, ensure_ascii=False)} "
-                             f"({status})")
+                status = (
+                    f"failed check: {item.check}"
+                    if item.check is not None
+                    else "verified"
+                    if item.evidence_verified
+                    else "NOT found in context"
+                )
+                lines.append(
+                    f"      evidence: {json.dumps(item.evidence, ensure_ascii=False)} ({status})"
+                )
     return "\n".join(lines)
 
 
@@ -126,11 +161,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from ragtrace.cli._calibrate_concurrent import calibrate_concurrently
 
-    outcome = calibrate_concurrently(labels, judge, require_verified_evidence=not args.loose,
-                                     concurrency=args.concurrency)
+    outcome = calibrate_concurrently(
+        labels, judge, require_verified_evidence=not args.loose, concurrency=args.concurrency
+    )
     report = outcome.report
-    print(f"ragtrace calibrate: tokens {outcome.input_tokens} in, {outcome.output_tokens} out; "
-          f"cost ${outcome.cost_usd:.4f}", file=sys.stderr)
+    print(
+        f"ragtrace calibrate: tokens {outcome.input_tokens} in, {outcome.output_tokens} out; "
+        f"cost ${outcome.cost_usd:.4f}",
+        file=sys.stderr,
+    )
     if outcome.unavailable is not None and (report is None or not report.items):
         error("calibrate", outcome.unavailable)
         return EXIT_JUDGE_UNAVAILABLE
@@ -149,13 +188,20 @@ def run(args: argparse.Namespace) -> int:
         print(format_report(report))
     if outcome.unavailable is not None:
         # Partial: what was judged is reported, never saved as the calibration.
-        error("calibrate", f"partial result: {outcome.unjudged} claim(s) not judged: "
-                           f"{outcome.unavailable}; the calibration stamp was not saved")
+        error(
+            "calibrate",
+            f"partial result: {outcome.unjudged} claim(s) not judged: "
+            f"{outcome.unavailable}; the calibration stamp was not saved",
+        )
         return EXIT_JUDGE_UNAVAILABLE
     if not args.no_save and not args.loose:
         if previous is not None:
-            warn("calibrate", previous.replace("run `ragtrace calibrate` again",
-                                               "this run replaces that calibration"))
+            warn(
+                "calibrate",
+                previous.replace(
+                    "run `ragtrace calibrate` again", "this run replaces that calibration"
+                ),
+            )
         save_stamp(report, args.calibration_file)
         where = args.calibration_file or default_stamp_path()
         print(f"calibration stamp saved to {where}", file=sys.stderr)

@@ -179,8 +179,10 @@ def retrieve_all(
                     failed[q.qid] = str(exc)
                 bar.advance()
     order = {q.qid: i for i, q in enumerate(questions)}
-    return (dict(sorted(found.items(), key=lambda kv: order[kv[0]])),
-            dict(sorted(failed.items(), key=lambda kv: order[kv[0]])))
+    return (
+        dict(sorted(found.items(), key=lambda kv: order[kv[0]])),
+        dict(sorted(failed.items(), key=lambda kv: order[kv[0]])),
+    )
 
 
 async def _await(awaitable: object) -> object:

@@ -59,11 +59,18 @@ cost) go to stderr; exit 1 if any answer got a judge error, 3 if the judge becam
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "groundedness", help="check one answer's claims against its context",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "groundedness",
+        help="check one answer's claims against its context",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--answer", metavar="TEXT|@FILE|@-", help="the answer")
-    parser.add_argument("--context", action="append", metavar="TEXT|@FILE|@-",
-                        help="one context document; repeat for each, in the order supplied")
+    parser.add_argument(
+        "--context",
+        action="append",
+        metavar="TEXT|@FILE|@-",
+        help="one context document; repeat for each, in the order supplied",
+    )
     add_judge_arguments(parser)
     add_json_option(parser, "the result")
     add_batch_arguments(parser)
@@ -96,8 +103,9 @@ def _unit_lines(result: GroundednessResult) -> list[str]:
         if u.claimless:
             lines.append(f"unit {u.id}: no factual claim (left out of the score): {u.text}")
         elif u.check is not None:
-            lines.append(f"unit {u.id}: NOT SUPPORTED ({u.check}: "
-                         f"{u.to_dict()['reason']}): {u.text}")
+            lines.append(
+                f"unit {u.id}: NOT SUPPORTED ({u.check}: {u.to_dict()['reason']}): {u.text}"
+            )
     return lines
 
 
@@ -109,21 +117,29 @@ def format_result(result: GroundednessResult) -> str:
         lines.append("groundedness: 1.00  (the answer makes no claims)")
     else:
         entailed = sum(c.entailed for c in result.claims)
-        lines.append(f"groundedness: {fmt_num(result.score, 2)}  "
-                     f"({entailed} of {len(result.claims)} claims entailed)")
+        lines.append(
+            f"groundedness: {fmt_num(result.score, 2)}  "
+            f"({entailed} of {len(result.claims)} claims entailed)"
+        )
         judged = [u for u in result.units if not u.claimless]
         if judged:
-            lines.append(f"answer units: {sum(u.supported for u in judged)} of {len(judged)} "
-                         "supported (the score is over units)")
+            lines.append(
+                f"answer units: {sum(u.supported for u in judged)} of {len(judged)} "
+                "supported (the score is over units)"
+            )
     if result.injection_suspected:
         docs = ", ".join(str(i) for i in result.injection_suspected)
-        lines.append(f"INJECTION SUSPECTED in context document(s) {docs}: instructions addressed "
-                     "to an evaluator or model; never used as evidence")
+        lines.append(
+            f"INJECTION SUSPECTED in context document(s) {docs}: instructions addressed "
+            "to an evaluator or model; never used as evidence"
+        )
     if result.usage.total_tokens:
         u = result.usage
-        lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out, "
-                     f"{u.cache_read_input_tokens} cache read, "
-                     f"{u.cache_creation_input_tokens} cache write; cost ${result.cost_usd:.6f}")
+        lines.append(
+            f"tokens: {u.input_tokens} in, {u.output_tokens} out, "
+            f"{u.cache_read_input_tokens} cache read, "
+            f"{u.cache_creation_input_tokens} cache write; cost ${result.cost_usd:.6f}"
+        )
     if result.claims:
         lines.append("")
         lines.extend(_claim_lines(result))
@@ -165,8 +181,7 @@ def run(args: argparse.Namespace) -> int:
     warning = calibration_warning(result.judge, args.calibration_file)
     if warning is not None:
         warn("groundedness", warning)
-    if args.json is not None and not emit_json("groundedness", args.json,
-                                                to_json(result, warning)):
+    if args.json is not None and not emit_json("groundedness", args.json, to_json(result, warning)):
         return EXIT_BAD_INPUT
     if args.json != "-":
         print(format_result(result))

@@ -6,6 +6,7 @@ Standard library only, so every command works on the core install.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -75,7 +76,10 @@ def format_table(
     widths = [max(len(str(h)), *(len(row[i]) for row in body)) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
-        padded = (c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align))
+        padded = (
+            c.ljust(w) if a == "l" else c.rjust(w)
+            for c, w, a in zip(cells, widths, align, strict=False)
+        )
         return "  ".join(padded).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
@@ -171,8 +175,13 @@ def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
     the JSON goes to stdout *instead of* the text; a PATH: written there atomically, the text
     still printed. (Put ``--json`` after the positional arguments, or give it a PATH.)"""
     parser.add_argument(
-        "--json", nargs="?", const=JSON_STDOUT, default=None, metavar="PATH",
-        help=f"write {what} as JSON to PATH; no PATH or '-': to stdout instead of the text")
+        "--json",
+        nargs="?",
+        const=JSON_STDOUT,
+        default=None,
+        metavar="PATH",
+        help=f"write {what} as JSON to PATH; no PATH or '-': to stdout instead of the text",
+    )
 
 
 def json_to_stdout(target: str | None) -> bool:
@@ -222,8 +231,6 @@ def write_json_atomic(path: str | Path, doc: object) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise

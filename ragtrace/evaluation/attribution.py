@@ -43,8 +43,11 @@ class Thresholds:
     def __post_init__(self) -> None:
         for name in ("recall", "groundedness"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0.0 <= value <= 1.0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0.0 <= value <= 1.0
+            ):
                 raise ValueError(f"Thresholds.{name} must be in [0, 1], got {value!r}")
 
 
@@ -52,8 +55,9 @@ def _missing(x: float | None) -> bool:
     return x is None or math.isnan(x)
 
 
-def attribute(recall: float | None, groundedness: float | None,
-              thresholds: Thresholds = Thresholds()) -> Cell:
+def attribute(
+    recall: float | None, groundedness: float | None, thresholds: Thresholds = Thresholds()
+) -> Cell:
     """The cell of one question (see the module docstring)."""
     if _missing(recall):
         return Cell.UNLABELLED

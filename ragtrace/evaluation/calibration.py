@@ -64,8 +64,7 @@ _log = logging.getLogger(__name__)
 class ClaimJudge(Protocol):
     """A judge that can give verdicts on claims already split (both built-in judges can)."""
 
-    def judge_claims(self, claims: Sequence[str], context: Sequence[str]
-                     ) -> GroundednessResult: ...
+    def judge_claims(self, claims: Sequence[str], context: Sequence[str]) -> GroundednessResult: ...
 
 
 @dataclass(frozen=True)
@@ -100,9 +99,13 @@ class CalibrationItem:
 
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = {
-            "id": self.id, "claim": self.claim, "human_entailed": self.human_entailed,
-            "judge_entailed": self.judge_entailed, "evidence": self.evidence,
-            "evidence_verified": self.evidence_verified}
+            "id": self.id,
+            "claim": self.claim,
+            "human_entailed": self.human_entailed,
+            "judge_entailed": self.judge_entailed,
+            "evidence": self.evidence,
+            "evidence_verified": self.evidence_verified,
+        }
         if self.check is not None:
             d["check"] = self.check
         return d
@@ -113,8 +116,8 @@ class Confusion:
     """Judge verdict against human label, "entailed" being positive."""
 
     both_entailed: int
-    judge_only: int      # judge entailed, human not: the loose-judge failure
-    human_only: int      # human entailed, judge not
+    judge_only: int  # judge entailed, human not: the loose-judge failure
+    human_only: int  # human entailed, judge not
     neither: int
 
     @property
@@ -122,8 +125,12 @@ class Confusion:
         return self.both_entailed + self.judge_only + self.human_only + self.neither
 
     def to_dict(self) -> dict[str, int]:
-        return {"both_entailed": self.both_entailed, "judge_only": self.judge_only,
-                "human_only": self.human_only, "neither": self.neither}
+        return {
+            "both_entailed": self.both_entailed,
+            "judge_only": self.judge_only,
+            "human_only": self.human_only,
+            "neither": self.neither,
+        }
 
 
 def cohen_kappa(confusion: Confusion) -> float:
@@ -143,14 +150,16 @@ class CalibrationReport:
     judge: JudgeInfo
     items: tuple[CalibrationItem, ...]
     require_verified_evidence: bool = True
-    errors: int = 0   # claims the judge returned an error for (left out of every figure)
+    errors: int = 0  # claims the judge returned an error for (left out of every figure)
 
     @property
     def confusion(self) -> Confusion:
         def count(h: bool, j: bool) -> int:
             return sum(1 for i in self.items if i.human_entailed is h and i.judge_entailed is j)
-        return Confusion(count(True, True), count(False, True), count(True, False),
-                         count(False, False))
+
+        return Confusion(
+            count(True, True), count(False, True), count(True, False), count(False, False)
+        )
 
     @property
     def agreement(self) -> float:
@@ -178,12 +187,14 @@ class CalibrationReport:
     @property
     def judge_entailed_rate(self) -> float:
         """Mean judge verdict over the claims (what a groundedness average would report)."""
-        return sum(i.judge_entailed for i in self.items) / len(self.items) if self.items \
-            else math.nan
+        return (
+            sum(i.judge_entailed for i in self.items) / len(self.items) if self.items else math.nan
+        )
 
     def to_dict(self) -> dict[str, object]:
         def num(x: float) -> float | None:
             return None if math.isnan(x) else x
+
         return {
             "judge": self.judge.to_dict(),
             "claims": len(self.items),
@@ -197,14 +208,23 @@ class CalibrationReport:
         }
 
 
-def _items(labels: Sequence[HumanLabel], verdicts: Sequence[ClaimVerdict],
-           require_verified_evidence: bool) -> list[CalibrationItem]:
+def _items(
+    labels: Sequence[HumanLabel], verdicts: Sequence[ClaimVerdict], require_verified_evidence: bool
+) -> list[CalibrationItem]:
     if len(labels) != len(verdicts):
         raise ValueError(f"{len(labels)} labels but {len(verdicts)} judge verdicts")
-    return [CalibrationItem(label.id, label.claim, label.human_entailed,
-                            v.entailed if require_verified_evidence else v.judge_entailed,
-                            v.evidence, v.evidence_verified, _check_of(v))
-            for label, v in zip(labels, verdicts)]
+    return [
+        CalibrationItem(
+            label.id,
+            label.claim,
+            label.human_entailed,
+            v.entailed if require_verified_evidence else v.judge_entailed,
+            v.evidence,
+            v.evidence_verified,
+            _check_of(v),
+        )
+        for label, v in zip(labels, verdicts, strict=True)
+    ]
 
 
 def _check_of(v: ClaimVerdict) -> str | None:
@@ -215,12 +235,17 @@ def _check_of(v: ClaimVerdict) -> str | None:
     return "no_quote" if not (v.evidence and v.evidence.strip()) else "verbatim"
 
 
-def calibration_report(labels: Sequence[HumanLabel], verdicts: Sequence[ClaimVerdict],
-                       judge: JudgeInfo, *, require_verified_evidence: bool = True
-                       ) -> CalibrationReport:
+def calibration_report(
+    labels: Sequence[HumanLabel],
+    verdicts: Sequence[ClaimVerdict],
+    judge: JudgeInfo,
+    *,
+    require_verified_evidence: bool = True,
+) -> CalibrationReport:
     """Compare human labels with the judge's verdicts on the same claims, in the same order."""
-    return CalibrationReport(judge, tuple(_items(labels, verdicts, require_verified_evidence)),
-                             require_verified_evidence)
+    return CalibrationReport(
+        judge, tuple(_items(labels, verdicts, require_verified_evidence)), require_verified_evidence
+    )
 
 
 def _groups(labels: Sequence[HumanLabel]) -> list[list[HumanLabel]]:
@@ -233,8 +258,9 @@ def _groups(labels: Sequence[HumanLabel]) -> list[list[HumanLabel]]:
     return groups
 
 
-def calibrate(labels: Sequence[HumanLabel], judge: ClaimJudge, *,
-              require_verified_evidence: bool = True) -> CalibrationReport:
+def calibrate(
+    labels: Sequence[HumanLabel], judge: ClaimJudge, *, require_verified_evidence: bool = True
+) -> CalibrationReport:
     """Judge every labelled claim (one call per run of lines sharing a context) and compare.
     A group the judge fails on (error result) is counted in ``errors`` and left out; an
     unreachable judge raises ``JudgeUnavailable``."""
@@ -263,8 +289,13 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
     except OSError as exc:
         raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise InputFileError(path, None, None, f"not UTF-8 text (a binary file?): byte "
-                             f"{exc.start} is {exc.object[exc.start:exc.start + 1]!r}") from None
+        raise InputFileError(
+            path,
+            None,
+            None,
+            f"not UTF-8 text (a binary file?): byte "
+            f"{exc.start} is {exc.object[exc.start : exc.start + 1]!r}",
+        ) from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -310,8 +341,13 @@ class CalibrationStamp:
     calibrated_at: str
 
     def to_dict(self) -> dict[str, object]:
-        return {"judge": self.judge.to_dict(), "agreement": self.agreement, "kappa": self.kappa,
-                "claims": self.claims, "calibrated_at": self.calibrated_at}
+        return {
+            "judge": self.judge.to_dict(),
+            "agreement": self.agreement,
+            "kappa": self.kappa,
+            "claims": self.claims,
+            "calibrated_at": self.calibrated_at,
+        }
 
 
 def default_stamp_path() -> Path:
@@ -324,9 +360,13 @@ def default_stamp_path() -> Path:
 
 def save_stamp(report: CalibrationReport, path: str | Path | None = None) -> CalibrationStamp:
     d = report.to_dict()
-    stamp = CalibrationStamp(report.judge, d["agreement"], d["kappa"],  # type: ignore[arg-type]
-                             len(report.items),
-                             datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    stamp = CalibrationStamp(
+        report.judge,
+        d["agreement"],
+        d["kappa"],  # type: ignore[arg-type]
+        len(report.items),
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     target = Path(path) if path is not None else default_stamp_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + ".tmp")
@@ -342,8 +382,13 @@ def load_stamp(path: str | Path | None = None) -> CalibrationStamp | None:
         return None
     try:
         d = json.loads(target.read_text(encoding="utf-8"))
-        return CalibrationStamp(JudgeInfo.from_dict(d["judge"]), d.get("agreement"),
-                                d.get("kappa"), int(d.get("claims", 0)), str(d["calibrated_at"]))
+        return CalibrationStamp(
+            JudgeInfo.from_dict(d["judge"]),
+            d.get("agreement"),
+            d.get("kappa"),
+            int(d.get("claims", 0)),
+            str(d["calibrated_at"]),
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _log.warning("ignoring unreadable calibration stamp %s: %s", target, exc)
         return None
@@ -356,11 +401,16 @@ def calibration_warning(judge: JudgeInfo, path: str | Path | None = None) -> str
     if stamp is None:
         return None
     last = stamp.judge
-    changes = [f"{field} {getattr(last, field)!r} -> {getattr(judge, field)!r}"
-               for field in ("name", "model", "prompt_sha256")
-               if getattr(last, field) != getattr(judge, field)]
+    changes = [
+        f"{field} {getattr(last, field)!r} -> {getattr(judge, field)!r}"
+        for field in ("name", "model", "prompt_sha256")
+        if getattr(last, field) != getattr(judge, field)
+    ]
     if not changes:
         return None
-    return ("the judge differs from the one last calibrated (" + "; ".join(changes)
-            + f", calibrated {stamp.calibrated_at}): scores are not comparable with the "
-              "calibrated baseline; run `ragtrace calibrate` again")
+    return (
+        "the judge differs from the one last calibrated ("
+        + "; ".join(changes)
+        + f", calibrated {stamp.calibrated_at}): scores are not comparable with the "
+        "calibrated baseline; run `ragtrace calibrate` again"
+    )

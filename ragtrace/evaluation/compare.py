@@ -162,7 +162,7 @@ def _bootstrap(
         idx = rng.choices(population, k=n)
         # itemgetter(*idx) returns a bare item, not a tuple, when idx has one element.
         pick = itemgetter(*idx) if n > 1 else (lambda row, i=idx[0]: (row[i],))
-        for row, out in zip(diffs, means):
+        for row, out in zip(diffs, means, strict=True):
             out.append(sum(pick(row)) / n)
     tail = (1.0 - confidence) / 2.0
     intervals = []
@@ -188,7 +188,7 @@ def paired_bootstrap_ci(
     _check_options(resamples, confidence)
     if len(a) != len(b):
         raise ValueError(f"paired scores must have equal lengths, got {len(a)} and {len(b)}")
-    return _bootstrap([[y - x for x, y in zip(a, b)]], resamples, confidence, seed)[0]
+    return _bootstrap([[y - x for x, y in zip(a, b, strict=True)]], resamples, confidence, seed)[0]
 
 
 def compare_reports(
@@ -228,12 +228,14 @@ def compare_reports(
     names = [name for name in a.metric_names if name in set(b.metric_names)]
     rows_a = [[a.per_question[q][per_question_key(name)] for q in paired] for name in names]
     rows_b = [[b.per_question[q][per_question_key(name)] for q in paired] for name in names]
-    diffs = [[y - x for x, y in zip(ra, rb)] for ra, rb in zip(rows_a, rows_b)]
+    diffs = [
+        [y - x for x, y in zip(ra, rb, strict=True)] for ra, rb in zip(rows_a, rows_b, strict=True)
+    ]
     intervals = _bootstrap(diffs, resamples, confidence, seed)
     n = len(paired)
     results = []
-    for name, ra, rb, (low, high) in zip(names, rows_a, rows_b, intervals):
-        movers = [Mover(q, x, y) for q, x, y in zip(paired, ra, rb)]
+    for name, ra, rb, (low, high) in zip(names, rows_a, rows_b, intervals, strict=True):
+        movers = [Mover(q, x, y) for q, x, y in zip(paired, ra, rb, strict=True)]
         mean_a = math.fsum(ra) / n if n else math.nan
         mean_b = math.fsum(rb) / n if n else math.nan
         results.append(

@@ -53,8 +53,12 @@ def parse_json(text: str, path: str | Path, line: int | None = None) -> object:
         where = too_deep_at(text)
         if where is not None:
             at_line = line if line is not None else where.line
-            raise InputFileError(path, at_line, None, f"JSON nested deeper than "
-                                 f"{DEFAULT_MAX_DEPTH} levels at column {where.column}")
+            raise InputFileError(
+                path,
+                at_line,
+                None,
+                f"JSON nested deeper than {DEFAULT_MAX_DEPTH} levels at column {where.column}",
+            )
     try:
         return json.loads(text)
     except RecursionError:  # nesting the scan let through but the decoder cannot follow

@@ -223,8 +223,9 @@ class RetrievalReport:
         ):
             raise bad("k", f"must be a non-empty list of positive integers, got {ks!r}")
         if len(set(ks)) != len(ks):
-            raise bad("k", f"lists a cutoff twice, got {ks!r} (each k once, as ragtrace eval "
-                           "writes it)")
+            raise bad(
+                "k", f"lists a cutoff twice, got {ks!r} (each k once, as ragtrace eval writes it)"
+            )
         raw = doc["per_question"]
         if not isinstance(raw, dict) or not raw:
             raise bad("per_question", "must be a non-empty object keyed by qid")

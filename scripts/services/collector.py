@@ -73,15 +73,23 @@ class Collector:
         import time
 
         e = self.endpoints
-        ports = {name: int(addr.rsplit(":", 1)[1].rstrip("/")) for name, addr in (
-            ("app_http", e.app_otlp_http), ("app_grpc", e.app_otlp_grpc),
-            ("eval_http", e.eval_otlp_http), ("eval_grpc", e.eval_otlp_grpc),
-            ("prometheus", e.prometheus_exporter), ("telemetry", e.telemetry_metrics),
-            ("health", e.health))}
+        ports = {
+            name: int(addr.rsplit(":", 1)[1].rstrip("/"))
+            for name, addr in (
+                ("app_http", e.app_otlp_http),
+                ("app_grpc", e.app_otlp_grpc),
+                ("eval_http", e.eval_otlp_http),
+                ("eval_grpc", e.eval_otlp_grpc),
+                ("prometheus", e.prometheus_exporter),
+                ("telemetry", e.telemetry_metrics),
+                ("health", e.health),
+            )
+        }
         self.stop()
         time.sleep(down_s)
-        return start_collector(self.process.workdir, e.kafka_bootstrap, e.trace_backend,
-                               e.topic, ports)
+        return start_collector(
+            self.process.workdir, e.kafka_bootstrap, e.trace_backend, e.topic, ports
+        )
 
 
 def collector_env(
@@ -94,8 +102,18 @@ def collector_env(
     resulting endpoints. ``ports`` may fix any of: app_http, app_grpc, eval_http, eval_grpc,
     prometheus, telemetry, health (free ports otherwise)."""
     wanted = dict(ports or {})
-    p = {name: wanted.get(name) or free_port() for name in
-         ("app_http", "app_grpc", "eval_http", "eval_grpc", "prometheus", "telemetry", "health")}
+    p = {
+        name: wanted.get(name) or free_port()
+        for name in (
+            "app_http",
+            "app_grpc",
+            "eval_http",
+            "eval_grpc",
+            "prometheus",
+            "telemetry",
+            "health",
+        )
+    }
     host = "127.0.0.1"
     env = {
         "RAGTRACE_APP_OTLP_HTTP_ENDPOINT": f"{host}:{p['app_http']}",
@@ -129,7 +147,10 @@ def validate_config(config: Path = paths.COLLECTOR_CONFIG) -> None:
     """``otelcol-ragtrace validate``: raise ServiceError with the collector's words if invalid."""
     result = subprocess.run(
         [str(paths.otelcol()), "validate", f"--config={config}"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if result.returncode != 0:
         raise ServiceError(f"{config} is invalid:\n{result.stdout}{result.stderr}")
@@ -148,8 +169,11 @@ def start_collector(
     binary = paths.otelcol()
     env, endpoints = collector_env(kafka_bootstrap, trace_backend, topic, ports)
     proc = ServiceProcess(
-        "collector", [binary, f"--config={config}"], workdir,
-        env={**os.environ, **env}, stop_grace_s=10.0,
+        "collector",
+        [binary, f"--config={config}"],
+        workdir,
+        env={**os.environ, **env},
+        stop_grace_s=10.0,
     ).start()
     proc.wait_ready(lambda: http_ok(endpoints.health), timeout, f"health check {endpoints.health}")
     return Collector(endpoints, proc)

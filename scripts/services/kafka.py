@@ -9,6 +9,7 @@ Started from the jars ``scripts/provision.sh`` put in the cache, the way Kafka's
 from __future__ import annotations
 
 import base64
+import contextlib
 import subprocess
 import time
 import uuid
@@ -114,12 +115,21 @@ class KafkaBroker:
 
 
 def _java(libs: Path, log4j: Path, main: str, *args: str) -> list[str]:
-    return ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{libs}/*", main,
-            *args]
+    return [
+        "java",
+        *JVM_OPTS,
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-cp",
+        f"{libs}/*",
+        main,
+        *args,
+    ]
 
 
 def start_kafka(
-    workdir: Path, port: int | None = None, controller_port: int | None = None,
+    workdir: Path,
+    port: int | None = None,
+    controller_port: int | None = None,
     timeout: float = 60.0,
 ) -> KafkaBroker:
     """Format a fresh log dir and start the broker; return once it has started and listens."""
@@ -135,9 +145,22 @@ def start_kafka(
 
     if not (data_dir / "meta.properties").exists():
         fmt = subprocess.run(
-            _java(libs, log4j, "kafka.tools.StorageTool", "format", "--standalone",
-                  "-t", _cluster_id(), "-c", str(props)),
-            cwd=workdir, capture_output=True, text=True, timeout=120, check=False,
+            _java(
+                libs,
+                log4j,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "-t",
+                _cluster_id(),
+                "-c",
+                str(props),
+            ),
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         (workdir / "format.log").write_text(fmt.stdout + fmt.stderr)
         if fmt.returncode != 0:
@@ -158,7 +181,10 @@ def start_kafka(
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int = 3, timeout: float = 30.0,
+    bootstrap: str,
+    name: str,
+    partitions: int = 3,
+    timeout: float = 30.0,
     config: dict[str, str] | None = None,
 ) -> str:
     """Create a topic (idempotent) with kafka-python's admin client and wait until it has leaders."""
@@ -168,14 +194,18 @@ def create_topic(
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="ragtrace-fixtures")
     try:
-        try:
+        with contextlib.suppress(TopicAlreadyExistsError):
             admin.create_topics(
-                [NewTopic(name, num_partitions=partitions, replication_factor=1,
-                          topic_configs=config or {})],
+                [
+                    NewTopic(
+                        name,
+                        num_partitions=partitions,
+                        replication_factor=1,
+                        topic_configs=config or {},
+                    )
+                ],
                 timeout_ms=int(timeout * 1000),
             )
-        except TopicAlreadyExistsError:
-            pass
     finally:
         admin.close()
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
@@ -186,7 +216,9 @@ def create_topic(
             if found and len(found) >= partitions:
                 return name
             if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {name!r} has no {partitions} partitions after {timeout} s")
+                raise TimeoutError(
+                    f"topic {name!r} has no {partitions} partitions after {timeout} s"
+                )
             time.sleep(0.1)
     finally:
         consumer.close()

@@ -76,22 +76,24 @@ def _flatten(request: Any) -> list[ReceivedSpan]:
         resource = _attributes(rs.resource.attributes)
         for ss in rs.scope_spans:
             for s in ss.spans:
-                out.append(ReceivedSpan(
-                    trace_id=s.trace_id.hex(),
-                    span_id=s.span_id.hex(),
-                    parent_span_id=s.parent_span_id.hex(),
-                    name=s.name,
-                    kind=int(s.kind),
-                    attributes=_attributes(s.attributes),
-                    resource=resource,
-                    scope=ss.scope.name,
-                    status_code=int(s.status.code),
-                    events=tuple((e.name, _attributes(e.attributes)) for e in s.events),
-                    links=tuple((ln.trace_id.hex(), ln.span_id.hex()) for ln in s.links),
-                    start_ns=int(s.start_time_unix_nano),
-                    end_ns=int(s.end_time_unix_nano),
-                    raw=s,
-                ))
+                out.append(
+                    ReceivedSpan(
+                        trace_id=s.trace_id.hex(),
+                        span_id=s.span_id.hex(),
+                        parent_span_id=s.parent_span_id.hex(),
+                        name=s.name,
+                        kind=int(s.kind),
+                        attributes=_attributes(s.attributes),
+                        resource=resource,
+                        scope=ss.scope.name,
+                        status_code=int(s.status.code),
+                        events=tuple((e.name, _attributes(e.attributes)) for e in s.events),
+                        links=tuple((ln.trace_id.hex(), ln.span_id.hex()) for ln in s.links),
+                        start_ns=int(s.start_time_unix_nano),
+                        end_ns=int(s.end_time_unix_nano),
+                        raw=s,
+                    )
+                )
     return out
 
 
@@ -139,7 +141,7 @@ class OtlpSink:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> OtlpSink:  # noqa: PYI034 (a final class in practice)
+    def __enter__(self) -> OtlpSink:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -251,9 +253,12 @@ def main(argv: list[str] | None = None) -> None:
             except TimeoutError:
                 continue
             for s in spans[shown:]:
-                print(f"trace={s.trace_id} span={s.span_id} parent={s.parent_span_id or '-'} "
-                      f"service={s.resource.get('service.name')} name={s.name} "
-                      f"attributes={len(s.attributes)}", flush=True)
+                print(
+                    f"trace={s.trace_id} span={s.span_id} parent={s.parent_span_id or '-'} "
+                    f"service={s.resource.get('service.name')} name={s.name} "
+                    f"attributes={len(s.attributes)}",
+                    flush=True,
+                )
             shown = len(spans)
     except KeyboardInterrupt:
         pass

@@ -99,8 +99,9 @@ def helm() -> Path:
 
 def kube_score() -> Path:
     """The kube-score binary (``go install github.com/zegl/kube-score/cmd/kube-score``)."""
-    return _executable("kube-score",
-                       _override("RAGTRACE_KUBE_SCORE") or cache_dir() / "bin" / "kube-score")
+    return _executable(
+        "kube-score", _override("RAGTRACE_KUBE_SCORE") or cache_dir() / "bin" / "kube-score"
+    )
 
 
 def _on_path(what: str, var: str, name: str) -> Path:

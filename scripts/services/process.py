@@ -9,6 +9,7 @@ period.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -62,9 +63,7 @@ def http_ok(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def wait_until(
-    check: Callable[[], bool], timeout: float, what: str, interval: float = 0.1
-) -> None:
+def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:
     """Poll ``check`` until it is true; raise TimeoutError naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while not check():
@@ -105,10 +104,8 @@ def stop_group(pgid: int, grace_s: float = 10.0) -> bool:
         if not group_alive(pgid):
             return True
         time.sleep(0.1)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     return True
 
 
@@ -220,10 +217,8 @@ class ServiceProcess:
 
     @staticmethod
     def _signal_group(pgid: int, sig: signal.Signals) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def __repr__(self) -> str:
         return f"ServiceProcess({self.name!r}, pid={self.pid}, log={str(self.log_path)!r})"

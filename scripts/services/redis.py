@@ -49,18 +49,34 @@ def _pong(port: int) -> bool:
         return False
 
 
-def start_redis(workdir: Path, port: int | None = None, timeout: float = 15.0, *,
-                persistent: bool = False) -> RedisServer:
+def start_redis(
+    workdir: Path, port: int | None = None, timeout: float = 15.0, *, persistent: bool = False
+) -> RedisServer:
     """Start redis-server on 127.0.0.1 (a free port unless given); return once it answers PING."""
     binary = paths.redis_server()
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [
-        str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir),
-        "--save", "", *(["--appendonly", "yes", "--appendfsync", "always"] if persistent else
-                         ["--appendonly", "no"]),
-        "--daemonize", "no", "--protected-mode", "yes",
-        "--logfile", "",  # log to stdout, which ServiceProcess captures
+        str(binary),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(workdir),
+        "--save",
+        "",
+        *(
+            ["--appendonly", "yes", "--appendfsync", "always"]
+            if persistent
+            else ["--appendonly", "no"]
+        ),
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "yes",
+        "--logfile",
+        "",  # log to stdout, which ServiceProcess captures
     ]
     proc = ServiceProcess("redis", argv, workdir, stop_grace_s=5.0).start()
     proc.wait_ready(lambda: _pong(port), timeout, f"PING on 127.0.0.1:{port}")

@@ -16,5 +16,3 @@ from tests.dialects.kit import make_evaluator
 def evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
     with make_evaluator(tmp_path) as ev:
         yield ev
-
-

@@ -11,47 +11,70 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.sqlite_stores import ScoredResult
-from ragtrace.evaluation.judges import LexicalJudge
 from tests.dialects.apps import corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_app(module: str, *args: str, env: Mapping[str, str] | None = None,
-            timeout: float = 180) -> list[dict[str, str]]:
+def run_app(
+    module: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 180
+) -> list[dict[str, str]]:
     """Run ``tests.dialects.apps.<module>`` with ``args``; what it printed (its last line)."""
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("OTEL_", "RAGTRACE_", "ANTHROPIC_", "OPENAI_", "TRACELOOP_",
-                                  "LANGFUSE_"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(
+            ("OTEL_", "RAGTRACE_", "ANTHROPIC_", "OPENAI_", "TRACELOOP_", "LANGFUSE_")
+        )
+    }
     clean.update({"PYTHONPATH": str(ROOT), **(env or {})})
-    done = subprocess.run([sys.executable, "-m", f"tests.dialects.apps.{module}", *args],
-                          capture_output=True, text=True, timeout=timeout, env=clean, cwd=ROOT,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", f"tests.dialects.apps.{module}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=clean,
+        cwd=ROOT,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def make_evaluator(tmp_path: Path, otlp_endpoint: str | None = None,
-                   mapping: Mapping[str, object] | None = None,
-                   phoenix_endpoint: str | None = None) -> EmbeddedEvaluator:
+def make_evaluator(
+    tmp_path: Path,
+    otlp_endpoint: str | None = None,
+    mapping: Mapping[str, object] | None = None,
+    phoenix_endpoint: str | None = None,
+) -> EmbeddedEvaluator:
     """``ragtrace serve``'s engine on a free loopback port: the corpus labels, k=3, the lexical
     judge; evaluation spans to ``otlp_endpoint`` when given."""
     labels = corpus.write_labels(tmp_path / "labels.jsonl")
-    config = ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.2},
-                                               export={"metrics_interval_s": 3600},
-                                               mapping=mapping or {},
-                                               # write-back retried soon (Phoenix stores
-                                               # spans asynchronously)
-                                               judge={"park_backoff_s": 0.5,
-                                                      "park_backoff_max_s": 1.0})
-    return EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "state.db",
-                                              labels_path=labels, metrics_port=None,
-                                              otlp_endpoint=otlp_endpoint,
-                                              phoenix_endpoint=phoenix_endpoint),
-                             config=config, judge=LexicalJudge())
+    config = ConsumerConfig.defaults().replace(
+        scoring={"k": 3},
+        assembly={"quiet_s": 0.2},
+        export={"metrics_interval_s": 3600},
+        mapping=mapping or {},
+        # write-back retried soon (Phoenix stores
+        # spans asynchronously)
+        judge={"park_backoff_s": 0.5, "park_backoff_max_s": 1.0},
+    )
+    return EmbeddedEvaluator(
+        EmbeddedSettings(
+            port=0,
+            state_path=tmp_path / "state.db",
+            labels_path=labels,
+            metrics_port=None,
+            otlp_endpoint=otlp_endpoint,
+            phoenix_endpoint=phoenix_endpoint,
+        ),
+        config=config,
+        judge=LexicalJudge(),
+    )
 
 
 def scored(ev: EmbeddedEvaluator, asked: list[dict[str, str]]) -> dict[str, ScoredResult]:

@@ -15,7 +15,8 @@ from tests.dialects.kit import assert_known_truth, make_evaluator, run_app, scor
 
 
 def test_openai_v2_spans_get_the_known_truth_labelled_by_the_apps_own_root_span(
-        evaluator: EmbeddedEvaluator) -> None:
+    evaluator: EmbeddedEvaluator,
+) -> None:
     asked = run_app("genai_app", evaluator.endpoint, env=LATEST_SPAN_CONTENT)
     results = scored(evaluator, asked)
     assert_known_truth(results, query_prefix=QUERY_PREFIX)
@@ -33,8 +34,11 @@ def test_each_metric_is_written_under_the_span_it_evaluates(tmp_path: Path) -> N
         asked = run_app("genai_app", ev.endpoint, backend.endpoint, env=LATEST_SPAN_CONTENT)
         results = scored(ev, asked)
         audit = next(a["trace_id"] for a in asked if a["question"] == corpus.AUDIT)
-        backend.wait_for_spans(lambda s: s.trace_id == audit and s.name.startswith(
-            semconv.SPAN_EVALUATION + "."), count=2, timeout=30)
+        backend.wait_for_spans(
+            lambda s: s.trace_id == audit and s.name.startswith(semconv.SPAN_EVALUATION + "."),
+            count=2,
+            timeout=30,
+        )
     assert results[corpus.AUDIT].cell == "fine"
     spans = {s.span_id: s for s in backend.trace(audit)}
     chat = next(s for s in spans.values() if s.attributes.get("gen_ai.operation.name") == "chat")
@@ -46,21 +50,32 @@ def test_each_metric_is_written_under_the_span_it_evaluates(tmp_path: Path) -> N
     assert recall.parent_span_id == retrieval.span_id
     assert recall.links == ((audit, retrieval.span_id),)
     (event,) = ground.events
-    assert event == (semconv.GEN_AI_EVALUATION_RESULT, {
-        semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-        semconv.GEN_AI_EVALUATION_SCORE_VALUE: 1.0,
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: "pass",
-        semconv.GEN_AI_EVALUATION_EXPLANATION: "1 of 1 claims entailed by the context",
-        "gen_ai.response.id": chat.attributes["gen_ai.response.id"]})
+    assert event == (
+        semconv.GEN_AI_EVALUATION_RESULT,
+        {
+            semconv.GEN_AI_EVALUATION_NAME: "groundedness",
+            semconv.GEN_AI_EVALUATION_SCORE_VALUE: 1.0,
+            semconv.GEN_AI_EVALUATION_SCORE_LABEL: "pass",
+            semconv.GEN_AI_EVALUATION_EXPLANATION: "1 of 1 claims entailed by the context",
+            "gen_ai.response.id": chat.attributes["gen_ai.response.id"],
+        },
+    )
     assert str(chat.attributes["gen_ai.response.id"]).startswith("chatcmpl-")
     assert [e[1][semconv.GEN_AI_EVALUATION_NAME] for e in recall.events] == [
-        "recall", "hit_rate", "precision", "reciprocal_rank", "ndcg", "context_relevancy"]
+        "recall",
+        "hit_rate",
+        "precision",
+        "reciprocal_rank",
+        "ndcg",
+        "context_relevancy",
+    ]
     summary = by_name[semconv.SPAN_EVALUATION]
     assert summary.events == () and summary.attributes[semconv.EVAL_CELL] == "fine"
 
 
 def test_openai_v2_content_sent_as_log_events_gets_the_known_truth(
-        evaluator: EmbeddedEvaluator) -> None:
+    evaluator: EmbeddedEvaluator,
+) -> None:
     """``event_only``: the answer is only in a ``gen_ai.client.inference.operation.details``
     log record sent to ``/v1/logs``; the chat span carries no content."""
     asked = run_app("genai_app", evaluator.endpoint, env=LATEST_EVENT_CONTENT)

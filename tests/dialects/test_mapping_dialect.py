@@ -36,15 +36,31 @@ def test_mapped_in_house_spans_get_the_known_truth(tmp_path: Path) -> None:
         asked = []
         for q in corpus.QUESTIONS:
             with tracer.start_as_current_span("handle") as root:
-                with tracer.start_as_current_span("search", attributes={
-                        "acme.rag.step": "search", "acme.search.input": json.dumps({"q": q}),
-                        "acme.search.result": json.dumps({"hits": [
-                            {"doc_key": d, "body": corpus.PASSAGES[d], "sim": s}
-                            for d, s in zip(corpus.RETRIEVED[q], corpus.SCORES)]})}):
+                with tracer.start_as_current_span(
+                    "search",
+                    attributes={
+                        "acme.rag.step": "search",
+                        "acme.search.input": json.dumps({"q": q}),
+                        "acme.search.result": json.dumps(
+                            {
+                                "hits": [
+                                    {"doc_key": d, "body": corpus.PASSAGES[d], "sim": s}
+                                    for d, s in zip(
+                                        corpus.RETRIEVED[q], corpus.SCORES, strict=False
+                                    )
+                                ]
+                            }
+                        ),
+                    },
+                ):
                     pass
-                with tracer.start_as_current_span("llm", attributes={
+                with tracer.start_as_current_span(
+                    "llm",
+                    attributes={
                         "acme.rag.step": "llm",
-                        "acme.llm.output": json.dumps({"reply": {"text": corpus.ANSWERS[q]}})}):
+                        "acme.llm.output": json.dumps({"reply": {"text": corpus.ANSWERS[q]}}),
+                    },
+                ):
                     pass
             asked.append({"question": q, "trace_id": f"{root.get_span_context().trace_id:032x}"})
         tp.force_flush()

@@ -33,17 +33,29 @@ def _get(url: str) -> object:
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    venv = subprocess.run([str(ROOT / "scripts" / "phoenix_venv.sh")], capture_output=True,
-                          text=True, check=True, timeout=1800).stdout.strip()
+    venv = subprocess.run(
+        [str(ROOT / "scripts" / "phoenix_venv.sh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    ).stdout.strip()
     port = _free_port()
     work = tmp_path_factory.mktemp("phoenix")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
-    env.update({"PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port),
-                "PHOENIX_GRPC_PORT": str(_free_port()), "PHOENIX_WORKING_DIR": str(work),
-                "PHOENIX_TELEMETRY_ENABLED": "false"})
+    env.update(
+        {
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(port),
+            "PHOENIX_GRPC_PORT": str(_free_port()),
+            "PHOENIX_WORKING_DIR": str(work),
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+        }
+    )
     log = (work / "phoenix.log").open("wb")
-    proc = subprocess.Popen([f"{venv}/bin/phoenix", "serve"], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [f"{venv}/bin/phoenix", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -83,5 +95,12 @@ def test_scores_appear_as_phoenix_span_annotations(tmp_path: Path, phoenix: str)
     assert ground["annotator_kind"] == "CODE"  # the offline lexical judge has no model
     recall = by_name[(retrieval["context"]["span_id"], "recall")]
     assert recall["result"]["score"] == 1.0 and recall["result"]["label"] == "pass"
-    assert {n for (_, n) in by_name} == {"recall", "hit_rate", "precision", "reciprocal_rank",
-                                        "ndcg", "context_relevancy", "groundedness"}
+    assert {n for (_, n) in by_name} == {
+        "recall",
+        "hit_rate",
+        "precision",
+        "reciprocal_rank",
+        "ndcg",
+        "context_relevancy",
+        "groundedness",
+    }

@@ -44,36 +44,66 @@ def trace_request(first: int, count: int, salt: int = 0) -> tuple[bytes, list[st
         text = f"{_TEXT} of workspace {salt}-{n}."
         now = time.time_ns()
         spans += [
-            trace_pb2.Span(trace_id=tid, span_id=root, name=semconv.SPAN_PIPELINE,
-                           start_time_unix_nano=now, end_time_unix_nano=now + 3,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "CHAIN"),
-                                       _kv(semconv.INPUT_VALUE, f"question {n}")]),
-            trace_pb2.Span(trace_id=tid, span_id=ret, parent_span_id=root,
-                           name=semconv.SPAN_RETRIEVE, start_time_unix_nano=now,
-                           end_time_unix_nano=now + 1,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-                                       _kv(semconv.INPUT_VALUE, f"question {n}"),
-                                       _kv(semconv.retrieval_document_id(0), "c-1"),
-                                       _kv(semconv.retrieval_document_content(0), text)]),
-            trace_pb2.Span(trace_id=tid, span_id=gen, parent_span_id=root,
-                           name=semconv.SPAN_GENERATE, start_time_unix_nano=now + 1,
-                           end_time_unix_nano=now + 2,
-                           attributes=[_kv(semconv.OPENINFERENCE_SPAN_KIND, "LLM"),
-                                       _kv(semconv.OUTPUT_VALUE, text)]),
+            trace_pb2.Span(
+                trace_id=tid,
+                span_id=root,
+                name=semconv.SPAN_PIPELINE,
+                start_time_unix_nano=now,
+                end_time_unix_nano=now + 3,
+                attributes=[
+                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "CHAIN"),
+                    _kv(semconv.INPUT_VALUE, f"question {n}"),
+                ],
+            ),
+            trace_pb2.Span(
+                trace_id=tid,
+                span_id=ret,
+                parent_span_id=root,
+                name=semconv.SPAN_RETRIEVE,
+                start_time_unix_nano=now,
+                end_time_unix_nano=now + 1,
+                attributes=[
+                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
+                    _kv(semconv.INPUT_VALUE, f"question {n}"),
+                    _kv(semconv.retrieval_document_id(0), "c-1"),
+                    _kv(semconv.retrieval_document_content(0), text),
+                ],
+            ),
+            trace_pb2.Span(
+                trace_id=tid,
+                span_id=gen,
+                parent_span_id=root,
+                name=semconv.SPAN_GENERATE,
+                start_time_unix_nano=now + 1,
+                end_time_unix_nano=now + 2,
+                attributes=[
+                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "LLM"),
+                    _kv(semconv.OUTPUT_VALUE, text),
+                ],
+            ),
         ]
-    req = trace_service_pb2.ExportTraceServiceRequest(resource_spans=[trace_pb2.ResourceSpans(
-        resource=resource_pb2.Resource(attributes=[_kv("service.name", "chaos-app")]),
-        scope_spans=[trace_pb2.ScopeSpans(
-            scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
-            spans=spans)])])
+    req = trace_service_pb2.ExportTraceServiceRequest(
+        resource_spans=[
+            trace_pb2.ResourceSpans(
+                resource=resource_pb2.Resource(attributes=[_kv("service.name", "chaos-app")]),
+                scope_spans=[
+                    trace_pb2.ScopeSpans(
+                        scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
+                        spans=spans,
+                    )
+                ],
+            )
+        ]
+    )
     return req.SerializeToString(), ids
 
 
 class Sender(threading.Thread):
     """Steady traffic with exporter-style retries; ``accepted`` holds the 2xx'd trace IDs."""
 
-    def __init__(self, url: str, *, per_request: int = 5, pause_s: float = 0.1,
-                 salt: int = 0) -> None:
+    def __init__(
+        self, url: str, *, per_request: int = 5, pause_s: float = 0.1, salt: int = 0
+    ) -> None:
         super().__init__(daemon=True)
         self.url = url
         self.per_request = per_request
@@ -89,8 +119,9 @@ class Sender(threading.Thread):
             body, ids = trace_request(self.next, self.per_request, self.salt)
             self.next += self.per_request
             while not self.halt.is_set():
-                req = urllib.request.Request(self.url, data=body, headers={
-                    "Content-Type": "application/x-protobuf"})
+                req = urllib.request.Request(
+                    self.url, data=body, headers={"Content-Type": "application/x-protobuf"}
+                )
                 try:
                     with urllib.request.urlopen(req, timeout=10) as resp:
                         if resp.status == 200:
@@ -114,9 +145,15 @@ def assert_scored_once(backend: OtlpSink, accepted: Iterable[str], timeout: floa
     ids = set(accepted)
     assert ids, "no traffic was accepted"
     # Each trace's groundedness result is on its own span, under the generation span.
-    backend.wait_for_spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids
-                           and s.name == f"{semconv.SPAN_EVALUATION}.groundedness",
-                           count=len(ids), timeout=timeout)
+    backend.wait_for_spans(
+        lambda s: (
+            s.scope == semconv.EVALUATION_SCOPE
+            and s.trace_id in ids
+            and s.name == f"{semconv.SPAN_EVALUATION}.groundedness"
+        ),
+        count=len(ids),
+        timeout=timeout,
+    )
     time.sleep(1.0)  # the collector's batch timeout: a late duplicate would show
     span_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
     for s in backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in ids):

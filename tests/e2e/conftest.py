@@ -132,11 +132,18 @@ def collector(
     """The built collector running the real collector/config.yaml: application spans to the
     Kafka topic ``.topic`` (created with 3 partitions) and to ``trace_backend``; evaluation spans
     and metrics (``.eval_otlp_http``) to ``trace_backend`` and the Prometheus exporter."""
-    _start("Kafka topic", lambda: create_topic(
-        kafka_bootstrap, SPANS_TOPIC, SPANS_TOPIC_PARTITIONS))
-    running = _start("The collector", lambda: start_collector(
-        tmp_path_factory.mktemp("collector"), kafka_bootstrap, trace_backend.endpoint,
-        topic=SPANS_TOPIC))
+    _start(
+        "Kafka topic", lambda: create_topic(kafka_bootstrap, SPANS_TOPIC, SPANS_TOPIC_PARTITIONS)
+    )
+    running = _start(
+        "The collector",
+        lambda: start_collector(
+            tmp_path_factory.mktemp("collector"),
+            kafka_bootstrap,
+            trace_backend.endpoint,
+            topic=SPANS_TOPIC,
+        ),
+    )
     _started.append(running.process)
     yield running.endpoints
     running.stop()
@@ -149,9 +156,14 @@ def prometheus(
     """Prometheus scraping the collector's exporter (job "ragtrace", honor_labels) and the
     collector's own metrics (job "otelcol") every second. ``.query(promql)`` and
     ``.wait_for_series(promql, timeout)`` run instant queries."""
-    server = _start("Prometheus", lambda: start_prometheus(
-        tmp_path_factory.mktemp("prometheus"), [collector.prometheus_exporter],
-        [collector.telemetry_metrics]))
+    server = _start(
+        "Prometheus",
+        lambda: start_prometheus(
+            tmp_path_factory.mktemp("prometheus"),
+            [collector.prometheus_exporter],
+            [collector.telemetry_metrics],
+        ),
+    )
     _started.append(server.process)
     yield server
     server.stop()

@@ -73,12 +73,16 @@ def verbatim_responder(delay_s: float = 0.0) -> Callable[[Mapping[str, Any]], Re
         if delay_s:
             time.sleep(delay_s)
         content = request["messages"][0]["content"]
-        text = content if isinstance(content, str) else "".join(
-            b.get("text", "") for b in content if isinstance(b, dict))
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        )
         docs, answer, _ = parse_user_message(text)
         claims = [s for s in _SENTENCE.split((answer or "").strip()) if s]
-        return claims_reply([(c, True, c) if any(c in d for d in docs) else (c, False, None)
-                             for c in claims])
+        return claims_reply(
+            [(c, True, c) if any(c in d for d in docs) else (c, False, None) for c in claims]
+        )
 
     return respond
 
@@ -117,28 +121,37 @@ class ConsumerProcess:
         self.proc.wait(10)
 
 
-def consumer_env(*, collector: CollectorEndpoints, redis_url: str, prefix: str, group: str,
-                 judge_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def consumer_env(
+    *,
+    collector: CollectorEndpoints,
+    redis_url: str,
+    prefix: str,
+    group: str,
+    judge_url: str,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
-    env.update({
-        "PYTHONPATH": str(ROOT),
-        "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS": collector.kafka_bootstrap,
-        "RAGTRACE_KAFKA_TOPIC": collector.topic,
-        "RAGTRACE_KAFKA_GROUP_ID": group,
-        "RAGTRACE_KAFKA_DLQ_TOPIC": DLQ_TOPIC,
-        "RAGTRACE_KAFKA_SESSION_TIMEOUT_MS": "6000",
-        "RAGTRACE_KAFKA_COMMIT_INTERVAL_S": "0.5",
-        "RAGTRACE_REDIS_URL": redis_url,
-        "RAGTRACE_REDIS_KEY_PREFIX": prefix,
-        "RAGTRACE_EXPORT_OTLP_ENDPOINT": collector.eval_otlp_http,
-        "RAGTRACE_EXPORT_METRICS_INTERVAL_S": "1",
-        "RAGTRACE_ASSEMBLY_QUIET_S": "1",
-        "RAGTRACE_JUDGE_NAME": "anthropic",
-        "RAGTRACE_JUDGE_MODEL": JUDGE_ALIAS,
-        "RAGTRACE_JUDGE_CONCURRENCY": "4",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": judge_url,
-    })
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS": collector.kafka_bootstrap,
+            "RAGTRACE_KAFKA_TOPIC": collector.topic,
+            "RAGTRACE_KAFKA_GROUP_ID": group,
+            "RAGTRACE_KAFKA_DLQ_TOPIC": DLQ_TOPIC,
+            "RAGTRACE_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "RAGTRACE_KAFKA_COMMIT_INTERVAL_S": "0.5",
+            "RAGTRACE_REDIS_URL": redis_url,
+            "RAGTRACE_REDIS_KEY_PREFIX": prefix,
+            "RAGTRACE_EXPORT_OTLP_ENDPOINT": collector.eval_otlp_http,
+            "RAGTRACE_EXPORT_METRICS_INTERVAL_S": "1",
+            "RAGTRACE_ASSEMBLY_QUIET_S": "1",
+            "RAGTRACE_JUDGE_NAME": "anthropic",
+            "RAGTRACE_JUDGE_MODEL": JUDGE_ALIAS,
+            "RAGTRACE_JUDGE_CONCURRENCY": "4",
+            "ANTHROPIC_API_KEY": "test-key",
+            "ANTHROPIC_BASE_URL": judge_url,
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -149,23 +162,34 @@ def start_consumer(env: Mapping[str, str], log: Path) -> ConsumerProcess:
     with log.open("ab") as err:
         proc = subprocess.Popen(
             [RAGTRACE, "consume", "--log-level", "INFO"],
-            env=dict(env), cwd=ROOT, stdout=err, stderr=subprocess.STDOUT)
+            env=dict(env),
+            cwd=ROOT,
+            stdout=err,
+            stderr=subprocess.STDOUT,
+        )
     return ConsumerProcess(proc, log, dict(env))
 
 
-def start_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None,
-              unique: bool = False) -> subprocess.Popen[bytes]:
+def start_app(
+    endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None, unique: bool = False
+) -> subprocess.Popen[bytes]:
     """Start the instrumented app (tests/e2e/online_app.py); see :func:`app_requests`."""
-    cmd = [sys.executable, "-m", "tests.e2e.online_app", "--endpoint", endpoint,
-           "--repeat", str(repeat)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.e2e.online_app",
+        "--endpoint",
+        endpoint,
+        "--repeat",
+        str(repeat),
+    ]
     if only:
         cmd += ["--only", ",".join(only)]
     if unique:
         cmd.append("--unique")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGTRACE_", "OTEL_"))}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def app_requests(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> list[dict[str, str]]:
@@ -175,8 +199,14 @@ def app_requests(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> list[
     return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
 
 
-def run_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None,
-            unique: bool = False, timeout: float = 120.0) -> list[dict[str, str]]:
+def run_app(
+    endpoint: str,
+    *,
+    repeat: int = 1,
+    only: Sequence[str] | None = None,
+    unique: bool = False,
+    timeout: float = 120.0,
+) -> list[dict[str, str]]:
     """Run the instrumented app once; its requests (key, trace_id, root_span_id)."""
     return app_requests(start_app(endpoint, repeat=repeat, only=only, unique=unique), timeout)
 
@@ -184,10 +214,21 @@ def run_app(endpoint: str, *, repeat: int = 1, only: Sequence[str] | None = None
 def load_labels(redis_url: str, prefix: str, path: Path) -> str:
     """``ragtrace labels load PATH`` against the session Redis; returns its output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
-    env.update({"PYTHONPATH": str(ROOT), "RAGTRACE_REDIS_URL": redis_url,
-                "RAGTRACE_REDIS_KEY_PREFIX": prefix})
-    out = subprocess.run([RAGTRACE, "labels", "load", str(path)],
-                         cwd=ROOT, env=env, capture_output=True, timeout=60, check=False)
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "RAGTRACE_REDIS_URL": redis_url,
+            "RAGTRACE_REDIS_KEY_PREFIX": prefix,
+        }
+    )
+    out = subprocess.run(
+        [RAGTRACE, "labels", "load", str(path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     return out.stdout.decode()
 
@@ -220,8 +261,7 @@ def group_at_end(bootstrap: str, topic: str, group: str) -> dict[int, int]:
     from kafka.structs import OffsetAndMetadata
 
     tps = _partitions(bootstrap, topic)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     try:
         ends = consumer.end_offsets(tps)
         consumer.commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in ends.items()})
@@ -233,8 +273,7 @@ def group_at_end(bootstrap: str, topic: str, group: str) -> dict[int, int]:
 def committed_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int | None]:
     from kafka import KafkaConsumer
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     try:
         return {tp.partition: consumer.committed(tp) for tp in _partitions(bootstrap, topic)}
     finally:
@@ -251,8 +290,9 @@ def produce_raw(bootstrap: str, topic: str, key: bytes, value: bytes) -> None:
         producer.close()
 
 
-def read_topic(bootstrap: str, topic: str, until: Callable[[list[Any]], bool],
-               timeout: float = 30.0) -> list[Any]:
+def read_topic(
+    bootstrap: str, topic: str, until: Callable[[list[Any]], bool], timeout: float = 30.0
+) -> list[Any]:
     """Every record of ``topic`` from the beginning, read until ``until(records)``."""
     from kafka import KafkaConsumer
 
@@ -265,8 +305,9 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list[Any]], bool],
         deadline = time.monotonic() + timeout
         while not until(records):
             if time.monotonic() > deadline:
-                raise AssertionError(f"{topic}: condition not met after {timeout} s "
-                                     f"({len(records)} records)")
+                raise AssertionError(
+                    f"{topic}: condition not met after {timeout} s ({len(records)} records)"
+                )
             for batch in consumer.poll(timeout_ms=200).values():
                 records.extend(batch)
         return records
@@ -276,15 +317,25 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list[Any]], bool],
 
 def evaluation_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
     """The summary evaluation spans (flat ``ragtrace.eval.*`` attributes) of ``trace_ids``."""
-    return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
-                         and s.name == semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
+    return backend.spans(
+        lambda s: (
+            s.scope == semconv.EVALUATION_SCOPE
+            and s.name == semconv.SPAN_EVALUATION
+            and s.trace_id in trace_ids
+        )
+    )
 
 
 def metric_spans(backend: OtlpSink, trace_ids: set[str]) -> list[ReceivedSpan]:
     """The per-family evaluation spans (their ``gen_ai.evaluation.result`` events), each under
     the span it evaluates."""
-    return backend.spans(lambda s: s.scope == semconv.EVALUATION_SCOPE
-                         and s.name != semconv.SPAN_EVALUATION and s.trace_id in trace_ids)
+    return backend.spans(
+        lambda s: (
+            s.scope == semconv.EVALUATION_SCOPE
+            and s.name != semconv.SPAN_EVALUATION
+            and s.trace_id in trace_ids
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -323,17 +374,27 @@ READY_QUERIES = (
 )
 
 
-def _wait_scored(backend: OtlpSink, requests: Sequence[Mapping[str, str]],
-                 timeout: float = 90.0) -> None:
+def _wait_scored(
+    backend: OtlpSink, requests: Sequence[Mapping[str, str]], timeout: float = 90.0
+) -> None:
     ids = {r["trace_id"] for r in requests}
-    backend.wait_for_spans(lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
-                           count=len(ids), timeout=timeout)
+    backend.wait_for_spans(
+        lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
+        count=len(ids),
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="session")
-def online_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str, kafka_bootstrap: str,
-               kafka_topic: Callable[..., str], collector: CollectorEndpoints,
-               trace_backend: OtlpSink, prometheus_url: str) -> Iterator[OnlineRun]:
+def online_run(
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_url: str,
+    kafka_bootstrap: str,
+    kafka_topic: Callable[..., str],
+    collector: CollectorEndpoints,
+    trace_backend: OtlpSink,
+    prometheus_url: str,
+) -> Iterator[OnlineRun]:
     """The whole online pipeline, run once per session; see the module docstring."""
     work = tmp_path_factory.mktemp("online")
     kafka_topic(DLQ_TOPIC, 1)
@@ -344,10 +405,16 @@ def online_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str, kafka_b
     labels_output = load_labels(redis_url, prefix, labels)
     group_at_end(kafka_bootstrap, collector.topic, group)
     with FakeAnthropic(verbatim_responder()) as judge:
-        consumer = start_consumer(consumer_env(collector=collector, redis_url=redis_url,
-                                               prefix=prefix, group=group,
-                                               judge_url=judge.base_url),
-                                  work / "consumer.log")
+        consumer = start_consumer(
+            consumer_env(
+                collector=collector,
+                redis_url=redis_url,
+                prefix=prefix,
+                group=group,
+                judge_url=judge.base_url,
+            ),
+            work / "consumer.log",
+        )
         try:
             consumer.wait_for_log(ASSIGNED)
             # "rate" repeats the answer and context of "sso": sent once "sso" is scored, its
@@ -369,6 +436,18 @@ def online_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str, kafka_b
             raise
         finally:
             consumer.kill()
-    yield OnlineRun(prometheus_url, trace_backend, collector, redis_url, kafka_bootstrap, prefix,
-                    group, tuple(requests), judge, consumer, labels_output, malformed_key,
-                    exit_code)
+    yield OnlineRun(
+        prometheus_url,
+        trace_backend,
+        collector,
+        redis_url,
+        kafka_bootstrap,
+        prefix,
+        group,
+        tuple(requests),
+        judge,
+        consumer,
+        labels_output,
+        malformed_key,
+        exit_code,
+    )

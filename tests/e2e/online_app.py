@@ -37,27 +37,42 @@ class Question:
 
 QUESTIONS: tuple[Question, ...] = (
     # Labelled, matched by text; 1 of 2 gold chunks at rank 2; fully grounded.
-    Question("audit", "How long are audit logs kept?", ("c-sso", "c-audit-ent", "c-rate"),
-             "Audit log retention on the Enterprise plan is 90 days."),
+    Question(
+        "audit",
+        "How long are audit logs kept?",
+        ("c-sso", "c-audit-ent", "c-rate"),
+        "Audit log retention on the Enterprise plan is 90 days.",
+    ),
     # Labelled; the gold chunk at rank 1; one of two claims unsupported.
-    Question("export", "What does the exports endpoint return?", ("c-export", "c-rate"),
-             "The /v1/exports endpoint returns a CSV file. It can also return Parquet."),
+    Question(
+        "export",
+        "What does the exports endpoint return?",
+        ("c-export", "c-rate"),
+        "The /v1/exports endpoint returns a CSV file. It can also return Parquet.",
+    ),
     # Labelled, matched by the explicit question ID (its text is not the labelled one).
-    Question("sso", "sso on team?", ("c-rate",), "The API allows 100 requests per minute.",
-             question_id="q-sso"),
+    Question(
+        "sso",
+        "sso on team?",
+        ("c-rate",),
+        "The API allows 100 requests per minute.",
+        question_id="q-sso",
+    ),
     # Unlabelled; same answer and context as "sso": the judge result comes from the cache.
-    Question("rate", "What is the rate limit?", ("c-rate",),
-             "The API allows 100 requests per minute."),
+    Question(
+        "rate", "What is the rate limit?", ("c-rate",), "The API allows 100 requests per minute."
+    ),
     # Unlabelled; nothing supported.
-    Question("forever", "Tell me about retention.", ("c-audit-del",),
-             "Logs are kept forever."),
+    Question("forever", "Tell me about retention.", ("c-audit-del",), "Logs are kept forever."),
 )
 
 LABELS = (
-    {"qid": "q-audit", "question": "How long are audit logs kept?",
-     "gold": ["c-audit-ent", "c-audit-del"]},
-    {"qid": "q-export", "question": "What does the exports endpoint return?",
-     "gold": ["c-export"]},
+    {
+        "qid": "q-audit",
+        "question": "How long are audit logs kept?",
+        "gold": ["c-audit-ent", "c-audit-del"],
+    },
+    {"qid": "q-export", "question": "What does the exports endpoint return?", "gold": ["c-export"]},
     {"qid": "q-sso", "question": "Is SSO available on the Team plan?", "gold": ["c-sso"]},
 )
 
@@ -80,10 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--only", default=None, help="comma-separated question keys")
-    parser.add_argument("--unique", action="store_true",
-                        help="append a request-specific note to each retrieved list, so no two "
-                             "requests share a judge-cache entry (scores are unchanged except "
-                             "context relevancy)")
+    parser.add_argument(
+        "--unique",
+        action="store_true",
+        help="append a request-specific note to each retrieved list, so no two "
+        "requests share a judge-cache entry (scores are unchanged except "
+        "context relevancy)",
+    )
     args = parser.parse_args(argv)
 
     from opentelemetry import trace

@@ -20,8 +20,9 @@ def stores(request: pytest.FixtureRequest) -> tuple[Any, Any]:
         return store, store
     url = request.getfixturevalue("redis_url")
     prefix = f"test-{uuid.uuid4().hex[:10]}"
-    return RedisBatchStore(connect(url), prefix=prefix), RedisBatchStore(connect(url),
-                                                                          prefix=prefix)
+    return RedisBatchStore(connect(url), prefix=prefix), RedisBatchStore(
+        connect(url), prefix=prefix
+    )
 
 
 def test_batches_survive_a_restart_and_finish_cleanly(stores: tuple[Any, Any]) -> None:
@@ -29,8 +30,10 @@ def test_batches_survive_a_restart_and_finish_cleanly(stores: tuple[Any, Any]) -
     first.add_batch("msgbatch_1", {"a" * 64: b'{"key": "k1"}', "b" * 64: b'{"key": "k2"}'})
     first.add_batch("msgbatch_2", {"c" * 64: b'{"key": "k3"}'})
     assert restarted.pending_batches() == ["msgbatch_1", "msgbatch_2"]
-    assert restarted.batch_items("msgbatch_1") == {"a" * 64: b'{"key": "k1"}',
-                                                   "b" * 64: b'{"key": "k2"}'}
+    assert restarted.batch_items("msgbatch_1") == {
+        "a" * 64: b'{"key": "k1"}',
+        "b" * 64: b'{"key": "k2"}',
+    }
     assert restarted.submitted(["a" * 64, "c" * 64, "d" * 64]) == [True, True, False]
     restarted.finish_batch("msgbatch_1")
     assert first.pending_batches() == ["msgbatch_2"]

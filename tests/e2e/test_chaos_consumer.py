@@ -83,8 +83,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         create_topic(kafka.bootstrap, TOPIC, 3)
         create_topic(kafka.bootstrap, DLQ_TOPIC, 1)
         with OtlpSink() as backend, FakeAnthropic(verbatim_responder(delay_s=0.05)) as judge:
-            collector = start_collector(tmp / "collector", kafka.bootstrap, backend.endpoint,
-                                        topic=TOPIC)
+            collector = start_collector(
+                tmp / "collector", kafka.bootstrap, backend.endpoint, topic=TOPIC
+            )
             stack = Stack(tmp, redis, kafka, collector, backend, judge)
             try:
                 yield stack
@@ -99,15 +100,26 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             service.stop()  # type: ignore[attr-defined]
 
 
-def _consumer(stack: Stack, name: str, group: str, prefix: str,
-              health_port: int | None = None) -> ConsumerProcess:
-    extra = {"RAGTRACE_ASSEMBLY_LEASE_S": "5", "RAGTRACE_ASSEMBLY_QUIET_S": "0.5",
-             "RAGTRACE_JUDGE_PARK_BACKOFF_S": "1", "RAGTRACE_JUDGE_CALLS_PER_MINUTE": "100000",
-             "RAGTRACE_JUDGE_CONCURRENCY": "4"}
+def _consumer(
+    stack: Stack, name: str, group: str, prefix: str, health_port: int | None = None
+) -> ConsumerProcess:
+    extra = {
+        "RAGTRACE_ASSEMBLY_LEASE_S": "5",
+        "RAGTRACE_ASSEMBLY_QUIET_S": "0.5",
+        "RAGTRACE_JUDGE_PARK_BACKOFF_S": "1",
+        "RAGTRACE_JUDGE_CALLS_PER_MINUTE": "100000",
+        "RAGTRACE_JUDGE_CONCURRENCY": "4",
+    }
     if health_port is not None:
         extra |= {"RAGTRACE_HEALTH_ENABLED": "true", "RAGTRACE_HEALTH_PORT": str(health_port)}
-    env = consumer_env(collector=stack.collector.endpoints, redis_url=stack.redis.url,
-                       prefix=prefix, group=group, judge_url=stack.judge.base_url, extra=extra)
+    env = consumer_env(
+        collector=stack.collector.endpoints,
+        redis_url=stack.redis.url,
+        prefix=prefix,
+        group=group,
+        judge_url=stack.judge.base_url,
+        extra=extra,
+    )
     consumer = start_consumer(env, stack.tmp / f"{name}.log")
     consumer.wait_for_log(ASSIGNED)
     return consumer
@@ -131,8 +143,9 @@ def _alive(consumer: ConsumerProcess) -> None:
     assert consumer.proc.poll() is None, f"the consumer exited:\n{consumer.tail(60)}"
 
 
-def _traffic_around(stack: Stack, fault: Callable[[], None], salt: int, before_s: float = 2.0,
-                    after_s: float = 3.0) -> Sender:
+def _traffic_around(
+    stack: Stack, fault: Callable[[], None], salt: int, before_s: float = 2.0, after_s: float = 3.0
+) -> Sender:
     """Steady traffic for ``before_s``, then ``fault()`` (traffic continues), then ``after_s``
     more; the stopped sender (``accepted``: the trace IDs the collector took)."""
     sender = Sender(stack.app_url, per_request=2, pause_s=0.1, salt=salt)
@@ -151,6 +164,7 @@ def test_sigkill_of_the_consumer_under_traffic(stack: Stack) -> None:
     first = _consumer(stack, "kill-first", group, prefix)
     replicas = [first]
     try:
+
         def kill_and_replace() -> None:
             first.kill()
             replicas.append(_consumer(stack, "kill-second", group, prefix))
@@ -168,6 +182,7 @@ def test_redis_restart_under_traffic(stack: Stack) -> None:
     port = free_port()
     consumer = _consumer(stack, "redis-restart", group, prefix, health_port=port)
     try:
+
         def restart() -> None:
             stack.redis.stop()
             time.sleep(1.0)  # a few consume-loop iterations and store calls fail meanwhile
@@ -205,8 +220,9 @@ def test_redis_down_10s_while_idle(stack: Stack) -> None:
         sent = _traffic_around(stack, lambda: None, salt=3, before_s=1.0, after_s=1.0)
         assert_scored_once(stack.backend, sent.accepted)
         _alive(consumer)
-        assert re.search(r"redis is available again after \d+\.\d s", consumer.text()), \
+        assert re.search(r"redis is available again after \d+\.\d s", consumer.text()), (
             consumer.tail()
+        )
     finally:
         consumer.kill()
 
@@ -215,6 +231,7 @@ def test_broker_restart_under_traffic(stack: Stack) -> None:
     group, prefix = _fresh(stack, "broker")
     consumer = _consumer(stack, "broker-restart", group, prefix)
     try:
+
         def restart() -> None:
             stack.kafka = stack.kafka.restart(down_s=2.0)
 
@@ -229,6 +246,7 @@ def test_collector_restart_under_traffic(stack: Stack) -> None:
     group, prefix = _fresh(stack, "collector")
     consumer = _consumer(stack, "collector-restart", group, prefix)
     try:
+
         def restart() -> None:
             stack.collector = stack.collector.restart(down_s=1.0)
 
@@ -253,11 +271,21 @@ def _big_trace(salt: int, extra_spans: int, span_bytes: int) -> tuple[bytes, str
     spans = req.resource_spans[0].scope_spans[0].spans
     root = spans[0]
     for i in range(extra_spans):
-        spans.append(trace_pb2.Span(
-            trace_id=root.trace_id, span_id=(1000 + i).to_bytes(8, "big"),
-            parent_span_id=root.span_id, name="tool", start_time_unix_nano=1,
-            end_time_unix_nano=2, attributes=[common_pb2.KeyValue(
-                key="tool.output", value=common_pb2.AnyValue(string_value="x" * span_bytes))]))
+        spans.append(
+            trace_pb2.Span(
+                trace_id=root.trace_id,
+                span_id=(1000 + i).to_bytes(8, "big"),
+                parent_span_id=root.span_id,
+                name="tool",
+                start_time_unix_nano=1,
+                end_time_unix_nano=2,
+                attributes=[
+                    common_pb2.KeyValue(
+                        key="tool.output", value=common_pb2.AnyValue(string_value="x" * span_bytes)
+                    )
+                ],
+            )
+        )
     return req.SerializeToString(), trace_id
 
 
@@ -271,9 +299,11 @@ def _failed_spans(stack: Stack) -> float:
     url = f"http://{stack.collector.endpoints.telemetry_metrics}/metrics"
     with urllib.request.urlopen(url, timeout=10) as resp:
         text = resp.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("otelcol_exporter_send_failed_spans{")
-               and 'exporter="kafka"' in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("otelcol_exporter_send_failed_spans{") and 'exporter="kafka"' in line
+    )
 
 
 def test_a_trace_at_the_sdk_caps_fits_and_an_oversized_one_is_counted(stack: Stack) -> None:

@@ -29,6 +29,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 
 pytestmark = pytest.mark.e2e
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -37,17 +38,39 @@ def _free_port() -> int:
 
 def _serve(tmp: Path, port: int, judge_url: str, otlp: str, log: Path) -> subprocess.Popen[bytes]:
     config = tmp / "serve.yaml"
-    config.write_text("assembly:\n  quiet_s: 0.5\njudge:\n  concurrency: 4\n"
-                      "  model: claude-haiku-4-5\n  calls_per_minute: 100000\n")
+    config.write_text(
+        "assembly:\n  quiet_s: 0.5\njudge:\n  concurrency: 4\n"
+        "  model: claude-haiku-4-5\n  calls_per_minute: 100000\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
-    env.update({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": judge_url,
-                "PYTHONPATH": str(ROOT)})
+    env.update(
+        {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": judge_url, "PYTHONPATH": str(ROOT)}
+    )
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [RAGTRACE, "serve", "--port", str(port), "--state", str(tmp / "state.sqlite3"),
-             "--no-metrics", "--judge", "anthropic", "--config", str(config), "--otlp-endpoint",
-             otlp, "--json", "--history", "0"], env=env, cwd=ROOT, stdout=out,
-            stderr=subprocess.STDOUT)
+            [
+                RAGTRACE,
+                "serve",
+                "--port",
+                str(port),
+                "--state",
+                str(tmp / "state.sqlite3"),
+                "--no-metrics",
+                "--judge",
+                "anthropic",
+                "--config",
+                str(config),
+                "--otlp-endpoint",
+                otlp,
+                "--json",
+                "--history",
+                "0",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -77,7 +100,8 @@ def backend() -> Iterator[OtlpSink]:
 
 @pytest.mark.parametrize("how", ["sigkill", "sigterm"])
 def test_serve_restart_under_traffic_scores_every_accepted_trace_once(
-        tmp_path: Path, backend: OtlpSink, how: str) -> None:
+    tmp_path: Path, backend: OtlpSink, how: str
+) -> None:
     port = _free_port()
     state = tmp_path / "state.sqlite3"
     log = tmp_path / "serve.log"
@@ -99,7 +123,9 @@ def test_serve_restart_under_traffic_scores_every_accepted_trace_once(
                 assert set(sender.accepted) <= kept, set(sender.accepted) - kept
             down_scored = len(_scored(state))
             assert before >= 50 and len(sender.accepted) - down_scored >= 20, (
-                before, down_scored)  # traces were pending when it went down
+                before,
+                down_scored,
+            )  # traces were pending when it went down
             time.sleep(1.0)  # the sender is refused meanwhile and retries
             serve = _serve(tmp_path, port, judge.base_url, backend.endpoint, log)
             time.sleep(2.0)
@@ -119,5 +145,13 @@ def test_serve_restart_under_traffic_scores_every_accepted_trace_once(
             rc = serve.wait(60)
     assert rc == 0, log.read_text()[-3000:]
     assert sender.refused > 0  # it was down while traffic kept coming
-    print(json.dumps({"how": how, "accepted": len(accepted), "refused_attempts": sender.refused,
-                      "pending_at_stop": len(accepted) - down_scored}))
+    print(
+        json.dumps(
+            {
+                "how": how,
+                "accepted": len(accepted),
+                "refused_attempts": sender.refused,
+                "pending_at_stop": len(accepted) - down_scored,
+            }
+        )
+    )

@@ -35,8 +35,11 @@ HEX32 = re.compile(r"^[0-9a-f]{32}$")
 def _tracer_provider(url: str, service: str) -> TracerProvider:
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     # Exports only on force_flush, so each flush is exactly one OTLP request.
-    provider.add_span_processor(BatchSpanProcessor(
-        OTLPSpanExporter(endpoint=url), schedule_delay_millis=600_000, max_export_batch_size=512))
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=url), schedule_delay_millis=600_000, max_export_batch_size=512
+        )
+    )
     return provider
 
 
@@ -46,14 +49,19 @@ def _hex(span: Any) -> tuple[str, str]:
 
 
 def _kafka_records(
-    bootstrap: str, topic: str, until: Callable[[list[ConsumerRecord]], bool],
-    timeout: float = 20.0, settle: float = 1.0,
+    bootstrap: str,
+    topic: str,
+    until: Callable[[list[ConsumerRecord]], bool],
+    timeout: float = 20.0,
+    settle: float = 1.0,
 ) -> list[ConsumerRecord]:
     """Every record in ``topic`` from the beginning, read until ``until(records)`` holds, then
     for ``settle`` more seconds (so an unexpected extra message would be seen too)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
     try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        partitions = [
+            TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))
+        ]
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
         records: list[ConsumerRecord] = []
@@ -100,8 +108,10 @@ def test_app_spans_go_to_kafka_one_message_per_trace_and_to_the_backend(
     trace_ids = set(expected)
 
     records = _kafka_records(
-        kafka_bootstrap, collector.topic,
-        lambda rs: {r.key.decode() for r in _keyed(rs, trace_ids)} == trace_ids)
+        kafka_bootstrap,
+        collector.topic,
+        lambda rs: {r.key.decode() for r in _keyed(rs, trace_ids)} == trace_ids,
+    )
     mine = _keyed(records, trace_ids)
     assert len(mine) == 12  # one message per trace, none split, none duplicated
     for record in mine:
@@ -121,8 +131,9 @@ def test_app_spans_go_to_kafka_one_message_per_trace_and_to_the_backend(
     for s in received:
         by_trace.setdefault(s.trace_id, {})[s.span_id] = (s.name, s.parent_span_id)
     assert by_trace == expected
-    roots = sorted((s for s in received if s.name == "pipeline"),
-                   key=lambda s: cast(int, s.attributes["i"]))
+    roots = sorted(
+        (s for s in received if s.name == "pipeline"), key=lambda s: cast(int, s.attributes["i"])
+    )
     assert [dict(s.attributes) for s in roots] == [{"test.run": run, "i": i} for i in range(12)]
 
 
@@ -141,7 +152,8 @@ def test_spans_of_one_trace_sent_apart_share_its_key_and_partition(
     provider.shutdown()
 
     records = _kafka_records(
-        kafka_bootstrap, collector.topic, lambda rs: len(_keyed(rs, {trace_id})) >= 2)
+        kafka_bootstrap, collector.topic, lambda rs: len(_keyed(rs, {trace_id})) >= 2
+    )
     mine = sorted(_keyed(records, {trace_id}), key=lambda r: r.offset)
     assert len(mine) == 2
     assert mine[0].partition == mine[1].partition
@@ -158,9 +170,16 @@ def test_evaluation_spans_reach_the_backend_and_never_kafka(
 
     # The consumer writes its evaluation span into the SAME trace, as a child of the app's root.
     evaluator = _tracer_provider(collector.eval_traces_url, "ragtrace-consumer")
-    parent = trace.set_span_in_context(NonRecordingSpan(SpanContext(
-        int(trace_id, 16), int(root_id, 16), is_remote=True,
-        trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+    parent = trace.set_span_in_context(
+        NonRecordingSpan(
+            SpanContext(
+                int(trace_id, 16),
+                int(root_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
+        )
+    )
     with evaluator.get_tracer("ragtrace.evaluation").start_as_current_span(
         "ragtrace.evaluation", context=parent, attributes={"ragtrace.eval.recall": 0.5}
     ) as evaluation:
@@ -180,12 +199,15 @@ def test_evaluation_spans_reach_the_backend_and_never_kafka(
     assert app.force_flush(10_000)
     app.shutdown()
     records = _kafka_records(
-        kafka_bootstrap, collector.topic,
-        lambda rs: bool(_keyed(rs, {sentinel_trace})) and bool(_keyed(rs, {trace_id})))
+        kafka_bootstrap,
+        collector.topic,
+        lambda rs: bool(_keyed(rs, {sentinel_trace})) and bool(_keyed(rs, {trace_id})),
+    )
     all_span_ids = {s.span_id for r in records for s in spans_of_request(r.value)}
     assert eval_id not in all_span_ids
-    assert [[s.span_id for s in spans_of_request(r.value)] for r in _keyed(records, {trace_id})] \
-        == [[root_id]]
+    assert [
+        [s.span_id for s in spans_of_request(r.value)] for r in _keyed(records, {trace_id})
+    ] == [[root_id]]
 
 
 def _value(series: list[dict[str, Any]]) -> float:
@@ -198,15 +220,25 @@ def test_evaluation_metrics_are_queryable_in_prometheus_under_documented_names(
 ) -> None:
     run = uuid.uuid4().hex
     reader = PeriodicExportingMetricReader(
-        OTLPMetricExporter(endpoint=collector.eval_metrics_url), export_interval_millis=600_000)
+        OTLPMetricExporter(endpoint=collector.eval_metrics_url), export_interval_millis=600_000
+    )
     provider = MeterProvider(
         metric_readers=[reader],
-        resource=Resource.create({"service.name": "ragtrace-consumer", "service.instance.id": run,
-                                  "deployment.environment.name": "e2e"}))
+        resource=Resource.create(
+            {
+                "service.name": "ragtrace-consumer",
+                "service.instance.id": run,
+                "deployment.environment.name": "e2e",
+            }
+        ),
+    )
     meter = provider.get_meter("ragtrace.evaluation")
     groundedness = meter.create_histogram(
-        "ragtrace.groundedness", unit="1", description="Groundedness per judged trace",
-        explicit_bucket_boundaries_advisory=[0.25, 0.5, 0.75, 1.0])
+        "ragtrace.groundedness",
+        unit="1",
+        description="Groundedness per judged trace",
+        explicit_bucket_boundaries_advisory=[0.25, 0.5, 0.75, 1.0],
+    )
     seen = meter.create_counter("ragtrace.traces.seen", unit="{trace}", description="Traces")
     cost = meter.create_counter("ragtrace.judge.cost", unit="USD", description="Judge cost")
     latency = meter.create_histogram("ragtrace.judge.latency", unit="s", description="Latency")
@@ -227,16 +259,20 @@ def test_evaluation_metrics_are_queryable_in_prometheus_under_documented_names(
     assert _value(series) == 3
     assert _value(prometheus.wait_for_series(f"ragtrace_groundedness_count{sel}")) == 2
     assert _value(prometheus.query(f"ragtrace_groundedness_sum{sel}")) == 1.25
-    buckets = {s["metric"]["le"]: float(s["value"][1])
-               for s in prometheus.query(f"ragtrace_groundedness_bucket{sel}")}
+    buckets = {
+        s["metric"]["le"]: float(s["value"][1])
+        for s in prometheus.query(f"ragtrace_groundedness_bucket{sel}")
+    }
     assert buckets == {"0.25": 1, "0.5": 1, "0.75": 1, "1": 2, "+Inf": 2}
     median = prometheus.query(
-        f"histogram_quantile(0.5, sum by (le) (ragtrace_groundedness_bucket{sel}))")
+        f"histogram_quantile(0.5, sum by (le) (ragtrace_groundedness_bucket{sel}))"
+    )
     assert 0 < _value(median) <= 0.25
     assert _value(prometheus.wait_for_series(f"ragtrace_judge_cost_USD_total{sel}")) == 0.5
     assert _value(prometheus.wait_for_series(f"ragtrace_judge_latency_seconds_count{sel}")) == 1
     # The collector's own metrics are scraped too (job "otelcol"; no _total suffix in this
     # collector's telemetry): drops would be counted there.
     accepted = prometheus.wait_for_series(
-        'otelcol_receiver_accepted_metric_points{job="otelcol",receiver="otlp/eval"}')
+        'otelcol_receiver_accepted_metric_points{job="otelcol",receiver="otlp/eval"}'
+    )
     assert _value(accepted) >= 5

@@ -50,15 +50,23 @@ def _instance(pid: int) -> str:
 def _wait_idle(client: redis.Redis, prefix: str, timeout: float = 120.0) -> None:
     """Until no trace is due, leased or stored under ``prefix``."""
     deadline = time.monotonic() + timeout
-    while client.zcard(f"{prefix}:due") or client.zcard(f"{prefix}:leases") or \
-            any(True for _ in client.scan_iter(f"{prefix}:trace:*", count=1000)):
+    while (
+        client.zcard(f"{prefix}:due")
+        or client.zcard(f"{prefix}:leases")
+        or any(True for _ in client.scan_iter(f"{prefix}:trace:*", count=1000))
+    ):
         assert time.monotonic() < deadline, "traces still pending in Redis"
         time.sleep(0.2)
 
 
 def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
-        tmp_path: Path, redis_url: str, kafka_bootstrap: str, kafka_topic: object,
-        collector: CollectorEndpoints, trace_backend: OtlpSink) -> None:
+    tmp_path: Path,
+    redis_url: str,
+    kafka_bootstrap: str,
+    kafka_topic: object,
+    collector: CollectorEndpoints,
+    trace_backend: OtlpSink,
+) -> None:
     kafka_topic(DLQ_TOPIC, 1)  # type: ignore[operator]
     prefix = f"crash-{uuid.uuid4().hex[:8]}"
     group = f"ragtrace-crash-{uuid.uuid4().hex[:8]}"
@@ -69,10 +77,14 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
     client = redis.Redis.from_url(redis_url)
 
     with FakeAnthropic(verbatim_responder(delay_s=0.15)) as judge:
-        env = consumer_env(collector=collector, redis_url=redis_url, prefix=prefix, group=group,
-                           judge_url=judge.base_url,
-                           extra={"RAGTRACE_ASSEMBLY_LEASE_S": "5",
-                                  "RAGTRACE_JUDGE_CONCURRENCY": "2"})
+        env = consumer_env(
+            collector=collector,
+            redis_url=redis_url,
+            prefix=prefix,
+            group=group,
+            judge_url=judge.base_url,
+            extra={"RAGTRACE_ASSEMBLY_LEASE_S": "5", "RAGTRACE_JUDGE_CONCURRENCY": "2"},
+        )
         first = start_consumer(env, tmp_path / "first.log")
         second = None
         try:
@@ -80,8 +92,13 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             app = start_app(collector.app_otlp_http, repeat=REPEAT, unique=True)
             by_first = _instance(first.proc.pid)
             trace_backend.wait_for_spans(
-                lambda s: s.scope == semconv.EVALUATION_SCOPE
-                and s.resource.get("service.instance.id") == by_first, count=10, timeout=90)
+                lambda s: (
+                    s.scope == semconv.EVALUATION_SCOPE
+                    and s.resource.get("service.instance.id") == by_first
+                ),
+                count=10,
+                timeout=90,
+            )
             deadline = time.monotonic() + 30
             while not client.zcard(f"{prefix}:leases"):  # kill it while it is scoring
                 assert time.monotonic() < deadline, first.tail()
@@ -94,7 +111,9 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             assert len(ids) == 5 * REPEAT
             trace_backend.wait_for_spans(
                 lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
-                count=len(ids), timeout=180)
+                count=len(ids),
+                timeout=180,
+            )
             _wait_idle(client, prefix)
             time.sleep(2.0)  # the collector's batch timeout: any late duplicate would show
             ends = end_offsets(kafka_bootstrap, collector.topic)
@@ -126,27 +145,37 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
         assert all(c == seen[0] for c in seen), span_id
     for trace_id in ids:
         key = key_of[trace_id]
-        expected = {"groundedness"} | ({"recall", "hit_rate", "precision", "reciprocal_rank",
-                                        "ndcg", "context_relevancy"} if key in LABELLED else set())
+        expected = {"groundedness"} | (
+            {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg", "context_relevancy"}
+            if key in LABELLED
+            else set()
+        )
         names = {name for (t, name) in span_ids if t == trace_id}
         assert names == expected, (trace_id, key, names)
         for name in names:
             assert len(span_ids[(trace_id, name)]) == 1, (trace_id, name)  # one score, ever
-        attrs = next(s.attributes for s in spans  # the summary span (any copy: identical)
-                     if s.trace_id == trace_id and semconv.EVAL_GROUNDEDNESS in s.attributes)
+        attrs = next(
+            s.attributes
+            for s in spans  # the summary span (any copy: identical)
+            if s.trace_id == trace_id and semconv.EVAL_GROUNDEDNESS in s.attributes
+        )
         recall, _, _, _, groundedness, cell = online_app.EXPECTED[key]
         assert attrs[semconv.EVAL_GROUNDEDNESS] == groundedness
         assert attrs[semconv.EVAL_CELL] == cell
         assert attrs.get(semconv.EVAL_RECALL) == recall
 
     written = {k.decode() for k in client.scan_iter(f"{prefix}:written:*", count=1000)}
-    assert written == {f"{prefix}:written:{t}:{fam}" for t in ids
-                       for fam in (["recall", "groundedness"] if key_of[t] in LABELLED
-                                   else ["groundedness"])}
+    assert written == {
+        f"{prefix}:written:{t}:{fam}"
+        for t in ids
+        for fam in (["recall", "groundedness"] if key_of[t] in LABELLED else ["groundedness"])
+    }
     assert committed_offsets(kafka_bootstrap, collector.topic, group) == ends
     # The traces the killed replica was scoring came back when their lease ran out.
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"{prefix}:stats").items()}
     assert orphaned and stats["lease_expired"] == len(orphaned), (orphaned, stats)
     assert stats["released"] == len(ids) and stats.get("dead", 0) == 0
-    print(f"crash recovery: {len(orphaned)} orphaned traces, store {stats}, "
-          f"identical re-sends {sum(len(c) - 1 for c in copies.values())}")
+    print(
+        f"crash recovery: {len(orphaned)} orphaned traces, store {stats}, "
+        f"identical re-sends {sum(len(c) - 1 for c in copies.values())}"
+    )

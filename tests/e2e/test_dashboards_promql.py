@@ -42,9 +42,16 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "ragtrace"
 NAMES: dict[str, str] = yaml.safe_load((CHART / "files" / "prometheus-metrics.yaml").read_text())
-HISTOGRAMS = {"ragtrace.groundedness", "ragtrace.recall", "ragtrace.hit_rate",
-              "ragtrace.reciprocal_rank", "ragtrace.judge.latency", "ragtrace.scoring.delay",
-              "gen_ai.client.token.usage", "gen_ai.client.operation.duration"}
+HISTOGRAMS = {
+    "ragtrace.groundedness",
+    "ragtrace.recall",
+    "ragtrace.hit_rate",
+    "ragtrace.reciprocal_rank",
+    "ragtrace.judge.latency",
+    "ragtrace.scoring.delay",
+    "gen_ai.client.token.usage",
+    "gen_ai.client.operation.duration",
+}
 CONSUMER_JOB = "ragtrace-consumer"
 PROBE_JOB = "ragtrace-names-probe"
 _METRIC = re.compile(r"\b(ragtrace_[a-zA-Z0-9_]+)\b")
@@ -77,8 +84,9 @@ def _dashboard_queries() -> list[tuple[str, str]]:
                 m = _LABEL_VALUES.match(v["query"])
                 assert m, f"unsupported variable query {v['query']!r}"
                 # label_values(sel, label) is the set of `label` values of the series of sel.
-                out.append((f"{path.stem}:variable:{v['name']}",
-                            f"count by ({m['label']}) ({m['sel']})"))
+                out.append(
+                    (f"{path.stem}:variable:{v['name']}", f"count by ({m['label']}) ({m['sel']})")
+                )
     return out
 
 
@@ -87,10 +95,24 @@ DASHBOARD_QUERIES = _dashboard_queries()
 
 def _alert_exprs() -> list[tuple[str, str]]:
     helm = paths.helm()
-    proc = subprocess.run([str(helm), "template", "rt", str(CHART), "--kube-version", "1.31.0",
-                           "--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
-                           "--show-only", "templates/prometheusrule.yaml"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    proc = subprocess.run(
+        [
+            str(helm),
+            "template",
+            "rt",
+            str(CHART),
+            "--kube-version",
+            "1.31.0",
+            "--api-versions",
+            "monitoring.coreos.com/v1/PrometheusRule",
+            "--show-only",
+            "templates/prometheusrule.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     (rule,) = [d for d in yaml.safe_load_all(proc.stdout) if d]
     return [(r["alert"], r["expr"]) for g in rule["spec"]["groups"] for r in g["rules"]]
 
@@ -98,8 +120,7 @@ def _alert_exprs() -> list[tuple[str, str]]:
 def test_every_dashboard_query_is_collected() -> None:
     # Every expression of the generator's query tables, plus the 5 variable queries.
     exprs = [e for k, e in DASHBOARD_QUERIES if ":variable:" not in k]
-    assert sorted(exprs) == \
-        sorted([*dashboards.QUALITY.values(), *dashboards.OPERATIONS.values()])
+    assert sorted(exprs) == sorted([*dashboards.QUALITY.values(), *dashboards.OPERATIONS.values()])
     assert len(DASHBOARD_QUERIES) == len(dashboards.QUALITY) + len(dashboards.OPERATIONS) + 5
     assert len({k for k, _ in DASHBOARD_QUERIES}) == len(DASHBOARD_QUERIES)
 
@@ -110,8 +131,10 @@ def test_dashboard_promql_returns_series(online_run: Any, key: str, expr: str) -
     # SDK failures, receiver rejections and collector export failures have no series until
     # something fails (the online run has no failure). Those queries must run; the SDK's names
     # are checked by test_app_metric_names below.
-    may_be_empty = {*dashboards.APP_METRICS.values(),
-                    dashboards.COLLECTOR_METRICS["send_failed_spans"]}
+    may_be_empty = {
+        *dashboards.APP_METRICS.values(),
+        dashboards.COLLECTOR_METRICS["send_failed_spans"],
+    }
     read = set(re.findall(r"\b((?:ragtrace|otelcol)_[a-zA-Z0-9_]+)\b", promql))
     if read and read <= may_be_empty:
         query(online_run.prometheus_url, promql)
@@ -131,32 +154,41 @@ def test_dashboard_promql_returns_series(online_run: Any, key: str, expr: str) -
 def test_alert_expression_runs(online_run: Any, alert: str, expr: str) -> None:
     query(online_run.prometheus_url, expr)  # raises PromQLError on a bad expression
     for metric in set(_METRIC.findall(expr)):
-        assert query(online_run.prometheus_url, f"count({{__name__=~\"{metric}(_count)?\"}})"), \
+        assert query(online_run.prometheus_url, f'count({{__name__=~"{metric}(_count)?"}})'), (
             f"{alert}: {metric} is not a metric Prometheus has"
+        )
 
 
 def test_consumer_metrics_carry_the_prompt_hash_of_the_evaluation_spans(online_run: Any) -> None:
     """The judge_prompt label the annotation reads is the one the consumer really judged with:
     the first 12 hex characters of the prompt SHA-256 its evaluation spans carry."""
     spans = evaluation_spans(online_run.trace_backend, online_run.trace_ids())
-    prompts = {s.attributes[semconv.EVAL_JUDGE_PROMPT_SHA256] for s in spans
-               if semconv.EVAL_JUDGE_PROMPT_SHA256 in s.attributes}
+    prompts = {
+        s.attributes[semconv.EVAL_JUDGE_PROMPT_SHA256]
+        for s in spans
+        if semconv.EVAL_JUDGE_PROMPT_SHA256 in s.attributes
+    }
     assert len(prompts) == 1, prompts
     expected = prompts.pop()[:12]
     # Scoped to the online run's replica: other e2e tests export probe series under the same job.
     job = f'job="{CONSUMER_JOB}",instance="{online_run.instance}"'
-    for metric in ("ragtrace_groundedness_count", "ragtrace_judge_calls_total",
-                   "ragtrace_judge_errors_total"):
+    for metric in (
+        "ragtrace_groundedness_count",
+        "ragtrace_judge_calls_total",
+        "ragtrace_judge_errors_total",
+    ):
         labels = query(online_run.prometheus_url, f"count by (judge_prompt) ({metric}{{{job}}})")
         assert [r["metric"].get("judge_prompt") for r in labels] == [expected], metric
 
 
 def _emit_every_metric(endpoint: str) -> None:
     """One replica's worth of every section-G instrument, exported once through the collector."""
-    reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint),
-                                           export_interval_millis=3_600_000)
-    provider = MeterProvider(resource=Resource.create({"service.name": PROBE_JOB}),
-                             metric_readers=[reader])
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=endpoint), export_interval_millis=3_600_000
+    )
+    provider = MeterProvider(
+        resource=Resource.create({"service.name": PROBE_JOB}), metric_readers=[reader]
+    )
     try:
         m = ConsumerMetrics(provider, judge_prompt_sha256="ab" * 32)
         m.set_lag_source(lambda: (PartitionLag("otlp_spans", 0, 9, 2),))
@@ -179,8 +211,9 @@ def _emit_every_metric(endpoint: str) -> None:
         provider.shutdown()
 
 
-def test_prometheus_names_are_the_charts(collector: CollectorEndpoints,
-                                         prometheus_url: str) -> None:
+def test_prometheus_names_are_the_charts(
+    collector: CollectorEndpoints, prometheus_url: str
+) -> None:
     expected = set()
     for otel, prom in NAMES.items():
         if otel in HISTOGRAMS:
@@ -189,15 +222,17 @@ def test_prometheus_names_are_the_charts(collector: CollectorEndpoints,
             expected.add(prom)
     _emit_every_metric(collector.eval_metrics_url)
     selector = f'{{job="{PROBE_JOB}", __name__=~"(ragtrace|gen_ai_client)_.+"}}'
-    result = wait_for_series(prometheus_url, f"count by (__name__) ({selector})",
-                             timeout=30, min_series=len(expected))
+    result = wait_for_series(
+        prometheus_url, f"count by (__name__) ({selector})", timeout=30, min_series=len(expected)
+    )
     stored = {r["metric"]["__name__"] for r in result}
     assert stored == expected
     # Histograms keep the score buckets 0, 0.1, ..., 1 (the alert and panel quantiles use them).
-    les = {r["metric"]["le"] for r in query(
-        prometheus_url, f'ragtrace_groundedness_bucket{{job="{PROBE_JOB}"}}')}
-    assert les == {"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1",
-                   "+Inf"}
+    les = {
+        r["metric"]["le"]
+        for r in query(prometheus_url, f'ragtrace_groundedness_bucket{{job="{PROBE_JOB}"}}')
+    }
+    assert les == {"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1", "+Inf"}
 
 
 _APP_PROBE = """
@@ -225,11 +260,17 @@ def test_app_metric_names(collector: CollectorEndpoints, prometheus_url: str) ->
     """The SDK's own failure counters, emitted by the real SDK code (ragtrace._health) in an
     app process through the collector, are stored under the names the dashboard reads."""
     job = "ragtrace-app-probe"
-    subprocess.run([sys.executable, "-c", _APP_PROBE, collector.eval_metrics_url, job],
-                   check=True, timeout=60, cwd=ROOT)
-    for otel, selector in (("ragtrace.sdk.errors", ', reason="probe"'),
-                           ("ragtrace.sdk.dropped", ', reason="probe"'),
-                           ("ragtrace.sdk.oversized", "")):
+    subprocess.run(
+        [sys.executable, "-c", _APP_PROBE, collector.eval_metrics_url, job],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    for otel, selector in (
+        ("ragtrace.sdk.errors", ', reason="probe"'),
+        ("ragtrace.sdk.dropped", ', reason="probe"'),
+        ("ragtrace.sdk.oversized", ""),
+    ):
         name = dashboards.APP_METRICS[otel]
         wait_for_series(prometheus_url, f'{name}{{job="{job}"{selector}}}', timeout=30)
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import labels as labels_cli
+from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
+from ragtrace.normalize import question_sha256
 from ragtrace_consumers import redis_stores
 from ragtrace_consumers.labels import match_label
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.redis_stores import RedisLabelStore, connect
-from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
-from ragtrace.normalize import question_sha256
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "labels.jsonl"
 
@@ -39,28 +39,37 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def test_load_list_stats_clear(redis_url: str, prefix: str,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_load_list_stats_clear(
+    redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     questions = load_labels(EXAMPLE)
     version = label_set_version(questions)
     answerable = sum(1 for q in questions if q.gold)
     assert run(["labels", "load", str(EXAMPLE), "--redis", redis_url, "--prefix", prefix]) == 0
     out = capsys.readouterr().out
-    assert out == (f"loaded {len(questions)} labelled questions from {EXAMPLE} as version "
-                   f"{version} (no previous set); {answerable} answerable, 0 ambiguous by text\n")
+    assert out == (
+        f"loaded {len(questions)} labelled questions from {EXAMPLE} as version "
+        f"{version} (no previous set); {answerable} answerable, 0 ambiguous by text\n"
+    )
 
     store = RedisLabelStore(connect(redis_url), prefix=prefix)
     assert store.version() == version
     assert store.questions() == sorted(questions, key=lambda q: q.qid)
     first = questions[0]
-    trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="1" * 16,
-                     query_sha256=question_sha256(first.question.upper() + "  ?"))
+    trace = RagTrace(
+        trace_id="a" * 32,
+        service="s",
+        target_span_id="1" * 16,
+        query_sha256=question_sha256(first.question.upper() + "  ?"),
+    )
     assert match_label(trace, store) == (first, "query_text")
 
     assert run(["labels", "list", "--json", "--redis", redis_url, "--prefix", prefix]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [LabelledQuestion(d["qid"], d["question"], frozenset(d["gold"]))
-            for d in map(json.loads, lines)] == sorted(questions, key=lambda q: q.qid)
+    assert [
+        LabelledQuestion(d["qid"], d["question"], frozenset(d["gold"]))
+        for d in map(json.loads, lines)
+    ] == sorted(questions, key=lambda q: q.qid)
 
     assert run(["labels", "list", "--limit", "1", "--redis", redis_url, "--prefix", prefix]) == 0
     table = capsys.readouterr().out.splitlines()
@@ -71,8 +80,14 @@ def test_load_list_stats_clear(redis_url: str, prefix: str,
 
     assert run(["labels", "stats", "--json", "--redis", redis_url, "--prefix", prefix]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats == {"version": version, "questions": len(questions), "answerable": answerable,
-                     "ambiguous": 0, "loaded_at": stats["loaded_at"], "source": "labels.jsonl"}
+    assert stats == {
+        "version": version,
+        "questions": len(questions),
+        "answerable": answerable,
+        "ambiguous": 0,
+        "loaded_at": stats["loaded_at"],
+        "source": "labels.jsonl",
+    }
     assert isinstance(stats["loaded_at"], float)
 
     assert run(["labels", "stats", "--redis", redis_url, "--prefix", prefix]) == 0
@@ -91,16 +106,28 @@ def test_load_list_stats_clear(redis_url: str, prefix: str,
 
 
 def test_reload_replaces_the_set_and_reports_the_previous_version(
-        redis_url: str, prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    redis_url: str,
+    prefix: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("RAGTRACE_REDIS_URL", redis_url)
     monkeypatch.setenv("RAGTRACE_REDIS_KEY_PREFIX", prefix)
-    old = _write(tmp_path / "old.jsonl", [
-        {"qid": "a", "question": "Alpha?", "gold": ["x"]},
-        {"qid": "b", "question": "Beta?", "gold": []}])
-    new = _write(tmp_path / "new.jsonl", [
-        {"qid": "a", "question": "Alpha?", "gold": ["y"]},
-        {"qid": "c", "question": "alpha", "gold": ["z"]}])
+    old = _write(
+        tmp_path / "old.jsonl",
+        [
+            {"qid": "a", "question": "Alpha?", "gold": ["x"]},
+            {"qid": "b", "question": "Beta?", "gold": []},
+        ],
+    )
+    new = _write(
+        tmp_path / "new.jsonl",
+        [
+            {"qid": "a", "question": "Alpha?", "gold": ["y"]},
+            {"qid": "c", "question": "alpha", "gold": ["z"]},
+        ],
+    )
     assert run(["labels", "load", str(old)]) == 0
     v_old = capsys.readouterr().out.split(" as version ")[1].split(" ")[0]
     assert run(["labels", "load", str(old)]) == 0
@@ -109,7 +136,8 @@ def test_reload_replaces_the_set_and_reports_the_previous_version(
     v_new = label_set_version(load_labels(new))
     assert capsys.readouterr().out == (
         f"loaded 2 labelled questions from {new} as version {v_new} (replacing {v_old}); "
-        "2 answerable, 2 ambiguous by text\n")
+        "2 answerable, 2 ambiguous by text\n"
+    )
     store = RedisLabelStore(connect(redis_url), prefix=prefix)
     assert store.by_id("b") is None
     assert store.by_id("a") == LabelledQuestion("a", "Alpha?", frozenset({"y"}))
@@ -121,24 +149,28 @@ def test_reload_replaces_the_set_and_reports_the_previous_version(
 
 
 def test_bad_labels_file_is_reported_with_file_line_and_field(
-        redis_url: str, prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    redis_url: str, prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "a", "question": "Q?", "gold": ["x"]}\n{"qid": "b", "gold": []}\n')
     assert run(["labels", "load", str(bad), "--redis", redis_url, "--prefix", prefix]) == 2
     assert capsys.readouterr().err == (
-        f"ragtrace labels: error: {bad}, line 2, field 'question': missing\n")
+        f"ragtrace labels: error: {bad}, line 2, field 'question': missing\n"
+    )
     assert RedisLabelStore(connect(redis_url), prefix=prefix).version() == ""
 
 
-def test_unreachable_redis_and_bad_prefix(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_redis_and_bad_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = "redis://127.0.0.1:1/0"
     assert run(["labels", "stats", "--redis", url]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"ragtrace labels: error: cannot use Redis at {url}: ")
     assert run(["labels", "stats", "--redis", url, "--prefix", "has space"]) == 2
     assert capsys.readouterr().err == (
-        "ragtrace labels: error: --prefix must be non-empty without spaces, got 'has space'\n")
+        "ragtrace labels: error: --prefix must be non-empty without spaces, got 'has space'\n"
+    )
 
 
 def test_configuration_precedence(caplog: pytest.LogCaptureFixture) -> None:
@@ -148,8 +180,12 @@ def test_configuration_precedence(caplog: pytest.LogCaptureFixture) -> None:
     assert labels_cli.resolve_redis(None, None, {}) == ("redis://127.0.0.1:6379/0", "ragtrace")
     with caplog.at_level("WARNING"):
         assert labels_cli.resolve_redis(None, None, {"RAGTRACE_REDIS_KEY_PREFIX": "a b"}) == (
-            "redis://127.0.0.1:6379/0", "ragtrace")
+            "redis://127.0.0.1:6379/0",
+            "ragtrace",
+        )
     assert "ignoring RAGTRACE_REDIS_KEY_PREFIX='a b'" in caplog.text
     # The CLI and the consumers read the same variables.
     assert (labels_cli.ENV_REDIS_URL, labels_cli.ENV_REDIS_PREFIX) == (
-        redis_stores.ENV_REDIS_URL, redis_stores.ENV_REDIS_PREFIX)
+        redis_stores.ENV_REDIS_URL,
+        redis_stores.ENV_REDIS_PREFIX,
+    )

@@ -37,9 +37,12 @@ from tests.fakes.anthropic_server import FakeAnthropic
 
 pytestmark = pytest.mark.e2e
 
-LABELS_VERSION = label_set_version([
-    LabelledQuestion(q["qid"], q["question"], frozenset(q["gold"]))  # type: ignore[arg-type]
-    for q in online_app.LABELS])
+LABELS_VERSION = label_set_version(
+    [
+        LabelledQuestion(q["qid"], q["question"], frozenset(q["gold"]))  # type: ignore[arg-type]
+        for q in online_app.LABELS
+    ]
+)
 
 
 def _request(run: OnlineRun, key: str) -> dict[str, str]:
@@ -51,8 +54,11 @@ def _events(run: OnlineRun, span: Any) -> dict[str, dict[str, object]]:
     """The trace's evaluation results by metric: on the per-family spans, each child of the
     app span it evaluates (recall: retrieve, groundedness: generate), one event per metric."""
     assert span.events == ()
-    app = {s.name: s.span_id for s in run.trace_backend.trace(span.trace_id)
-           if s.scope == semconv.INSTRUMENTATION_SCOPE}
+    app = {
+        s.name: s.span_id
+        for s in run.trace_backend.trace(span.trace_id)
+        if s.scope == semconv.INSTRUMENTATION_SCOPE
+    }
     out: dict[str, dict[str, object]] = {}
     for m in metric_spans(run.trace_backend, {span.trace_id}):
         family = m.name.rsplit(".", 1)[-1]
@@ -70,8 +76,11 @@ def _events(run: OnlineRun, span: Any) -> dict[str, dict[str, object]]:
 def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: str) -> None:
     req = _request(online_run, key)
     (span,) = evaluation_spans(online_run.trace_backend, {req["trace_id"]})
-    app_spans = [s for s in online_run.trace_backend.trace(req["trace_id"])
-                 if s.scope == semconv.INSTRUMENTATION_SCOPE]
+    app_spans = [
+        s
+        for s in online_run.trace_backend.trace(req["trace_id"])
+        if s.scope == semconv.INSTRUMENTATION_SCOPE
+    ]
     assert {s.name for s in app_spans} == {"support", "retrieve", "generate"}
     assert span.parent_span_id == req["root_span_id"]
     assert span.name == semconv.SPAN_EVALUATION
@@ -91,23 +100,28 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         semconv.EVAL_JUDGE_PROMPT_SHA256: PROMPT_SHA256,
         semconv.EVAL_GROUNDEDNESS_NO_CLAIMS: False,
     }
-    claims = {"audit": (1, 0), "export": (2, 1), "sso": (1, 0), "rate": (1, 0),
-              "forever": (1, 1)}[key]
+    claims = {"audit": (1, 0), "export": (2, 1), "sso": (1, 0), "rate": (1, 0), "forever": (1, 1)}[
+        key
+    ]
     expected[semconv.EVAL_GROUNDEDNESS_CLAIMS] = claims[0]
     expected[semconv.EVAL_GROUNDEDNESS_UNSUPPORTED] = claims[1]
     if recall is not None:
-        expected.update({
-            semconv.EVAL_RECALL: recall, semconv.EVAL_HIT_RATE: hit,
-            semconv.EVAL_PRECISION: precision, semconv.EVAL_RECIPROCAL_RANK: rr,
-            semconv.EVAL_K: 5, semconv.EVAL_RECALL_DEFINITION: "mean_recall",
-            semconv.EVAL_QUESTION_ID: online_app.QUESTION_IDS[key],
-            semconv.EVAL_MATCHED_BY: online_app.MATCHED_BY[key],
-            semconv.EVAL_LABELS_VERSION: LABELS_VERSION,
-            semconv.EVAL_GOLD_SIZE: {"audit": 2, "export": 1, "sso": 1}[key],
-        })
+        expected.update(
+            {
+                semconv.EVAL_RECALL: recall,
+                semconv.EVAL_HIT_RATE: hit,
+                semconv.EVAL_PRECISION: precision,
+                semconv.EVAL_RECIPROCAL_RANK: rr,
+                semconv.EVAL_K: 5,
+                semconv.EVAL_RECALL_DEFINITION: "mean_recall",
+                semconv.EVAL_QUESTION_ID: online_app.QUESTION_IDS[key],
+                semconv.EVAL_MATCHED_BY: online_app.MATCHED_BY[key],
+                semconv.EVAL_LABELS_VERSION: LABELS_VERSION,
+                semconv.EVAL_GOLD_SIZE: {"audit": 2, "export": 1, "sso": 1}[key],
+            }
+        )
         # Share of the chunks supplied to the generator that are gold.
-        expected[semconv.EVAL_CONTEXT_RELEVANCY] = {"audit": 1 / 3, "export": 0.5,
-                                                    "sso": 0.0}[key]
+        expected[semconv.EVAL_CONTEXT_RELEVANCY] = {"audit": 1 / 3, "export": 0.5, "sso": 0.0}[key]
         assert 0.0 <= float(attrs.pop(semconv.EVAL_NDCG)) <= 1.0  # type: ignore[arg-type]
     cost = attrs.pop(semconv.EVAL_JUDGE_COST_USD)
     assert isinstance(cost, float) and cost >= 0.0
@@ -146,8 +160,11 @@ def test_labels_were_loaded_with_the_cli(online_run: OnlineRun) -> None:
 
 
 def test_malformed_message_is_dead_lettered_with_its_reason(online_run: OnlineRun) -> None:
-    records = read_topic(online_run.kafka_bootstrap, DLQ_TOPIC,
-                         lambda rs: any(r.key == online_run.malformed_key for r in rs))
+    records = read_topic(
+        online_run.kafka_bootstrap,
+        DLQ_TOPIC,
+        lambda rs: any(r.key == online_run.malformed_key for r in rs),
+    )
     (record,) = [r for r in records if r.key == online_run.malformed_key]
     headers = {k: v.decode() for k, v in record.headers}
     assert record.value == b"\x00\xffnot otlp"
@@ -185,10 +202,17 @@ def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="cached"}})') == 1
     assert _value(url, f'sum(ragtrace_judge_tokens_total{{{model},token_type="input"}})') > 0
     assert _value(url, f"sum(ragtrace_judge_latency_seconds_count{{{model}}})") == 4
-    assert _value(url, f'sum(ragtrace_dlq_messages_total{{{inst},reason="protobuf_parse_error"}})') \
+    assert (
+        _value(url, f'sum(ragtrace_dlq_messages_total{{{inst},reason="protobuf_parse_error"}})')
         == 1
-    assert _value(url, f'sum(ragtrace_scoring_delay_seconds_count{{{inst},'
-                       f'service="{online_app.SERVICE}"}})') == 5
+    )
+    assert (
+        _value(
+            url,
+            f'sum(ragtrace_scoring_delay_seconds_count{{{inst},service="{online_app.SERVICE}"}})',
+        )
+        == 5
+    )
 
 
 # Every contract metric, by its Prometheus name (the collector's translation: unit suffixes,
@@ -219,24 +243,38 @@ PROMETHEUS_NAMES = {
 
 @pytest.mark.parametrize("otel_name", sorted(PROMETHEUS_NAMES))
 def test_every_contract_metric_exists_in_prometheus(online_run: OnlineRun, otel_name: str) -> None:
-    series = wait_for_series(online_run.prometheus_url,
-                             f'{PROMETHEUS_NAMES[otel_name]}{{job="ragtrace-consumer"}}',
-                             timeout=30)
+    series = wait_for_series(
+        online_run.prometheus_url,
+        f'{PROMETHEUS_NAMES[otel_name]}{{job="ragtrace-consumer"}}',
+        timeout=30,
+    )
     assert series
 
 
 def test_sigterm_drains_in_flight_scoring_and_commits(
-        tmp_path: Path, redis_url: str, kafka_bootstrap: str, collector: CollectorEndpoints,
-        trace_backend: OtlpSink, online_run: OnlineRun) -> None:
+    tmp_path: Path,
+    redis_url: str,
+    kafka_bootstrap: str,
+    collector: CollectorEndpoints,
+    trace_backend: OtlpSink,
+    online_run: OnlineRun,
+) -> None:
     """Traces being judged when SIGTERM arrives are finished and written back; the offsets of
     everything read are committed; the process exits 0."""
     group = f"ragtrace-sigterm-{uuid.uuid4().hex[:8]}"
     prefix = f"sigterm-{uuid.uuid4().hex[:8]}"
     group_at_end(kafka_bootstrap, collector.topic, group)
     with FakeAnthropic(verbatim_responder(delay_s=3.0)) as judge:
-        consumer = start_consumer(consumer_env(collector=collector, redis_url=redis_url,
-                                               prefix=prefix, group=group,
-                                               judge_url=judge.base_url), tmp_path / "c.log")
+        consumer = start_consumer(
+            consumer_env(
+                collector=collector,
+                redis_url=redis_url,
+                prefix=prefix,
+                group=group,
+                judge_url=judge.base_url,
+            ),
+            tmp_path / "c.log",
+        )
         try:
             consumer.wait_for_log(ASSIGNED)
             requests = run_app(collector.app_otlp_http, only=["audit", "export", "forever"])
@@ -254,7 +292,8 @@ def test_sigterm_drains_in_flight_scoring_and_commits(
     assert "draining" in consumer.text()
     # Written back before exit (the collector forwards within its batch timeout).
     trace_backend.wait_for_spans(
-        lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids, count=3, timeout=15)
+        lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids, count=3, timeout=15
+    )
     assert len(judge.requests) == 3
     committed = committed_offsets(kafka_bootstrap, collector.topic, group)
     assert committed == ends, (committed, ends)

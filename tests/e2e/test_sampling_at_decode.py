@@ -35,8 +35,13 @@ pytestmark = pytest.mark.e2e
 
 
 def test_unlabelled_traces_outside_every_rate_are_never_stored(
-        tmp_path: Path, redis_url: str, kafka_bootstrap: str, collector: CollectorEndpoints,
-        trace_backend: OtlpSink, online_run: OnlineRun) -> None:
+    tmp_path: Path,
+    redis_url: str,
+    kafka_bootstrap: str,
+    collector: CollectorEndpoints,
+    trace_backend: OtlpSink,
+    online_run: OnlineRun,
+) -> None:
     group = f"ragtrace-early-{uuid.uuid4().hex[:8]}"
     prefix = f"early-{uuid.uuid4().hex[:8]}"
     labels = tmp_path / "labels.jsonl"
@@ -45,10 +50,16 @@ def test_unlabelled_traces_outside_every_rate_are_never_stored(
     group_at_end(kafka_bootstrap, collector.topic, group)
     with FakeAnthropic(verbatim_responder()) as judge:
         consumer = start_consumer(
-            consumer_env(collector=collector, redis_url=redis_url, prefix=prefix, group=group,
-                         judge_url=judge.base_url,
-                         extra={"RAGTRACE_SAMPLING_JUDGE_RATE": "0"}),
-            tmp_path / "c.log")
+            consumer_env(
+                collector=collector,
+                redis_url=redis_url,
+                prefix=prefix,
+                group=group,
+                judge_url=judge.base_url,
+                extra={"RAGTRACE_SAMPLING_JUDGE_RATE": "0"},
+            ),
+            tmp_path / "c.log",
+        )
         try:
             consumer.wait_for_log(ASSIGNED)
             requests = run_app(collector.app_otlp_http)
@@ -57,7 +68,9 @@ def test_unlabelled_traces_outside_every_rate_are_never_stored(
             assert len(labelled) == 3 and len(unlabelled) == 2
             trace_backend.wait_for_spans(
                 lambda s: s.scope == semconv.EVALUATION_SCOPE and s.trace_id in labelled,
-                count=3, timeout=90)
+                count=3,
+                timeout=90,
+            )
             ends = end_offsets(kafka_bootstrap, collector.topic)
             deadline = time.monotonic() + 60
             while committed_offsets(kafka_bootstrap, collector.topic, group) != ends:

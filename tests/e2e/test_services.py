@@ -32,12 +32,17 @@ def test_kafka_bootstrap_serves_a_broker_that_round_trips_keyed_messages(
     topic = kafka_topic("fixture-check", partitions=3)
     assert kafka_topic("fixture-check", partitions=3) == topic  # idempotent
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
-    sent = [producer.send(topic, key=f"k{i % 2}".encode(), value=f"v{i}".encode()) for i in range(6)]
+    sent = [
+        producer.send(topic, key=f"k{i % 2}".encode(), value=f"v{i}".encode()) for i in range(6)
+    ]
     partition_of = {f.get(10).partition for f in sent}
     producer.close()
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=kafka_bootstrap, group_id="fixture-check",
-        auto_offset_reset="earliest", consumer_timeout_ms=5000,
+        topic,
+        bootstrap_servers=kafka_bootstrap,
+        group_id="fixture-check",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
     )
     received = {(m.key, m.value): m.partition for m in consumer}
     consumer.close()
@@ -53,8 +58,9 @@ def test_the_deployed_collector_config_is_valid_for_the_built_collector() -> Non
 
 def test_trace_backend_sink_records_spans_sent_by_the_sdk(trace_backend: OtlpSink) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "sink-check"}))
-    provider.add_span_processor(SimpleSpanProcessor(
-        OTLPSpanExporter(endpoint=f"{trace_backend.endpoint}/v1/traces")))
+    provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{trace_backend.endpoint}/v1/traces"))
+    )
     with provider.get_tracer("sink-check").start_as_current_span(
         "outer", attributes={"n": 1, "tags": ("a", "b"), "ok": True}
     ) as outer:

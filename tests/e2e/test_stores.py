@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ragtrace import semconv
+from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace_consumers.assemble import STORE_STATS, DeadTrace
 from ragtrace_consumers.labels import LabelStats, match_label
 from ragtrace_consumers.memory_stores import (
@@ -36,17 +37,30 @@ from ragtrace_consumers.redis_stores import (
     RedisTraceStore,
     connect,
 )
-from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 
 T1, T2, T3 = "a" * 32, "b" * 32, "c" * 32
 RETRIEVER = {semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER"}
 
 
-def span(trace_id: str, span_id: str, *, parent: str | None = "f" * 16,
-         attributes: dict[str, Any] | None = None, scope: str = "ragtrace") -> SpanRecord:
-    return SpanRecord(trace_id=trace_id, span_id=span_id, parent_span_id=parent, name="retrieve",
-                      scope=scope, service="svc", start_ns=1, end_ns=2,
-                      attributes=RETRIEVER if attributes is None else attributes)
+def span(
+    trace_id: str,
+    span_id: str,
+    *,
+    parent: str | None = "f" * 16,
+    attributes: dict[str, Any] | None = None,
+    scope: str = "ragtrace",
+) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name="retrieve",
+        scope=scope,
+        service="svc",
+        start_ns=1,
+        end_ns=2,
+        attributes=RETRIEVER if attributes is None else attributes,
+    )
 
 
 class FakeClock:
@@ -103,8 +117,9 @@ def redis_kit(url: str) -> Kit:
         label_store=lambda: RedisLabelStore(client(), prefix=prefix),
         cache=lambda **kw: RedisJudgeResultCache(client(), prefix=prefix, **kw),
         idempotency=lambda **kw: RedisIdempotencyStore(client(), prefix=prefix, **kw),
-        budget=lambda calls, tokens, **kw: RedisJudgeBudget(client(), calls, tokens,
-                                                            prefix=prefix, **kw),
+        budget=lambda calls, tokens, **kw: RedisJudgeBudget(
+            client(), calls, tokens, prefix=prefix, **kw
+        ),
         now=time.time,
         advance=time.sleep,
         concurrent=True,
@@ -124,12 +139,26 @@ def _stats(store: Any, **nonzero: int) -> None:
 
 # --- TraceStore ----------------------------------------------------------------------------------
 
+
 def test_append_then_claim_at_the_due_time_and_load_round_trips(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    rich = span(T1, "1" * 16, parent=None, attributes={
-        **RETRIEVER, "s": "é ✓", "i": 3, "f": 0.25, "b": False, "ss": ("x", "y"), "ii": (1, 2),
-        "ff": (0.5,), "bb": (True, False)})
+    rich = span(
+        T1,
+        "1" * 16,
+        parent=None,
+        attributes={
+            **RETRIEVER,
+            "s": "é ✓",
+            "i": 3,
+            "f": 0.25,
+            "b": False,
+            "ss": ("x", "y"),
+            "ii": (1, 2),
+            "ff": (0.5,),
+            "bb": (True, False),
+        },
+    )
     other = span(T1, "2" * 16)
     store.append([rich, other, span(T2, "3" * 16)], {T1: now + 10, T2: now + 20})
     assert store.claim_due(now + 9.9, 10, 60.0) == []
@@ -169,8 +198,10 @@ def test_a_non_rag_root_only_updates_a_known_trace(kit: Kit) -> None:
 def test_claims_come_in_due_order_up_to_the_limit_and_only_once(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T3, "1" * 16), span(T1, "2" * 16), span(T2, "3" * 16)],
-                 {T1: now + 3, T2: now + 1, T3: now + 2})
+    store.append(
+        [span(T3, "1" * 16), span(T1, "2" * 16), span(T2, "3" * 16)],
+        {T1: now + 3, T2: now + 1, T3: now + 2},
+    )
     assert store.claim_due(now + 5, 2, 60.0) == [T2, T3]
     assert store.claim_due(now + 5, 2, 60.0) == [T1]
     assert store.claim_due(now + 5, 2, 60.0) == []
@@ -288,8 +319,15 @@ def test_a_release_or_park_after_the_lease_was_taken_over_changes_nothing(kit: K
     (third,) = store.claim(now + 100, 10, 30.0)
     assert store.release(T1, third.token) is True
     assert store.load(T1) == [] and store.pending() == 0
-    _stats(store, spans_appended=1, traces_created=1, lease_expired=1, lease_lost=3, parked=1,
-           released=1)
+    _stats(
+        store,
+        spans_appended=1,
+        traces_created=1,
+        lease_expired=1,
+        lease_lost=3,
+        parked=1,
+        released=1,
+    )
 
 
 def test_a_release_without_a_token_acts_whoever_holds_the_lease(kit: Kit) -> None:
@@ -310,8 +348,9 @@ def test_batched_load_and_release_match_the_single_calls(kit: Kit) -> None:
     assert store.load_many([T2, "d" * 32, T1]) == [[b], [], [a, span(T1, "3" * 16)]]
     assert store.load_many([]) == []
     first, second = store.claim(now, 10, 30.0)
-    assert store.release_many([(first.trace_id, first.token), (second.trace_id, "stale"),
-                               (T3, None)]) == [True, False, True]
+    assert store.release_many(
+        [(first.trace_id, first.token), (second.trace_id, "stale"), (T3, None)]
+    ) == [True, False, True]
     assert store.load(first.trace_id) == [] and store.load(second.trace_id) != []
     assert store.release_many([]) == []
     _stats(store, spans_appended=3, traces_created=2, released=2, lease_lost=1)
@@ -348,9 +387,16 @@ Q3 = LabelledQuestion("q3", "What is the refund policy?", frozenset())
 def _trace(question_id: str | None = None, query: str | None = None) -> RagTrace:
     from ragtrace.normalize import question_sha256
 
-    return RagTrace(trace_id=T1, service="svc", target_span_id="1" * 16, query=query,
-                    query_sha256=question_sha256(query) if query is not None else None,
-                    question_id=question_id, retrieved=(Chunk("c1"),), has_retrieval=True)
+    return RagTrace(
+        trace_id=T1,
+        service="svc",
+        target_span_id="1" * 16,
+        query=query,
+        query_sha256=question_sha256(query) if query is not None else None,
+        question_id=question_id,
+        retrieved=(Chunk("c1"),),
+        has_retrieval=True,
+    )
 
 
 def test_label_store_load_lookup_stats_and_clear(kit: Kit) -> None:
@@ -365,15 +411,22 @@ def test_label_store_load_lookup_stats_and_clear(kit: Kit) -> None:
     assert store.by_question_sha256(Q1.question_sha256) == Q1
     assert store.questions() == [Q1, Q2, Q3]
     stats = store.stats()
-    assert stats == LabelStats(version=version, questions=3, answerable=2, ambiguous=0,
-                               loaded_at=stats.loaded_at, source="labels.jsonl")
+    assert stats == LabelStats(
+        version=version,
+        questions=3,
+        answerable=2,
+        ambiguous=0,
+        loaded_at=stats.loaded_at,
+        source="labels.jsonl",
+    )
     assert abs(stats.loaded_at - kit.now()) < 5  # type: ignore[operator]
     assert match_label(_trace("q2"), store) == (Q2, "question_id")
     assert match_label(_trace(query="  how LONG are audit-logs kept"), store) is not None
-    assert match_label(_trace(query="HOW long are audit logs kept ?!"), store) == (Q1,
-                                                                                  "query_text")
-    assert match_label(_trace("unknown", query="Where are logs stored"), store) == (Q2,
-                                                                                    "query_text")
+    assert match_label(_trace(query="HOW long are audit logs kept ?!"), store) == (Q1, "query_text")
+    assert match_label(_trace("unknown", query="Where are logs stored"), store) == (
+        Q2,
+        "query_text",
+    )
     assert match_label(_trace("unknown", query="something else"), store) == (None, None)
     assert match_label(_trace(query="???"), store) == (None, None)
     store.clear()
@@ -418,6 +471,7 @@ def test_label_load_rejects_duplicate_qids(kit: Kit) -> None:
 
 # --- JudgeResultCache / IdempotencyStore / JudgeBudget -------------------------------------------
 
+
 def test_judge_cache_round_trip_and_ttl(kit: Kit) -> None:
     cache = kit.cache(ttl_s=1.0)
     assert cache.get("k") is None
@@ -446,8 +500,11 @@ def test_batched_cache_and_marks_match_the_single_calls(kit: Kit) -> None:
     assert cache.get_many(["k2", "nope", "k1"]) == [b"\x00two", None, b"one"]
     assert cache.get("k1") == b"one" and cache.get_many([]) == []
     marks.mark_written_many([(T1, "recall"), (T2, "groundedness")])
-    assert marks.written_many([(T1, "recall"), (T1, "groundedness"), (T2, "groundedness")]) \
-        == [True, False, True]
+    assert marks.written_many([(T1, "recall"), (T1, "groundedness"), (T2, "groundedness")]) == [
+        True,
+        False,
+        True,
+    ]
     assert marks.written(T2, "groundedness") and marks.written_many([]) == []
 
 
@@ -488,4 +545,3 @@ def test_budget_is_shared_between_concurrent_clients(kit: Kit) -> None:
         t.join()
     # Memory budgets are per instance (one process); Redis budgets share one window.
     assert sum(granted) == (10 if kit.concurrent else 40)
-

@@ -44,8 +44,9 @@ class BatchEndpoints:
     """Batch state of one fake server. ``answer(params) -> (status, body)`` is the fake's own
     Messages endpoint for one request's params."""
 
-    def __init__(self, answer: Callable[[Mapping[str, Any]], tuple[int, Any]], *,
-                 processing_s: float = 0.0) -> None:
+    def __init__(
+        self, answer: Callable[[Mapping[str, Any]], tuple[int, Any]], *, processing_s: float = 0.0
+    ) -> None:
         self._answer = answer
         self.processing_s = processing_s
         self._lock = threading.Lock()
@@ -55,8 +56,7 @@ class BatchEndpoints:
     def handles(path: str) -> bool:
         return _ROUTE.match(path.split("?")[0]) is not None
 
-    def handle(self, method: str, path: str, body: Any, base_url: str
-               ) -> tuple[int, bytes, str]:
+    def handle(self, method: str, path: str, body: Any, base_url: str) -> tuple[int, bytes, str]:
         """(status, payload, content type) for one request on a batches route."""
         m = _ROUTE.match(path.split("?")[0])
         assert m is not None
@@ -83,8 +83,12 @@ class BatchEndpoints:
         seen: set[str] = set()
         for item in requests:
             cid = item.get("custom_id") if isinstance(item, dict) else None
-            if not isinstance(cid, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid) \
-                    or cid in seen or not isinstance(item.get("params"), dict):
+            if (
+                not isinstance(cid, str)
+                or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid)
+                or cid in seen
+                or not isinstance(item.get("params"), dict)
+            ):
                 return _error(400, "invalid_request_error", f"fake: bad batch request {item!r}")
             seen.add(cid)
         batch = _Batch(f"msgbatch_fake{next(_ids):06d}", requests, time.time())
@@ -100,32 +104,48 @@ class BatchEndpoints:
             if not batch.results:
                 for item in reversed(batch.requests):  # any order: not the submission's
                     status, message = self._answer(item["params"])
-                    if status == 200 and isinstance(message, dict) \
-                            and message.get("type") == "message":
+                    if (
+                        status == 200
+                        and isinstance(message, dict)
+                        and message.get("type") == "message"
+                    ):
                         result: dict[str, Any] = {"type": "succeeded", "message": message}
                     else:
                         error = message.get("error") if isinstance(message, dict) else None
-                        result = {"type": "errored", "error": {"type": "error", "error": error or {
-                            "type": "api_error", "message": f"fake: HTTP {status}"}}}
+                        result = {
+                            "type": "errored",
+                            "error": {
+                                "type": "error",
+                                "error": error
+                                or {"type": "api_error", "message": f"fake: HTTP {status}"},
+                            },
+                        }
                     batch.results.append({"custom_id": item["custom_id"], "result": result})
             return list(batch.results)
 
     def _describe(self, batch: _Batch, base_url: str) -> dict[str, Any]:
         ended = self._ended(batch)
         n = len(batch.requests)
-        counts = {"processing": 0 if ended else n, "succeeded": 0, "errored": 0, "canceled": 0,
-                  "expired": 0}
+        counts = {
+            "processing": 0 if ended else n,
+            "succeeded": 0,
+            "errored": 0,
+            "canceled": 0,
+            "expired": 0,
+        }
         if ended:
             for r in self._results(batch):
                 counts[r["result"]["type"]] += 1
         return {
-            "id": batch.id, "type": "message_batch",
+            "id": batch.id,
+            "type": "message_batch",
             "processing_status": "ended" if ended else "in_progress",
             "request_counts": counts,
             "created_at": _iso(batch.created),
             "expires_at": _iso(batch.created + 86400),
             "ended_at": _iso(batch.created + self.processing_s) if ended else None,
-            "cancel_initiated_at": None, "archived_at": None,
+            "cancel_initiated_at": None,
+            "archived_at": None,
             "results_url": f"{base_url}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
 

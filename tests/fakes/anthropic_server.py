@@ -107,39 +107,63 @@ class RecordedRequest:
 
 
 # --- reply builders -------------------------------------------------------------------------
-def tool_reply(tool_input: Any, *, tool_name: str = "record_claims", model: str | None = None,
-               usage: Mapping[str, int] | None = None, stop_reason: str = "tool_use") -> Reply:
+def tool_reply(
+    tool_input: Any,
+    *,
+    tool_name: str = "record_claims",
+    model: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    stop_reason: str = "tool_use",
+) -> Reply:
     """A 200 message whose content is one ``tool_use`` block carrying ``tool_input``."""
-    return Reply(200, {
-        "id": f"msg_fake_{next(_ids):06d}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "tool_use", "id": f"toolu_fake_{next(_ids):06d}",
-                     "name": tool_name, "input": tool_input}],
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": None if usage is None else dict(usage),
-    })
+    return Reply(
+        200,
+        {
+            "id": f"msg_fake_{next(_ids):06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_fake_{next(_ids):06d}",
+                    "name": tool_name,
+                    "input": tool_input,
+                }
+            ],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": None if usage is None else dict(usage),
+        },
+    )
 
 
-def units_reply(units: Iterable[tuple[int, Iterable[tuple[str, bool, str | None]
-                                                     | Mapping[str, Any]]]],
-                **kwargs: Any) -> Reply:
+def units_reply(
+    units: Iterable[tuple[int, Iterable[tuple[str, bool, str | None] | Mapping[str, Any]]]],
+    **kwargs: Any,
+) -> Reply:
     """A groundedness verdict exactly as given: ``(unit id, claims)`` entries, in order, each
     claim a ``(claim, entailed, evidence)`` triple or a ready dict (repeats, unknown and missing
     units are sent as scripted)."""
-    return tool_reply({"units": [{"unit": uid, "claims": [_claim_dict(c) for c in claims]}
-                                 for uid, claims in units]}, **kwargs)
+    return tool_reply(
+        {
+            "units": [
+                {"unit": uid, "claims": [_claim_dict(c) for c in claims]} for uid, claims in units
+            ]
+        },
+        **kwargs,
+    )
 
 
 def _claim_dict(c: tuple[str, bool, str | None] | Mapping[str, Any]) -> dict[str, Any]:
-    return dict(c) if isinstance(c, Mapping) else {"claim": c[0], "entailed": c[1],
-                                                   "evidence": c[2]}
+    return (
+        dict(c) if isinstance(c, Mapping) else {"claim": c[0], "entailed": c[1], "evidence": c[2]}
+    )
 
 
-def claims_reply(claims: Iterable[tuple[str, bool, str | None] | Mapping[str, Any]],
-                 **kwargs: Any) -> Reply:
+def claims_reply(
+    claims: Iterable[tuple[str, bool, str | None] | Mapping[str, Any]], **kwargs: Any
+) -> Reply:
     """A groundedness verdict from a flat list of claims, filed under the request's units when
     it is served, as a cooperative judge would: a dict's ``unit`` key wins; otherwise, for given
     claims (calibration) the n-th claim goes to unit n, and for an answer each claim goes to the
@@ -184,10 +208,14 @@ def text_reply(text: str, **kwargs: Any) -> Reply:
     return reply
 
 
-def error_reply(status: int, error_type: str, message: str,
-                headers: Mapping[str, str] | None = None) -> Reply:
-    return Reply(status, {"type": "error", "error": {"type": error_type, "message": message}},
-                 dict(headers or {}))
+def error_reply(
+    status: int, error_type: str, message: str, headers: Mapping[str, str] | None = None
+) -> Reply:
+    return Reply(
+        status,
+        {"type": "error", "error": {"type": error_type, "message": message}},
+        dict(headers or {}),
+    )
 
 
 def rate_limited(retry_after: float | None = None, *, milliseconds: bool = False) -> Reply:
@@ -197,8 +225,12 @@ def rate_limited(retry_after: float | None = None, *, milliseconds: bool = False
             headers["retry-after-ms"] = str(int(retry_after * 1000))
         else:
             headers["retry-after"] = f"{retry_after:g}"
-    return error_reply(429, "rate_limit_error", "Number of request tokens has exceeded your "
-                       "per-minute rate limit", headers)
+    return error_reply(
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+        headers,
+    )
 
 
 def overloaded(retry_after: float | None = None) -> Reply:
@@ -235,15 +267,20 @@ def parse_user_message(text: str) -> tuple[list[str], str | None, list[str] | No
     answer = _ANSWER.search(text)
     claims = _CLAIM.findall(text)
     units = _UNIT.findall(text)
-    return (docs,
-            None if answer is None else " ".join(html.unescape(t) for _, t in units),
-            [html.unescape(c) for _, c in claims] if claims else None)
+    return (
+        docs,
+        None if answer is None else " ".join(html.unescape(t) for _, t in units),
+        [html.unescape(c) for _, c in claims] if claims else None,
+    )
 
 
 def _user_text(request: Mapping[str, Any]) -> str:
     content = request["messages"][0]["content"]
-    return content if isinstance(content, str) else "".join(
-        b.get("text", "") for b in content if isinstance(b, dict))
+    return (
+        content
+        if isinstance(content, str)
+        else "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    )
 
 
 def _request_units(request: Mapping[str, Any]) -> list[tuple[int, str]]:
@@ -265,8 +302,10 @@ def _tool_name(request: Mapping[str, Any]) -> str:
 
 def _other_tools(request: Mapping[str, Any], name: str) -> Reply:
     if name == "record_relevancy":
-        return tool_reply({"needs": [{"need": "the question", "addressed": True,
-                                      "reason": "answered"}]}, tool_name=name)
+        return tool_reply(
+            {"needs": [{"need": "the question", "addressed": True, "reason": "answered"}]},
+            tool_name=name,
+        )
     return tool_reply({"claims": [], "reference_facts": []}, tool_name=name)
 
 
@@ -278,8 +317,9 @@ def entail_all(request: Mapping[str, Any]) -> Reply:
     if name != "record_claims":
         return _other_tools(request, name)
     docs, _, _ = parse_user_message(_user_text(request))
-    return units_reply([(uid, [(text, True, _best_document(text, docs))])
-                        for uid, text in _request_units(request)])
+    return units_reply(
+        [(uid, [(text, True, _best_document(text, docs))]) for uid, text in _request_units(request)]
+    )
 
 
 def lexical_responder(request: Mapping[str, Any]) -> Reply:
@@ -304,8 +344,12 @@ def _estimate(text: str) -> int:
 class FakeAnthropic:
     """The fake API on 127.0.0.1 (ephemeral port); see the module docstring."""
 
-    def __init__(self, responder: Callable[[Mapping[str, Any]], Reply] | None = entail_all, *,
-                 model_aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        responder: Callable[[Mapping[str, Any]], Reply] | None = entail_all,
+        *,
+        model_aliases: Mapping[str, str] | None = None,
+    ) -> None:
         self.responder = responder
         self.model_aliases = dict(DEFAULT_ALIASES if model_aliases is None else model_aliases)
         self.requests: list[RecordedRequest] = []
@@ -340,8 +384,9 @@ class FakeAnthropic:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True, name="fake-anthropic")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True, name="fake-anthropic"
+        )
         self._thread.start()
         return self
 
@@ -385,8 +430,9 @@ class FakeAnthropic:
             body = raw
         headers = {k.lower(): v for k, v in handler.headers.items()}
         with self._lock:
-            self.requests.append(RecordedRequest(handler.command, handler.path, headers, body,
-                                                 time.monotonic()))
+            self.requests.append(
+                RecordedRequest(handler.command, handler.path, headers, body, time.monotonic())
+            )
         if BatchEndpoints.handles(handler.path):
             self._handle_batches(handler, body, headers)
             return
@@ -418,15 +464,21 @@ class FakeAnthropic:
         reply = self._next_reply(dict(params))
         return reply.status, json.loads(self._finish(reply, params))
 
-    def _handle_batches(self, handler: BaseHTTPRequestHandler, body: Any,
-                        headers: Mapping[str, str]) -> None:
+    def _handle_batches(
+        self, handler: BaseHTTPRequestHandler, body: Any, headers: Mapping[str, str]
+    ) -> None:
         if "x-api-key" not in headers and "authorization" not in headers:
-            status, payload, kind = 401, json.dumps(error_reply(
-                401, "authentication_error", "fake: no API key sent").body).encode(), \
-                "application/json"
+            status, payload, kind = (
+                401,
+                json.dumps(
+                    error_reply(401, "authentication_error", "fake: no API key sent").body
+                ).encode(),
+                "application/json",
+            )
         else:
-            status, payload, kind = self.batches.handle(handler.command, handler.path, body,
-                                                        self.base_url)
+            status, payload, kind = self.batches.handle(
+                handler.command, handler.path, body, self.base_url
+            )
         try:
             handler.send_response(status)
             handler.send_header("content-type", kind)
@@ -462,6 +514,9 @@ class FakeAnthropic:
                 else:
                     self._cached_prefixes.add(prefix)
                     created = _estimate(prefix)
-        return {"input_tokens": total - created - read,
-                "output_tokens": _estimate(json.dumps(body.get("content", []))),
-                "cache_creation_input_tokens": created, "cache_read_input_tokens": read}
+        return {
+            "input_tokens": total - created - read,
+            "output_tokens": _estimate(json.dumps(body.get("content", []))),
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
+        }

@@ -43,13 +43,24 @@ class FakeOpenAI:
                     return
                 text = fake._responder(body.get("messages", []))
                 n = next(fake._ids)
-                self._send(200, {
-                    "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1700000000,
-                    "model": body.get("model", "gpt-test"),
-                    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{n}",
+                        "object": "chat.completion",
+                        "created": 1700000000,
+                        "model": body.get("model", "gpt-test"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "logprobs": None,
+                                "message": {"role": "assistant", "content": text},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

@@ -21,8 +21,10 @@ def test_evaluation_receiver_never_feeds_kafka() -> None:
         if "otlp/eval" in pipeline["receivers"]:
             assert not [e for e in pipeline["exporters"] if e.split("/")[0] == "kafka"], name
     assert pipelines["traces/eval"] == {
-        "receivers": ["otlp/eval"], "processors": ["memory_limiter", "batch"],
-        "exporters": ["otlp_http/backend"]}
+        "receivers": ["otlp/eval"],
+        "processors": ["memory_limiter", "batch"],
+        "exporters": ["otlp_http/backend"],
+    }
     assert pipelines["traces/app"]["receivers"] == ["otlp/app"]
     assert set(pipelines["traces/app"]["exporters"]) == {"otlp_http/backend", "kafka"}
 
@@ -31,14 +33,18 @@ def test_kafka_exporter_writes_one_otlp_proto_message_per_trace() -> None:
     kafka = _config()["exporters"]["kafka"]
     assert kafka["traces"]["encoding"] == "otlp_proto"
     assert kafka["partition_traces_by_id"] is True
-    assert kafka["producer"]["max_message_bytes"] == "${env:RAGTRACE_KAFKA_MAX_MESSAGE_BYTES:-8388608}"
+    assert (
+        kafka["producer"]["max_message_bytes"] == "${env:RAGTRACE_KAFKA_MAX_MESSAGE_BYTES:-8388608}"
+    )
 
 
 def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
     batch = _config()["processors"]["batch"]
     default = re.compile(r"^\$\{env:RAGTRACE_BATCH_MAX_SPANS:-(\d+)\}$")
-    size, max_size = (int(default.match(batch[k]).group(1))  # type: ignore[union-attr]
-                      for k in ("send_batch_size", "send_batch_max_size"))
+    size, max_size = (
+        int(default.match(batch[k]).group(1))  # type: ignore[union-attr]
+        for k in ("send_batch_size", "send_batch_max_size")
+    )
     assert size <= max_size
     # A message holds at most max_size spans of one trace: the largest span the SDK's caps allow
     # (64 KiB of text plus small attributes, < 96 KB) times max_size fits the exporter's limit,
@@ -46,8 +52,11 @@ def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
     from ragtrace._config import DEFAULT_MAX_SPAN_CONTENT_BYTES
     from scripts.services.kafka import _server_properties
 
-    limit = int(re.search(r":-(\d+)\}", _config()["exporters"]["kafka"]["producer"][
-        "max_message_bytes"]).group(1))  # type: ignore[union-attr]
+    limit = int(
+        re.search(
+            r":-(\d+)\}", _config()["exporters"]["kafka"]["producer"]["max_message_bytes"]
+        ).group(1)
+    )  # type: ignore[union-attr]
     assert (DEFAULT_MAX_SPAN_CONTENT_BYTES + 32 * 1024) * max_size <= limit
     props = _server_properties(9092, 9093, Path("/tmp"))
     broker = int(re.search(r"^message\.max\.bytes=(\d+)$", props, re.MULTILINE).group(1))  # type: ignore[union-attr]

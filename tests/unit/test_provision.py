@@ -18,8 +18,12 @@ from scripts.services import paths
 @pytest.mark.parametrize("manifest", [paths.KAFKA_POM, paths.COLLECTOR_MANIFEST])
 def test_python_cache_key_is_the_shell_one(manifest: Path) -> None:
     shell = subprocess.run(
-        f"sha256sum '{manifest}' | cut -c1-16", shell=True, capture_output=True, text=True,
-        check=True).stdout.strip()
+        f"sha256sum '{manifest}' | cut -c1-16",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert paths.manifest_key(manifest) == shell
     assert len(shell) == 16
 
@@ -46,8 +50,12 @@ def test_cache_follows_the_environment(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_unknown_component_fails_loudly(tmp_path: Path) -> None:
     result = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "provision.sh"), "grafana"], capture_output=True,
-        text=True, env={"RAGTRACE_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=False)
+        ["bash", str(ROOT / "scripts" / "provision.sh"), "grafana"],
+        capture_output=True,
+        text=True,
+        env={"RAGTRACE_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert result.returncode == 1
     assert "provision: ERROR: unknown component 'grafana'" in result.stderr
     assert not list(ROOT.glob("scripts/kafka/target"))  # nothing lands in the work tree

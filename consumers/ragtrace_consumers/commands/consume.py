@@ -37,15 +37,28 @@ Anthropic judge reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL).
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "consume", help="score traces from Kafka (the consumer-group service)",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", metavar="FILE", default=None,
-                   help="configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults)")
-    p.add_argument("--print-config", action="store_true",
-                   help="print the effective configuration as YAML (secrets masked) and exit")
-    p.add_argument("--log-level", default="INFO",
-                   choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                   help="log level on stderr (default: %(default)s)")
+        "consume",
+        help="score traces from Kafka (the consumer-group service)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults)",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration as YAML (secrets masked) and exit",
+    )
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level on stderr (default: %(default)s)",
+    )
     p.set_defaults(func=run)
 
 
@@ -53,18 +66,24 @@ def _dump(cfg: ConsumerConfig) -> str:
     """The effective configuration as YAML, secrets masked (never printed or logged)."""
     import yaml
 
-    return f"# source: {cfg.source}\n" + str(yaml.safe_dump(cfg.to_dict(redact=True),
-                                                            sort_keys=False))
+    return f"# source: {cfg.source}\n" + str(
+        yaml.safe_dump(cfg.to_dict(redact=True), sort_keys=False)
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     try:
         from ragtrace_consumers.config import ConfigError, load_config
     except ImportError as exc:
-        error("consume", f"{exc}: install the consumer extra: pip install ./consumers (the ragtrace-consumers distribution)")
+        error(
+            "consume",
+            f"{exc}: install the consumer extra: pip install ./consumers (the ragtrace-consumers distribution)",
+        )
         return EXIT_FAILURE
     try:
         cfg = load_config(args.config)

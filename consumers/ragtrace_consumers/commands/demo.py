@@ -34,15 +34,31 @@ output says which. No Kafka, Redis or network access is needed.
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "demo", help="score a bundled RAG app with the embedded evaluator (start here)",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "demo",
+        help="score a bundled RAG app with the embedded evaluator (start here)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_json_option(p, "the result (one document; on stdout the progress goes to stderr)")
-    p.add_argument("--judge", choices=("auto", "lexical", "anthropic"), default="auto",
-                   help="auto (default): anthropic when ANTHROPIC_API_KEY is set, else lexical")
-    p.add_argument("--state", metavar="PATH", default=None,
-                   help="keep the evaluator's SQLite state in PATH (default: a temporary file)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="give up if scoring takes longer (default: %(default)s)")
+    p.add_argument(
+        "--judge",
+        choices=("auto", "lexical", "anthropic"),
+        default="auto",
+        help="auto (default): anthropic when ANTHROPIC_API_KEY is set, else lexical",
+    )
+    p.add_argument(
+        "--state",
+        metavar="PATH",
+        default=None,
+        help="keep the evaluator's SQLite state in PATH (default: a temporary file)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="give up if scoring takes longer (default: %(default)s)",
+    )
     p.set_defaults(func=run)
 
 
@@ -60,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     if not to_stdout:
         progress("ragtrace demo: a support bot over a tiny documentation corpus, evaluated online")
     try:
-        result = run_demo(judge_name=args.judge, state_path=args.state,
-                          timeout_s=args.timeout, progress=progress)
+        result = run_demo(
+            judge_name=args.judge, state_path=args.state, timeout_s=args.timeout, progress=progress
+        )
     except DemoTimeout as exc:
         error("demo", str(exc))
         return EXIT_FAILURE

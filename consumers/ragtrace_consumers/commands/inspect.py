@@ -23,10 +23,16 @@ __all__ = ["explain", "register", "run"]
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "inspect", help="show which reader took each span of a trace and what it extracted",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", metavar="PATH", help="OTLP trace request: protobuf, JSON or JSON "
-                   "Lines; - for standard input")
+        "inspect",
+        help="show which reader took each span of a trace and what it extracted",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="OTLP trace request: protobuf, JSON or JSON Lines; - for standard input",
+    )
     p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=run)
@@ -62,8 +68,11 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
         group.sort(key=lambda s: (s.start_ns, s.span_id))
         rows = []
         for span, reading in read_trace(group, readers):
-            row: dict[str, object] = {"span_id": span.span_id, "name": span.name,
-                                      "scope": span.scope}
+            row: dict[str, object] = {
+                "span_id": span.span_id,
+                "name": span.name,
+                "scope": span.scope,
+            }
             if reading is None:
                 row["reader"] = "unrecognised"
                 row["attribute_keys"] = sorted(span.attributes)
@@ -73,13 +82,17 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
         rag = to_rag_trace(group, readers)
         view: dict[str, object] | None = None
         if rag is not None:
-            view = {"query": rag.query, "question_id": rag.question_id,
-                    "retrieved": [c.id for c in rag.retrieved],
-                    "context": [c.id for c in rag.context], "answer": rag.answer,
-                    "recall_na_reason": rag.recall_na_reason,
-                    "answer_na_reason": rag.answer_na_reason,
-                    "retrieval_span_id": rag.retrieval_span_id,
-                    "generation_span_id": rag.generation_span_id}
+            view = {
+                "query": rag.query,
+                "question_id": rag.question_id,
+                "retrieved": [c.id for c in rag.retrieved],
+                "context": [c.id for c in rag.context],
+                "answer": rag.answer,
+                "recall_na_reason": rag.recall_na_reason,
+                "answer_na_reason": rag.answer_na_reason,
+                "retrieval_span_id": rag.retrieval_span_id,
+                "generation_span_id": rag.generation_span_id,
+            }
         out.append({"trace_id": trace_id, "spans": rows, "rag": view})
     return out
 

@@ -49,8 +49,9 @@ def _prefix_ok(prefix: str) -> bool:
     return bool(prefix) and not any(c.isspace() for c in prefix)
 
 
-def resolve_redis(url: str | None, prefix: str | None,
-                  env: dict[str, str] | None = None) -> tuple[str, str]:
+def resolve_redis(
+    url: str | None, prefix: str | None, env: dict[str, str] | None = None
+) -> tuple[str, str]:
     """(url, prefix): explicit > environment > default. A bad explicit prefix raises ValueError;
     a bad environment prefix warns and falls back to the default."""
     environ = os.environ if env is None else env
@@ -59,23 +60,37 @@ def resolve_redis(url: str | None, prefix: str | None,
     if prefix is None:
         prefix = environ.get(ENV_REDIS_PREFIX) or DEFAULT_PREFIX
         if not _prefix_ok(prefix):
-            _log.warning("ignoring %s=%r (empty or has spaces); using %r",
-                         ENV_REDIS_PREFIX, prefix, DEFAULT_PREFIX)
+            _log.warning(
+                "ignoring %s=%r (empty or has spaces); using %r",
+                ENV_REDIS_PREFIX,
+                prefix,
+                DEFAULT_PREFIX,
+            )
             prefix = DEFAULT_PREFIX
     return url or environ.get(ENV_REDIS_URL) or DEFAULT_REDIS_URL, prefix
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "labels", help="load, list, inspect or clear the labelled questions in Redis",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "labels",
+        help="load, list, inspect or clear the labelled questions in Redis",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--redis", metavar="URL", default=None,
-                       help=f"Redis URL (default: ${ENV_REDIS_URL} or {DEFAULT_REDIS_URL})")
-        p.add_argument("--prefix", default=None,
-                       help=f"key prefix (default: ${ENV_REDIS_PREFIX} or {DEFAULT_PREFIX!r})")
+        p.add_argument(
+            "--redis",
+            metavar="URL",
+            default=None,
+            help=f"Redis URL (default: ${ENV_REDIS_URL} or {DEFAULT_REDIS_URL})",
+        )
+        p.add_argument(
+            "--prefix",
+            default=None,
+            help=f"key prefix (default: ${ENV_REDIS_PREFIX} or {DEFAULT_PREFIX!r})",
+        )
 
     load = commands.add_parser("load", help="replace the label set with a labels file")
     load.add_argument("file", metavar="LABELS.jsonl")
@@ -84,9 +99,15 @@ def register(subparsers: Any) -> None:
 
     lister = commands.add_parser("list", help="print the loaded questions")
     lister.add_argument("--limit", type=int, default=None, help="print at most N questions")
-    lister.add_argument("--json", nargs="?", const=JSON_STDOUT, default=None, metavar="PATH",
-                        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
-                             "stdout instead of the table")
+    lister.add_argument(
+        "--json",
+        nargs="?",
+        const=JSON_STDOUT,
+        default=None,
+        metavar="PATH",
+        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
+        "stdout instead of the table",
+    )
     common(lister)
     lister.set_defaults(func=_list)
 
@@ -139,10 +160,15 @@ def _load(args: argparse.Namespace) -> int:
             error(_COMMAND, f"{args.file}: {exc}")
             return EXIT_BAD_INPUT
         s = store.stats()
-        before = f"replacing {previous}" if previous and previous != version else (
-            "unchanged" if previous == version else "no previous set")
-        print(f"loaded {s.questions} labelled questions from {args.file} as version {version} "
-              f"({before}); {s.answerable} answerable, {s.ambiguous} ambiguous by text")
+        before = (
+            f"replacing {previous}"
+            if previous and previous != version
+            else ("unchanged" if previous == version else "no previous set")
+        )
+        print(
+            f"loaded {s.questions} labelled questions from {args.file} as version {version} "
+            f"({before}); {s.answerable} answerable, {s.ambiguous} ambiguous by text"
+        )
         return EXIT_OK
 
     return _run(args, action)
@@ -194,14 +220,19 @@ def _stats(args: argparse.Namespace) -> int:
         if s.version is None:
             print("no label set loaded")
             return EXIT_OK
-        loaded = "unknown" if s.loaded_at is None else datetime.fromtimestamp(
-            s.loaded_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        print(f"version     {s.version}\n"
-              f"questions   {s.questions}\n"
-              f"answerable  {s.answerable}\n"
-              f"ambiguous   {s.ambiguous}\n"
-              f"loaded at   {loaded}\n"
-              f"source      {s.source or 'unknown'}")
+        loaded = (
+            "unknown"
+            if s.loaded_at is None
+            else datetime.fromtimestamp(s.loaded_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        )
+        print(
+            f"version     {s.version}\n"
+            f"questions   {s.questions}\n"
+            f"answerable  {s.answerable}\n"
+            f"ambiguous   {s.ambiguous}\n"
+            f"loaded at   {loaded}\n"
+            f"source      {s.source or 'unknown'}"
+        )
         return EXIT_OK
 
     return _run(args, action)
@@ -215,4 +246,3 @@ def _clear(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return _run(args, action)
-

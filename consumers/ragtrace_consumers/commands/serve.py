@@ -61,50 +61,110 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from ragtrace_consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT
 
     p = subparsers.add_parser(
-        "serve", help="run the embedded evaluator (OTLP/HTTP in, scores out; no Kafka/Redis)",
-        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
-                   help="OTLP/HTTP port (default: %(default)s; 0 picks a free one)")
-    p.add_argument("--labels", metavar="PATH", default=None,
-                   help=f"labelled questions, JSON Lines (default: ${ENV_LABELS}; none: recall "
-                        "is not scored)")
-    p.add_argument("--state", metavar="PATH", default=None,
-                   help="SQLite state file (default: $RAGTRACE_STATE, else "
-                        "~/.local/state/ragtrace/embedded.sqlite3)")
-    p.add_argument("--otlp-endpoint", metavar="URL", default=None,
-                   help="send evaluation spans and metrics to this OTLP/HTTP base URL "
-                        "(default: $RAGTRACE_EXPORT_OTLP_ENDPOINT; unset: kept local)")
-    p.add_argument("--otlp-signals", choices=("all", "traces", "metrics"), default="all",
-                   help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
-                        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
-                        "metrics only (default: %(default)s)")
-    p.add_argument("--phoenix-url", metavar="URL", default=None,
-                   help="also post every score to this Arize Phoenix as span annotations "
-                        "(its evaluation columns), e.g. http://127.0.0.1:6006")
-    p.add_argument("--metrics-host", default=DEFAULT_HOST,
-                   help="address of the Prometheus /metrics endpoint (default: %(default)s)")
-    p.add_argument("--metrics-port", type=_port, default=9464,
-                   help="port of the Prometheus /metrics endpoint (default: %(default)s; 0 picks "
-                        "a free one)")
+        "serve",
+        help="run the embedded evaluator (OTLP/HTTP in, scores out; no Kafka/Redis)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help="OTLP/HTTP port (default: %(default)s; 0 picks a free one)",
+    )
+    p.add_argument(
+        "--labels",
+        metavar="PATH",
+        default=None,
+        help=f"labelled questions, JSON Lines (default: ${ENV_LABELS}; none: recall is not scored)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="PATH",
+        default=None,
+        help="SQLite state file (default: $RAGTRACE_STATE, else "
+        "~/.local/state/ragtrace/embedded.sqlite3)",
+    )
+    p.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        default=None,
+        help="send evaluation spans and metrics to this OTLP/HTTP base URL "
+        "(default: $RAGTRACE_EXPORT_OTLP_ENDPOINT; unset: kept local)",
+    )
+    p.add_argument(
+        "--otlp-signals",
+        choices=("all", "traces", "metrics"),
+        default="all",
+        help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
+        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
+        "metrics only (default: %(default)s)",
+    )
+    p.add_argument(
+        "--phoenix-url",
+        metavar="URL",
+        default=None,
+        help="also post every score to this Arize Phoenix as span annotations "
+        "(its evaluation columns), e.g. http://127.0.0.1:6006",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        help="address of the Prometheus /metrics endpoint (default: %(default)s)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=9464,
+        help="port of the Prometheus /metrics endpoint (default: %(default)s; 0 picks a free one)",
+    )
     p.add_argument("--no-metrics", action="store_true", help="serve no /metrics endpoint")
-    p.add_argument("--judge", choices=("auto", "lexical", "anthropic"), default=None,
-                   help="auto: anthropic when ANTHROPIC_API_KEY is set, else lexical "
-                        "(default: the config's judge.name, auto)")
-    p.add_argument("--config", metavar="PATH", default=None,
-                   help="consumer configuration file (its assembly, sampling, scoring and judge "
-                        "sections apply; default: $RAGTRACE_CONSUMER_CONFIG)")
-    p.add_argument("--history", type=int, default=10, metavar="N",
-                   help="print the last N traces already in the state file at start "
-                        "(default: %(default)s)")
-    p.add_argument("--max-pending-traces", type=_positive, default=10_000, metavar="N",
-                   help="traces held for scoring at most; a request that would exceed it is "
-                        "refused with 503 + Retry-After (default: %(default)s)")
-    p.add_argument("--max-pending-mib", type=_positive, default=256, metavar="MIB",
-                   help="span bytes held for scoring at most, in MiB (default: %(default)s)")
-    p.add_argument("--json", action="store_true",
-                   help="print each scored trace as one JSON line instead of a text line")
+    p.add_argument(
+        "--judge",
+        choices=("auto", "lexical", "anthropic"),
+        default=None,
+        help="auto: anthropic when ANTHROPIC_API_KEY is set, else lexical "
+        "(default: the config's judge.name, auto)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        default=None,
+        help="consumer configuration file (its assembly, sampling, scoring and judge "
+        "sections apply; default: $RAGTRACE_CONSUMER_CONFIG)",
+    )
+    p.add_argument(
+        "--history",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print the last N traces already in the state file at start (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-pending-traces",
+        type=_positive,
+        default=10_000,
+        metavar="N",
+        help="traces held for scoring at most; a request that would exceed it is "
+        "refused with 503 + Retry-After (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-pending-mib",
+        type=_positive,
+        default=256,
+        metavar="MIB",
+        help="span bytes held for scoring at most, in MiB (default: %(default)s)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print each scored trace as one JSON line instead of a text line",
+    )
     p.set_defaults(func=run)
 
 
@@ -120,7 +180,7 @@ def _line(row: Any) -> str:
     parts.append(f"cell={row.cell}")
     text = "  ".join(parts)
     for claim in row.unsupported_claims:
-        text += f"\n    not supported: \"{claim}\""
+        text += f'\n    not supported: "{claim}"'
     if row.judge_error:
         text += f"\n    judge error: {row.judge_error}"
     for key, what in (("recall_na_reason", "recall n/a"), ("groundedness_na_reason", "unjudged")):
@@ -137,15 +197,15 @@ def _emit(row: Any, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragtrace.evaluation.labels import InputFileError
     from ragtrace_consumers.config import ConfigError, load_config
+    from ragtrace_consumers.demo.run import describe_judge
     from ragtrace_consumers.embedded import (
         ENV_OTLP_ENDPOINT,
         EmbeddedEvaluator,
         EmbeddedSettings,
         default_state_path,
     )
-    from ragtrace_consumers.demo.run import describe_judge
-    from ragtrace.evaluation.labels import InputFileError
 
     info = sys.stderr if args.json else sys.stdout
     try:
@@ -153,15 +213,18 @@ def run(args: argparse.Namespace) -> int:
         if args.judge is not None:
             config = config.replace(judge={"name": args.judge})
         settings = EmbeddedSettings(
-            host=args.host, port=args.port,
+            host=args.host,
+            port=args.port,
             state_path=args.state or default_state_path(),
             labels_path=args.labels or os.environ.get(ENV_LABELS) or None,
             otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
-            otlp_signals=args.otlp_signals, phoenix_endpoint=args.phoenix_url,
+            otlp_signals=args.otlp_signals,
+            phoenix_endpoint=args.phoenix_url,
             metrics_host=args.metrics_host,
             metrics_port=None if args.no_metrics else args.metrics_port,
             max_pending_traces=args.max_pending_traces,
-            max_pending_bytes=args.max_pending_mib * 1024 * 1024)
+            max_pending_bytes=args.max_pending_mib * 1024 * 1024,
+        )
         evaluator = EmbeddedEvaluator(settings, config=config)
     except (ConfigError, InputFileError, ValueError, OSError) as exc:
         error("serve", str(exc))
@@ -177,22 +240,37 @@ def run(args: argparse.Namespace) -> int:
     try:
         with evaluator:
             labels = evaluator.labels.questions()
-            print(f"ragtrace serve: receiving OTLP/HTTP on {evaluator.endpoint}/v1/traces",
-                  file=info, flush=True)
+            print(
+                f"ragtrace serve: receiving OTLP/HTTP on {evaluator.endpoint}/v1/traces",
+                file=info,
+                flush=True,
+            )
             print(f"  judge:   {describe_judge(evaluator.judge).summary}", file=info)
-            print(f"  labels:  {len(labels)} labelled questions"
-                  + (f" from {settings.labels_path}" if settings.labels_path else
-                     " (no --labels: recall is not scored)"), file=info)
+            print(
+                f"  labels:  {len(labels)} labelled questions"
+                + (
+                    f" from {settings.labels_path}"
+                    if settings.labels_path
+                    else " (no --labels: recall is not scored)"
+                ),
+                file=info,
+            )
             print(f"  state:   {settings.state_path}", file=info)
             print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
-            print(f"  evaluation spans: {settings.otlp_endpoint or 'kept local (no OTLP endpoint)'}",
-                  file=info, flush=True)
+            print(
+                f"  evaluation spans: {settings.otlp_endpoint or 'kept local (no OTLP endpoint)'}",
+                file=info,
+                flush=True,
+            )
             rows = evaluator.state.results.all()
             last = rows[-1][0] if rows else 0
             if rows and args.history > 0:
-                print(f"  {len(rows)} traces scored earlier; the last {min(len(rows), args.history)}:",
-                      file=info, flush=True)
-                for _, row in rows[-args.history:]:
+                print(
+                    f"  {len(rows)} traces scored earlier; the last {min(len(rows), args.history)}:",
+                    file=info,
+                    flush=True,
+                )
+                for _, row in rows[-args.history :]:
                     _emit(row, args.json)
             while not stop.is_set():
                 evaluator.sink.wait_for_change(1.0)
@@ -204,4 +282,3 @@ def run(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     return EXIT_OK
-

@@ -56,15 +56,20 @@ def load_script() -> list[ScriptedQuestion]:
                 obj = json.loads(line)
                 out.append(ScriptedQuestion(str(obj["question"]), str(obj["answer"])))
             except (ValueError, KeyError) as exc:
-                raise ValueError(f"consumers/ragtrace_consumers/demo/questions.jsonl, line {number}: {exc}") from None
+                raise ValueError(
+                    f"consumers/ragtrace_consumers/demo/questions.jsonl, line {number}: {exc}"
+                ) from None
     return out
 
 
 class DemoApp:
     """Answers the scripted questions: retrieve the top :data:`TOP_K`, then generate."""
 
-    def __init__(self, passages: Sequence[Passage] | None = None,
-                 script: Sequence[ScriptedQuestion] | None = None) -> None:
+    def __init__(
+        self,
+        passages: Sequence[Passage] | None = None,
+        script: Sequence[ScriptedQuestion] | None = None,
+    ) -> None:
         self._retriever = LexicalRetriever(passages if passages is not None else load_corpus())
         script = load_script() if script is None else script
         self._answers = {q.question: q.answer for q in script}

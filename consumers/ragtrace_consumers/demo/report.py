@@ -54,8 +54,9 @@ def totals(run: DemoRun) -> dict[str, Any]:
         "mean_groundedness": _mean(grounded),
         "avg_gold_size": _mean([float(len(q.gold)) for q in labelled]),
         "unsupported_claims": sum(len(q.unsupported_claims) for q in qs),
-        "escalations": sum(1 for q in qs if q.cell in
-                           ("retrieval_failed", "generation_failed", "both_failed")),
+        "escalations": sum(
+            1 for q in qs if q.cell in ("retrieval_failed", "generation_failed", "both_failed")
+        ),
     }
 
 
@@ -64,8 +65,7 @@ def to_json(run: DemoRun) -> dict[str, object]:
         "judge": {"name": run.judge.name, "model": run.judge.model, "summary": run.judge.summary},
         "k": run.k,
         "recall_definition": run.recall_definition,
-        "thresholds": {"recall": run.recall_threshold,
-                       "groundedness": run.groundedness_threshold},
+        "thresholds": {"recall": run.recall_threshold, "groundedness": run.groundedness_threshold},
         "questions": [q.to_dict() for q in run.questions],
         "cells": cell_counts(run.questions),
         "totals": totals(run),
@@ -85,39 +85,65 @@ def format_text(run: DemoRun) -> str:
     header = f"  {'#':>2}  {'question':<{width}}  recall@{k}  grounded  cell"
     lines += [header, "  " + "-" * (len(header) - 2 + len("generation failed") - len("cell"))]
     for q in run.questions:
-        lines.append(f"  {q.number:>2}  {q.question:<{width}}  {_num(q.recall):>8}  "
-                     f"{_num(q.groundedness):>8}  {CELL_LABELS.get(q.cell, q.cell)}")
+        lines.append(
+            f"  {q.number:>2}  {q.question:<{width}}  {_num(q.recall):>8}  "
+            f"{_num(q.groundedness):>8}  {CELL_LABELS.get(q.cell, q.cell)}"
+        )
         if q.gold and q.recall is not None and q.recall < run.recall_threshold:
-            lines.append(f"  {'':>2}  gold {', '.join(q.gold)} not in the top {k}: "
-                         f"retrieved {', '.join(q.retrieved)}")
+            lines.append(
+                f"  {'':>2}  gold {', '.join(q.gold)} not in the top {k}: "
+                f"retrieved {', '.join(q.retrieved)}"
+            )
         for claim in q.unsupported_claims:
-            lines.append(f"  {'':>2}  not supported by the context: \"{claim}\"")
+            lines.append(f'  {"":>2}  not supported by the context: "{claim}"')
         if q.judge_error:
             lines.append(f"  {'':>2}  judge error: {q.judge_error}")
 
-    lines += ["", (f"Four cells (recall@{k} passes at >= {run.recall_threshold:g}, "
-                   f"groundedness at >= {run.groundedness_threshold:g})")]
-    rows = [("", "grounded", "not grounded"),
-            ("retrieval ok", "fine " + _cell_names(run, "fine"),
-             "generation failed " + _cell_names(run, "generation_failed")),
-            ("retrieval failed", "retrieval failed " + _cell_names(run, "retrieval_failed"),
-             "both failed " + _cell_names(run, "both_failed"))]
+    lines += [
+        "",
+        (
+            f"Four cells (recall@{k} passes at >= {run.recall_threshold:g}, "
+            f"groundedness at >= {run.groundedness_threshold:g})"
+        ),
+    ]
+    rows = [
+        ("", "grounded", "not grounded"),
+        (
+            "retrieval ok",
+            "fine " + _cell_names(run, "fine"),
+            "generation failed " + _cell_names(run, "generation_failed"),
+        ),
+        (
+            "retrieval failed",
+            "retrieval failed " + _cell_names(run, "retrieval_failed"),
+            "both failed " + _cell_names(run, "both_failed"),
+        ),
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
-        lines.append("  " + "  |  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        lines.append(
+            "  " + "  |  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+        )
     counts = cell_counts(run.questions)
-    outside = [f"{counts[c]} {CELL_LABELS[c]} {_cell_names(run, c).split('  ', 1)[-1]}".rstrip()
-               for c in ("unlabelled", "unjudged") if counts[c]]
+    outside = [
+        f"{counts[c]} {CELL_LABELS[c]} {_cell_names(run, c).split('  ', 1)[-1]}".rstrip()
+        for c in ("unlabelled", "unjudged")
+        if counts[c]
+    ]
     if outside:
         lines.append("  outside the table (no label, or no judgement): " + "; ".join(outside))
 
     t = totals(run)
     definition = _DEFINITIONS.get(run.recall_definition, run.recall_definition)
-    recall_line = (f"  recall@{k} ({definition}, average gold-set size "
-                   f"{_num(t['avg_gold_size'])}): {_num(t['mean_recall'])} over "
-                   f"{t['scored_for_recall']} labelled questions")
-    grounded_line = (f"  groundedness: {_num(t['mean_groundedness'])} over {t['judged']} "
-                     f"answers, {t['unsupported_claims']} unsupported claim(s)")
+    recall_line = (
+        f"  recall@{k} ({definition}, average gold-set size "
+        f"{_num(t['avg_gold_size'])}): {_num(t['mean_recall'])} over "
+        f"{t['scored_for_recall']} labelled questions"
+    )
+    grounded_line = (
+        f"  groundedness: {_num(t['mean_groundedness'])} over {t['judged']} "
+        f"answers, {t['unsupported_claims']} unsupported claim(s)"
+    )
     lines += [
         "",
         "Totals",

@@ -24,7 +24,45 @@ __all__ = ["LexicalRetriever", "Passage", "load_corpus", "tokens"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "is", "it", "its", "of", "on", "or", "the", "their", "then", "there", "to", "what", "when", "which", "who", "why", "with", "my", "our", "your", "long"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "the",
+        "their",
+        "then",
+        "there",
+        "to",
+        "what",
+        "when",
+        "which",
+        "who",
+        "why",
+        "with",
+        "my",
+        "our",
+        "your",
+        "long",
+    ]
 )
 
 
@@ -87,7 +125,7 @@ class LexicalRetriever:
             raise ValueError(f"k must be >= 1, got {k}")
         q = set(tokens(query))
         scored = []
-        for passage, words in zip(self._passages, self._words):
+        for passage, words in zip(self._passages, self._words, strict=False):
             score = sum(self._idf[w] for w in q & words)
             if score > 0:
                 scored.append((passage, round(score, 4)))

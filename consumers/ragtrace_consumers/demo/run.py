@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import Judge
 
-__all__ = ["DemoQuestion", "DemoRun", "DemoTimeout", "JudgeDescription", "describe_judge", "run_demo"]
+__all__ = [
+    "DemoQuestion",
+    "DemoRun",
+    "DemoTimeout",
+    "JudgeDescription",
+    "describe_judge",
+    "run_demo",
+]
 
 _QUIET_S = 0.2
 _SERVICE = "lumen-support-bot"
@@ -56,11 +63,20 @@ class DemoQuestion:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "number": self.number, "question": self.question, "trace_id": self.trace_id,
-            "qid": self.qid, "gold": list(self.gold), "retrieved": list(self.retrieved),
-            "answer": self.answer, "cell": self.cell, "recall": self.recall,
-            "hit_rate": self.hit_rate, "groundedness": self.groundedness, "claims": self.claims,
-            "unsupported_claims": list(self.unsupported_claims), "judge_error": self.judge_error,
+            "number": self.number,
+            "question": self.question,
+            "trace_id": self.trace_id,
+            "qid": self.qid,
+            "gold": list(self.gold),
+            "retrieved": list(self.retrieved),
+            "answer": self.answer,
+            "cell": self.cell,
+            "recall": self.recall,
+            "hit_rate": self.hit_rate,
+            "groundedness": self.groundedness,
+            "claims": self.claims,
+            "unsupported_claims": list(self.unsupported_claims),
+            "judge_error": self.judge_error,
         }
 
 
@@ -82,61 +98,83 @@ def describe_judge(judge: Judge) -> JudgeDescription:
     info = judge.info
     if info.name == "lexical":
         threshold = getattr(judge, "threshold", 0.6)
-        summary = (f"lexical (offline: a sentence is supported when at least {threshold:.0%} of "
-                   "its words appear in the retrieved context; set ANTHROPIC_API_KEY to judge "
-                   "with Claude)")
+        summary = (
+            f"lexical (offline: a sentence is supported when at least {threshold:.0%} of "
+            "its words appear in the retrieved context; set ANTHROPIC_API_KEY to judge "
+            "with Claude)"
+        )
     else:
         summary = f"{info.name} (model {info.model})"
     return JudgeDescription(info.name, info.model, summary)
 
 
-def run_demo(*, judge_name: str = "auto", state_path: str | Path | None = None,
-             timeout_s: float = 60.0,
-             progress: Callable[[str], None] = lambda line: None) -> DemoRun:
+def run_demo(
+    *,
+    judge_name: str = "auto",
+    state_path: str | Path | None = None,
+    timeout_s: float = 60.0,
+    progress: Callable[[str], None] = lambda line: None,
+) -> DemoRun:
     """Run the demo end to end; raises :class:`DemoTimeout` if scoring does not finish in time.
 
     ``state_path`` keeps the evaluator's SQLite state there (default: a temporary file removed
     afterwards, so every run starts fresh).
     """
     import ragtrace
-    from ragtrace_consumers.config import ConsumerConfig
-    from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-    from ragtrace_consumers.sqlite_stores import ScoredResult
-    from ragtrace_consumers.demo.app import TOP_K, DemoApp, load_script
     from ragtrace.evaluation.judges import make_judge
     from ragtrace.evaluation.labels import load_labels
+    from ragtrace_consumers.config import ConsumerConfig
+    from ragtrace_consumers.demo.app import TOP_K, DemoApp, load_script
+    from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+    from ragtrace_consumers.sqlite_stores import ScoredResult
 
     tmp = None if state_path is not None else tempfile.mkdtemp(prefix="ragtrace-demo-")
     state = Path(state_path) if state_path is not None else Path(tmp or ".") / "state.sqlite3"
     try:
-        with resources.as_file(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl")) as lp:
+        with resources.as_file(
+            resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl")
+        ) as lp:
             labels = load_labels(lp)
             config = ConsumerConfig.defaults().replace(
-                scoring={"k": TOP_K}, assembly={"quiet_s": _QUIET_S}, judge={"name": judge_name})
+                scoring={"k": TOP_K}, assembly={"quiet_s": _QUIET_S}, judge={"name": judge_name}
+            )
             judge = make_judge(judge_name)
-            settings = EmbeddedSettings(port=0, state_path=state, labels_path=lp,
-                                        metrics_port=None, service_name="ragtrace-demo")
+            settings = EmbeddedSettings(
+                port=0,
+                state_path=state,
+                labels_path=lp,
+                metrics_port=None,
+                service_name="ragtrace-demo",
+            )
             evaluator = EmbeddedEvaluator(settings, config=config, judge=judge)
         description = describe_judge(judge)
         script = load_script()
         asked: list[tuple[str, str, tuple[str, ...], str]] = []
         with evaluator:
             before = len(evaluator.state.results)  # rows of earlier runs in a kept state file
-            progress(f"Embedded evaluator listening on {evaluator.endpoint} (OTLP/HTTP, this "
-                     "process: no Kafka, no Redis)")
+            progress(
+                f"Embedded evaluator listening on {evaluator.endpoint} (OTLP/HTTP, this "
+                "process: no Kafka, no Redis)"
+            )
             progress(f"Judge: {description.summary}")
-            progress(f"Asking the demo app {len(script)} questions "
-                     f"({len(labels)} of them labelled):")
-            provider = ragtrace.configure(service_name=_SERVICE, endpoint=evaluator.endpoint,
-                                          enabled=True, capture_content=True)
+            progress(
+                f"Asking the demo app {len(script)} questions ({len(labels)} of them labelled):"
+            )
+            provider = ragtrace.configure(
+                service_name=_SERVICE,
+                endpoint=evaluator.endpoint,
+                enabled=True,
+                capture_content=True,
+            )
             app = DemoApp(script=script)
             width = len(str(len(script)))
             for n, item in enumerate(script, start=1):
                 answer = app.answer(item.question)
-                asked.append((item.question, app.last_trace_id or "", app.last_retrieved,
-                              answer))
-                progress(f"  [{n:>{width}}/{len(script)}] {item.question}  ->  retrieved "
-                         f"{', '.join(app.last_retrieved) or 'nothing'}")
+                asked.append((item.question, app.last_trace_id or "", app.last_retrieved, answer))
+                progress(
+                    f"  [{n:>{width}}/{len(script)}] {item.question}  ->  retrieved "
+                    f"{', '.join(app.last_retrieved) or 'nothing'}"
+                )
             force_flush = getattr(provider, "force_flush", None)
             if force_flush is not None:
                 force_flush()
@@ -146,12 +184,16 @@ def run_demo(*, judge_name: str = "auto", state_path: str | Path | None = None,
             while len(by_trace) < len(asked):
                 rows = evaluator.wait_for_results(seen + 1, timeout_s)
                 if len(rows) <= seen:
-                    raise DemoTimeout(f"only {len(by_trace)} of {len(asked)} questions were "
-                                      f"scored within {timeout_s:g}s")
+                    raise DemoTimeout(
+                        f"only {len(by_trace)} of {len(asked)} questions were "
+                        f"scored within {timeout_s:g}s"
+                    )
                 for row in rows[seen:]:
                     by_trace[row.trace_id] = row
-                    progress(f"  scored {len(by_trace)}/{len(asked)}: {row.query}  ->  "
-                             f"{row.cell.replace('_', ' ')}")
+                    progress(
+                        f"  scored {len(by_trace)}/{len(asked)}: {row.query}  ->  "
+                        f"{row.cell.replace('_', ' ')}"
+                    )
                 seen = len(rows)
         gold = {q.qid: tuple(sorted(q.gold)) for q in labels}
         questions = []
@@ -159,19 +201,35 @@ def run_demo(*, judge_name: str = "auto", state_path: str | Path | None = None,
             row = by_trace.get(trace_id)
             if row is None:
                 raise DemoTimeout(f"question {n} (trace {trace_id}) was not scored")
-            questions.append(DemoQuestion(
-                number=n, question=question, trace_id=trace_id, retrieved=retrieved,
-                answer=answer, qid=row.question_id, gold=gold.get(row.question_id or "", ()),
-                cell=row.cell, recall=row.recall, hit_rate=row.hit_rate,
-                groundedness=row.groundedness, claims=row.claims,
-                unsupported_claims=row.unsupported_claims, judge_error=row.judge_error))
-        return DemoRun(judge=description, k=TOP_K,
-                       recall_definition=config.scoring.recall_definition,
-                       recall_threshold=config.scoring.recall_threshold,
-                       groundedness_threshold=config.scoring.groundedness_threshold,
-                       labelled_questions=len(labels), questions=tuple(questions),
-                       endpoint=evaluator.endpoint,
-                       state_path=None if tmp is not None else str(state))
+            questions.append(
+                DemoQuestion(
+                    number=n,
+                    question=question,
+                    trace_id=trace_id,
+                    retrieved=retrieved,
+                    answer=answer,
+                    qid=row.question_id,
+                    gold=gold.get(row.question_id or "", ()),
+                    cell=row.cell,
+                    recall=row.recall,
+                    hit_rate=row.hit_rate,
+                    groundedness=row.groundedness,
+                    claims=row.claims,
+                    unsupported_claims=row.unsupported_claims,
+                    judge_error=row.judge_error,
+                )
+            )
+        return DemoRun(
+            judge=description,
+            k=TOP_K,
+            recall_definition=config.scoring.recall_definition,
+            recall_threshold=config.scoring.recall_threshold,
+            groundedness_threshold=config.scoring.groundedness_threshold,
+            labelled_questions=len(labels),
+            questions=tuple(questions),
+            endpoint=evaluator.endpoint,
+            state_path=None if tmp is not None else str(state),
+        )
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -43,8 +43,10 @@ class SpanReading:
 
     def summary(self) -> dict[str, object]:
         """Plain data for ``ragtrace inspect`` (texts shortened)."""
-        out: dict[str, object] = {"reader": self.reader,
-                                  "role": self.role.value if self.role else "ignored"}
+        out: dict[str, object] = {
+            "reader": self.reader,
+            "role": self.role.value if self.role else "ignored",
+        }
         if self.query is not None:
             out["query"] = self.query
         if self.chunks:
@@ -89,7 +91,7 @@ def json_or_none(text: str | None) -> object | None:
     import json
 
     stripped = text.strip()
-    if not stripped or stripped[0] not in "{[\"":
+    if not stripped or stripped[0] not in '{["':
         return None
     try:
         parsed: object = json.loads(stripped)

@@ -16,8 +16,17 @@ from collections.abc import Mapping
 
 __all__ = ["extract_answer", "unwrap"]
 
-_TEXT_KEYS = ("answer", "output", "outputs", "response", "text", "content", "result",
-              "completion", "message")
+_TEXT_KEYS = (
+    "answer",
+    "output",
+    "outputs",
+    "response",
+    "text",
+    "content",
+    "result",
+    "completion",
+    "message",
+)
 
 
 def _parts_text(parts: list[object]) -> str | None:
@@ -48,8 +57,11 @@ def _message_text(message: Mapping[str, object]) -> str | None:
 
 
 def _is_message(item: object) -> bool:
-    return isinstance(item, Mapping) and ("role" in item or "type" in item) and any(
-        k in item for k in ("content", "parts", "kwargs"))
+    return (
+        isinstance(item, Mapping)
+        and ("role" in item or "type" in item)
+        and any(k in item for k in ("content", "parts", "kwargs"))
+    )
 
 
 def unwrap(value: object, depth: int = 0) -> str | None:
@@ -62,8 +74,12 @@ def unwrap(value: object, depth: int = 0) -> str | None:
         if not value:
             return None
         if all(_is_message(m) for m in value):
-            assistant = [m for m in value if isinstance(m, Mapping) and str(
-                m.get("role", m.get("type", ""))) in ("assistant", "ai", "model", "bot")]
+            assistant = [
+                m
+                for m in value
+                if isinstance(m, Mapping)
+                and str(m.get("role", m.get("type", ""))) in ("assistant", "ai", "model", "bot")
+            ]
             chosen = (assistant or value)[-1]
             assert isinstance(chosen, Mapping)
             return _message_text(chosen)
@@ -103,15 +119,14 @@ def unwrap(value: object, depth: int = 0) -> str | None:
     return None
 
 
-def extract_answer(raw: str | None, mime_type: str | None = None
-                   ) -> tuple[str | None, str | None]:
+def extract_answer(raw: str | None, mime_type: str | None = None) -> tuple[str | None, str | None]:
     """``(answer, problem)`` for a span's recorded output: plain text as is, a JSON envelope
     unwrapped; ``problem`` says why a present output yields no answer."""
     if raw is None:
         return None, None
     stripped = raw.strip()
     declared_json = "json" in (mime_type or "")
-    if not declared_json and (not stripped or stripped[0] not in "{[\""):
+    if not declared_json and (not stripped or stripped[0] not in '{["'):
         return raw, None
     try:
         parsed = json.loads(stripped)

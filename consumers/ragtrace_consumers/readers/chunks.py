@@ -25,7 +25,14 @@ __all__ = [
 ]
 
 DEFAULT_METADATA_ID_KEYS: tuple[str, ...] = (
-    "id", "doc_id", "document_id", "chunk_id", "node_id", "_id", "uuid")
+    "id",
+    "doc_id",
+    "document_id",
+    "chunk_id",
+    "node_id",
+    "_id",
+    "uuid",
+)
 """Metadata keys tried, in order, for a document's ID (configurable: ``mapping.metadata_id_keys``)."""
 _POSITION_KEYS = ("chunk_index", "start_index", "position", "page", "row")
 HASH_PREFIX = "sha256:"
@@ -48,8 +55,9 @@ def _scalar_id(value: object) -> str | None:
     return None
 
 
-def metadata_id(metadata: Mapping[str, object] | None,
-                keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> str | None:
+def metadata_id(
+    metadata: Mapping[str, object] | None, keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS
+) -> str | None:
     """A document's ID from its metadata, or None."""
     if not metadata:
         return None
@@ -92,8 +100,13 @@ def _metadata(value: object) -> Mapping[str, object] | None:
     return None
 
 
-def chunk(raw_id: object, text: object, score: object, metadata: object = None,
-          keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> Chunk | None:
+def chunk(
+    raw_id: object,
+    text: object,
+    score: object,
+    metadata: object = None,
+    keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS,
+) -> Chunk | None:
     """One chunk: ID field, else metadata ID, else a hashed content ID; None with neither an ID
     nor a text."""
     body = text if isinstance(text, str) else None
@@ -123,18 +136,20 @@ def _document(item: object, keys: Sequence[str]) -> Chunk | None:
             doc = {**inner, **{k: v for k, v in doc.items() if k != wrapper}}
     text = next((doc[k] for k in _TEXT_KEYS if isinstance(doc.get(k), str)), None)
     score = next((doc[k] for k in _SCORE_KEYS if k in doc), None)
-    raw_id = next((doc[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_")
-                   if _scalar_id(doc.get(k))), None)
+    raw_id = next(
+        (doc[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_") if _scalar_id(doc.get(k))),
+        None,
+    )
     return chunk(raw_id, text, score, doc.get("metadata"), keys)
 
 
-def chunks_from_json(value: object, keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS
-                     ) -> tuple[Chunk, ...]:
+def chunks_from_json(
+    value: object, keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS
+) -> tuple[Chunk, ...]:
     """Documents from parsed JSON: a list of documents (dicts or strings), or a mapping holding
     one under ``documents``/``docs``/``results``/``nodes``/``source_nodes``/``outputs``."""
     if isinstance(value, Mapping):
-        for key in ("documents", "docs", "results", "nodes", "source_nodes", "outputs",
-                    "output"):
+        for key in ("documents", "docs", "results", "nodes", "source_nodes", "outputs", "output"):
             if isinstance(value.get(key), list):
                 value = value[key]
                 break

@@ -32,7 +32,8 @@ _COMPLETION = re.compile(r"^gen_ai\.completion\.(\d+)\.content$")
 
 def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
     found: str | None = text_attr(attrs, semconv.GEN_AI_RESPONSE_MODEL) or text_attr(
-        attrs, semconv.GEN_AI_REQUEST_MODEL)
+        attrs, semconv.GEN_AI_REQUEST_MODEL
+    )
     return found
 
 
@@ -50,20 +51,30 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
     """A GenAI generation span's answer, model and response ID."""
     answer, problem = extract_answer(text_attr(attrs, OUTPUT_MESSAGES), "application/json")
     if answer is None:
-        indexed = sorted((int(m.group(1)), v) for k, v in attrs.items()
-                         if (m := _COMPLETION.match(k)) and isinstance(v, str))
+        indexed = sorted(
+            (int(m.group(1)), v)
+            for k, v in attrs.items()
+            if (m := _COMPLETION.match(k)) and isinstance(v, str)
+        )
         if indexed:
             answer, problem = extract_answer(indexed[0][1])
-    return SpanReading(name, Role.GENERATION, query=_last_user_text(attrs), answer=answer,
-                       answer_problem=problem, model=_model(attrs),
-                       response_id=text_attr(attrs, RESPONSE_ID))
+    return SpanReading(
+        name,
+        Role.GENERATION,
+        query=_last_user_text(attrs),
+        answer=answer,
+        answer_problem=problem,
+        model=_model(attrs),
+        response_id=text_attr(attrs, RESPONSE_ID),
+    )
 
 
 class GenAIReader:
     name = "genai"
 
-    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                 ) -> None:
+    def __init__(
+        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+    ) -> None:
         self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
@@ -75,9 +86,12 @@ class GenAIReader:
             return None
         if operation == semconv.GEN_AI_OPERATION_RETRIEVAL:
             docs = json_or_none(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_DOCUMENTS))
-            return SpanReading(self.name, Role.RETRIEVAL,
-                               query=text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT),
-                               chunks=chunk_ids.chunks_from_json(docs, self._keys))
+            return SpanReading(
+                self.name,
+                Role.RETRIEVAL,
+                query=text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT),
+                chunks=chunk_ids.chunks_from_json(docs, self._keys),
+            )
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
         return SpanReading(self.name, None)

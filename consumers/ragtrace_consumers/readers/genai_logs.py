@@ -25,8 +25,14 @@ EVENT_SPAN_ID = "ragtrace.log_event.span_id"
 DETAILS = "gen_ai.client.inference.operation.details"
 CHOICE = "gen_ai.choice"
 EVENT_NAMES = frozenset({DETAILS, CHOICE})
-_COPIED = ("gen_ai.operation.name", "gen_ai.response.id", "gen_ai.response.model",
-           "gen_ai.request.model", "gen_ai.input.messages", "gen_ai.output.messages")
+_COPIED = (
+    "gen_ai.operation.name",
+    "gen_ai.response.id",
+    "gen_ai.response.model",
+    "gen_ai.request.model",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+)
 
 
 def _value(v: Any) -> object:
@@ -57,18 +63,31 @@ def spans_from_logs(request: Any) -> list[SpanRecord]:
     """The GenAI content events of an ``ExportLogsServiceRequest`` as spans (others ignored)."""
     out: list[SpanRecord] = []
     for rl in request.resource_logs:
-        service = next((kv.value.string_value for kv in rl.resource.attributes
-                        if kv.key == "service.name"), "") or "unknown_service"
+        service = (
+            next(
+                (
+                    kv.value.string_value
+                    for kv in rl.resource.attributes
+                    if kv.key == "service.name"
+                ),
+                "",
+            )
+            or "unknown_service"
+        )
         for sl in rl.scope_logs:
             for i, record in enumerate(sl.log_records):
                 attrs = {kv.key: _value(kv.value) for kv in record.attributes}
                 name = record.event_name or str(attrs.get("event.name", ""))
-                if name not in EVENT_NAMES or len(record.span_id) != 8 \
-                        or len(record.trace_id) != 16:
+                if (
+                    name not in EVENT_NAMES
+                    or len(record.span_id) != 8
+                    or len(record.trace_id) != 16
+                ):
                     continue
                 span_id = record.span_id.hex()
-                out_attrs: dict[str, Any] = {k: _scalar(attrs[k]) for k in _COPIED
-                                             if attrs.get(k) is not None}
+                out_attrs: dict[str, Any] = {
+                    k: _scalar(attrs[k]) for k in _COPIED if attrs.get(k) is not None
+                }
                 if name == CHOICE:
                     body = _value(record.body)
                     message = body.get("message") if isinstance(body, dict) else None
@@ -76,14 +95,24 @@ def spans_from_logs(request: Any) -> list[SpanRecord]:
                     if not isinstance(content, str):
                         continue
                     out_attrs["gen_ai.output.messages"] = json.dumps(
-                        [{"role": "assistant", "parts": [{"type": "text", "content": content}]}])
+                        [{"role": "assistant", "parts": [{"type": "text", "content": content}]}]
+                    )
                 if "gen_ai.output.messages" not in out_attrs:
                     continue
                 out_attrs.setdefault("gen_ai.operation.name", "chat")
                 out_attrs[EVENT_SPAN_ID] = span_id
                 at = int(record.time_unix_nano or record.observed_time_unix_nano)
-                out.append(SpanRecord(
-                    trace_id=record.trace_id.hex(), span_id=_derived_id(span_id, i, name),
-                    parent_span_id=span_id, name=name, scope=sl.scope.name or "unknown",
-                    service=service, start_ns=at, end_ns=at, attributes=out_attrs))
+                out.append(
+                    SpanRecord(
+                        trace_id=record.trace_id.hex(),
+                        span_id=_derived_id(span_id, i, name),
+                        parent_span_id=span_id,
+                        name=name,
+                        scope=sl.scope.name or "unknown",
+                        service=service,
+                        start_ns=at,
+                        end_ns=at,
+                        attributes=out_attrs,
+                    )
+                )
     return out

@@ -41,8 +41,9 @@ def _query(raw: str | None) -> str | None:
 class LangfuseReader:
     name = "langfuse"
 
-    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                 ) -> None:
+    def __init__(
+        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+    ) -> None:
         self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
@@ -51,15 +52,27 @@ class LangfuseReader:
         if kind is None:
             return None
         if kind == "retriever":
-            return SpanReading(self.name, Role.RETRIEVAL, query=_query(text_attr(attrs, INPUT)),
-                               chunks=chunk_ids.chunks_from_json(
-                                   json_or_none(text_attr(attrs, OUTPUT)), self._keys))
+            return SpanReading(
+                self.name,
+                Role.RETRIEVAL,
+                query=_query(text_attr(attrs, INPUT)),
+                chunks=chunk_ids.chunks_from_json(
+                    json_or_none(text_attr(attrs, OUTPUT)), self._keys
+                ),
+            )
         if kind == "generation":
             answer, problem = extract_answer(text_attr(attrs, OUTPUT))
-            return SpanReading(self.name, Role.GENERATION, answer=answer,
-                               answer_problem=problem, model=text_attr(attrs, MODEL))
+            return SpanReading(
+                self.name,
+                Role.GENERATION,
+                answer=answer,
+                answer_problem=problem,
+                model=text_attr(attrs, MODEL),
+            )
         if span.parent_span_id is None:
-            return SpanReading(self.name, Role.PIPELINE,
-                               query=_query(text_attr(attrs, INPUT) or
-                                            text_attr(attrs, _TRACE_INPUT)))
+            return SpanReading(
+                self.name,
+                Role.PIPELINE,
+                query=_query(text_attr(attrs, INPUT) or text_attr(attrs, _TRACE_INPUT)),
+            )
         return SpanReading(self.name, None)

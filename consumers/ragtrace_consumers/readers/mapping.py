@@ -86,7 +86,7 @@ def _walk(value: object, steps: list[tuple[str | None, str | None]]) -> object:
         elif index == "*":
             if not isinstance(value, list):
                 return None
-            return [_walk(item, steps[i + 1:]) for item in value]
+            return [_walk(item, steps[i + 1 :]) for item in value]
         else:
             if not isinstance(value, list) or int(str(index)) >= len(value):
                 return None
@@ -126,13 +126,18 @@ def _as_list(value: object) -> list[object] | None:
 class MappingReader:
     name = "mapping"
 
-    def __init__(self, rules: MappingRules,
-                 metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS) -> None:
+    def __init__(
+        self,
+        rules: MappingRules,
+        metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
+    ) -> None:
         self.rules = rules
         self._keys = tuple(metadata_id_keys)
-        self._roles = {rules.retrieval_value: Role.RETRIEVAL,
-                       rules.generation_value: Role.GENERATION,
-                       rules.pipeline_value: Role.PIPELINE}
+        self._roles = {
+            rules.retrieval_value: Role.RETRIEVAL,
+            rules.generation_value: Role.GENERATION,
+            rules.pipeline_value: Role.PIPELINE,
+        }
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         r = self.rules
@@ -146,10 +151,10 @@ class MappingReader:
             return SpanReading(self.name, role, query=query, chunks=self._chunks(attrs))
         if role is Role.GENERATION:
             raw = resolve(attrs, r.answer)
-            answer, problem = extract_answer(raw if isinstance(raw, str) else (
-                None if raw is None else json.dumps(raw)))
-            return SpanReading(self.name, role, query=query, answer=answer,
-                               answer_problem=problem)
+            answer, problem = extract_answer(
+                raw if isinstance(raw, str) else (None if raw is None else json.dumps(raw))
+            )
+            return SpanReading(self.name, role, query=query, answer=answer, answer_problem=problem)
         return SpanReading(self.name, role, query=query if role else None)
 
     def _chunks(self, attrs: Mapping[str, AttributeValue]) -> tuple[Chunk, ...]:
@@ -164,16 +169,23 @@ class MappingReader:
         ids = _as_list(resolve(attrs, r.chunk_ids))
         texts = _as_list(resolve(attrs, r.chunk_texts))
         scores = _as_list(resolve(attrs, r.chunk_scores))
-        n = max(len(base), *(len(x) for x in (ids, texts, scores) if x is not None), 0) \
-            if any(x is not None for x in (ids, texts, scores)) else len(base)
+        n = (
+            max(len(base), *(len(x) for x in (ids, texts, scores) if x is not None), 0)
+            if any(x is not None for x in (ids, texts, scores))
+            else len(base)
+        )
         out: list[Chunk] = []
         for i in range(n):
             b = base[i] if i < len(base) else None
-            raw_id = ids[i] if ids is not None and i < len(ids) else (
-                None if b is None or b.hashed else b.id)
+            raw_id = (
+                ids[i]
+                if ids is not None and i < len(ids)
+                else (None if b is None or b.hashed else b.id)
+            )
             text = texts[i] if texts is not None and i < len(texts) else (b.text if b else None)
-            score = scores[i] if scores is not None and i < len(scores) else (
-                b.score if b else None)
+            score = (
+                scores[i] if scores is not None and i < len(scores) else (b.score if b else None)
+            )
             c = chunk_ids.chunk(raw_id, text, score)
             if c is not None:
                 out.append(c)

@@ -40,8 +40,7 @@ _KIND_ROLE = {
     semconv.SpanKind.LLM: Role.GENERATION,
     semconv.SpanKind.CHAIN: Role.PIPELINE,
 }
-_RETRIEVAL_KEY = re.compile(
-    r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
+_RETRIEVAL_KEY = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
 _OUTPUT_MESSAGE = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
 
 
@@ -50,22 +49,26 @@ def kind_role(attrs: Mapping[str, AttributeValue]) -> Role | None:
     return _KIND_ROLE.get(kind.upper()) if isinstance(kind, str) else None
 
 
-def indexed_documents(attrs: Mapping[str, AttributeValue], pattern: re.Pattern[str],
-                      keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                      ) -> tuple[Chunk, ...]:
+def indexed_documents(
+    attrs: Mapping[str, AttributeValue],
+    pattern: re.Pattern[str],
+    keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
+) -> tuple[Chunk, ...]:
     found: dict[int, dict[str, AttributeValue]] = {}
     for key, value in attrs.items():
         m = pattern.match(key)
         if m:
             found.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    out = (chunk_ids.chunk(f.get("id"), f.get("content"), f.get("score"), f.get("metadata"),
-                           keys) for _, f in sorted(found.items()))
+    out = (
+        chunk_ids.chunk(f.get("id"), f.get("content"), f.get("score"), f.get("metadata"), keys)
+        for _, f in sorted(found.items())
+    )
     return tuple(c for c in out if c is not None)
 
 
-def retrieval_documents(attrs: Mapping[str, AttributeValue],
-                        keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                        ) -> tuple[Chunk, ...]:
+def retrieval_documents(
+    attrs: Mapping[str, AttributeValue], keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+) -> tuple[Chunk, ...]:
     return indexed_documents(attrs, _RETRIEVAL_KEY, keys)
 
 
@@ -87,12 +90,16 @@ def _query(attrs: Mapping[str, AttributeValue]) -> str | None:
 
 
 def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None]:
-    answer, problem = extract_answer(text_attr(attrs, semconv.OUTPUT_VALUE),
-                                     text_attr(attrs, semconv.OUTPUT_MIME_TYPE))
+    answer, problem = extract_answer(
+        text_attr(attrs, semconv.OUTPUT_VALUE), text_attr(attrs, semconv.OUTPUT_MIME_TYPE)
+    )
     if answer is not None:
         return answer, None
-    messages = sorted((int(m.group(1)), v) for k, v in attrs.items()
-                      if (m := _OUTPUT_MESSAGE.match(k)) and isinstance(v, str))
+    messages = sorted(
+        (int(m.group(1)), v)
+        for k, v in attrs.items()
+        if (m := _OUTPUT_MESSAGE.match(k)) and isinstance(v, str)
+    )
     if messages:
         return messages[-1][1], None
     return None, problem
@@ -101,8 +108,9 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
 class OpenInferenceReader:
     name = "openinference"
 
-    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                 ) -> None:
+    def __init__(
+        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+    ) -> None:
         self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
@@ -111,12 +119,14 @@ class OpenInferenceReader:
             return None
         role = kind_role(attrs)
         if role is Role.RETRIEVAL:
-            return SpanReading(self.name, role, query=_query(attrs),
-                               chunks=retrieval_documents(attrs, self._keys))
+            return SpanReading(
+                self.name, role, query=_query(attrs), chunks=retrieval_documents(attrs, self._keys)
+            )
         if role is Role.GENERATION:
             answer, problem = _answer(attrs)
-            return SpanReading(self.name, role, answer=answer, answer_problem=problem,
-                               model=model_of(attrs))
+            return SpanReading(
+                self.name, role, answer=answer, answer_problem=problem, model=model_of(attrs)
+            )
         if role is Role.PIPELINE:
             return SpanReading(self.name, role, query=_query(attrs))
         return SpanReading(self.name, None)

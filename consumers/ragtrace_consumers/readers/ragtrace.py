@@ -43,18 +43,34 @@ class RagtraceReader:
             else:
                 role = Role.PIPELINE
         if role is Role.RETRIEVAL:
-            return SpanReading(self.name, role, query=text_attr(attrs, semconv.INPUT_VALUE),
-                               chunks=openinference.retrieval_documents(attrs))
+            return SpanReading(
+                self.name,
+                role,
+                query=text_attr(attrs, semconv.INPUT_VALUE),
+                chunks=openinference.retrieval_documents(attrs),
+            )
         if role is Role.GENERATION:
             context = openinference.indexed_documents(attrs, _CONTEXT_KEY)
             listed = context if context else None
             count = attrs.get(semconv.RAGTRACE_CONTEXT_COUNT)
-            if listed is None and isinstance(count, int) and not isinstance(count, bool) \
-                    and count == 0:
+            if (
+                listed is None
+                and isinstance(count, int)
+                and not isinstance(count, bool)
+                and count == 0
+            ):
                 listed = ()
-            return SpanReading(self.name, role, query=text_attr(attrs, semconv.INPUT_VALUE),
-                               context=listed, answer=text_attr(attrs, semconv.OUTPUT_VALUE),
-                               model=model_of(attrs))
-        query = None if "json" in (text_attr(attrs, semconv.INPUT_MIME_TYPE) or "") \
+            return SpanReading(
+                self.name,
+                role,
+                query=text_attr(attrs, semconv.INPUT_VALUE),
+                context=listed,
+                answer=text_attr(attrs, semconv.OUTPUT_VALUE),
+                model=model_of(attrs),
+            )
+        query = (
+            None
+            if "json" in (text_attr(attrs, semconv.INPUT_MIME_TYPE) or "")
             else text_attr(attrs, semconv.INPUT_VALUE)
+        )
         return SpanReading(self.name, role, query=query)

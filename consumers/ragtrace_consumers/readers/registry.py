@@ -31,7 +31,9 @@ __all__ = ["SpanReaders", "default_readers", "is_evaluation_span", "use_readers"
 
 def is_evaluation_span(span: SpanRecord) -> bool:
     """True for spans the consumers wrote back: never scored."""
-    return span.scope == semconv.EVALUATION_SCOPE or span.attributes.get(semconv.EVAL_MARKER) is True
+    return (
+        span.scope == semconv.EVALUATION_SCOPE or span.attributes.get(semconv.EVAL_MARKER) is True
+    )
 
 
 class SpanReaders:
@@ -46,15 +48,22 @@ class SpanReaders:
         self._memo_size = memo_size
 
     @classmethod
-    def build(cls, mapping: MappingRules | None = None,
-              metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-              ) -> SpanReaders:
+    def build(
+        cls,
+        mapping: MappingRules | None = None,
+        metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
+    ) -> SpanReaders:
         keys = tuple(metadata_id_keys)
         readers: list[Reader] = []
         if mapping is not None and mapping.enabled:
             readers.append(MappingReader(mapping, keys))
-        readers += [RagtraceReader(), LangfuseReader(keys), OpenInferenceReader(keys),
-                    TraceloopReader(keys), GenAIReader(keys)]
+        readers += [
+            RagtraceReader(),
+            LangfuseReader(keys),
+            OpenInferenceReader(keys),
+            TraceloopReader(keys),
+            GenAIReader(keys),
+        ]
         return cls(readers)
 
     def read(self, span: SpanRecord) -> SpanReading | None:

@@ -52,8 +52,9 @@ def _query_of(value: Mapping[str, object]) -> str | None:
 class TraceloopReader:
     name = "traceloop"
 
-    def __init__(self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-                 ) -> None:
+    def __init__(
+        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
+    ) -> None:
         self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
@@ -64,17 +65,22 @@ class TraceloopReader:
             if "llm.request.type" in attrs:  # OpenLLMetry's LLM spans before GenAI semconv
                 return generation_reading(self.name, attrs)
             return None
-        if operation in _RETRIEVE_OPERATIONS or span.name.endswith((".retrieve",
-                                                                     "vector_db_retrieve")):
+        if operation in _RETRIEVE_OPERATIONS or span.name.endswith(
+            (".retrieve", "vector_db_retrieve")
+        ):
             output = json_or_none(text_attr(attrs, ENTITY_OUTPUT))
             if isinstance(output, Mapping) and isinstance(output.get("outputs"), (list, dict)):
                 output = output["outputs"]
-            return SpanReading(self.name, Role.RETRIEVAL,
-                               query=_query(text_attr(attrs, ENTITY_INPUT)),
-                               chunks=chunk_ids.chunks_from_json(output, self._keys))
+            return SpanReading(
+                self.name,
+                Role.RETRIEVAL,
+                query=_query(text_attr(attrs, ENTITY_INPUT)),
+                chunks=chunk_ids.chunks_from_json(output, self._keys),
+            )
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
         if kind == "workflow":
-            return SpanReading(self.name, Role.PIPELINE,
-                               query=_query(text_attr(attrs, ENTITY_INPUT)))
+            return SpanReading(
+                self.name, Role.PIPELINE, query=_query(text_attr(attrs, ENTITY_INPUT))
+            )
         return SpanReading(self.name, None)

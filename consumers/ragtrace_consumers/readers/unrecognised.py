@@ -31,13 +31,19 @@ _log = logging.getLogger(__name__)
 class UnrecognisedSpans:
     """Counts and logs (once per scope) the spans no reader recognises."""
 
-    def __init__(self, meter_provider: metrics.MeterProvider | None = None, *,
-                 readers: SpanReaders | None = None, max_scopes: int = 200) -> None:
-        meter = (meter_provider or metrics.get_meter_provider()).get_meter(
-            semconv.EVALUATION_SCOPE)
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider | None = None,
+        *,
+        readers: SpanReaders | None = None,
+        max_scopes: int = 200,
+    ) -> None:
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(semconv.EVALUATION_SCOPE)
         self._counter = meter.create_counter(
-            METRIC_SPANS_UNRECOGNISED, unit="{span}",
-            description="Spans no reader recognised (no known RAG dialect), by scope")
+            METRIC_SPANS_UNRECOGNISED,
+            unit="{span}",
+            description="Spans no reader recognised (no known RAG dialect), by scope",
+        )
         self._readers = readers
         self._max_scopes = max_scopes
         self._seen: set[str] = set()
@@ -62,8 +68,11 @@ class UnrecognisedSpans:
                     _log.warning(
                         "spans of instrumentation scope %r match no RAG dialect ragtrace reads "
                         "(span %r, attribute keys: %s); they are not scored. If they are RAG "
-                        "steps, configure the 'mapping' section", scope, span.name,
-                        ", ".join(sorted(span.attributes)) or "none")
+                        "steps, configure the 'mapping' section",
+                        scope,
+                        span.name,
+                        ", ".join(sorted(span.attributes)) or "none",
+                    )
                 counts[label] = counts.get(label, 0) + 1
             for label, n in counts.items():
                 self._counter.add(n, {ATTR_SCOPE: label})

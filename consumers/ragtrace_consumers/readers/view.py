@@ -20,21 +20,34 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ragtrace import semconv
+from ragtrace.normalize import question_sha256
 from ragtrace_consumers.model import AttributeValue, Chunk, RagTrace, SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import Role, SpanReading
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
-from ragtrace.normalize import question_sha256
 
 __all__ = ["read_trace", "to_rag_trace", "user_attributes"]
 
 # Attribute namespaces that describe the RAG step itself, not the user's request: everything
 # else on the pipeline span is a user attribute (route, tenant, …) sampling rules can match.
 _RESERVED_PREFIXES = (
-    "ragtrace.", "input.", "output.", "retrieval.", "llm.", "gen_ai.", "openinference.",
-    "embedding.", "reranker.", "tool.", "message.", "metadata", "code.", "thread.",
-    "traceloop.", "langfuse.",
+    "ragtrace.",
+    "input.",
+    "output.",
+    "retrieval.",
+    "llm.",
+    "gen_ai.",
+    "openinference.",
+    "embedding.",
+    "reranker.",
+    "tool.",
+    "message.",
+    "metadata",
+    "code.",
+    "thread.",
+    "traceloop.",
+    "langfuse.",
 )
 
 Read = tuple[SpanRecord, SpanReading]
@@ -50,12 +63,14 @@ def _as_str(value: AttributeValue) -> str:
 
 def user_attributes(span: SpanRecord) -> dict[str, str]:
     """The span's attributes outside the RAG namespaces, as strings (sampling rules match them)."""
-    return {k: _as_str(v) for k, v in span.attributes.items()
-            if not k.startswith(_RESERVED_PREFIXES)}
+    return {
+        k: _as_str(v) for k, v in span.attributes.items() if not k.startswith(_RESERVED_PREFIXES)
+    }
 
 
-def read_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
-               ) -> list[tuple[SpanRecord, SpanReading | None]]:
+def read_trace(
+    spans: Sequence[SpanRecord], readers: SpanReaders | None = None
+) -> list[tuple[SpanRecord, SpanReading | None]]:
     """Every span with its reading (None: unrecognised or an evaluation span), input order."""
     readers = readers or default_readers()
     return [(s, readers.read(s)) for s in spans]
@@ -69,9 +84,14 @@ def _dedupe(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
         if first is None:
             by_id[c.id] = c
         elif (first.text is None and c.text is not None) or (
-                first.score is None and c.score is not None):
-            by_id[c.id] = Chunk(c.id, first.text if first.text is not None else c.text,
-                                first.score if first.score is not None else c.score, c.hashed)
+            first.score is None and c.score is not None
+        ):
+            by_id[c.id] = Chunk(
+                c.id,
+                first.text if first.text is not None else c.text,
+                first.score if first.score is not None else c.score,
+                c.hashed,
+            )
     return tuple(by_id.values())
 
 
@@ -99,7 +119,8 @@ def _truncated_content(spans: Iterable[SpanRecord]) -> bool:
         if isinstance(keys, str):
             keys = (keys,)
         if isinstance(keys, (tuple, list)) and any(
-                isinstance(k, str) and k.endswith(".document.content") for k in keys):
+            isinstance(k, str) and k.endswith(".document.content") for k in keys
+        ):
             return True
     return False
 
@@ -108,9 +129,11 @@ def _hash_reason(retrieved: Sequence[Chunk]) -> str | None:
     hashed = sum(1 for c in retrieved if c.hashed)
     if not hashed:
         return None
-    return (f"{hashed} of {len(retrieved)} retrieved chunks carry no ID (no ID field and no "
-            f"metadata key among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}, source): "
-            "their IDs are content hashes, which cannot match gold chunk IDs")
+    return (
+        f"{hashed} of {len(retrieved)} retrieved chunks carry no ID (no ID field and no "
+        f"metadata key among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}, source): "
+        "their IDs are content hashes, which cannot match gold chunk IDs"
+    )
 
 
 def _evaluated(span: SpanRecord) -> str:
@@ -119,8 +142,9 @@ def _evaluated(span: SpanRecord) -> str:
     return owner if isinstance(owner, str) and len(owner) == 16 else span.span_id
 
 
-def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
-                 ) -> RagTrace | None:
+def to_rag_trace(
+    spans: Sequence[SpanRecord], readers: SpanReaders | None = None
+) -> RagTrace | None:
     """The RAG view of one trace's spans (see the module rules); None when they hold no
     retrieval and no generation."""
     if not spans or all(is_evaluation_span(s) for s in spans):
@@ -138,27 +162,43 @@ def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
     pipeline_ids = {s.span_id for s, _ in by_role[Role.PIPELINE]}
     pipelines = sorted(
         (p for p in _preferred(by_role[Role.PIPELINE]) if p[0].parent_span_id not in pipeline_ids),
-        key=lambda p: (p[0].parent_span_id in span_ids, p[0].start_ns))
+        key=lambda p: (p[0].parent_span_id in span_ids, p[0].start_ns),
+    )
     pipeline = pipelines[0] if pipelines else None
     answered = [g for g in generations if g[1].answer]
-    generation = max(answered or generations, key=lambda g: (g[0].end_ns, g[0].start_ns)) \
-        if generations else None
+    generation = (
+        max(answered or generations, key=lambda g: (g[0].end_ns, g[0].start_ns))
+        if generations
+        else None
+    )
 
     retrieved = _dedupe(c for _, r in retrievals for c in r.chunks)
     texts = {c.id: c.text for c in retrieved if c.text is not None}
     listed = generation[1].context if generation is not None else None
-    context = retrieved if listed is None else tuple(
-        c if c.text is not None or c.id not in texts else Chunk(c.id, texts[c.id], c.score,
-                                                                c.hashed)
-        for c in listed)
+    context = (
+        retrieved
+        if listed is None
+        else tuple(
+            c
+            if c.text is not None or c.id not in texts
+            else Chunk(c.id, texts[c.id], c.score, c.hashed)
+            for c in listed
+        )
+    )
 
     query = next((r.query for _, r in retrievals if r.query), None)
     if query is None and generation is not None:
         query = generation[1].query
     if query is None and pipeline is not None:
         query = pipeline[1].query
-    used = [s for s, _ in [*retrievals, *([generation] if generation else []),
-                           *([pipeline] if pipeline else [])]]
+    used = [
+        s
+        for s, _ in [
+            *retrievals,
+            *([generation] if generation else []),
+            *([pipeline] if pipeline else []),
+        ]
+    ]
     ordered = [*used, *spans]
     recorded_sha = _first_attr(ordered, semconv.RAGTRACE_QUERY_SHA256)
     target = pipeline or generation or retrievals[0]
@@ -169,7 +209,8 @@ def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
         if not answer:
             answer_na = g.answer_problem or "the generation span recorded no answer"
     pipeline_name = _first_attr(ordered, semconv.RAGTRACE_PIPELINE_NAME) or (
-        pipeline[0].name if pipeline is not None else None)
+        pipeline[0].name if pipeline is not None else None
+    )
     with_docs = next((s for s, r in retrievals if r.chunks), None)
     live_ends = [s.end_ns for s in spans if not is_evaluation_span(s)]
     return RagTrace(
@@ -190,8 +231,9 @@ def to_rag_trace(spans: Sequence[SpanRecord], readers: SpanReaders | None = None
         has_retrieval=bool(retrievals),
         has_generation=generation is not None,
         ended_ns=max(live_ends),
-        retrieval_span_id=with_docs.span_id if with_docs is not None else (
-            retrievals[0][0].span_id if retrievals else None),
+        retrieval_span_id=with_docs.span_id
+        if with_docs is not None
+        else (retrievals[0][0].span_id if retrievals else None),
         generation_span_id=_evaluated(generation[0]) if generation is not None else None,
         response_id=response_id,
         recall_na_reason=_hash_reason(retrieved),

@@ -89,8 +89,10 @@ def make_judge(name: str = "auto", **options: Any) -> LexicalJudge | AnthropicJu
     if name == "lexical":
         return LexicalJudge(**options)
     if not (options.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")):
-        raise ValueError("the anthropic judge needs an API key: set ANTHROPIC_API_KEY "
-                         "(or use --judge lexical offline)")
+        raise ValueError(
+            "the anthropic judge needs an API key: set ANTHROPIC_API_KEY "
+            "(or use --judge lexical offline)"
+        )
     from .anthropic import AnthropicJudge
 
     return AnthropicJudge(**options)

@@ -51,11 +51,20 @@ RELEVANCY_TOOL: Mapping[str, Any] = {
     "description": "Record the question's information needs and whether the answer addresses each.",
     "input_schema": {
         "type": "object",
-        "properties": {"needs": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"need": {"type": "string"}, "addressed": {"type": "boolean"},
-                           "reason": {"type": "string"}},
-            "required": ["need", "addressed"]}}},
+        "properties": {
+            "needs": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "need": {"type": "string"},
+                        "addressed": {"type": "boolean"},
+                        "reason": {"type": "string"},
+                    },
+                    "required": ["need", "addressed"],
+                },
+            }
+        },
         "required": ["needs"],
     },
 }
@@ -77,27 +86,43 @@ answer states it ("covered"). Report by calling the record_correctness tool once
 CORRECTNESS_TOOL: Mapping[str, Any] = {
     "name": "record_correctness",
     "description": "Record the answer's claims judged against the reference, and which "
-                   "reference facts the answer covers.",
+    "reference facts the answer covers.",
     "input_schema": {
         "type": "object",
         "properties": {
-            "claims": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"claim": {"type": "string"}, "verdict": {
-                    "type": "string", "enum": ["supported", "contradicted", "not_in_reference"]}},
-                "required": ["claim", "verdict"]}},
-            "reference_facts": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"fact": {"type": "string"}, "covered": {"type": "boolean"}},
-                "required": ["fact", "covered"]}},
+            "claims": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "claim": {"type": "string"},
+                        "verdict": {
+                            "type": "string",
+                            "enum": ["supported", "contradicted", "not_in_reference"],
+                        },
+                    },
+                    "required": ["claim", "verdict"],
+                },
+            },
+            "reference_facts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"fact": {"type": "string"}, "covered": {"type": "boolean"}},
+                    "required": ["fact", "covered"],
+                },
+            },
         },
         "required": ["claims", "reference_facts"],
     },
 }
-_CORRECTNESS_MESSAGE = ("<question>\n{question}\n</question>\n\n<reference>\n{reference}\n"
-                        "</reference>\n\n<answer>\n{answer}\n</answer>")
-CORRECTNESS_SHA256 = template_sha256(CORRECTNESS_INSTRUCTIONS, CORRECTNESS_TOOL,
-                                     _CORRECTNESS_MESSAGE)
+_CORRECTNESS_MESSAGE = (
+    "<question>\n{question}\n</question>\n\n<reference>\n{reference}\n"
+    "</reference>\n\n<answer>\n{answer}\n</answer>"
+)
+CORRECTNESS_SHA256 = template_sha256(
+    CORRECTNESS_INSTRUCTIONS, CORRECTNESS_TOOL, _CORRECTNESS_MESSAGE
+)
 _VERDICTS = ("supported", "contradicted", "not_in_reference")
 
 
@@ -106,9 +131,9 @@ def render_relevancy_message(question: str, answer: str) -> str:
 
 
 def render_correctness_message(question: str, answer: str, reference: str) -> str:
-    return _CORRECTNESS_MESSAGE.format(question=escape_data(question),
-                                       reference=escape_data(reference),
-                                       answer=escape_data(answer))
+    return _CORRECTNESS_MESSAGE.format(
+        question=escape_data(question), reference=escape_data(reference), answer=escape_data(answer)
+    )
 
 
 def _items(tool_input: object, key: str) -> list[dict[str, Any]]:
@@ -130,8 +155,13 @@ def score_relevancy(tool_input: object) -> tuple[float, tuple[Mapping[str, objec
     for i, item in enumerate(needs):
         if not isinstance(item.get("need"), str) or not isinstance(item.get("addressed"), bool):
             raise MalformedOutput(f"needs[{i}] needs a string need and a boolean addressed")
-        details.append({"need": item["need"], "addressed": item["addressed"],
-                        "reason": str(item.get("reason", ""))})
+        details.append(
+            {
+                "need": item["need"],
+                "addressed": item["addressed"],
+                "reason": str(item.get("reason", "")),
+            }
+        )
     return sum(bool(d["addressed"]) for d in details) / len(details), tuple(details)
 
 

@@ -103,11 +103,20 @@ class AnthropicJudge:
 
     name = "anthropic"
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None,
-                 base_url: str | None = None, timeout: float = 30.0, max_retries: int = 3,
-                 prices: PriceTable | None = None, max_tokens: int = 4096,
-                 max_retry_wait: float = 60.0, instructions: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        prices: PriceTable | None = None,
+        max_tokens: int = 4096,
+        max_retry_wait: float = 60.0,
+        instructions: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         import anthropic  # the `judge` extra; imported here so the core install never needs it
 
         if model is not None and not model.strip():
@@ -124,8 +133,9 @@ class AnthropicJudge:
         self.instructions = instructions if instructions is not None else GROUNDEDNESS_INSTRUCTIONS
         self._sleep = sleep
         self._anthropic = anthropic
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
-                                           max_retries=0)
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
         self._prompt_sha256 = groundedness_sha256(self.instructions)
         self._served_model: str | None = None
 
@@ -145,43 +155,76 @@ class AnthropicJudge:
         units = tuple(Unit(i, c) for i, c in enumerate(claims, start=1))
         return self._groundedness(render_claims_message(claims, context), context, units, claims)
 
-    def _groundedness(self, message: str, context: Sequence[str], units: tuple[Unit, ...],
-                      given: list[str] | None) -> GroundednessResult:
+    def _groundedness(
+        self, message: str, context: Sequence[str], units: tuple[Unit, ...], given: list[str] | None
+    ) -> GroundednessResult:
         start = time.perf_counter()
         suspect = suspect_documents(context)
         if not units:  # nothing to judge: no call
-            return score_units((), {}, context, self.info, suspect=suspect,
-                               latency_s=time.perf_counter() - start)
+            return score_units(
+                (), {}, context, self.info, suspect=suspect, latency_s=time.perf_counter() - start
+            )
         call = _Call()
         ids = [u.id for u in units]
         try:
-            judged = self._structured(call, self.instructions, GROUNDEDNESS_TOOL, message,
-                                      lambda data: parse_units(data, ids, given))
+            judged = self._structured(
+                call,
+                self.instructions,
+                GROUNDEDNESS_TOOL,
+                message,
+                lambda data: parse_units(data, ids, given),
+            )
         except (MalformedOutput, _Rejected) as exc:
-            return GroundednessResult.failed(str(exc), self._info(call), usage=call.usage,
-                                             cost_usd=self._cost(call),
-                                             latency_s=time.perf_counter() - start,
-                                             injection_suspected=suspect)
-        return score_units(units, judged, context, self._info(call), suspect=suspect,
-                           answer_mode=given is None, usage=call.usage,
-                           cost_usd=self._cost(call), latency_s=time.perf_counter() - start)
+            return GroundednessResult.failed(
+                str(exc),
+                self._info(call),
+                usage=call.usage,
+                cost_usd=self._cost(call),
+                latency_s=time.perf_counter() - start,
+                injection_suspected=suspect,
+            )
+        return score_units(
+            units,
+            judged,
+            context,
+            self._info(call),
+            suspect=suspect,
+            answer_mode=given is None,
+            usage=call.usage,
+            cost_usd=self._cost(call),
+            latency_s=time.perf_counter() - start,
+        )
 
     # --- adjacent metrics -----------------------------------------------------------------
     def answer_relevancy(self, question: str, answer: str) -> MetricResult:
-        return self._metric("answer_relevancy", RELEVANCY_INSTRUCTIONS, RELEVANCY_TOOL,
-                            RELEVANCY_SHA256, render_relevancy_message(question, answer),
-                            score_relevancy)
+        return self._metric(
+            "answer_relevancy",
+            RELEVANCY_INSTRUCTIONS,
+            RELEVANCY_TOOL,
+            RELEVANCY_SHA256,
+            render_relevancy_message(question, answer),
+            score_relevancy,
+        )
 
     def answer_correctness(self, question: str, answer: str, reference: str) -> MetricResult:
-        return self._metric("answer_correctness", CORRECTNESS_INSTRUCTIONS, CORRECTNESS_TOOL,
-                            CORRECTNESS_SHA256,
-                            render_correctness_message(question, answer, reference),
-                            score_correctness)
+        return self._metric(
+            "answer_correctness",
+            CORRECTNESS_INSTRUCTIONS,
+            CORRECTNESS_TOOL,
+            CORRECTNESS_SHA256,
+            render_correctness_message(question, answer, reference),
+            score_correctness,
+        )
 
-    def _metric(self, metric: str, instructions: str, tool: Mapping[str, Any], sha: str,
-                message: str, parse: Callable[[object], tuple[float, tuple[Mapping[str, object],
-                                                                            ...]]]
-                ) -> MetricResult:
+    def _metric(
+        self,
+        metric: str,
+        instructions: str,
+        tool: Mapping[str, Any],
+        sha: str,
+        message: str,
+        parse: Callable[[object], tuple[float, tuple[Mapping[str, object], ...]]],
+    ) -> MetricResult:
         start = time.perf_counter()
         call = _Call()
 
@@ -191,10 +234,24 @@ class AnthropicJudge:
         try:
             score, details = self._structured(call, instructions, tool, message, parse)
         except (MalformedOutput, _Rejected) as exc:
-            return MetricResult(metric, None, info(), usage=call.usage, cost_usd=self._cost(call),
-                                error=str(exc), latency_s=time.perf_counter() - start)
-        return MetricResult(metric, score, info(), details, call.usage, self._cost(call),
-                            latency_s=time.perf_counter() - start)
+            return MetricResult(
+                metric,
+                None,
+                info(),
+                usage=call.usage,
+                cost_usd=self._cost(call),
+                error=str(exc),
+                latency_s=time.perf_counter() - start,
+            )
+        return MetricResult(
+            metric,
+            score,
+            info(),
+            details,
+            call.usage,
+            self._cost(call),
+            latency_s=time.perf_counter() - start,
+        )
 
     # --- the call -------------------------------------------------------------------------
     def _info(self, call: _Call) -> JudgeInfo:
@@ -203,8 +260,9 @@ class AnthropicJudge:
     def _cost(self, call: _Call) -> float:
         return self.prices.cost(call.model or self.model, call.usage)
 
-    def request_body(self, instructions: str, tool: Mapping[str, Any], message: str
-                     ) -> dict[str, Any]:
+    def request_body(
+        self, instructions: str, tool: Mapping[str, Any], message: str
+    ) -> dict[str, Any]:
         """The Messages API request: cached instructions only when long enough to qualify."""
         system: dict[str, Any] = {"type": "text", "text": instructions}
         if should_cache(self.model, json.dumps(tool) + instructions):
@@ -218,8 +276,14 @@ class AnthropicJudge:
             "messages": [{"role": "user", "content": message}],
         }
 
-    def _structured(self, call: _Call, instructions: str, tool: Mapping[str, Any], message: str,
-                    parse: Callable[[object], Any]) -> Any:
+    def _structured(
+        self,
+        call: _Call,
+        instructions: str,
+        tool: Mapping[str, Any],
+        message: str,
+        parse: Callable[[object], Any],
+    ) -> Any:
         """Send, parse the forced tool call; one retry on malformed output."""
         body = self.request_body(instructions, tool, message)
         problem = MalformedOutput("no attempt made")
@@ -232,9 +296,11 @@ class AnthropicJudge:
             usage = getattr(response, "usage", None)
             if usage is not None:
                 call.usage = call.usage + Usage(
-                    int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                    int(usage.input_tokens or 0),
+                    int(usage.output_tokens or 0),
                     int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-                    int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+                    int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+                )
             call.model = getattr(response, "model", None) or call.model
             if call.model:
                 self._served_model = call.model
@@ -265,8 +331,9 @@ class AnthropicJudge:
             except a.APIStatusError as exc:
                 status = exc.status_code
                 if status not in _RETRY_STATUSES and status < 500:
-                    raise _Rejected(f"judge request rejected: HTTP {status}: {exc.message}") \
-                        from None
+                    raise _Rejected(
+                        f"judge request rejected: HTTP {status}: {exc.message}"
+                    ) from None
                 retry_after = _retry_after(exc.response.headers)
                 reason = f"HTTP {status}: {exc.message}"
             except a.APIConnectionError as exc:  # includes timeouts
@@ -278,28 +345,41 @@ class AnthropicJudge:
                     raise MalformedOutput("response body is not a Messages API message")
                 return response
             if retry_after is not None and retry_after > self.max_retry_wait:
-                raise JudgeUnavailable(f"judge asked to retry after {retry_after:g}s "
-                                       f"(> {self.max_retry_wait:g}s): {reason}", retry_after)
+                raise JudgeUnavailable(
+                    f"judge asked to retry after {retry_after:g}s "
+                    f"(> {self.max_retry_wait:g}s): {reason}",
+                    retry_after,
+                )
             if attempt >= self.max_retries:
-                raise JudgeUnavailable(f"judge unavailable after {attempt + 1} attempts: {reason}",
-                                       retry_after)
-            delay = retry_after if retry_after is not None else \
-                min(0.5 * 2.0 ** attempt, 8.0) * (1 - 0.25 * random.random())
+                raise JudgeUnavailable(
+                    f"judge unavailable after {attempt + 1} attempts: {reason}", retry_after
+                )
+            delay = (
+                retry_after
+                if retry_after is not None
+                else min(0.5 * 2.0**attempt, 8.0) * (1 - 0.25 * random.random())
+            )
             _log.info("judge call failed (%s); retrying in %.2fs", reason, delay)
             self._sleep(delay)
             attempt += 1
-
 
     # --- messages answered elsewhere (the Message Batches API) -----------------------------
     def groundedness_request(self, answer: str, context: Sequence[str]) -> dict[str, Any]:
         """The Messages API request :meth:`groundedness` sends for ``answer`` and ``context``."""
         units = segment_answer(answer)
-        return self.request_body(self.instructions, GROUNDEDNESS_TOOL,
-                                 render_answer_message(units, context))
+        return self.request_body(
+            self.instructions, GROUNDEDNESS_TOOL, render_answer_message(units, context)
+        )
 
-    def groundedness_from_message(self, message: object, answer: str, context: Sequence[str],
-                                  *, price_factor: float = 1.0,
-                                  latency_s: float = 0.0) -> GroundednessResult:
+    def groundedness_from_message(
+        self,
+        message: object,
+        answer: str,
+        context: Sequence[str],
+        *,
+        price_factor: float = 1.0,
+        latency_s: float = 0.0,
+    ) -> GroundednessResult:
         """The result of :meth:`groundedness_request` for ``answer`` and ``context`` from the
         Messages API ``message`` that answered it, parsed and checked as :meth:`groundedness`
         does, its cost times ``price_factor`` (0.5 for the Message Batches API). Malformed
@@ -309,21 +389,40 @@ class AnthropicJudge:
         call = _Call()
         usage = getattr(message, "usage", None)
         if usage is not None:
-            call.usage = Usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
-                               int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-                               int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+            call.usage = Usage(
+                int(usage.input_tokens or 0),
+                int(usage.output_tokens or 0),
+                int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+            )
         call.model = getattr(message, "model", None)
         cost = self._cost(call) * price_factor
         try:
-            judged = parse_units(self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])),
-                                 [u.id for u in units], None)
+            judged = parse_units(
+                self._tool_input(message, str(GROUNDEDNESS_TOOL["name"])),
+                [u.id for u in units],
+                None,
+            )
         except MalformedOutput as exc:
-            return GroundednessResult.failed(f"malformed judge output: {exc}", self._info(call),
-                                             usage=call.usage, cost_usd=cost,
-                                             latency_s=latency_s, injection_suspected=suspect)
-        return score_units(units, judged, context, self._info(call), suspect=suspect,
-                           answer_mode=True, usage=call.usage, cost_usd=cost,
-                           latency_s=latency_s)
+            return GroundednessResult.failed(
+                f"malformed judge output: {exc}",
+                self._info(call),
+                usage=call.usage,
+                cost_usd=cost,
+                latency_s=latency_s,
+                injection_suspected=suspect,
+            )
+        return score_units(
+            units,
+            judged,
+            context,
+            self._info(call),
+            suspect=suspect,
+            answer_mode=True,
+            usage=call.usage,
+            cost_usd=cost,
+            latency_s=latency_s,
+        )
 
 
 class _Rejected(Exception):

@@ -82,21 +82,29 @@ class AnthropicBatchJudge:
         ids = [r.custom_id for r in requests]
         if len(set(ids)) != len(ids):
             raise ValueError("custom IDs must be unique within a batch")
-        items = [{"custom_id": r.custom_id,
-                  "params": self.judge.groundedness_request(r.answer, r.context)}
-                 for r in requests]
+        items = [
+            {
+                "custom_id": r.custom_id,
+                "params": self.judge.groundedness_request(r.answer, r.context),
+            }
+            for r in requests
+        ]
         batch = self._call(self._batches.create, requests=items)
         return str(batch.id)
 
     def status(self, batch_id: str) -> BatchStatus:
         batch = self._call(self._batches.retrieve, batch_id)
         ended = batch.processing_status == "ended"
-        latency = (batch.ended_at - batch.created_at).total_seconds() \
-            if ended and batch.ended_at is not None else None
+        latency = (
+            (batch.ended_at - batch.created_at).total_seconds()
+            if ended and batch.ended_at is not None
+            else None
+        )
         return BatchStatus(batch_id, ended, latency)
 
-    def results(self, batch_id: str, requests: Mapping[str, BatchRequest]
-                ) -> dict[str, GroundednessResult]:
+    def results(
+        self, batch_id: str, requests: Mapping[str, BatchRequest]
+    ) -> dict[str, GroundednessResult]:
         """The results of an ended batch by custom ID, for the ``requests`` (by custom ID) it was
         submitted with (their contexts verify the evidence quotes). A request that errored,
         expired or was canceled at the API gets an error result (its cost is 0)."""
@@ -109,11 +117,16 @@ class AnthropicBatchJudge:
             result: Any = item.result
             if result.type == "succeeded":
                 out[item.custom_id] = self.judge.groundedness_from_message(
-                    result.message, request.answer, request.context,
-                    price_factor=BATCH_PRICE_FACTOR, latency_s=latency)
+                    result.message,
+                    request.answer,
+                    request.context,
+                    price_factor=BATCH_PRICE_FACTOR,
+                    latency_s=latency,
+                )
             else:
                 out[item.custom_id] = GroundednessResult.failed(
-                    f"batch request {result.type}", self.judge.info, latency_s=latency)
+                    f"batch request {result.type}", self.judge.info, latency_s=latency
+                )
         return out
 
     def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:

@@ -50,7 +50,9 @@ class JudgeInfo:
         if not self.name:
             raise ValueError("JudgeInfo.name must be non-empty")
         if len(self.prompt_sha256) != 64:
-            raise ValueError(f"JudgeInfo.prompt_sha256 must be 64 hex chars: {self.prompt_sha256!r}")
+            raise ValueError(
+                f"JudgeInfo.prompt_sha256 must be 64 hex chars: {self.prompt_sha256!r}"
+            )
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "model": self.model, "prompt_sha256": self.prompt_sha256}
@@ -74,8 +76,12 @@ class Usage:
     cache_creation_input_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                     "cache_creation_input_tokens"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"Usage.{name} must be a non-negative int, got {value!r}")
@@ -90,8 +96,12 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
-        return (self.input_tokens + self.output_tokens + self.cache_read_input_tokens
-                + self.cache_creation_input_tokens)
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -105,10 +115,16 @@ class Usage:
     def from_dict(cls, d: Mapping[str, object]) -> Usage:
         def get(key: str) -> int:
             value = d.get(key, 0)
-            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                else 0
-        return cls(get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens"),
-                   get("cache_creation_input_tokens"))
+            return (
+                int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+            )
+
+        return cls(
+            get("input_tokens"),
+            get("output_tokens"),
+            get("cache_read_input_tokens"),
+            get("cache_creation_input_tokens"),
+        )
 
 
 @dataclass(frozen=True)
@@ -139,8 +155,9 @@ class ClaimVerdict:
         if self.support is not None and not 0.0 <= self.support <= 1.0:
             raise ValueError(f"ClaimVerdict.support must be in [0, 1], got {self.support!r}")
         if self.check is not None and self.check not in _CHECK_NAMES:
-            raise ValueError(f"ClaimVerdict.check must be one of {_CHECK_NAMES}, "
-                             f"got {self.check!r}")
+            raise ValueError(
+                f"ClaimVerdict.check must be one of {_CHECK_NAMES}, got {self.check!r}"
+            )
 
     @property
     def entailed(self) -> bool:
@@ -221,12 +238,18 @@ class UnitVerdict:
         if self.claimless and (self.supported or self.check is not None):
             raise ValueError("a claimless unit is neither supported nor failed")
         if self.check is not None and (self.supported or self.check not in _UNIT_CHECKS):
-            raise ValueError(f"UnitVerdict.check must be one of {_UNIT_CHECKS} on an "
-                             f"unsupported unit, got {self.check!r}")
+            raise ValueError(
+                f"UnitVerdict.check must be one of {_UNIT_CHECKS} on an "
+                f"unsupported unit, got {self.check!r}"
+            )
 
     def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {"id": self.id, "text": self.text, "supported": self.supported,
-                                "claimless": self.claimless}
+        d: dict[str, object] = {
+            "id": self.id,
+            "text": self.text,
+            "supported": self.supported,
+            "claimless": self.claimless,
+        }
         if self.check is not None:
             d["check"] = self.check
             d["reason"] = _describe(self.check)
@@ -235,15 +258,20 @@ class UnitVerdict:
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> UnitVerdict:
         check = d.get("check")
-        return cls(int(d["id"]), str(d["text"]),  # type: ignore[call-overload]
-                   bool(d.get("supported")), bool(d.get("claimless", False)),
-                   None if check is None else str(check))
+        return cls(
+            int(d["id"]),
+            str(d["text"]),  # type: ignore[call-overload]
+            bool(d.get("supported")),
+            bool(d.get("claimless", False)),
+            None if check is None else str(check),
+        )
 
 
 def _check_score(score: float | None, error: str | None, owner: str) -> None:
     if (score is None) != (error is not None):
-        raise ValueError(f"{owner}: score is None exactly when error is set "
-                         f"(score={score!r}, error={error!r})")
+        raise ValueError(
+            f"{owner}: score is None exactly when error is set (score={score!r}, error={error!r})"
+        )
     if score is not None and (math.isnan(score) or not 0.0 <= score <= 1.0):
         raise ValueError(f"{owner}.score must be in [0, 1], got {score!r}")
 
@@ -282,9 +310,15 @@ class GroundednessResult:
             raise ValueError("GroundednessResult.injection_suspected holds 1-based indices")
 
     @classmethod
-    def from_claims(cls, claims: Sequence[ClaimVerdict], judge: JudgeInfo, *,
-                    usage: Usage | None = None, cost_usd: float = 0.0,
-                    latency_s: float = 0.0) -> GroundednessResult:
+    def from_claims(
+        cls,
+        claims: Sequence[ClaimVerdict],
+        judge: JudgeInfo,
+        *,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+    ) -> GroundednessResult:
         """Score verified claims: entailed / total, or 1.0 flagged ``no_claims`` when empty."""
         claims = tuple(claims)
         if not claims:
@@ -293,10 +327,17 @@ class GroundednessResult:
         return cls(score, claims, judge, usage or Usage(), cost_usd, False, None, latency_s)
 
     @classmethod
-    def from_units(cls, units: Sequence[UnitVerdict], claims: Sequence[ClaimVerdict],
-                   judge: JudgeInfo, *, injection_suspected: Sequence[int] = (),
-                   usage: Usage | None = None, cost_usd: float = 0.0,
-                   latency_s: float = 0.0) -> GroundednessResult:
+    def from_units(
+        cls,
+        units: Sequence[UnitVerdict],
+        claims: Sequence[ClaimVerdict],
+        judge: JudgeInfo,
+        *,
+        injection_suspected: Sequence[int] = (),
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+    ) -> GroundednessResult:
         """Score over units: supported / (units not accepted as claimless); 1.0 flagged
         ``no_claims`` when nothing is left to judge."""
         units, claims = tuple(units), tuple(claims)
@@ -304,15 +345,41 @@ class GroundednessResult:
         if not judged and claims:
             raise ValueError("claims given but every unit is claimless")
         score = sum(u.supported for u in judged) / len(judged) if judged else 1.0
-        return cls(score, claims, judge, usage or Usage(), cost_usd, not judged, None,
-                   latency_s, units, tuple(injection_suspected))
+        return cls(
+            score,
+            claims,
+            judge,
+            usage or Usage(),
+            cost_usd,
+            not judged,
+            None,
+            latency_s,
+            units,
+            tuple(injection_suspected),
+        )
 
     @classmethod
-    def failed(cls, error: str, judge: JudgeInfo, *, usage: Usage | None = None,
-               cost_usd: float = 0.0, latency_s: float = 0.0,
-               injection_suspected: Sequence[int] = ()) -> GroundednessResult:
-        return cls(None, (), judge, usage or Usage(), cost_usd, False, error, latency_s,
-                   injection_suspected=tuple(injection_suspected))
+    def failed(
+        cls,
+        error: str,
+        judge: JudgeInfo,
+        *,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+        injection_suspected: Sequence[int] = (),
+    ) -> GroundednessResult:
+        return cls(
+            None,
+            (),
+            judge,
+            usage or Usage(),
+            cost_usd,
+            False,
+            error,
+            latency_s,
+            injection_suspected=tuple(injection_suspected),
+        )
 
     @property
     def unsupported_claims(self) -> int:
@@ -330,8 +397,9 @@ class GroundednessResult:
     def downgrades_by_check(self) -> dict[str, int]:
         """How many claims each check downgraded, and units each unit check failed."""
         counts: dict[str, int] = {}
-        for name in [c.check for c in self.claims if c.downgraded and c.check] + \
-                [u.check for u in self.units if u.check]:
+        for name in [c.check for c in self.claims if c.downgraded and c.check] + [
+            u.check for u in self.units if u.check
+        ]:
             counts[name] = counts.get(name, 0) + 1
         return counts
 
@@ -357,10 +425,14 @@ class GroundednessResult:
         claims = d.get("claims") or []
         units = d.get("units") or []
         suspected = d.get("injection_suspected") or []
-        if not isinstance(claims, list) or not isinstance(units, list) \
-                or not isinstance(suspected, list):
-            raise TypeError("GroundednessResult.from_dict: claims, units and "
-                            "injection_suspected must be lists")
+        if (
+            not isinstance(claims, list)
+            or not isinstance(units, list)
+            or not isinstance(suspected, list)
+        ):
+            raise TypeError(
+                "GroundednessResult.from_dict: claims, units and injection_suspected must be lists"
+            )
         usage = d.get("usage") or {}
         score = d.get("score")
         error = d.get("error")

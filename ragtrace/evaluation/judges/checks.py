@@ -83,8 +83,15 @@ CHECKS_VERSION = 1
 """Bump on a change to the checks' logic (thresholds, patterns and word lists are in the
 fingerprint by value)."""
 
-CHECKS = ("no_quote", "verbatim", "instruction", "injected_passage", "too_short", "unrelated",
-          "off_unit")
+CHECKS = (
+    "no_quote",
+    "verbatim",
+    "instruction",
+    "injected_passage",
+    "too_short",
+    "unrelated",
+    "off_unit",
+)
 UNIT_CHECKS = ("coverage", "claimless")
 
 _DESCRIPTIONS = {
@@ -104,14 +111,24 @@ def checks_fingerprint() -> str:
     """SHA-256 of everything the checks decide by: their version, thresholds, the injection
     pattern set and the stop-word lists. Part of every groundedness prompt hash, so a change to
     the checks shows as a judge change, like a prompt change."""
-    blob = json.dumps({
-        "version": CHECKS_VERSION,
-        "thresholds": [MIN_EVIDENCE_WORDS, MIN_SHARED_WORDS, MIN_SHARED_SHARE, MIN_UNIT_SHARE,
-                       MIN_COVERAGE, MAX_CLAIMLESS_WORDS],
-        "checks": [CHECKS, UNIT_CHECKS],
-        "patterns": PATTERNS,
-        "stop_words": sorted(ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS),
-    }, ensure_ascii=False, sort_keys=True)
+    blob = json.dumps(
+        {
+            "version": CHECKS_VERSION,
+            "thresholds": [
+                MIN_EVIDENCE_WORDS,
+                MIN_SHARED_WORDS,
+                MIN_SHARED_SHARE,
+                MIN_UNIT_SHARE,
+                MIN_COVERAGE,
+                MAX_CLAIMLESS_WORDS,
+            ],
+            "checks": [CHECKS, UNIT_CHECKS],
+            "patterns": PATTERNS,
+            "stop_words": sorted(ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS),
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -147,8 +164,9 @@ def _shares(claim: str, evidence: str) -> bool:
     return shared >= min(MIN_SHARED_WORDS, len(c)) and shared / len(c) >= MIN_SHARED_SHARE
 
 
-def check_evidence(claim: str, evidence: str | None, context: Sequence[str],
-                   suspect: Sequence[int] = ()) -> str | None:
+def check_evidence(
+    claim: str, evidence: str | None, context: Sequence[str], suspect: Sequence[int] = ()
+) -> str | None:
     """The first failed evidence check for ``claim`` (None: the quote supports it)."""
     if evidence is None or not evidence.strip():
         return "no_quote"

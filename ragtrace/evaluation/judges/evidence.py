@@ -25,12 +25,14 @@ from collections.abc import Sequence
 
 __all__ = ["normalise_for_match", "quote_found"]
 
-_TRANSLATE = str.maketrans({
-    **{c: "'" for c in "‘’‚‛′`´"},
-    **{c: '"' for c in "“”„‟″«»"},
-    **{c: "-" for c in "‐‑‒–—―−"},
-    **{c: None for c in "\u00ad\u200b\u200c\u200d\u2060\ufeff"},
-})
+_TRANSLATE = str.maketrans(
+    {
+        **{c: "'" for c in "‘’‚‛′`´"},
+        **{c: '"' for c in "“”„‟″«»"},
+        **{c: "-" for c in "‐‑‒–—―−"},
+        **{c: None for c in "\u00ad\u200b\u200c\u200d\u2060\ufeff"},
+    }
+)
 _SPACE = re.compile(r"\s+")
 _WRAPPERS = ('"', "'")
 
@@ -56,4 +58,3 @@ def quote_found(quote: str | None, context: Sequence[str]) -> bool:
     if not q:
         return False
     return any(q in normalise_for_match(doc) for doc in context)
-

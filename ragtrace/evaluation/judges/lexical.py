@@ -51,19 +51,30 @@ class LexicalJudge:
         if isinstance(threshold, bool) or not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
         self.threshold = float(threshold)
-        self._info = JudgeInfo(self.name, None, _sha(
-            f"ragtrace lexical groundedness v2: unit word overlap >= {self.threshold}; "
-            f"{CHECKS_VERSION}"))
-        self._correctness_info = JudgeInfo(self.name, None,
-                                           _sha("ragtrace lexical answer correctness v1: token F1"))
+        self._info = JudgeInfo(
+            self.name,
+            None,
+            _sha(
+                f"ragtrace lexical groundedness v2: unit word overlap >= {self.threshold}; "
+                f"{CHECKS_VERSION}"
+            ),
+        )
+        self._correctness_info = JudgeInfo(
+            self.name, None, _sha("ragtrace lexical answer correctness v1: token F1")
+        )
 
     @property
     def info(self) -> JudgeInfo:
         return self._info
 
-    def _claim(self, claim: str, context: Sequence[str], source_docs: Sequence[str],
-               source_words: set[str], source_sentences: list[tuple[str, set[str]]]
-               ) -> JudgedClaim:
+    def _claim(
+        self,
+        claim: str,
+        context: Sequence[str],
+        source_docs: Sequence[str],
+        source_words: set[str],
+        source_sentences: list[tuple[str, set[str]]],
+    ) -> JudgedClaim:
         w = words(strip_citations(claim))
         support = len(w & source_words) / len(w) if w else 0.0
         entailed = support >= self.threshold
@@ -73,14 +84,17 @@ class LexicalJudge:
             # the best-overlapping sentence that carries the claim's figures and key terms, else
             # the best whole passage (a unit may draw on two sentences of one passage)
             candidates = [s for s, _ in ranked[:_CANDIDATES]] + sorted(
-                source_docs, key=lambda d: len(words(d) & w), reverse=True)
-            evidence = next((c for c in candidates if check_evidence(claim, c, context) is None),
-                            ranked[0][0])
+                source_docs, key=lambda d: len(words(d) & w), reverse=True
+            )
+            evidence = next(
+                (c for c in candidates if check_evidence(claim, c, context) is None), ranked[0][0]
+            )
         return JudgedClaim(claim, entailed, evidence, support)
 
     @staticmethod
-    def _prepare(context: Sequence[str], suspect: Sequence[int]
-                 ) -> tuple[set[str], list[tuple[str, set[str]]]]:
+    def _prepare(
+        context: Sequence[str], suspect: Sequence[int]
+    ) -> tuple[set[str], list[tuple[str, set[str]]]]:
         source_words: set[str] = set()
         sentences: list[tuple[str, set[str]]] = []
         for i, doc in enumerate(context, start=1):
@@ -98,23 +112,37 @@ class LexicalJudge:
         units = tuple(Unit(i, c) for i, c in enumerate(claims, start=1))
         return self._score(units, context, time.perf_counter(), False)
 
-    def _score(self, units: Sequence[Unit], context: Sequence[str], start: float,
-               answer_mode: bool) -> GroundednessResult:
+    def _score(
+        self, units: Sequence[Unit], context: Sequence[str], start: float, answer_mode: bool
+    ) -> GroundednessResult:
         suspect = suspect_documents(context)
         source_words, sentences = self._prepare(context, suspect)
         clean = [d for i, d in enumerate(context, start=1) if i not in suspect]
-        judged = {u.id: [self._claim(u.text, context, clean, source_words, sentences)]
-                  for u in units}
-        return score_units(units, judged, context, self._info, suspect=suspect,
-                           answer_mode=answer_mode, latency_s=time.perf_counter() - start)
+        judged = {
+            u.id: [self._claim(u.text, context, clean, source_words, sentences)] for u in units
+        }
+        return score_units(
+            units,
+            judged,
+            context,
+            self._info,
+            suspect=suspect,
+            answer_mode=answer_mode,
+            latency_s=time.perf_counter() - start,
+        )
 
     def answer_relevancy(self, question: str, answer: str) -> MetricResult:
-        raise JudgeCapabilityError("answer relevancy needs a model judge (--judge anthropic); "
-                                   "it is not available offline")
+        raise JudgeCapabilityError(
+            "answer relevancy needs a model judge (--judge anthropic); it is not available offline"
+        )
 
     def answer_correctness(self, question: str, answer: str, reference: str) -> MetricResult:
         """SQuAD token F1 between ``answer`` and ``reference`` (``question`` is unused)."""
         start = time.perf_counter()
-        return MetricResult("answer_correctness", token_f1(answer, reference),
-                            self._correctness_info, ({"method": "token_f1"},),
-                            latency_s=time.perf_counter() - start)
+        return MetricResult(
+            "answer_correctness",
+            token_f1(answer, reference),
+            self._correctness_info,
+            ({"method": "token_f1"},),
+            latency_s=time.perf_counter() - start,
+        )

@@ -41,15 +41,21 @@ class ModelPrice:
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_write_multiplier", "cache_read_multiplier"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValueError(f"ModelPrice.{name} must be a finite number >= 0, got {value!r}")
 
     def cost(self, usage: Usage) -> float:
-        return (usage.input_tokens * self.input
-                + usage.output_tokens * self.output
-                + usage.cache_creation_input_tokens * self.input * self.cache_write_multiplier
-                + usage.cache_read_input_tokens * self.input * self.cache_read_multiplier) / 1e6
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_creation_input_tokens * self.input * self.cache_write_multiplier
+            + usage.cache_read_input_tokens * self.input * self.cache_read_multiplier
+        ) / 1e6
 
 
 # Anthropic's published list prices (USD / MTok); override them when they change.
@@ -84,8 +90,9 @@ class PriceTable:
         price = self.lookup(model)
         if price is None:
             if usage.total_tokens:
-                _log.warning("no price for judge model %r: cost reported as 0 (set %s)",
-                             model, ENV_PRICES)
+                _log.warning(
+                    "no price for judge model %r: cost reported as 0 (set %s)", model, ENV_PRICES
+                )
             return 0.0
         return price.cost(usage)
 
@@ -93,15 +100,17 @@ class PriceTable:
     def from_json(cls, data: object, source: str) -> PriceTable:
         """Defaults overlaid with ``data``; raises ValueError naming ``source`` and the model."""
         if not isinstance(data, dict):
-            raise ValueError(  # noqa: TRY004 - bad file content, not a bad argument type
-                f"{source}: expected a JSON object mapping model prefixes to prices")
+            raise ValueError(f"{source}: expected a JSON object mapping model prefixes to prices")
         merged = dict(DEFAULT_PRICES)
         for model, entry in data.items():
             if not isinstance(entry, dict):
-                raise ValueError(  # noqa: TRY004
-                    f"{source}: {model}: expected an object with input/output")
-            unknown = set(entry) - {"input", "output", "cache_write_multiplier",
-                                    "cache_read_multiplier"}
+                raise ValueError(f"{source}: {model}: expected an object with input/output")
+            unknown = set(entry) - {
+                "input",
+                "output",
+                "cache_write_multiplier",
+                "cache_read_multiplier",
+            }
             if unknown:
                 raise ValueError(f"{source}: {model}: unknown field(s) {sorted(unknown)}")
             try:

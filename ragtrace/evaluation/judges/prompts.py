@@ -81,8 +81,8 @@ TOOL_NAME = "record_claims"
 GROUNDEDNESS_TOOL: Mapping[str, Any] = {
     "name": TOOL_NAME,
     "description": "Record, for every numbered unit of the answer, its atomic claims, whether "
-                   "the context alone entails each, and a verbatim evidence quote from the "
-                   "context for each entailed claim.",
+    "the context alone entails each, and a verbatim evidence quote from the "
+    "context for each entailed claim.",
     "input_schema": {
         "type": "object",
         "properties": {
@@ -123,7 +123,8 @@ _CLAIM = '<claim index="{index}">{text}</claim>'
 _CLAIMS_MESSAGE = "<context>\n{documents}\n</context>\n\n<claims>\n{claims}\n</claims>"
 _OUR_TAG = re.compile(
     r"<(?=\s*/?\s*(?:context|document|answer|claims|claim|unit|question|reference)\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def escape_data(text: str) -> str:
@@ -134,33 +135,48 @@ def escape_data(text: str) -> str:
 def _documents(context: Sequence[str]) -> str:
     if not context:
         return "(no documents were supplied)"
-    return "\n".join(_DOCUMENT.format(index=i, text=escape_data(doc))
-                     for i, doc in enumerate(context, start=1))
+    return "\n".join(
+        _DOCUMENT.format(index=i, text=escape_data(doc)) for i, doc in enumerate(context, start=1)
+    )
 
 
 def render_answer_message(units: Sequence[Unit], context: Sequence[str]) -> str:
     """The data message for an answer split into ``units`` (see segment)."""
     body = "\n".join(_UNIT.format(index=u.id, text=escape_data(u.text)) for u in units)
-    return _ANSWER_MESSAGE.format(documents=_documents(context),
-                                  answer=body or "(the answer has no units)")
+    return _ANSWER_MESSAGE.format(
+        documents=_documents(context), answer=body or "(the answer has no units)"
+    )
 
 
 def render_claims_message(claims: Sequence[str], context: Sequence[str]) -> str:
-    body = "\n".join(_CLAIM.format(index=i, text=escape_data(c))
-                     for i, c in enumerate(claims, start=1))
+    body = "\n".join(
+        _CLAIM.format(index=i, text=escape_data(c)) for i, c in enumerate(claims, start=1)
+    )
     return _CLAIMS_MESSAGE.format(documents=_documents(context), claims=body)
 
 
 def template_sha256(instructions: str, tool: Mapping[str, Any], *layouts: str) -> str:
     """SHA-256 of a prompt template: instructions, tool schema and message layouts."""
-    canonical = json.dumps({"instructions": instructions, "tool": tool, "layouts": list(layouts)},
-                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        {"instructions": instructions, "tool": tool, "layouts": list(layouts)},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def groundedness_sha256(instructions: str = GROUNDEDNESS_INSTRUCTIONS) -> str:
-    return template_sha256(instructions, GROUNDEDNESS_TOOL, _DOCUMENT, _UNIT, _ANSWER_MESSAGE,
-                           _CLAIM, _CLAIMS_MESSAGE, CHECKS_VERSION)
+    return template_sha256(
+        instructions,
+        GROUNDEDNESS_TOOL,
+        _DOCUMENT,
+        _UNIT,
+        _ANSWER_MESSAGE,
+        _CLAIM,
+        _CLAIMS_MESSAGE,
+        CHECKS_VERSION,
+    )
 
 
 PROMPT_SHA256 = groundedness_sha256()
@@ -183,8 +199,9 @@ def _claim(item: object, where: str) -> JudgedClaim:
     return JudgedClaim(claim.strip(), entailed, evidence)
 
 
-def parse_units(tool_input: object, unit_ids: Sequence[int],
-                given_claims: Sequence[str] | None = None) -> dict[int, list[JudgedClaim]]:
+def parse_units(
+    tool_input: object, unit_ids: Sequence[int], given_claims: Sequence[str] | None = None
+) -> dict[int, list[JudgedClaim]]:
     """The judge's claims per unit ID, or MalformedOutput when the judgement is invalid: not
     the documented shape, a unit missing, judged twice, or unknown.
 
@@ -212,10 +229,13 @@ def parse_units(tool_input: object, unit_ids: Sequence[int],
     if given_claims is not None:
         got = sum(len(v) for v in out.values())
         if got != len(given_claims) or any(len(v) != 1 for v in out.values()):
-            raise MalformedOutput(f"expected {len(given_claims)} claims, got {got} "
-                                  "(one per given claim)")
-        out = {uid: [JudgedClaim(given_claims[uid - 1], v[0].entailed, v[0].evidence)]
-               for uid, v in out.items()}
+            raise MalformedOutput(
+                f"expected {len(given_claims)} claims, got {got} (one per given claim)"
+            )
+        out = {
+            uid: [JudgedClaim(given_claims[uid - 1], v[0].entailed, v[0].evidence)]
+            for uid, v in out.items()
+        }
     missing = sorted(expected - set(out))
     if missing:
         raise MalformedOutput("no verdict for unit(s) " + ", ".join(map(str, missing)))

@@ -41,16 +41,29 @@ class JudgedClaim:
     support: float | None = None
 
 
-def _verdict(raw: JudgedClaim, unit: Unit, earlier: str, context: Sequence[str],
-             suspect: Sequence[int], answer_mode: bool) -> ClaimVerdict:
+def _verdict(
+    raw: JudgedClaim,
+    unit: Unit,
+    earlier: str,
+    context: Sequence[str],
+    suspect: Sequence[int],
+    answer_mode: bool,
+) -> ClaimVerdict:
     failed = check_evidence(raw.claim, raw.evidence, context, suspect)
     if failed is None and answer_mode:
         failed = check_unit_fidelity(raw.claim, unit.text, earlier)
         verified = True
     else:
         verified = failed is None
-    return ClaimVerdict(raw.claim, raw.entailed, raw.evidence, verified, raw.support, unit.id,
-                        failed if raw.entailed else None)
+    return ClaimVerdict(
+        raw.claim,
+        raw.entailed,
+        raw.evidence,
+        verified,
+        raw.support,
+        unit.id,
+        failed if raw.entailed else None,
+    )
 
 
 def _unsupported_unit(unit: Unit) -> ClaimVerdict:
@@ -69,10 +82,18 @@ def _dedupe(claims: Sequence[ClaimVerdict]) -> tuple[ClaimVerdict, ...]:
     return tuple(sorted(kept.values(), key=lambda c: order[id(c)]))
 
 
-def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim]],
-                context: Sequence[str], judge: JudgeInfo, *, suspect: Sequence[int] = (),
-                answer_mode: bool = True, usage: Usage | None = None, cost_usd: float = 0.0,
-                latency_s: float = 0.0) -> GroundednessResult:
+def score_units(
+    units: Sequence[Unit],
+    judged: Mapping[int, Sequence[JudgedClaim]],
+    context: Sequence[str],
+    judge: JudgeInfo,
+    *,
+    suspect: Sequence[int] = (),
+    answer_mode: bool = True,
+    usage: Usage | None = None,
+    cost_usd: float = 0.0,
+    latency_s: float = 0.0,
+) -> GroundednessResult:
     """The result for ``units`` given the judge's claims per unit ID (every ID present: the
     parser has already refused a judgement that misses, repeats or invents a unit).
 
@@ -102,6 +123,12 @@ def score_units(units: Sequence[Unit], judged: Mapping[int, Sequence[JudgedClaim
             if failed is not None:
                 all_claims.append(_unsupported_unit(unit))
         unit_verdicts.append(UnitVerdict(unit.id, unit.text, supported, False, failed))
-    return GroundednessResult.from_units(unit_verdicts, _dedupe(all_claims), judge,
-                                         injection_suspected=suspect, usage=usage,
-                                         cost_usd=cost_usd, latency_s=latency_s)
+    return GroundednessResult.from_units(
+        unit_verdicts,
+        _dedupe(all_claims),
+        judge,
+        injection_suspected=suspect,
+        usage=usage,
+        cost_usd=cost_usd,
+        latency_s=latency_s,
+    )

@@ -78,7 +78,7 @@ def _blocks(answer: str) -> list[tuple[str, str]]:
         item = _ITEM.match(line) or _HEADING.match(line)
         if item:
             flush()
-            prose.append(line[item.end():].strip())
+            prose.append(line[item.end() :].strip())
             if _HEADING.match(line):
                 flush()
             continue

@@ -29,27 +29,275 @@ from functools import lru_cache
 
 from .text import word_list
 
-__all__ = ["ARABIC_STOP_WORDS", "ENGLISH_STOP_WORDS", "content_words", "named_entities",
-           "numbers", "term"]
+__all__ = [
+    "ARABIC_STOP_WORDS",
+    "ENGLISH_STOP_WORDS",
+    "content_words",
+    "named_entities",
+    "numbers",
+    "term",
+]
 
-ENGLISH_STOP_WORDS = frozenset("""
-a about above after again against all also am an and any are aren as at be because been before
-being below between both but by can cannot could couldn did didn do does doesn doing don down
-during each either else ever every few for from further had hadn has hasn have haven having he
-her here hers herself him himself his how however i if in into is isn it its itself just let ll
-me might more most must mustn my myself no nor not now of off on once only or other our ours
-ourselves out over own re s same shall she should shouldn so some such t than that the their
-theirs them themselves then there these they this those though through to too under until up
-upon us very was wasn we were weren what when where which while who whom whose why will with
-won would wouldn yes yet you your yours yourself yourselves ve d m o y
-""".split())  # noqa: SIM905 - a word list reads best as text
+ENGLISH_STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "either",
+        "else",
+        "ever",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "however",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "ll",
+        "me",
+        "might",
+        "more",
+        "most",
+        "must",
+        "mustn",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "s",
+        "same",
+        "shall",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "though",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "yes",
+        "yet",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "ve",
+        "d",
+        "m",
+        "o",
+        "y",
+    ]
+)
 
-ARABIC_STOP_WORDS = frozenset("""
-في من الى إلى على عن مع هذا هذه ذلك تلك هو هي هم هن انت أنت انا أنا نحن انه أنه انها أنها ان أن
-إن كان كانت يكون تكون ما لا لم لن قد ثم او أو و ف ب ل ك كل بعض التي الذي الذين اللذين اللتين
-عند لك له لها لهم لكم لنا به بها بهم منه منها فيه فيها عليه عليها اي أي اذا إذا حتى بين كما
-لكن بل هل نعم ايضا أيضا غير مثل هنا هناك
-""".split())  # noqa: SIM905 - a word list reads best as text
+ARABIC_STOP_WORDS = frozenset(
+    [
+        "في",
+        "من",
+        "الى",
+        "إلى",
+        "على",
+        "عن",
+        "مع",
+        "هذا",
+        "هذه",
+        "ذلك",
+        "تلك",
+        "هو",
+        "هي",
+        "هم",
+        "هن",
+        "انت",
+        "أنت",
+        "انا",
+        "أنا",
+        "نحن",
+        "انه",
+        "أنه",
+        "انها",
+        "أنها",
+        "ان",
+        "أن",
+        "إن",
+        "كان",
+        "كانت",
+        "يكون",
+        "تكون",
+        "ما",
+        "لا",
+        "لم",
+        "لن",
+        "قد",
+        "ثم",
+        "او",
+        "أو",
+        "و",
+        "ف",
+        "ب",
+        "ل",
+        "ك",
+        "كل",
+        "بعض",
+        "التي",
+        "الذي",
+        "الذين",
+        "اللذين",
+        "اللتين",
+        "عند",
+        "لك",
+        "له",
+        "لها",
+        "لهم",
+        "لكم",
+        "لنا",
+        "به",
+        "بها",
+        "بهم",
+        "منه",
+        "منها",
+        "فيه",
+        "فيها",
+        "عليه",
+        "عليها",
+        "اي",
+        "أي",
+        "اذا",
+        "إذا",
+        "حتى",
+        "بين",
+        "كما",
+        "لكن",
+        "بل",
+        "هل",
+        "نعم",
+        "ايضا",
+        "أيضا",
+        "غير",
+        "مثل",
+        "هنا",
+        "هناك",
+    ]
+)
 
 _ALEF = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه"})
 _AR_PREFIXES = ("وال", "فال", "بال", "كال", "لل", "ال")
@@ -61,16 +309,26 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?؟…:;]\s+|\n\s*)$")
 def _ascii_digits(word: str) -> str:
     if word.isascii():
         return word
-    return "".join(str(unicodedata.decimal(c)) if unicodedata.category(c) == "Nd" else c
-                   for c in word)
+    return "".join(
+        str(unicodedata.decimal(c)) if unicodedata.category(c) == "Nd" else c for c in word
+    )
 
 
 _RANGES: tuple[tuple[int, int, str], ...] = (
-    (0x0600, 0x06FF, "ARABIC"), (0x0750, 0x077F, "ARABIC"), (0x08A0, 0x08FF, "ARABIC"),
-    (0xFB50, 0xFDFF, "ARABIC"), (0xFE70, 0xFEFF, "ARABIC"), (0x0E00, 0x0E7F, "THAI"),
-    (0x3040, 0x309F, "HIRAGANA"), (0x30A0, 0x30FF, "KATAKANA"), (0x31F0, 0x31FF, "KATAKANA"),
-    (0xFF66, 0xFF9F, "KATAKANA"), (0x3400, 0x4DBF, "CJK"), (0x4E00, 0x9FFF, "CJK"),
-    (0xF900, 0xFAFF, "CJK"), (0x20000, 0x3FFFF, "CJK"),
+    (0x0600, 0x06FF, "ARABIC"),
+    (0x0750, 0x077F, "ARABIC"),
+    (0x08A0, 0x08FF, "ARABIC"),
+    (0xFB50, 0xFDFF, "ARABIC"),
+    (0xFE70, 0xFEFF, "ARABIC"),
+    (0x0E00, 0x0E7F, "THAI"),
+    (0x3040, 0x309F, "HIRAGANA"),
+    (0x30A0, 0x30FF, "KATAKANA"),
+    (0x31F0, 0x31FF, "KATAKANA"),
+    (0xFF66, 0xFF9F, "KATAKANA"),
+    (0x3400, 0x4DBF, "CJK"),
+    (0x4E00, 0x9FFF, "CJK"),
+    (0xF900, 0xFAFF, "CJK"),
+    (0x20000, 0x3FFFF, "CJK"),
 )
 
 
@@ -90,7 +348,7 @@ def _arabic(word: str) -> str:
         word = word[1:]
     for prefix in _AR_PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= 3:
-            return word[len(prefix):]
+            return word[len(prefix) :]
     return word
 
 
@@ -115,13 +373,14 @@ def term(word: str) -> list[str]:
     if not word:
         return []
     if any(_script(c) in _UNSPACED for c in word) and not all(
-            _script(c) in _UNSPACED for c in word):
+        _script(c) in _UNSPACED for c in word
+    ):
         # e.g. 保存期間は90日: split at script changes so digits stay whole numbers
         parts = re.findall(r"\d+|[^\d]+", word)
         return [t for part in parts for t in term(part)]
     script = _script(word[0])
     if script in _UNSPACED:
-        return [word] if len(word) < 2 else [word[i:i + 2] for i in range(len(word) - 1)]
+        return [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
     if script == "ARABIC":
         return [_arabic(word)]
     return [_latin(word)]
@@ -164,8 +423,11 @@ def named_entities(text: str) -> frozenset[str]:
         if not word:
             continue
         mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
-        capital = word[0].isupper() and word[0].isascii() and \
-            not _SENTENCE_START.search(normalised[:match.start()])
+        capital = (
+            word[0].isupper()
+            and word[0].isascii()
+            and not _SENTENCE_START.search(normalised[: match.start()])
+        )
         if mixed or capital:
             found.update(_terms_of(word))
     return frozenset(found)

@@ -19,10 +19,26 @@ import unicodedata
 
 __all__ = ["split_sentences", "strip_citations", "word_list", "words"]
 
-_ABBREVIATIONS = frozenset({
-    "e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "ms.", "dr.", "prof.", "no.", "fig.",
-    "approx.", "inc.", "ltd.", "st.",
-})
+_ABBREVIATIONS = frozenset(
+    {
+        "e.g.",
+        "i.e.",
+        "etc.",
+        "vs.",
+        "cf.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "dr.",
+        "prof.",
+        "no.",
+        "fig.",
+        "approx.",
+        "inc.",
+        "ltd.",
+        "st.",
+    }
+)
 # A terminator run, then optional closers, then whitespace or end of text.
 _END = re.compile(r"[.!?…؟۔।]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[\"'”’»)\]」』]*")
 _CITATION = re.compile(r"\[\s*[\w.:#/-]+(?:\s*[,;]\s*[\w.:#/-]+)*\s*\]")
@@ -35,7 +51,7 @@ def split_sentences(text: str) -> list[str]:
     for line in text.splitlines():
         start = 0
         for match in _END.finditer(line):
-            candidate = line[start:match.end()]
+            candidate = line[start : match.end()]
             last_word = candidate.split()[-1].lower() if candidate.split() else ""
             if last_word in _ABBREVIATIONS and match.end() < len(line.rstrip()):
                 continue

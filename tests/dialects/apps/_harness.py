@@ -42,8 +42,12 @@ def provider(endpoint: str, service: str) -> tuple[TracerProvider, TraceIds]:
     return tp, ids
 
 
-def ask_all(questions: Iterable[str], ask: Callable[[str], object], ids: TraceIds,
-            flush: Callable[[], object]) -> None:
+def ask_all(
+    questions: Iterable[str],
+    ask: Callable[[str], object],
+    ids: TraceIds,
+    flush: Callable[[], object],
+) -> None:
     """Ask each question; print which trace each became (exactly one new trace each)."""
     out = []
     for q in questions:

@@ -41,8 +41,9 @@ def main(endpoint: str, backend: str | None = None) -> None:
 
     # Content sent as log events (event_only mode) goes to the evaluator's /v1/logs.
     lp = LoggerProvider(resource=tp.resource)
-    lp.add_log_record_processor(SimpleLogRecordProcessor(
-        OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs")))
+    lp.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs"))
+    )
     OpenAIInstrumentor().instrument(tracer_provider=tp, logger_provider=lp)
     tracer = tp.get_tracer("support-app")
 
@@ -60,13 +61,23 @@ def main(endpoint: str, backend: str | None = None) -> None:
                 with tracer.start_as_current_span("retrieval corpus") as span:
                     span.set_attribute("gen_ai.operation.name", "retrieval")
                     span.set_attribute("gen_ai.retrieval.query.text", QUERY_PREFIX + question)
-                    span.set_attribute("gen_ai.retrieval.documents", json.dumps([
-                        {"id": d, "score": s, "content": corpus.PASSAGES[d]}
-                        for d, s in zip(docs, corpus.SCORES)]))
+                    span.set_attribute(
+                        "gen_ai.retrieval.documents",
+                        json.dumps(
+                            [
+                                {"id": d, "score": s, "content": corpus.PASSAGES[d]}
+                                for d, s in zip(docs, corpus.SCORES, strict=False)
+                            ]
+                        ),
+                    )
                 context = "\n".join(corpus.PASSAGES[d] for d in docs)
-                done = client.chat.completions.create(model="gpt-test", messages=[
-                    {"role": "system", "content": "Answer from the context only."},
-                    {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"}])
+                done = client.chat.completions.create(
+                    model="gpt-test",
+                    messages=[
+                        {"role": "system", "content": "Answer from the context only."},
+                        {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
+                    ],
+                )
                 return str(done.choices[0].message.content)
 
         ask_all(corpus.QUESTIONS, ask, ids, tp.force_flush)

@@ -29,21 +29,33 @@ def main(endpoint: str, mode: str) -> None:
     from langchain_core.runnables import RunnablePassthrough
 
     class CorpusRetriever(BaseRetriever):
-        def _get_relevant_documents(self, query: str, *,
-                                    run_manager: CallbackManagerForRetrieverRun
-                                    ) -> list[Document]:
-            return [Document(page_content=corpus.PASSAGES[d],
-                             metadata={} if mode == "noids" else {"id": d, "source": "kb"})
-                    for d in corpus.RETRIEVED[query]]
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
+            return [
+                Document(
+                    page_content=corpus.PASSAGES[d],
+                    metadata={} if mode == "noids" else {"id": d, "source": "kb"},
+                )
+                for d in corpus.RETRIEVED[query]
+            ]
 
     answers = [corpus.ANSWERS[q] for q in corpus.QUESTIONS]
-    llm: Any = FakeListChatModel(responses=answers) if mode == "chat" \
-        else FakeListLLM(responses=answers)
+    llm: Any = (
+        FakeListChatModel(responses=answers) if mode == "chat" else FakeListLLM(responses=answers)
+    )
     prompt = PromptTemplate.from_template(
-        "Answer from the context only.\nContext:\n{context}\nQuestion: {question}")
-    chain = ({"context": CorpusRetriever() | (lambda docs: "\n".join(d.page_content
-                                                                      for d in docs)),
-              "question": RunnablePassthrough()} | prompt | llm | StrOutputParser())
+        "Answer from the context only.\nContext:\n{context}\nQuestion: {question}"
+    )
+    chain = (
+        {
+            "context": CorpusRetriever() | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
     ask_all(corpus.QUESTIONS, chain.invoke, ids, tp.force_flush)
 
 

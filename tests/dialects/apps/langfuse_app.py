@@ -18,21 +18,32 @@ def main(endpoint: str) -> None:
     from langfuse import Langfuse
 
     tp, ids = provider(endpoint, "langfuse-app")
-    langfuse = Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test",
-                        host="http://127.0.0.1:9", tracer_provider=tp,
-                        should_export_span=lambda span: False)
+    langfuse = Langfuse(
+        public_key="pk-lf-test",
+        secret_key="sk-lf-test",
+        host="http://127.0.0.1:9",
+        tracer_provider=tp,
+        should_export_span=lambda span: False,
+    )
 
     def ask(question: str) -> str:
-        with langfuse.start_as_current_observation(as_type="span", name="rag",
-                                                   input=question) as root:
+        with langfuse.start_as_current_observation(
+            as_type="span", name="rag", input=question
+        ) as root:
             with langfuse.start_as_current_observation(
-                    as_type="retriever", name="search", input={"query": question}) as r:
-                docs = [{"id": d, "content": corpus.PASSAGES[d], "score": s}
-                        for d, s in zip(corpus.RETRIEVED[question], corpus.SCORES)]
+                as_type="retriever", name="search", input={"query": question}
+            ) as r:
+                docs = [
+                    {"id": d, "content": corpus.PASSAGES[d], "score": s}
+                    for d, s in zip(corpus.RETRIEVED[question], corpus.SCORES, strict=False)
+                ]
                 r.update(output=docs)
             with langfuse.start_as_current_observation(
-                    as_type="generation", name="llm", model="fake-llm",
-                    input=[{"role": "user", "content": question}]) as g:
+                as_type="generation",
+                name="llm",
+                model="fake-llm",
+                input=[{"role": "user", "content": question}],
+            ) as g:
                 answer = corpus.ANSWERS[question]
                 g.update(output={"role": "assistant", "content": answer})
             root.update(output=answer)

@@ -33,8 +33,12 @@ def main(endpoint: str, mode: str) -> None:
         def complete(self, prompt: str, formatted: bool = False, **kwargs: object):  # type: ignore[no-untyped-def, override]
             return super().complete(corpus.ANSWERS[corpus.question_in(prompt)])
 
-        def stream_complete(self, prompt: str, formatted: bool = False,  # type: ignore[no-untyped-def, override]
-                            **kwargs: object):
+        def stream_complete(
+            self,
+            prompt: str,
+            formatted: bool = False,  # type: ignore[no-untyped-def, override]
+            **kwargs: object,
+        ):
             return super().stream_complete(corpus.ANSWERS[corpus.question_in(prompt)])
 
     Settings.llm = CorpusLLM(max_tokens=None)
@@ -44,8 +48,12 @@ def main(endpoint: str, mode: str) -> None:
 
     class CorpusRetriever(BaseRetriever):
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-            return [NodeWithScore(node=nodes[d], score=s) for d, s in
-                    zip(corpus.RETRIEVED[query_bundle.query_str], corpus.SCORES)]
+            return [
+                NodeWithScore(node=nodes[d], score=s)
+                for d, s in zip(
+                    corpus.RETRIEVED[query_bundle.query_str], corpus.SCORES, strict=False
+                )
+            ]
 
     tp, ids = provider(endpoint, f"llamaindex-{mode}")
     LlamaIndexInstrumentor().instrument(tracer_provider=tp)

@@ -19,8 +19,13 @@ def main(endpoint: str) -> None:
     from traceloop.sdk import Traceloop
 
     ids = TraceIds()
-    Traceloop.init(app_name="traceloop-app", exporter=exporter(endpoint), disable_batch=True,
-                   telemetry_enabled=False, processor=None)
+    Traceloop.init(
+        app_name="traceloop-app",
+        exporter=exporter(endpoint),
+        disable_batch=True,
+        telemetry_enabled=False,
+        processor=None,
+    )
     provider = trace.get_tracer_provider()
     provider.add_span_processor(ids)  # type: ignore[attr-defined]
     from opentelemetry.instrumentation.langchain import LangchainInstrumentor
@@ -36,20 +41,28 @@ def main(endpoint: str) -> None:
     from langchain_core.runnables import RunnablePassthrough
 
     class CorpusRetriever(BaseRetriever):
-        def _get_relevant_documents(self, query: str, *,
-                                    run_manager: CallbackManagerForRetrieverRun
-                                    ) -> list[Document]:
-            return [Document(page_content=corpus.PASSAGES[d], metadata={"doc_id": d})
-                    for d in corpus.RETRIEVED[query]]
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
+            return [
+                Document(page_content=corpus.PASSAGES[d], metadata={"doc_id": d})
+                for d in corpus.RETRIEVED[query]
+            ]
 
     llm = FakeListChatModel(responses=[corpus.ANSWERS[q] for q in corpus.QUESTIONS])
     prompt = PromptTemplate.from_template(
-        "Answer from the context only.\nContext:\n{context}\nQuestion: {question}")
-    chain = ({"context": CorpusRetriever() | (lambda docs: "\n".join(d.page_content
-                                                                      for d in docs)),
-              "question": RunnablePassthrough()} | prompt | llm | StrOutputParser())
-    ask_all(corpus.QUESTIONS, chain.invoke, ids,
-            provider.force_flush)  # type: ignore[attr-defined]
+        "Answer from the context only.\nContext:\n{context}\nQuestion: {question}"
+    )
+    chain = (
+        {
+            "context": CorpusRetriever() | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
+    ask_all(corpus.QUESTIONS, chain.invoke, ids, provider.force_flush)  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ CONSUMER_COMMANDS = CONSUMERS / "commands"
 
 
 def _modules(folder: Path, *, skip: tuple[Path, ...] = ()) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.py")
-                  if not any(p.is_relative_to(s) for s in skip))
+    return sorted(p for p in folder.rglob("*.py") if not any(p.is_relative_to(s) for s in skip))
 
 
 def _imports(path: Path, source: str | None = None) -> Iterator[tuple[int, str]]:
@@ -51,9 +50,12 @@ def _package_of(path: Path) -> str:
 
 
 def _violations(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
-    return [f"{p.relative_to(ROOT)}:{line} imports {name}"
-            for p in files for line, name in _imports(p)
-            if any(name == f or name.startswith(f + ".") for f in forbidden)]
+    return [
+        f"{p.relative_to(ROOT)}:{line} imports {name}"
+        for p in files
+        for line, name in _imports(p)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
 
 
 SDK_FILES = _modules(SDK, skip=(EVALUATION, CLI))
@@ -61,12 +63,18 @@ SDK_FILES = _modules(SDK, skip=(EVALUATION, CLI))
 
 def test_the_sdk_imports_only_the_standard_library_opentelemetry_and_itself() -> None:
     """What an application installs: no evaluation, no commands, no service, no third party."""
-    bad = [f"{p.relative_to(ROOT)}:{line} imports {name}"
-           for p in SDK_FILES for line, name in _imports(p)
-           if name.split(".")[0] not in sys.stdlib_module_names
-           and name.split(".")[0] not in {"opentelemetry", "typing_extensions"}
-           and not (name == "ragtrace" or name.startswith("ragtrace.")
-                    and not name.startswith(("ragtrace.evaluation", "ragtrace.cli")))]
+    bad = [
+        f"{p.relative_to(ROOT)}:{line} imports {name}"
+        for p in SDK_FILES
+        for line, name in _imports(p)
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and name.split(".")[0] not in {"opentelemetry", "typing_extensions"}
+        and not (
+            name == "ragtrace"
+            or name.startswith("ragtrace.")
+            and not name.startswith(("ragtrace.evaluation", "ragtrace.cli"))
+        )
+    ]
     assert bad == []
 
 
@@ -89,7 +97,7 @@ def test_the_service_commands_are_registered_through_entry_points(name: str) -> 
     from ragtrace.cli import build_parser
 
     parser = build_parser()
-    choices = next(a for a in parser._actions if a.dest == "command").choices  # noqa: SLF001
+    choices = next(a for a in parser._actions if a.dest == "command").choices
     assert choices is not None and name in choices
 
 

@@ -21,8 +21,9 @@ RET = "00f067aa0ba902b7"
 GEN = "53995c3f42cd8ad8"
 
 
-def sdk_spans(build: Callable[[Callable[[str], Tracer]], None],
-              service: str = "support-bot") -> list[ReadableSpan]:
+def sdk_spans(
+    build: Callable[[Callable[[str], Tracer]], None], service: str = "support-bot"
+) -> list[ReadableSpan]:
     """Run ``build(tracer_for_scope)`` on a private SDK provider; return the finished spans."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
@@ -50,8 +51,15 @@ def record(
     attributes: Mapping[str, AttributeValue] | None = None,
 ) -> SpanRecord:
     return SpanRecord(
-        trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=name, scope=scope,
-        service=service, start_ns=start, end_ns=end, attributes=dict(attributes or {}),
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        scope=scope,
+        service=service,
+        start_ns=start,
+        end_ns=end,
+        attributes=dict(attributes or {}),
     )
 
 

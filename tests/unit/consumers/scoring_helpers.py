@@ -16,6 +16,13 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
+from ragtrace.evaluation.judges import (
+    ClaimVerdict,
+    GroundednessResult,
+    JudgeInfo,
+    Usage,
+)
+from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -28,13 +35,6 @@ from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.sample import Sampler, SamplerConfig
-from ragtrace.evaluation.judges import (
-    ClaimVerdict,
-    GroundednessResult,
-    JudgeInfo,
-    Usage,
-)
-from ragtrace.evaluation.labels import LabelledQuestion
 
 PROMPT = "a" * 64
 MODEL = "claude-test-1"
@@ -49,40 +49,83 @@ def sid(n: int) -> str:
     return f"{n:016x}"
 
 
-def rag_spans(n: int, *, query: str = "How long are audit logs kept?",
-              retrieved: Sequence[tuple[str, str]] = (("c-1", "Audit logs are kept 90 days."),
-                                                       ("c-2", "Logs are deleted nightly.")),
-              answer: str | None = "Audit logs are kept 90 days.", service: str = "rag-app",
-              pipeline: str = "support", question_id: str | None = None,
-              end_s: float = T0, root: bool = True) -> list[SpanRecord]:
+def rag_spans(
+    n: int,
+    *,
+    query: str = "How long are audit logs kept?",
+    retrieved: Sequence[tuple[str, str]] = (
+        ("c-1", "Audit logs are kept 90 days."),
+        ("c-2", "Logs are deleted nightly."),
+    ),
+    answer: str | None = "Audit logs are kept 90 days.",
+    service: str = "rag-app",
+    pipeline: str = "support",
+    question_id: str | None = None,
+    end_s: float = T0,
+    root: bool = True,
+) -> list[SpanRecord]:
     """A ragtrace-instrumented trace: pipeline root > retrieve, generate (trace ID ``tid(n)``)."""
     t = tid(n)
     end_ns = int(end_s * 1e9)
-    ret_attrs: dict[str, Any] = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.RETRIEVER,
-                                 semconv.INPUT_VALUE: query}
+    ret_attrs: dict[str, Any] = {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.RETRIEVER,
+        semconv.INPUT_VALUE: query,
+    }
     for i, (cid, text) in enumerate(retrieved):
         ret_attrs[semconv.retrieval_document_id(i)] = cid
         ret_attrs[semconv.retrieval_document_content(i)] = text
-    root_attrs: dict[str, Any] = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.CHAIN,
-                                  semconv.RAGTRACE_PIPELINE_NAME: pipeline}
+    root_attrs: dict[str, Any] = {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.CHAIN,
+        semconv.RAGTRACE_PIPELINE_NAME: pipeline,
+    }
     if question_id is not None:
         root_attrs[semconv.RAGTRACE_QUESTION_ID] = question_id
     spans = [
-        SpanRecord(t, sid(n * 10 + 2), sid(n * 10 + 1), semconv.SPAN_RETRIEVE,
-                   semconv.INSTRUMENTATION_SCOPE, service, end_ns - 3_000_000, end_ns - 2_000_000,
-                   ret_attrs),
+        SpanRecord(
+            t,
+            sid(n * 10 + 2),
+            sid(n * 10 + 1),
+            semconv.SPAN_RETRIEVE,
+            semconv.INSTRUMENTATION_SCOPE,
+            service,
+            end_ns - 3_000_000,
+            end_ns - 2_000_000,
+            ret_attrs,
+        ),
     ]
     if answer is not None:
-        gen_attrs: dict[str, Any] = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM,
-                                     semconv.OUTPUT_VALUE: answer,
-                                     semconv.LLM_MODEL_NAME: "gen-model"}
-        spans.append(SpanRecord(t, sid(n * 10 + 3), sid(n * 10 + 1), semconv.SPAN_GENERATE,
-                                semconv.INSTRUMENTATION_SCOPE, service, end_ns - 2_000_000,
-                                end_ns - 1_000_000, gen_attrs))
+        gen_attrs: dict[str, Any] = {
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM,
+            semconv.OUTPUT_VALUE: answer,
+            semconv.LLM_MODEL_NAME: "gen-model",
+        }
+        spans.append(
+            SpanRecord(
+                t,
+                sid(n * 10 + 3),
+                sid(n * 10 + 1),
+                semconv.SPAN_GENERATE,
+                semconv.INSTRUMENTATION_SCOPE,
+                service,
+                end_ns - 2_000_000,
+                end_ns - 1_000_000,
+                gen_attrs,
+            )
+        )
     if root:
-        spans.append(SpanRecord(t, sid(n * 10 + 1), None, semconv.SPAN_PIPELINE,
-                                semconv.INSTRUMENTATION_SCOPE, service, end_ns - 4_000_000,
-                                end_ns, root_attrs))
+        spans.append(
+            SpanRecord(
+                t,
+                sid(n * 10 + 1),
+                None,
+                semconv.SPAN_PIPELINE,
+                semconv.INSTRUMENTATION_SCOPE,
+                service,
+                end_ns - 4_000_000,
+                end_ns,
+                root_attrs,
+            )
+        )
     return spans
 
 
@@ -94,9 +137,13 @@ class ScriptedJudge:
     """An in-process Judge: each call pops a scripted step (a GroundednessResult, or an exception
     to raise), else answers ``default(answer, context)``. Records calls; can block on a gate."""
 
-    def __init__(self, *steps: object, model: str | None = MODEL,
-                 default: Callable[[str, Sequence[str]], GroundednessResult] | None = None,
-                 gate: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        *steps: object,
+        model: str | None = MODEL,
+        default: Callable[[str, Sequence[str]], GroundednessResult] | None = None,
+        gate: threading.Event | None = None,
+    ) -> None:
         self._info = JudgeInfo("anthropic", model, PROMPT)
         self.steps = list(steps)
         self.calls: list[tuple[str, tuple[str, ...]]] = []
@@ -121,18 +168,34 @@ class ScriptedJudge:
         return self.default(answer, context)
 
 
-def grounded(entailed: int, total: int, *, info: JudgeInfo | None = None,
-             cost: float = 0.002, usage: Usage | None = None) -> GroundednessResult:
+def grounded(
+    entailed: int,
+    total: int,
+    *,
+    info: JudgeInfo | None = None,
+    cost: float = 0.002,
+    usage: Usage | None = None,
+) -> GroundednessResult:
     """A result with ``entailed`` of ``total`` claims verified."""
     claims = tuple(
-        ClaimVerdict(f"claim {i}", True, "quote", True) if i < entailed
+        ClaimVerdict(f"claim {i}", True, "quote", True)
+        if i < entailed
         else ClaimVerdict(f"claim {i}", False, None, False)
-        for i in range(total))
+        for i in range(total)
+    )
     return GroundednessResult.from_claims(
-        claims, info or JudgeInfo("anthropic", MODEL, PROMPT),
-        usage=usage or Usage(input_tokens=900, output_tokens=120, cache_read_input_tokens=50,
-                             cache_creation_input_tokens=10),
-        cost_usd=cost, latency_s=0.25)
+        claims,
+        info or JudgeInfo("anthropic", MODEL, PROMPT),
+        usage=usage
+        or Usage(
+            input_tokens=900,
+            output_tokens=120,
+            cache_read_input_tokens=50,
+            cache_creation_input_tokens=10,
+        ),
+        cost_usd=cost,
+        latency_s=0.25,
+    )
 
 
 class FailingExporter(SpanExporter):
@@ -203,10 +266,16 @@ LABELS = (
 )
 
 
-def rig(*steps: object, judge: ScriptedJudge | None = None, exporter: SpanExporter | None = None,
-        settings: PipelineSettings | None = None, sampler: Sampler | None = None,
-        calls_per_minute: int = 1000, with_judge: bool = True,
-        labels: Sequence[LabelledQuestion] = LABELS) -> Rig:
+def rig(
+    *steps: object,
+    judge: ScriptedJudge | None = None,
+    exporter: SpanExporter | None = None,
+    settings: PipelineSettings | None = None,
+    sampler: Sampler | None = None,
+    calls_per_minute: int = 1000,
+    with_judge: bool = True,
+    labels: Sequence[LabelledQuestion] = LABELS,
+) -> Rig:
     clock = Clock()
     traces = MemoryTraceStore(clock=clock)
     label_store = MemoryLabelStore(labels, clock=clock)
@@ -218,13 +287,40 @@ def rig(*steps: object, judge: ScriptedJudge | None = None, exporter: SpanExport
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     settings = settings or PipelineSettings(quiet_s=5.0, lease_s=60.0, judge_backoff_s=0.5)
-    sink = OtlpScoreSink(exporter, Resource.create({"service.name": "ragtrace-consumer"}),
-                         timeout_s=5.0, recall_threshold=settings.thresholds.recall,
-                         groundedness_threshold=settings.thresholds.groundedness)
+    sink = OtlpScoreSink(
+        exporter,
+        Resource.create({"service.name": "ragtrace-consumer"}),
+        timeout_s=5.0,
+        recall_threshold=settings.thresholds.recall,
+        groundedness_threshold=settings.thresholds.groundedness,
+    )
     sleeps: list[float] = []
-    pipeline = Pipeline(traces=traces, labels=label_store, cache=cache, idempotency=idem,
-                        budget=budget, judge=judge if with_judge else None, sink=sink,
-                        metrics=metrics, sampler=sampler or Sampler(SamplerConfig()),
-                        settings=settings, clock=clock, sleep=sleeps.append)
-    return Rig(pipeline, traces, label_store, cache, idem, budget, judge, exporter, reader,
-               metrics, sink, clock, sleeps)
+    pipeline = Pipeline(
+        traces=traces,
+        labels=label_store,
+        cache=cache,
+        idempotency=idem,
+        budget=budget,
+        judge=judge if with_judge else None,
+        sink=sink,
+        metrics=metrics,
+        sampler=sampler or Sampler(SamplerConfig()),
+        settings=settings,
+        clock=clock,
+        sleep=sleeps.append,
+    )
+    return Rig(
+        pipeline,
+        traces,
+        label_store,
+        cache,
+        idem,
+        budget,
+        judge,
+        exporter,
+        reader,
+        metrics,
+        sink,
+        clock,
+        sleeps,
+    )

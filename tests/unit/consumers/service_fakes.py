@@ -11,9 +11,9 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers import service
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace.evaluation.judges import make_judge
 
 
 class FakeKafkaConsumer:
@@ -25,7 +25,8 @@ class FakeKafkaConsumer:
         self.assigned: set[Any] = set()
         self.polls = 0
         self.metrics_value: dict[str, dict[str, float]] | None = {
-            "consumer-metrics": {"connection-count": 0.0}}
+            "consumer-metrics": {"connection-count": 0.0}
+        }
 
     def partitions_for_topic(self, topic: str) -> set[int]:
         return {0}
@@ -93,6 +94,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
         def make(*args: Any, **kwargs: Any) -> Any:
             stores[cls.__name__] = kwargs
             return cls(*args, **kwargs)
+
         return make
 
     reader = InMemoryMetricReader()
@@ -107,8 +109,12 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
         return MeterProvider(metric_readers=[reader, *k.get("readers", ())])
 
     monkeypatch.setattr(service, "make_meter_provider", meter_provider)
-    monkeypatch.setattr(service.OtlpScoreSink, "to_collector",
-                        classmethod(lambda cls, *a, **k: mock.MagicMock(name="sink")))
+    monkeypatch.setattr(
+        service.OtlpScoreSink,
+        "to_collector",
+        classmethod(lambda cls, *a, **k: mock.MagicMock(name="sink")),
+    )
     built = service.build_service(cfg, judge=make_judge("lexical"))
-    return Built(built, made["consumer"], made["producer"], redis_client, stores, reader,
-                 meter_options)
+    return Built(
+        built, made["consumer"], made["producer"], redis_client, stores, reader, meter_options
+    )

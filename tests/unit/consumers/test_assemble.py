@@ -20,7 +20,7 @@ from ragtrace_consumers.assemble import (
     select_spans,
 )
 from ragtrace_consumers.memory_stores import MemoryTraceStore
-from tests.e2e.test_stores import *  # the shared store contract, run on the memory side
+from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 
 OTHER = "1" * 32
@@ -34,12 +34,16 @@ def kit() -> Kit:  # overrides the shared suite's parametrized fixture: memory o
 
 
 def test_select_spans_keeps_rag_spans_and_strips_a_non_rag_root() -> None:
-    http_root = record(ROOT, scope="opentelemetry.instrumentation.fastapi",
-                       attributes={"http.route": "/chat", "http.request.body": "secret"})
+    http_root = record(
+        ROOT,
+        scope="opentelemetry.instrumentation.fastapi",
+        attributes={"http.route": "/chat", "http.request.body": "secret"},
+    )
     child_db = record("7777777777777777", parent=ROOT, scope="redis", attributes={"db": "x"})
     retrieval = record(RET, parent=ROOT, attributes=RETRIEVER)
-    evaluation = record("8888888888888888", parent=ROOT, scope=semconv.EVALUATION_SCOPE,
-                        attributes=LLM)
+    evaluation = record(
+        "8888888888888888", parent=ROOT, scope=semconv.EVALUATION_SCOPE, attributes=LLM
+    )
     kept = select_spans([http_root, child_db, retrieval, evaluation])
     assert kept == [record(ROOT, scope="opentelemetry.instrumentation.fastapi"), retrieval]
 
@@ -64,9 +68,15 @@ def test_completion_rule() -> None:
         record(GEN, parent=ROOT, trace_id="3" * 32, scope=semconv.EVALUATION_SCOPE),
     ]
     assert completion_due(spans, now, 5.0) == {
-        TRACE: 1000.0, OTHER: 1005.0, "2" * 32: 1000.0 + DEFAULT_IDLE_S}
+        TRACE: 1000.0,
+        OTHER: 1005.0,
+        "2" * 32: 1000.0 + DEFAULT_IDLE_S,
+    }
     assert completion_due(spans, now, 5.0, idle_s=30.0, root_grace_s=2.0) == {
-        TRACE: 1002.0, OTHER: 1005.0, "2" * 32: 1030.0}
+        TRACE: 1002.0,
+        OTHER: 1005.0,
+        "2" * 32: 1030.0,
+    }
     # idle is never shorter than quiet
     assert completion_due(spans, now, 90.0, idle_s=30.0)["2" * 32] == 1090.0
     assert completion_due([], now, 5.0) == {}
@@ -87,8 +97,9 @@ def test_earliest_merge_is_order_independent() -> None:
 def test_memory_store_claims_each_trace_once_across_threads() -> None:
     store = MemoryTraceStore()
     ids = [f"{i:032x}" for i in range(1, 201)]
-    store.append([record(RET, trace_id=t, attributes=RETRIEVER) for t in ids],
-                 dict.fromkeys(ids, 0.0))
+    store.append(
+        [record(RET, trace_id=t, attributes=RETRIEVER) for t in ids], dict.fromkeys(ids, 0.0)
+    )
     claimed: list[str] = []
     lock = threading.Lock()
 
@@ -108,10 +119,12 @@ def test_memory_store_claims_each_trace_once_across_threads() -> None:
     assert sorted(claimed) == ids
 
 
-@given(order=st.permutations([0, 1, 2]), gaps=st.lists(st.floats(0.0, 30.0), min_size=3,
-                                                       max_size=3))
+@given(
+    order=st.permutations([0, 1, 2]), gaps=st.lists(st.floats(0.0, 30.0), min_size=3, max_size=3)
+)
 def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
-        order: list[int], gaps: list[float]) -> None:
+    order: list[int], gaps: list[float]
+) -> None:
     batches = [
         [record(RET, parent=ROOT, attributes=RETRIEVER)],
         [record(GEN, parent=ROOT, attributes=LLM)],
@@ -119,7 +132,7 @@ def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
     ]
     store = MemoryTraceStore(clock=lambda: 0.0)
     now, expected, stored = 100.0, float("inf"), set()
-    for index, gap in zip(order, gaps):
+    for index, gap in zip(order, gaps, strict=False):
         now += gap
         due = completion_due(batches[index], now, 5.0, idle_s=40.0)
         store.append(batches[index], due)
@@ -137,17 +150,32 @@ def test_a_question_id_on_the_apps_own_root_survives_assembly() -> None:
     (non-RAG) root span; only the ``ragtrace.*`` keys are kept, and the trace is labelled."""
     from ragtrace_consumers.readers import to_rag_trace
 
-    http_root = record(ROOT, scope="opentelemetry.instrumentation.fastapi", attributes={
-        "http.route": "/chat", semconv.RAGTRACE_QUESTION_ID: "q-17"})
-    inner = record("7777777777777777", parent=ROOT, scope="app", attributes={
-        "app.secret": "x", semconv.RAGTRACE_QUESTION_ID: "q-18"})
+    http_root = record(
+        ROOT,
+        scope="opentelemetry.instrumentation.fastapi",
+        attributes={"http.route": "/chat", semconv.RAGTRACE_QUESTION_ID: "q-17"},
+    )
+    inner = record(
+        "7777777777777777",
+        parent=ROOT,
+        scope="app",
+        attributes={"app.secret": "x", semconv.RAGTRACE_QUESTION_ID: "q-18"},
+    )
     retrieval = record(RET, parent=ROOT, attributes=RETRIEVER)
     kept = select_spans([http_root, inner, retrieval])
     assert kept == [
-        record(ROOT, scope="opentelemetry.instrumentation.fastapi",
-               attributes={semconv.RAGTRACE_QUESTION_ID: "q-17"}),
-        record("7777777777777777", parent=ROOT, scope="app",
-               attributes={semconv.RAGTRACE_QUESTION_ID: "q-18"}),
-        retrieval]
+        record(
+            ROOT,
+            scope="opentelemetry.instrumentation.fastapi",
+            attributes={semconv.RAGTRACE_QUESTION_ID: "q-17"},
+        ),
+        record(
+            "7777777777777777",
+            parent=ROOT,
+            scope="app",
+            attributes={semconv.RAGTRACE_QUESTION_ID: "q-18"},
+        ),
+        retrieval,
+    ]
     rag = to_rag_trace(kept)
     assert rag is not None and rag.question_id == "q-17"

@@ -9,6 +9,8 @@ from typing import Any
 from scoring_helpers import T0, rag_spans, rig
 
 from ragtrace import semconv
+from ragtrace.evaluation.judges import AnthropicJudge, make_judge
+from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
 from ragtrace_consumers.batch_judging import (
     PARK_BATCH_PENDING,
     BatchJudging,
@@ -17,17 +19,26 @@ from ragtrace_consumers.batch_judging import (
     custom_id,
 )
 from ragtrace_consumers.pipeline import Outcome, Pipeline
-from ragtrace.evaluation.judges import AnthropicJudge, make_judge
-from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 
 
 def _pipeline(r: Any, judge: AnthropicJudge, batch: BatchJudging) -> Pipeline:
     p = r.pipeline
-    return Pipeline(traces=r.traces, labels=r.labels, cache=r.cache, idempotency=r.idempotency,
-                    budget=r.budget, judge=judge, sink=r.sink, metrics=r.metrics,
-                    sampler=p.sampler, settings=p.settings, clock=r.clock,
-                    sleep=r.sleeps.append, judge_batch=batch)
+    return Pipeline(
+        traces=r.traces,
+        labels=r.labels,
+        cache=r.cache,
+        idempotency=r.idempotency,
+        budget=r.budget,
+        judge=judge,
+        sink=r.sink,
+        metrics=r.metrics,
+        sampler=p.sampler,
+        settings=p.settings,
+        clock=r.clock,
+        sleep=r.sleeps.append,
+        judge_batch=batch,
+    )
 
 
 def test_a_trace_waits_for_its_batch_and_is_scored_at_half_price() -> None:
@@ -37,8 +48,14 @@ def test_a_trace_waits_for_its_batch_and_is_scored_at_half_price() -> None:
         r = rig()
         r.clock.now = T0 + 1
         store = MemoryBatchStore()
-        batch = BatchJudging(AnthropicBatchJudge(judge), store, r.cache, r.metrics,
-                             submit_every_s=1e-9, poll_every_s=1e-9)
+        batch = BatchJudging(
+            AnthropicBatchJudge(judge),
+            store,
+            r.cache,
+            r.metrics,
+            submit_every_s=1e-9,
+            poll_every_s=1e-9,
+        )
         pipeline = _pipeline(r, judge, batch)
         spans = rag_spans(1)
         pipeline.ingest(spans)
@@ -57,8 +74,9 @@ def test_a_trace_waits_for_its_batch_and_is_scored_at_half_price() -> None:
 
         # A restarted replica: a new poller over the same store reads the ended batch.
         api.batches.processing_s = 0
-        restarted = BatchJudging(AnthropicBatchJudge(judge), store, r.cache, r.metrics,
-                                 poll_every_s=1e-9)
+        restarted = BatchJudging(
+            AnthropicBatchJudge(judge), store, r.cache, r.metrics, poll_every_s=1e-9
+        )
         restarted.tick()
         assert store.pending_batches() == [] and len(api.batches.batches) == 1
         r.clock.now += 61
@@ -66,12 +84,21 @@ def test_a_trace_waits_for_its_batch_and_is_scored_at_half_price() -> None:
         assert pipeline.process_trace(lease) is Outcome.SCORED
 
         (evaluation,) = [s for s in r.spans() if s.name == semconv.SPAN_EVALUATION]
-        realtime = judge.groundedness(spans[1].attributes[semconv.OUTPUT_VALUE],
-                                      [t for _, t in (("c-1", "Audit logs are kept 90 days."),
-                                                      ("c-2", "Logs are deleted nightly."))])
+        realtime = judge.groundedness(
+            spans[1].attributes[semconv.OUTPUT_VALUE],
+            [
+                t
+                for _, t in (
+                    ("c-1", "Audit logs are kept 90 days."),
+                    ("c-2", "Logs are deleted nightly."),
+                )
+            ],
+        )
         assert realtime.cost_usd > 0
-        assert evaluation.attributes[semconv.EVAL_JUDGE_COST_USD] == \
-            BATCH_PRICE_FACTOR * realtime.cost_usd
+        assert (
+            evaluation.attributes[semconv.EVAL_JUDGE_COST_USD]
+            == BATCH_PRICE_FACTOR * realtime.cost_usd
+        )
         parked = r.points(semconv.METRIC_PARKED)
         assert parked[((semconv.ATTR_REASON, PARK_BATCH_PENDING),)] == 2
 
@@ -81,8 +108,14 @@ def test_the_same_answer_is_submitted_once_and_batch_mode_needs_the_anthropic_ju
         judge = AnthropicJudge(api_key="k", base_url=api.base_url)
         r = rig()
         store = MemoryBatchStore()
-        batch = BatchJudging(AnthropicBatchJudge(judge), store, r.cache, r.metrics,
-                             submit_every_s=1e-9, poll_every_s=3600)
+        batch = BatchJudging(
+            AnthropicBatchJudge(judge),
+            store,
+            r.cache,
+            r.metrics,
+            submit_every_s=1e-9,
+            poll_every_s=3600,
+        )
         pipeline = _pipeline(r, judge, batch)
         r.clock.now = T0 + 1
         for n in (1, 2, 3):  # same answer and context: one cache key
@@ -112,8 +145,10 @@ def test_the_embedded_evaluator_refuses_batch_mode(tmp_path: Any) -> None:
     config = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
     assert config.judge.mode == "batch"
     try:
-        EmbeddedEvaluator(EmbeddedSettings(state_path=tmp_path / "s.sqlite3", port=0,
-                                           metrics_port=None), config=config)
+        EmbeddedEvaluator(
+            EmbeddedSettings(state_path=tmp_path / "s.sqlite3", port=0, metrics_port=None),
+            config=config,
+        )
     except ConfigError as exc:
         assert "judge.mode" in str(exc)
     else:
@@ -126,8 +161,15 @@ def test_a_batch_unknown_to_the_api_is_dropped_from_the_store() -> None:
         judge = AnthropicJudge(api_key="k", base_url=api.base_url)
         r = rig()
         store = MemoryBatchStore()
-        store.add_batch("msgbatch_gone", {"a" * 64: b'{"key": "groundedness:' + b"a" * 64
-                                          + b'", "trace_id": "t", "answer": "x", "context": []}'})
-        BatchJudging(AnthropicBatchJudge(judge), store, r.cache, r.metrics,
-                     poll_every_s=1e-9).tick()
+        store.add_batch(
+            "msgbatch_gone",
+            {
+                "a" * 64: b'{"key": "groundedness:'
+                + b"a" * 64
+                + b'", "trace_id": "t", "answer": "x", "context": []}'
+            },
+        )
+        BatchJudging(
+            AnthropicBatchJudge(judge), store, r.cache, r.metrics, poll_every_s=1e-9
+        ).tick()
         assert store.pending_batches() == [] and store.submitted(["a" * 64]) == [False]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-
 import dataclasses
+import importlib
 import logging
 from pathlib import Path
 
@@ -26,8 +25,9 @@ def _without_source(cfg: ConsumerConfig) -> ConsumerConfig:
 
 
 def test_example_file_holds_exactly_the_defaults() -> None:
-    assert _without_source(load_config(example_path(), env={})) == \
-        _without_source(ConsumerConfig.defaults())
+    assert _without_source(load_config(example_path(), env={})) == _without_source(
+        ConsumerConfig.defaults()
+    )
 
 
 def test_example_file_documents_every_key_with_a_comment() -> None:
@@ -66,8 +66,14 @@ def test_env_var_names() -> None:
 def test_env_overrides_file(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("kafka:\n  topic: from-file\n  group_id: g1\njudge:\n  concurrency: 3\n")
-    cfg = load_config(f, env={"RAGTRACE_KAFKA_TOPIC": "from-env", "RAGTRACE_JUDGE_MODEL": "m-1",
-                              "RAGTRACE_SAMPLING_JUDGE_RATE": "0.25"})
+    cfg = load_config(
+        f,
+        env={
+            "RAGTRACE_KAFKA_TOPIC": "from-env",
+            "RAGTRACE_JUDGE_MODEL": "m-1",
+            "RAGTRACE_SAMPLING_JUDGE_RATE": "0.25",
+        },
+    )
     assert cfg.kafka.topic == "from-env"
     assert cfg.kafka.group_id == "g1"
     assert cfg.judge.concurrency == 3
@@ -82,22 +88,29 @@ def test_config_file_from_env_variable(tmp_path: Path) -> None:
     assert load_config(None, env={ENV_CONFIG_FILE: str(f)}).scoring.k == 10
 
 
-@pytest.mark.parametrize("body, message", [
-    ("judge:\n  concurrency: 0\n", "judge.concurrency: must be > 0, got 0"),
-    ("judge:\n  concurrency: many\n", "judge.concurrency: expected integer, got 'many'"),
-    ("judge:\n  concurrency: 2.5\n", "judge.concurrency: expected integer, got 2.5"),
-    ("sampling:\n  judge_rate: 1.5\n", "sampling.judge_rate: must be between 0 and 1, got 1.5"),
-    ("kafka:\n  auto_offset_reset: middle\n",
-     "kafka.auto_offset_reset: must be one of earliest, latest, got 'middle'"),
-    ("kafka:\n  topc: x\n", "kafka.topc: unknown key"),
-    ("kafak:\n  topic: x\n", "kafak: unknown section"),
-    ("redis:\n  url: localhost\n", "redis.url: must be a URL, got 'localhost'"),
-    ("judge:\n  park_backoff_s: 100\n  park_backoff_max_s: 10\n",
-     "judge.park_backoff_max_s: must be >= judge.park_backoff_s"),
-    ("- a\n- b\n", "expected a mapping of sections"),
-    ("kafka: [1]\n", "kafka: expected a mapping of keys"),
-    ("kafka:\n  topic: [a\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("judge:\n  concurrency: 0\n", "judge.concurrency: must be > 0, got 0"),
+        ("judge:\n  concurrency: many\n", "judge.concurrency: expected integer, got 'many'"),
+        ("judge:\n  concurrency: 2.5\n", "judge.concurrency: expected integer, got 2.5"),
+        ("sampling:\n  judge_rate: 1.5\n", "sampling.judge_rate: must be between 0 and 1, got 1.5"),
+        (
+            "kafka:\n  auto_offset_reset: middle\n",
+            "kafka.auto_offset_reset: must be one of earliest, latest, got 'middle'",
+        ),
+        ("kafka:\n  topc: x\n", "kafka.topc: unknown key"),
+        ("kafak:\n  topic: x\n", "kafak: unknown section"),
+        ("redis:\n  url: localhost\n", "redis.url: must be a URL, got 'localhost'"),
+        (
+            "judge:\n  park_backoff_s: 100\n  park_backoff_max_s: 10\n",
+            "judge.park_backoff_max_s: must be >= judge.park_backoff_s",
+        ),
+        ("- a\n- b\n", "expected a mapping of sections"),
+        ("kafka: [1]\n", "kafka: expected a mapping of keys"),
+        ("kafka:\n  topic: [a\n", "not valid YAML"),
+    ],
+)
 def test_bad_file_value_names_file_and_key(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(body)
@@ -112,15 +125,18 @@ def test_missing_file_is_an_error(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml", env={})
 
 
-@pytest.mark.parametrize("name, value, attr, expected", [
-    ("RAGTRACE_JUDGE_CONCURRENCY", "lots", ("judge", "concurrency"), 8),
-    ("RAGTRACE_JUDGE_CONCURRENCY", "0", ("judge", "concurrency"), 8),
-    ("RAGTRACE_SAMPLING_RECALL_RATE", "2", ("sampling", "recall_rate"), 1.0),
-    ("RAGTRACE_KAFKA_COMMIT_INTERVAL_S", "soon", ("kafka", "commit_interval_s"), 1.0),
-])
+@pytest.mark.parametrize(
+    "name, value, attr, expected",
+    [
+        ("RAGTRACE_JUDGE_CONCURRENCY", "lots", ("judge", "concurrency"), 8),
+        ("RAGTRACE_JUDGE_CONCURRENCY", "0", ("judge", "concurrency"), 8),
+        ("RAGTRACE_SAMPLING_RECALL_RATE", "2", ("sampling", "recall_rate"), 1.0),
+        ("RAGTRACE_KAFKA_COMMIT_INTERVAL_S", "soon", ("kafka", "commit_interval_s"), 1.0),
+    ],
+)
 def test_bad_env_value_warns_naming_the_variable_and_falls_back(
-        caplog: pytest.LogCaptureFixture, name: str, value: str, attr: tuple[str, str],
-        expected: object) -> None:
+    caplog: pytest.LogCaptureFixture, name: str, value: str, attr: tuple[str, str], expected: object
+) -> None:
     with caplog.at_level(logging.WARNING):
         cfg = load_config(None, env={name: value})
     assert getattr(getattr(cfg, attr[0]), attr[1]) == expected

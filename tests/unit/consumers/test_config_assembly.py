@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from service_fakes import build_with_fakes
 
+from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.memory_stores import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
-from ragtrace.evaluation.judges import make_judge
 
 
 def test_defaults_are_the_stores_defaults() -> None:
@@ -27,17 +27,29 @@ def test_from_the_file_and_the_environment(tmp_path: Path) -> None:
     assert (a.ttl_s, a.max_attempts) == (900.0, 7)
 
 
-@pytest.mark.parametrize("body, message", [
-    ("ttl_s: 0\n", "assembly.ttl_s: must be > 0, got 0.0"),
-    ("max_attempts: 0\n", "assembly.max_attempts: must be > 0, got 0"),
-    ("max_attempts: 1.5\n", "assembly.max_attempts: expected integer, got 1.5"),
-    # default quiet_s 5 -> idle wait 60; + lease 300 = 360
-    ("ttl_s: 360\n", ("assembly.ttl_s: must exceed the longest wait for completion "
-                     "(max(assembly.quiet_s, 60)) plus assembly.lease_s = 360, got 360")),
-    ("quiet_s: 120\n  lease_s: 100\n  ttl_s: 200\n",
-     ("assembly.ttl_s: must exceed the longest wait for completion (max(assembly.quiet_s, 60)) "
-     "plus assembly.lease_s = 220, got 200")),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("ttl_s: 0\n", "assembly.ttl_s: must be > 0, got 0.0"),
+        ("max_attempts: 0\n", "assembly.max_attempts: must be > 0, got 0"),
+        ("max_attempts: 1.5\n", "assembly.max_attempts: expected integer, got 1.5"),
+        # default quiet_s 5 -> idle wait 60; + lease 300 = 360
+        (
+            "ttl_s: 360\n",
+            (
+                "assembly.ttl_s: must exceed the longest wait for completion "
+                "(max(assembly.quiet_s, 60)) plus assembly.lease_s = 360, got 360"
+            ),
+        ),
+        (
+            "quiet_s: 120\n  lease_s: 100\n  ttl_s: 200\n",
+            (
+                "assembly.ttl_s: must exceed the longest wait for completion (max(assembly.quiet_s, 60)) "
+                "plus assembly.lease_s = 220, got 200"
+            ),
+        ),
+    ],
+)
 def test_bad_values_name_the_key(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("assembly:\n  " + body)
@@ -48,7 +60,8 @@ def test_bad_values_name_the_key(tmp_path: Path, body: str, message: str) -> Non
 
 
 def test_a_too_short_ttl_from_the_environment_warns_and_falls_back(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.WARNING):
         cfg = load_config(None, env={"RAGTRACE_ASSEMBLY_TTL_S": "10"})
     assert cfg.assembly.ttl_s == 3600.0
@@ -59,8 +72,11 @@ def test_the_kafka_consumers_redis_store_gets_them(monkeypatch: pytest.MonkeyPat
     cfg = ConsumerConfig.defaults().replace(assembly={"ttl_s": 900, "max_attempts": 5})
     built = build_with_fakes(monkeypatch, cfg)
     try:
-        assert built.stores["RedisTraceStore"] == {"prefix": "ragtrace", "ttl_s": 900.0,
-                                                   "max_attempts": 5}
+        assert built.stores["RedisTraceStore"] == {
+            "prefix": "ragtrace",
+            "ttl_s": 900.0,
+            "max_attempts": 5,
+        }
         traces = built.service.pipeline.traces
         assert (traces._ttl_ms, traces._max_attempts) == (900_000, 5)
     finally:
@@ -69,9 +85,11 @@ def test_the_kafka_consumers_redis_store_gets_them(monkeypatch: pytest.MonkeyPat
 
 def test_the_embedded_evaluators_store_gets_them(tmp_path: Path) -> None:
     cfg = ConsumerConfig.defaults().replace(assembly={"ttl_s": 900, "max_attempts": 5})
-    ev = EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "s.db",
-                                            metrics_port=None),
-                           config=cfg, judge=make_judge("lexical"))
+    ev = EmbeddedEvaluator(
+        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None),
+        config=cfg,
+        judge=make_judge("lexical"),
+    )
     try:
         assert (ev.traces._ttl_s, ev.traces._max_attempts) == (900.0, 5)
     finally:

@@ -31,9 +31,11 @@ CHART_ENV = {
 
 def _tls_files(tmp_path: Path) -> dict[str, str]:
     files = {}
-    for key, name in (("RAGTRACE_KAFKA_SSL_CAFILE", "ca.crt"),
-                      ("RAGTRACE_KAFKA_SSL_CERTFILE", "tls.crt"),
-                      ("RAGTRACE_KAFKA_SSL_KEYFILE", "tls.key")):
+    for key, name in (
+        ("RAGTRACE_KAFKA_SSL_CAFILE", "ca.crt"),
+        ("RAGTRACE_KAFKA_SSL_CERTFILE", "tls.crt"),
+        ("RAGTRACE_KAFKA_SSL_KEYFILE", "tls.key"),
+    ):
         (tmp_path / name).write_text("-----BEGIN-----\n")
         files[key] = str(tmp_path / name)
     return files
@@ -42,9 +44,17 @@ def _tls_files(tmp_path: Path) -> dict[str, str]:
 def test_defaults_are_plaintext() -> None:
     k = ConsumerConfig.defaults().kafka
     assert (k.security_protocol, k.sasl_mechanism, k.sasl_username, k.sasl_password) == (
-        "PLAINTEXT", None, None, None)
+        "PLAINTEXT",
+        None,
+        None,
+        None,
+    )
     assert (k.ssl_cafile, k.ssl_certfile, k.ssl_keyfile, k.ssl_check_hostname) == (
-        None, None, None, True)
+        None,
+        None,
+        None,
+        True,
+    )
     assert k.client_options() == {"security_protocol": "PLAINTEXT"}
 
 
@@ -69,40 +79,75 @@ def test_tls_without_files_uses_the_system_cas() -> None:
 
 
 def test_sasl_plaintext_has_no_tls_options() -> None:
-    cfg = ConsumerConfig.defaults().replace(kafka={
-        "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-        "sasl_username": "u", "sasl_password": "p"})
+    cfg = ConsumerConfig.defaults().replace(
+        kafka={
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_username": "u",
+            "sasl_password": "p",
+        }
+    )
     assert cfg.kafka.client_options() == {
-        "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": "u", "sasl_plain_password": "p"}
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "u",
+        "sasl_plain_password": "p",
+    }
 
 
-@pytest.mark.parametrize("body, message", [
-    ("security_protocol: TLS\n",
-     "kafka.security_protocol: must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'"),
-    ("security_protocol: SASL_SSL\n",
-     "kafka.sasl_mechanism: required when kafka.security_protocol is SASL_SSL"),
-    ("sasl_mechanism: PLAIN\n  sasl_username: u\n  sasl_password: p\n",
-     ("kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or SASL_PLAINTEXT, "
-     "got PLAINTEXT")),
-    ("security_protocol: SASL_SSL\n  sasl_mechanism: SCRAM-SHA-256\n  sasl_password: p\n",
-     "kafka.sasl_username: required with kafka.sasl_mechanism SCRAM-SHA-256"),
-    ("security_protocol: SASL_SSL\n  sasl_mechanism: PLAIN\n  sasl_username: u\n",
-     "kafka.sasl_password: required with kafka.sasl_mechanism PLAIN"),
-    (("security_protocol: SASL_SSL\n  sasl_mechanism: GSSAPI\n  sasl_username: u\n"
-     "  sasl_password: p\n"),
-     "kafka.sasl_mechanism: must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, got 'GSSAPI'"),
-    ("sasl_username: u\n", "kafka.sasl_username: set but kafka.sasl_mechanism is not"),
-    ("sasl_password: p\n", "kafka.sasl_password: set but kafka.sasl_mechanism is not"),
-    ("ssl_cafile: /ca.crt\n",
-     "kafka.ssl_cafile: needs kafka.security_protocol SSL or SASL_SSL, got PLAINTEXT"),
-    (("security_protocol: SASL_PLAINTEXT\n  sasl_mechanism: PLAIN\n  sasl_username: u\n"
-     "  sasl_password: p\n  ssl_certfile: /c.crt\n"),
-     "kafka.ssl_certfile: needs kafka.security_protocol SSL or SASL_SSL, got SASL_PLAINTEXT"),
-    ("security_protocol: SSL\n  ssl_keyfile: /k.key\n",
-     "kafka.ssl_keyfile: needs kafka.ssl_certfile"),
-    ("ssl_check_hostname: maybe\n", "kafka.ssl_check_hostname: expected boolean, got 'maybe'"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "security_protocol: TLS\n",
+            "kafka.security_protocol: must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'",
+        ),
+        (
+            "security_protocol: SASL_SSL\n",
+            "kafka.sasl_mechanism: required when kafka.security_protocol is SASL_SSL",
+        ),
+        (
+            "sasl_mechanism: PLAIN\n  sasl_username: u\n  sasl_password: p\n",
+            (
+                "kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or SASL_PLAINTEXT, "
+                "got PLAINTEXT"
+            ),
+        ),
+        (
+            "security_protocol: SASL_SSL\n  sasl_mechanism: SCRAM-SHA-256\n  sasl_password: p\n",
+            "kafka.sasl_username: required with kafka.sasl_mechanism SCRAM-SHA-256",
+        ),
+        (
+            "security_protocol: SASL_SSL\n  sasl_mechanism: PLAIN\n  sasl_username: u\n",
+            "kafka.sasl_password: required with kafka.sasl_mechanism PLAIN",
+        ),
+        (
+            (
+                "security_protocol: SASL_SSL\n  sasl_mechanism: GSSAPI\n  sasl_username: u\n"
+                "  sasl_password: p\n"
+            ),
+            "kafka.sasl_mechanism: must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, got 'GSSAPI'",
+        ),
+        ("sasl_username: u\n", "kafka.sasl_username: set but kafka.sasl_mechanism is not"),
+        ("sasl_password: p\n", "kafka.sasl_password: set but kafka.sasl_mechanism is not"),
+        (
+            "ssl_cafile: /ca.crt\n",
+            "kafka.ssl_cafile: needs kafka.security_protocol SSL or SASL_SSL, got PLAINTEXT",
+        ),
+        (
+            (
+                "security_protocol: SASL_PLAINTEXT\n  sasl_mechanism: PLAIN\n  sasl_username: u\n"
+                "  sasl_password: p\n  ssl_certfile: /c.crt\n"
+            ),
+            "kafka.ssl_certfile: needs kafka.security_protocol SSL or SASL_SSL, got SASL_PLAINTEXT",
+        ),
+        (
+            "security_protocol: SSL\n  ssl_keyfile: /k.key\n",
+            "kafka.ssl_keyfile: needs kafka.ssl_certfile",
+        ),
+        ("ssl_check_hostname: maybe\n", "kafka.ssl_check_hostname: expected boolean, got 'maybe'"),
+    ],
+)
 def test_bad_security_settings_name_the_key(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("kafka:\n  " + body)
@@ -115,14 +160,18 @@ def test_bad_security_settings_name_the_key(tmp_path: Path, body: str, message: 
 
 def test_sasl_from_the_environment_without_a_password_is_an_error() -> None:
     env = {k: v for k, v in CHART_ENV.items() if k != "RAGTRACE_KAFKA_SASL_PASSWORD"}
-    with pytest.raises(ConfigError, match="kafka.sasl_password: required with "
-                                          "kafka.sasl_mechanism SCRAM-SHA-512"):
+    with pytest.raises(
+        ConfigError, match="kafka.sasl_password: required with kafka.sasl_mechanism SCRAM-SHA-512"
+    ):
         load_config(None, env=env)
 
 
 def test_an_unreadable_tls_file_fails_at_start_naming_the_key(tmp_path: Path) -> None:
-    env = {**CHART_ENV, **_tls_files(tmp_path),
-           "RAGTRACE_KAFKA_SSL_CAFILE": str(tmp_path / "missing-ca.crt")}
+    env = {
+        **CHART_ENV,
+        **_tls_files(tmp_path),
+        "RAGTRACE_KAFKA_SSL_CAFILE": str(tmp_path / "missing-ca.crt"),
+    }
     cfg = load_config(None, env=env)
     with pytest.raises(ConfigError, match=r"kafka.ssl_cafile: cannot read .*missing-ca.crt"):
         cfg.kafka.client_options()
@@ -135,15 +184,20 @@ def test_password_is_not_in_the_repr() -> None:
     assert "sasl_username='ragtrace'" in repr(cfg.kafka)
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
-    ("rediss://ragtrace:pw@redis:6380/0?ssl_ca_certs=/ca.crt",
-     "rediss://ragtrace:***@redis:6380/0?ssl_ca_certs=/ca.crt"),
-    ("redis://:pw@redis:6379/0", "redis://:***@redis:6379/0"),
-    ("redis://user@redis:6379/0", "redis://user@redis:6379/0"),
-    ("redis://redis:6379/0?password=pw&db=1", "redis://redis:6379/0?password=***&db=1"),
-    ("http://collector:4328", "http://collector:4328"),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        (
+            "rediss://ragtrace:pw@redis:6380/0?ssl_ca_certs=/ca.crt",
+            "rediss://ragtrace:***@redis:6380/0?ssl_ca_certs=/ca.crt",
+        ),
+        ("redis://:pw@redis:6379/0", "redis://:***@redis:6379/0"),
+        ("redis://user@redis:6379/0", "redis://user@redis:6379/0"),
+        ("redis://redis:6379/0?password=pw&db=1", "redis://redis:6379/0?password=***&db=1"),
+        ("http://collector:4328", "http://collector:4328"),
+    ],
+)
 def test_redact_url(url: str, expected: str) -> None:
     assert redact_url(url) == expected
 
@@ -165,14 +219,18 @@ def test_unredacted_dict_loads_back_to_the_same_config(tmp_path: Path) -> None:
     cfg = load_config(None, env={**CHART_ENV, "RAGTRACE_JUDGE_CONCURRENCY": "3"})
     f = tmp_path / "dump.yaml"
     f.write_text(yaml.safe_dump(cfg.to_dict(redact=False)))
-    assert dataclasses.replace(load_config(f, env={}), source="x") == \
-        dataclasses.replace(cfg, source="x")
+    assert dataclasses.replace(load_config(f, env={}), source="x") == dataclasses.replace(
+        cfg, source="x"
+    )
 
 
-def test_print_config_masks_every_secret(monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    for name, value in {**CHART_ENV, "RAGTRACE_REDIS_URL":
-                        "redis://default:redis-pw@redis:6379/0"}.items():
+def test_print_config_masks_every_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in {
+        **CHART_ENV,
+        "RAGTRACE_REDIS_URL": "redis://default:redis-pw@redis:6379/0",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
     assert main(["consume", "--print-config"]) == 0
@@ -186,7 +244,8 @@ def test_print_config_masks_every_secret(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_build_service_hands_the_settings_to_consumer_and_producer(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     cfg = load_config(None, env={**CHART_ENV, **_tls_files(tmp_path)})
     built = build_with_fakes(monkeypatch, cfg)
     try:
@@ -201,7 +260,8 @@ def test_build_service_hands_the_settings_to_consumer_and_producer(
 
 
 def test_build_service_checks_tls_files_before_connecting(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     cfg = load_config(None, env={**CHART_ENV, "RAGTRACE_KAFKA_SSL_CAFILE": str(tmp_path / "no")})
     with pytest.raises(ConfigError, match="kafka.ssl_cafile: cannot read"):
         build_with_fakes(monkeypatch, cfg)

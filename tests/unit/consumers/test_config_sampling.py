@@ -10,11 +10,11 @@ import pytest
 import yaml
 from service_fakes import build_with_fakes
 
+from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
-from ragtrace.evaluation.judges import make_judge
 
 FILE = """\
 sampling:
@@ -30,15 +30,24 @@ sampling:
       judge_rate: 1.0
 """
 RULES = (
-    SamplingRule(match={"service": "checkout", "http.route": "/api/ask*"}, judge_rate=0.1,
-                 name="checkout-light"),
+    SamplingRule(
+        match={"service": "checkout", "http.route": "/api/ask*"},
+        judge_rate=0.1,
+        name="checkout-light",
+    ),
     SamplingRule(match={"tenant": "acme"}, recall_rate=1.0, judge_rate=1.0),
 )
 
 
 def _trace(trace_id: str, service: str = "shop", **attributes: str) -> RagTrace:
-    return RagTrace(trace_id=trace_id, service=service, target_span_id="b7ad6b7169203331",
-                    query="q", has_retrieval=True, attributes=attributes)
+    return RagTrace(
+        trace_id=trace_id,
+        service=service,
+        target_span_id="b7ad6b7169203331",
+        query="q",
+        has_retrieval=True,
+        attributes=attributes,
+    )
 
 
 def test_defaults_have_no_rules_and_no_salt() -> None:
@@ -53,14 +62,16 @@ def test_rules_and_salt_from_the_file(tmp_path: Path) -> None:
     s = load_config(f, env={}).sampling
     assert s.rules == RULES
     assert s.salt == "2025-q3"
-    assert s.sampler_config() == SamplerConfig(recall_rate=0.5, judge_rate=0.25, rules=RULES,
-                                               salt="2025-q3")
+    assert s.sampler_config() == SamplerConfig(
+        recall_rate=0.5, judge_rate=0.25, rules=RULES, salt="2025-q3"
+    )
 
 
 def test_rules_from_the_environment_as_json(tmp_path: Path) -> None:
-    env = {"RAGTRACE_SAMPLING_RULES":
-           '[{"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1.0}]',
-           "RAGTRACE_SAMPLING_SALT": "s1"}
+    env = {
+        "RAGTRACE_SAMPLING_RULES": '[{"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1.0}]',
+        "RAGTRACE_SAMPLING_SALT": "s1",
+    }
     s = load_config(None, env=env).sampling
     assert s.rules == RULES[1:]
     assert s.salt == "s1"
@@ -72,18 +83,27 @@ def test_an_empty_environment_list_clears_the_files_rules(tmp_path: Path) -> Non
     assert load_config(f, env={"RAGTRACE_SAMPLING_RULES": "[]"}).sampling.rules == ()
 
 
-@pytest.mark.parametrize("rules, message", [
-    ('[{"match": {"tenant": "a"}, "judge_rate": 2}]',
-     "sampling.rules[0]: judge_rate must be between 0 and 1, got 2.0"),
-    ('[{"match": {"tenant": "a"}}, {"judge_rate": 0.5}]',
-     "sampling.rules[1].match: expected a mapping of attribute -> glob"),
-    ('[{"match": {}}]', "sampling.rules[0]: a sampling rule needs at least one match pattern"),
-    ('[{"match": {"tenant": "a"}, "rate": 0.5}]', "sampling.rules[0]: unknown keys ['rate']"),
-    ('[{"match": {"tenant": "a"}, "recall_rate": "half"}]',
-     "sampling.rules[0]: rate must be a number, got 'half'"),
-    ('["tenant=a"]', "sampling.rules[0]: expected a mapping, got str"),
-    ('{"match": {"tenant": "a"}}', "sampling.rules: expected a list of rules, got dict"),
-])
+@pytest.mark.parametrize(
+    "rules, message",
+    [
+        (
+            '[{"match": {"tenant": "a"}, "judge_rate": 2}]',
+            "sampling.rules[0]: judge_rate must be between 0 and 1, got 2.0",
+        ),
+        (
+            '[{"match": {"tenant": "a"}}, {"judge_rate": 0.5}]',
+            "sampling.rules[1].match: expected a mapping of attribute -> glob",
+        ),
+        ('[{"match": {}}]', "sampling.rules[0]: a sampling rule needs at least one match pattern"),
+        ('[{"match": {"tenant": "a"}, "rate": 0.5}]', "sampling.rules[0]: unknown keys ['rate']"),
+        (
+            '[{"match": {"tenant": "a"}, "recall_rate": "half"}]',
+            "sampling.rules[0]: rate must be a number, got 'half'",
+        ),
+        ('["tenant=a"]', "sampling.rules[0]: expected a mapping, got str"),
+        ('{"match": {"tenant": "a"}}', "sampling.rules: expected a list of rules, got dict"),
+    ],
+)
 def test_bad_rules_in_the_file_name_the_rule(tmp_path: Path, rules: str, message: str) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(f"sampling:\n  rules: {rules}\n")
@@ -101,7 +121,8 @@ def test_a_non_ascii_salt_is_an_error(tmp_path: Path) -> None:
 
 
 def test_bad_rules_in_the_environment_warn_and_keep_the_files(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(FILE)
     with caplog.at_level(logging.WARNING):
@@ -112,11 +133,17 @@ def test_bad_rules_in_the_environment_warn_and_keep_the_files(
 
 def test_replace_accepts_rule_data_and_rule_values() -> None:
     cfg = ConsumerConfig.defaults()
-    assert cfg.replace(sampling={"rules": [{"match": {"tenant": "acme"}, "recall_rate": 1,
-                                            "judge_rate": 1.0}]}).sampling.rules == RULES[1:]
+    assert (
+        cfg.replace(
+            sampling={"rules": [{"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1.0}]}
+        ).sampling.rules
+        == RULES[1:]
+    )
     assert cfg.replace(sampling={"rules": RULES}).sampling.rules == RULES
-    assert cfg.replace(sampling={"salt": "x"}).replace(judge={"concurrency": 2}).sampling == \
-        cfg.replace(sampling={"salt": "x"}).sampling
+    assert (
+        cfg.replace(sampling={"salt": "x"}).replace(judge={"concurrency": 2}).sampling
+        == cfg.replace(sampling={"salt": "x"}).sampling
+    )
 
 
 def test_rules_print_as_the_file_form(tmp_path: Path) -> None:
@@ -124,12 +151,18 @@ def test_rules_print_as_the_file_form(tmp_path: Path) -> None:
     f.write_text(FILE)
     shown = load_config(f, env={}).to_dict()["sampling"]
     assert shown == {
-        "recall_rate": 0.5, "judge_rate": 0.25,
-        "rules": [{"name": "checkout-light",
-                   "match": {"service": "checkout", "http.route": "/api/ask*"},
-                   "judge_rate": 0.1},
-                  {"match": {"tenant": "acme"}, "recall_rate": 1.0, "judge_rate": 1.0}],
-        "salt": "2025-q3"}
+        "recall_rate": 0.5,
+        "judge_rate": 0.25,
+        "rules": [
+            {
+                "name": "checkout-light",
+                "match": {"service": "checkout", "http.route": "/api/ask*"},
+                "judge_rate": 0.1,
+            },
+            {"match": {"tenant": "acme"}, "recall_rate": 1.0, "judge_rate": 1.0},
+        ],
+        "salt": "2025-q3",
+    }
     again = tmp_path / "again.yaml"
     again.write_text(yaml.safe_dump({"sampling": shown}))
     assert load_config(again, env={}).sampling == load_config(f, env={}).sampling
@@ -151,12 +184,14 @@ def test_the_configured_sampler_applies_rules_and_salt(tmp_path: Path) -> None:
     assert light.rule == "checkout-light"
     # The salt changes which traces are chosen, not how many on average.
     unsalted = Sampler(SamplerConfig(recall_rate=0.5))
-    assert [unsalted.decide(_trace(t)).recall for t in ids] != \
-        [sampler.decide(_trace(t)).recall for t in ids]
+    assert [unsalted.decide(_trace(t)).recall for t in ids] != [
+        sampler.decide(_trace(t)).recall for t in ids
+    ]
 
 
-def test_kafka_consumer_runs_the_configured_sampler(monkeypatch: pytest.MonkeyPatch,
-                                                    tmp_path: Path) -> None:
+def test_kafka_consumer_runs_the_configured_sampler(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(FILE)
     cfg = load_config(f, env={})
@@ -171,9 +206,11 @@ def test_embedded_evaluator_runs_the_configured_sampler(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(FILE)
     cfg = load_config(f, env={})
-    ev = EmbeddedEvaluator(EmbeddedSettings(port=0, state_path=tmp_path / "s.db",
-                                            metrics_port=None),
-                           config=cfg, judge=make_judge("lexical"))
+    ev = EmbeddedEvaluator(
+        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None),
+        config=cfg,
+        judge=make_judge("lexical"),
+    )
     try:
         assert ev.pipeline.sampler.config == cfg.sampling.sampler_config()
     finally:

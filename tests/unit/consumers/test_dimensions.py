@@ -17,7 +17,14 @@ from ragtrace_consumers.metrics import ConsumerMetrics
 def test_values_beyond_the_cap_are_other() -> None:
     label = BoundedLabel(cap=2)
     assert [label(v) for v in ("a", "b", "a", "c", None, " ", "b")] == [
-        "a", "b", "a", OTHER, UNKNOWN, UNKNOWN, "b"]
+        "a",
+        "b",
+        "a",
+        OTHER,
+        UNKNOWN,
+        UNKNOWN,
+        "b",
+    ]
     assert label.admitted == {"a", "b"}
     assert label("x" * 100) == OTHER
     assert len(BoundedLabel()("y" * 100)) == MAX_VALUE_CHARS
@@ -53,11 +60,19 @@ def test_score_metrics_carry_the_capped_labels() -> None:
     m.groundedness(0.5, "s", "p", "judge", generator_model="gpt-b")
     m.retrieval(1.0, 1.0, 1.0, "s", "p", data_source=None)
     data = reader.get_metrics_data()
-    points = {(met.name, dp.attributes.get(semconv.ATTR_MODEL, dp.attributes.get(
-        semconv.ATTR_DATA_SOURCE))): dp.count
-        for rm in data.resource_metrics for sm in rm.scope_metrics for met in sm.metrics
+    points = {
+        (
+            met.name,
+            dp.attributes.get(semconv.ATTR_MODEL, dp.attributes.get(semconv.ATTR_DATA_SOURCE)),
+        ): dp.count
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for met in sm.metrics
         for dp in met.data.data_points
-        if met.name in (semconv.METRIC_GROUNDEDNESS, semconv.METRIC_RECALL)}
-    assert points == {(semconv.METRIC_GROUNDEDNESS, "gpt-a"): 1,
-                      (semconv.METRIC_GROUNDEDNESS, OTHER): 1,
-                      (semconv.METRIC_RECALL, UNKNOWN): 1}
+        if met.name in (semconv.METRIC_GROUNDEDNESS, semconv.METRIC_RECALL)
+    }
+    assert points == {
+        (semconv.METRIC_GROUNDEDNESS, "gpt-a"): 1,
+        (semconv.METRIC_GROUNDEDNESS, OTHER): 1,
+        (semconv.METRIC_RECALL, UNKNOWN): 1,
+    }

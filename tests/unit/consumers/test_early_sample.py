@@ -12,6 +12,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from scoring_helpers import rag_spans, tid
 
 from ragtrace import semconv
+from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.decode import decode_request
 from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
 from ragtrace_consumers.labels import match_label
@@ -19,22 +20,25 @@ from ragtrace_consumers.memory_stores import MemoryLabelStore, MemoryTraceStore
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
-from ragtrace.evaluation.labels import LabelledQuestion
 
 LABELLED_QUERY = "Which regions can workspace data be hosted in?"
 
 
 def _labels() -> MemoryLabelStore:
-    return MemoryLabelStore([
-        LabelledQuestion("q-1", "How long are audit logs kept?", frozenset({"c-1"})),
-        LabelledQuestion("q-2", LABELLED_QUERY, frozenset({"c-2"})),
-    ])
+    return MemoryLabelStore(
+        [
+            LabelledQuestion("q-1", "How long are audit logs kept?", frozenset({"c-1"})),
+            LabelledQuestion("q-2", LABELLED_QUERY, frozenset({"c-2"})),
+        ]
+    )
 
 
 def _with(spans: list[SpanRecord], name: str, **attrs: Any) -> list[SpanRecord]:
     """``spans`` with ``attrs`` added to the span called ``name``."""
-    return [dataclasses.replace(s, attributes={**s.attributes, **attrs}) if s.name == name else s
-            for s in spans]
+    return [
+        dataclasses.replace(s, attributes={**s.attributes, **attrs}) if s.name == name else s
+        for s in spans
+    ]
 
 
 def _trace(n: int) -> list[SpanRecord]:
@@ -47,10 +51,14 @@ def _trace(n: int) -> list[SpanRecord]:
     return spans
 
 
-CONFIG = SamplerConfig(recall_rate=0.6, judge_rate=0.1, rules=(
-    SamplingRule({"tenant": "gold*"}, judge_rate=0.5),
-    SamplingRule({"pipeline": "other"}, recall_rate=0.9),
-))
+CONFIG = SamplerConfig(
+    recall_rate=0.6,
+    judge_rate=0.1,
+    rules=(
+        SamplingRule({"tenant": "gold*"}, judge_rate=0.5),
+        SamplingRule({"pipeline": "other"}, recall_rate=0.9),
+    ),
+)
 
 
 def test_never_drops_a_trace_the_sampler_would_sample() -> None:
@@ -86,8 +94,9 @@ def test_the_decision_follows_the_trace_position_and_labels() -> None:
 
 
 def test_a_rule_whose_attribute_has_not_arrived_keeps_the_trace() -> None:
-    config = SamplerConfig(recall_rate=0.0, judge_rate=0.0,
-                           rules=(SamplingRule({"tenant": "gold*"}, judge_rate=1.0),))
+    config = SamplerConfig(
+        recall_rate=0.0, judge_rate=0.0, rules=(SamplingRule({"tenant": "gold*"}, judge_rate=1.0),)
+    )
     early = EarlySampler(config)
     n = 5
     children = rag_spans(n, root=False)  # the tenant is on the pipeline span, not here yet
@@ -123,18 +132,27 @@ def _request(traces: list[list[SpanRecord]]) -> bytes:
     ss.scope.name = semconv.INSTRUMENTATION_SCOPE
     for spans in traces:
         for s in spans:
-            ss.spans.append(trace_pb2.Span(
-                trace_id=bytes.fromhex(s.trace_id), span_id=bytes.fromhex(s.span_id),
-                parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
-                name=s.name, start_time_unix_nano=s.start_ns, end_time_unix_nano=s.end_ns,
-                attributes=[_kv(k, str(v)) for k, v in s.attributes.items()]))
+            ss.spans.append(
+                trace_pb2.Span(
+                    trace_id=bytes.fromhex(s.trace_id),
+                    span_id=bytes.fromhex(s.span_id),
+                    parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
+                    name=s.name,
+                    start_time_unix_nano=s.start_ns,
+                    end_time_unix_nano=s.end_ns,
+                    attributes=[_kv(k, str(v)) for k, v in s.attributes.items()],
+                )
+            )
     return req.SerializeToString()
 
 
 def test_decode_drops_before_building_records_and_reports_per_batch() -> None:
     reports: list[tuple[str, int]] = []
-    early = EarlySampler(SamplerConfig(recall_rate=1.0, judge_rate=0.2), LabelDigests(_labels()),
-                         report=lambda service, n: reports.append((service, n)))
+    early = EarlySampler(
+        SamplerConfig(recall_rate=1.0, judge_rate=0.2),
+        LabelDigests(_labels()),
+        report=lambda service, n: reports.append((service, n)),
+    )
     traces = [_trace(n) for n in range(1, 201)]
     payload = _request(traces)
     everything = decode_request(payload)
@@ -143,8 +161,11 @@ def test_decode_drops_before_building_records_and_reports_per_batch() -> None:
     kept_ids = {s.trace_id for s in kept}
     for spans in traces:
         by_rate = trace_position(spans[0].trace_id) < 0.2
-        labelled = any(semconv.RAGTRACE_QUESTION_ID in s.attributes or
-                       s.attributes.get(semconv.INPUT_VALUE) == LABELLED_QUERY for s in spans)
+        labelled = any(
+            semconv.RAGTRACE_QUESTION_ID in s.attributes
+            or s.attributes.get(semconv.INPUT_VALUE) == LABELLED_QUERY
+            for s in spans
+        )
         assert (spans[0].trace_id in kept_ids) == (by_rate or labelled)
     early.flush()
     assert reports == [("rag-app", 200 - len(kept_ids))]

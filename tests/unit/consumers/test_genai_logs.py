@@ -23,25 +23,96 @@ def _b64(hex_id: str) -> str:
 
 
 def _request() -> logs_service_pb2.ExportLogsServiceRequest:
-    return json_format.ParseDict({"resourceLogs": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "bot"}}]},
-        "scopeLogs": [{"scope": {"name": "opentelemetry.instrumentation.openai_v2"},
-                       "logRecords": [
-            {"timeUnixNano": "5", "eventName": "gen_ai.client.inference.operation.details",
-             "traceId": _b64(TRACE), "spanId": _b64(CHAT), "attributes": [
-                 {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-                 {"key": "gen_ai.response.id", "value": {"stringValue": "chatcmpl-1"}},
-                 {"key": "gen_ai.output.messages", "value": {"arrayValue": {"values": [
-                     {"kvlistValue": {"values": [
-                         {"key": "role", "value": {"stringValue": "assistant"}},
-                         {"key": "parts", "value": {"arrayValue": {"values": [{"kvlistValue": {
-                             "values": [{"key": "type", "value": {"stringValue": "text"}},
-                                        {"key": "content",
-                                         "value": {"stringValue": "It is 90 days."}}]}}]}}}]}}
-                 ]}}}]},
-            {"timeUnixNano": "6", "eventName": "other.event", "traceId": _b64(TRACE),
-             "spanId": _b64(CHAT)},
-        ]}]}]}, logs_service_pb2.ExportLogsServiceRequest(), ignore_unknown_fields=True)
+    return json_format.ParseDict(
+        {
+            "resourceLogs": [
+                {
+                    "resource": {
+                        "attributes": [{"key": "service.name", "value": {"stringValue": "bot"}}]
+                    },
+                    "scopeLogs": [
+                        {
+                            "scope": {"name": "opentelemetry.instrumentation.openai_v2"},
+                            "logRecords": [
+                                {
+                                    "timeUnixNano": "5",
+                                    "eventName": "gen_ai.client.inference.operation.details",
+                                    "traceId": _b64(TRACE),
+                                    "spanId": _b64(CHAT),
+                                    "attributes": [
+                                        {
+                                            "key": "gen_ai.operation.name",
+                                            "value": {"stringValue": "chat"},
+                                        },
+                                        {
+                                            "key": "gen_ai.response.id",
+                                            "value": {"stringValue": "chatcmpl-1"},
+                                        },
+                                        {
+                                            "key": "gen_ai.output.messages",
+                                            "value": {
+                                                "arrayValue": {
+                                                    "values": [
+                                                        {
+                                                            "kvlistValue": {
+                                                                "values": [
+                                                                    {
+                                                                        "key": "role",
+                                                                        "value": {
+                                                                            "stringValue": "assistant"
+                                                                        },
+                                                                    },
+                                                                    {
+                                                                        "key": "parts",
+                                                                        "value": {
+                                                                            "arrayValue": {
+                                                                                "values": [
+                                                                                    {
+                                                                                        "kvlistValue": {
+                                                                                            "values": [
+                                                                                                {
+                                                                                                    "key": "type",
+                                                                                                    "value": {
+                                                                                                        "stringValue": "text"
+                                                                                                    },
+                                                                                                },
+                                                                                                {
+                                                                                                    "key": "content",
+                                                                                                    "value": {
+                                                                                                        "stringValue": "It is 90 days."
+                                                                                                    },
+                                                                                                },
+                                                                                            ]
+                                                                                        }
+                                                                                    }
+                                                                                ]
+                                                                            }
+                                                                        },
+                                                                    },
+                                                                ]
+                                                            }
+                                                        }
+                                                    ]
+                                                }
+                                            },
+                                        },
+                                    ],
+                                },
+                                {
+                                    "timeUnixNano": "6",
+                                    "eventName": "other.event",
+                                    "traceId": _b64(TRACE),
+                                    "spanId": _b64(CHAT),
+                                },
+                            ],
+                        }
+                    ],
+                }
+            ]
+        },
+        logs_service_pb2.ExportLogsServiceRequest(),
+        ignore_unknown_fields=True,
+    )
 
 
 def _json_with_hex_ids() -> bytes:
@@ -55,9 +126,11 @@ def _json_with_hex_ids() -> bytes:
 
 def test_protobuf_gzip_and_json_log_events_give_the_same_span() -> None:
     pb = _request().SerializeToString()
-    got = [decode_log_events("application/x-protobuf", "", pb),
-           decode_log_events("application/x-protobuf", "gzip", gzip.compress(pb)),
-           decode_log_events("application/json", "", _json_with_hex_ids())]
+    got = [
+        decode_log_events("application/x-protobuf", "", pb),
+        decode_log_events("application/x-protobuf", "gzip", gzip.compress(pb)),
+        decode_log_events("application/json", "", _json_with_hex_ids()),
+    ]
     assert got[0] == got[1] == got[2]
     (span,) = got[0]
     assert (span.trace_id, span.parent_span_id, span.service) == (TRACE, CHAT, "bot")
@@ -65,7 +138,10 @@ def test_protobuf_gzip_and_json_log_events_give_the_same_span() -> None:
     rag = to_rag_trace([span])
     assert rag is not None
     assert (rag.answer, rag.generation_span_id, rag.response_id) == (
-        "It is 90 days.", CHAT, "chatcmpl-1")
+        "It is 90 days.",
+        CHAT,
+        "chatcmpl-1",
+    )
 
 
 def test_an_undecodable_logs_request_gives_nothing() -> None:

@@ -62,15 +62,19 @@ def test_heartbeat_age_counts_from_the_last_beat(clock: Clock) -> None:
 def test_livez_ok_while_the_loop_makes_progress(server: HealthServer, clock: Clock) -> None:
     clock.now += 12
     assert get(server.url + "/livez") == (
-        200, {"status": "ok", "checks": {"loop": "last progress 12.0s ago"}})
+        200,
+        {"status": "ok", "checks": {"loop": "last progress 12.0s ago"}},
+    )
     clock.now += 18  # exactly the timeout: still live
     assert get(server.url + "/livez")[0] == 200
 
 
 def test_livez_fails_once_the_loop_is_stuck(server: HealthServer, clock: Clock) -> None:
     clock.now += 30.5
-    assert get(server.url + "/livez") == (503, {"status": "failing", "checks": {
-        "loop": "last progress 30.5s ago (more than 30s: stuck)"}})
+    assert get(server.url + "/livez") == (
+        503,
+        {"status": "failing", "checks": {"loop": "last progress 30.5s ago (more than 30s: stuck)"}},
+    )
     server.heartbeat.beat()
     assert get(server.url + "/livez")[0] == 200
 
@@ -79,33 +83,52 @@ def test_a_draining_replica_is_live_but_not_ready(server: HealthServer, clock: C
     server.draining = lambda: True
     clock.now += 500  # the loop no longer polls while it drains
     assert get(server.url + "/livez") == (200, {"status": "ok", "checks": {"loop": "draining"}})
-    assert get(server.url + "/readyz") == (503, {"status": "failing",
-                                                 "checks": {"replica": "draining"}})
+    assert get(server.url + "/readyz") == (
+        503,
+        {"status": "failing", "checks": {"replica": "draining"}},
+    )
 
 
 # --- /readyz ---------------------------------------------------------------------------------
 def test_readyz_reports_every_check(server: HealthServer) -> None:
     server.readiness = {"redis": lambda: (True, "ping ok"), "kafka": lambda: (True, "2 assigned")}
-    assert get(server.url + "/readyz") == (200, {"status": "ok", "checks": {
-        "redis": "ping ok", "kafka": "2 assigned"}})
+    assert get(server.url + "/readyz") == (
+        200,
+        {"status": "ok", "checks": {"redis": "ping ok", "kafka": "2 assigned"}},
+    )
     server.readiness["kafka"] = lambda: (False, "no partitions assigned and no broker connection")
-    assert get(server.url + "/readyz") == (503, {"status": "failing", "checks": {
-        "redis": "ping ok", "kafka": "no partitions assigned and no broker connection"}})
+    assert get(server.url + "/readyz") == (
+        503,
+        {
+            "status": "failing",
+            "checks": {
+                "redis": "ping ok",
+                "kafka": "no partitions assigned and no broker connection",
+            },
+        },
+    )
 
 
 def test_a_raising_check_fails_readiness_with_its_error(server: HealthServer) -> None:
     client = mock.Mock()
     client.ping.side_effect = ConnectionError("Error 111 connecting to redis:6379")
     server.readiness = {"redis": redis_check(client)}
-    assert get(server.url + "/readyz") == (503, {"status": "failing", "checks": {
-        "redis": "ConnectionError('Error 111 connecting to redis:6379')"}})
+    assert get(server.url + "/readyz") == (
+        503,
+        {
+            "status": "failing",
+            "checks": {"redis": "ConnectionError('Error 111 connecting to redis:6379')"},
+        },
+    )
     client.ping.side_effect = None
     assert get(server.url + "/readyz") == (200, {"status": "ok", "checks": {"redis": "ping ok"}})
 
 
 def test_unknown_paths_are_404(server: HealthServer) -> None:
-    assert get(server.url + "/metrics") == (404, {"status": "not found",
-                                                  "paths": ["/livez", "/readyz"]})
+    assert get(server.url + "/metrics") == (
+        404,
+        {"status": "not found", "paths": ["/livez", "/readyz"]},
+    )
     assert get(server.url + "/livez?verbose=1")[0] == 200
 
 
@@ -123,10 +146,13 @@ def test_stop_closes_the_port_and_is_idempotent(clock: Clock) -> None:
         pass
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"liveness_timeout_s": 0}, "liveness_timeout_s must be > 0, got 0"),
-    ({"liveness_timeout_s": 1, "port": 70000}, "port must be within 0..65535, got 70000"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"liveness_timeout_s": 0}, "liveness_timeout_s must be > 0, got 0"),
+        ({"liveness_timeout_s": 1, "port": 70000}, "port must be within 0..65535, got 70000"),
+    ],
+)
 def test_bad_arguments_raise(clock: Clock, kwargs: dict[str, Any], message: str) -> None:
     args = {"port": 0, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -182,17 +208,26 @@ def test_health_is_off_by_default_on_loopback_port_8086() -> None:
 
 
 def test_health_settings_from_the_environment() -> None:
-    h = load_config(None, env={"RAGTRACE_HEALTH_ENABLED": "true", "RAGTRACE_HEALTH_HOST":
-                               "0.0.0.0", "RAGTRACE_HEALTH_PORT": "9000",
-                               "RAGTRACE_HEALTH_LIVENESS_TIMEOUT_S": "45"}).health
+    h = load_config(
+        None,
+        env={
+            "RAGTRACE_HEALTH_ENABLED": "true",
+            "RAGTRACE_HEALTH_HOST": "0.0.0.0",
+            "RAGTRACE_HEALTH_PORT": "9000",
+            "RAGTRACE_HEALTH_LIVENESS_TIMEOUT_S": "45",
+        },
+    ).health
     assert (h.enabled, h.host, h.port, h.liveness_timeout_s) == (True, "0.0.0.0", 9000, 45.0)
 
 
-@pytest.mark.parametrize("body, message", [
-    ("port: 65536\n", "health.port: must be within 0..65535 (0: a free port), got 65536"),
-    ("liveness_timeout_s: 0\n", "health.liveness_timeout_s: must be > 0, got 0.0"),
-    ("enabled: sometimes\n", "health.enabled: expected boolean, got 'sometimes'"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("port: 65536\n", "health.port: must be within 0..65535 (0: a free port), got 65536"),
+        ("liveness_timeout_s: 0\n", "health.liveness_timeout_s: must be > 0, got 0.0"),
+        ("enabled: sometimes\n", "health.enabled: expected boolean, got 'sometimes'"),
+    ],
+)
 def test_bad_health_settings_name_the_key(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("health:\n  " + body)
@@ -209,16 +244,26 @@ def test_no_health_server_unless_enabled(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_service_serves_health_fed_by_its_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = ConsumerConfig.defaults().replace(health={"enabled": True, "port": 0,
-                                                    "liveness_timeout_s": 60})
+    cfg = ConsumerConfig.defaults().replace(
+        health={"enabled": True, "port": 0, "liveness_timeout_s": 60}
+    )
     built = build_with_fakes(monkeypatch, cfg)
     health = built.service.health
     assert health is not None
     assert health.liveness_timeout_s == 60.0
     health.start()
     try:
-        assert get(health.url + "/readyz") == (503, {"status": "failing", "checks": {
-            "redis": "ping ok", "kafka": "not polled yet", "dependencies": "none down"}})
+        assert get(health.url + "/readyz") == (
+            503,
+            {
+                "status": "failing",
+                "checks": {
+                    "redis": "ping ok",
+                    "kafka": "not polled yet",
+                    "dependencies": "none down",
+                },
+            },
+        )
         built.consumer.assigned = {("otlp_spans", 0)}
         # The runner polls through the wrapper (the heartbeat beats, the assignment is seen).
         runner_consumer = built.service.runner._consumer
@@ -226,8 +271,17 @@ def test_the_service_serves_health_fed_by_its_consumer(monkeypatch: pytest.Monke
         before = health.heartbeat.beats
         runner_consumer.poll(timeout_ms=0, max_records=10)
         assert health.heartbeat.beats == before + 1 and built.consumer.polls == 1
-        assert get(health.url + "/readyz") == (200, {"status": "ok", "checks": {
-            "redis": "ping ok", "kafka": "partitions assigned: 1", "dependencies": "none down"}})
+        assert get(health.url + "/readyz") == (
+            200,
+            {
+                "status": "ok",
+                "checks": {
+                    "redis": "ping ok",
+                    "kafka": "partitions assigned: 1",
+                    "dependencies": "none down",
+                },
+            },
+        )
         built.redis.ping.side_effect = ConnectionError("down")
         assert get(health.url + "/readyz")[0] == 503
         assert get(health.url + "/livez")[0] == 200

@@ -6,6 +6,8 @@ import threading
 
 import pytest
 
+from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
+from ragtrace.normalize import question_sha256
 from ragtrace_consumers.labels import (
     EMPTY_QUESTION_SHA256,
     LabelIndex,
@@ -16,8 +18,6 @@ from ragtrace_consumers.labels import (
 )
 from ragtrace_consumers.memory_stores import MemoryLabelStore
 from ragtrace_consumers.model import RagTrace
-from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
-from ragtrace.normalize import question_sha256
 
 Q1 = LabelledQuestion("q1", "How long are audit logs kept?", frozenset({"c1", "c2"}))
 Q2 = LabelledQuestion("q2", "Ｗｈｅｒｅ are logs stored?", frozenset({"c3"}))
@@ -25,8 +25,13 @@ Q3 = LabelledQuestion("q3", "¿¡!!", frozenset())
 
 
 def _trace(question_id: str | None = None, sha: str | None = None) -> RagTrace:
-    return RagTrace(trace_id="a" * 32, service="s", target_span_id="1" * 16,
-                    question_id=question_id, query_sha256=sha)
+    return RagTrace(
+        trace_id="a" * 32,
+        service="s",
+        target_span_id="1" * 16,
+        question_id=question_id,
+        query_sha256=sha,
+    )
 
 
 def test_index() -> None:
@@ -37,8 +42,8 @@ def test_index() -> None:
     assert index.ambiguous == frozenset()
     assert index.version == label_set_version([Q3, Q2, Q1])
     assert index.stats(loaded_at=5.0, source="f") == LabelStats(
-        version=index.version, questions=3, answerable=2, ambiguous=0, loaded_at=5.0,
-        source="f")
+        version=index.version, questions=3, answerable=2, ambiguous=0, loaded_at=5.0, source="f"
+    )
     assert Q3.question_sha256 == EMPTY_QUESTION_SHA256
 
 
@@ -55,12 +60,18 @@ def test_ambiguous_and_duplicate() -> None:
 def test_match_by_id_first_then_text_then_nothing() -> None:
     store = MemoryLabelStore([Q1, Q2, Q3])
     assert match_label(_trace("q1", question_sha256("Where are logs stored")), store) == (
-        Q1, "question_id")
+        Q1,
+        "question_id",
+    )
     # Full-width letters, case and punctuation do not matter.
     assert match_label(_trace(sha=question_sha256("where ARE logs stored")), store) == (
-        Q2, "query_text")
+        Q2,
+        "query_text",
+    )
     assert match_label(_trace("nope", question_sha256("where are logs stored?")), store) == (
-        Q2, "query_text")
+        Q2,
+        "query_text",
+    )
     assert match_label(_trace(sha=EMPTY_QUESTION_SHA256), store) == (None, None)
     assert match_label(_trace(), store) == (None, None)
     assert match_label(_trace("q1"), MemoryLabelStore()) == (None, None)
@@ -77,8 +88,13 @@ def test_stats_values_are_validated() -> None:
     with pytest.raises(ValueError, match="label counts must be >= 0"):
         LabelStats(version="v", questions=-1)
     assert LabelStats(version=None).to_dict() == {
-        "version": None, "questions": 0, "answerable": 0, "ambiguous": 0, "loaded_at": None,
-        "source": None}
+        "version": None,
+        "questions": 0,
+        "answerable": 0,
+        "ambiguous": 0,
+        "loaded_at": None,
+        "source": None,
+    }
 
 
 def test_memory_reload_is_atomic_for_concurrent_readers() -> None:

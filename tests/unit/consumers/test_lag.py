@@ -15,8 +15,9 @@ TP = namedtuple("TP", "topic partition")
 class Broker:
     """The consumer calls the tracker makes, answered from dicts; counts committed() reads."""
 
-    def __init__(self, ends: dict[Any, int], committed: dict[Any, int | None],
-                 reset: str = "earliest") -> None:
+    def __init__(
+        self, ends: dict[Any, int], committed: dict[Any, int | None], reset: str = "earliest"
+    ) -> None:
         self.ends, self.group = ends, committed
         self.config = {"auto_offset_reset": reset}
         self.assigned = set(ends)
@@ -57,8 +58,11 @@ def test_lag_is_end_minus_committed_per_partition() -> None:
     got = tracker.measure(broker, {C: 300})
     # A: the group's commit from the broker; B: never committed, counted from its beginning
     # (100, earliest); C: this replica's own commit wins over asking the broker.
-    assert got == (PartitionLag("t", 0, 500, 480), PartitionLag("t", 1, 120, 100),
-                   PartitionLag("t", 2, 300, 300))
+    assert got == (
+        PartitionLag("t", 0, 500, 480),
+        PartitionLag("t", 1, 120, 100),
+        PartitionLag("t", 2, 300, 300),
+    )
     assert [x.lag for x in got] == [20, 20, 0]
     assert broker.committed_reads == 2
     # Within every_s: the same measurement, no broker call.

@@ -8,6 +8,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scoring_helpers import rag_spans, tid
 
+from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.judging import GroundednessScorer, is_paid
 from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
@@ -16,7 +17,6 @@ from ragtrace_consumers.memory_stores import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace.evaluation.judges import make_judge
 
 
 class Clock:
@@ -98,9 +98,9 @@ def test_the_budget_limits_paid_judges_only() -> None:
     lexical = make_judge("lexical")
     assert not is_paid(lexical)
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[InMemoryMetricReader()]))
-    scorer = GroundednessScorer(lexical, MemoryJudgeResultCache(), MemoryJudgeBudget(0, 0),
-                                metrics)
+    scorer = GroundednessScorer(lexical, MemoryJudgeResultCache(), MemoryJudgeBudget(0, 0), metrics)
     for n in range(5):  # a spent (zero) budget never skips the free judge
-        out = scorer.judge_trace(tid(n), "svc", f"Logs are kept {n} days.",
-                                 [f"Logs are kept {n} days."])
+        out = scorer.judge_trace(
+            tid(n), "svc", f"Logs are kept {n} days.", [f"Logs are kept {n} days."]
+        )
         assert out.skipped is None and out.result is not None and out.result.score == 1.0

@@ -73,9 +73,13 @@ def test_consumer_metrics_totals_are_unchanged_by_batching() -> None:
             m.trace_skipped("svc", "p", "unlabelled")
         if ctx is not None:
             ctx.__exit__(None, None, None)
-        totals.append((_sums(reader, semconv.METRIC_TRACES_SEEN),
-                       _sums(reader, semconv.METRIC_CELL),
-                       _sums(reader, semconv.METRIC_TRACES_SKIPPED)))
+        totals.append(
+            (
+                _sums(reader, semconv.METRIC_TRACES_SEEN),
+                _sums(reader, semconv.METRIC_CELL),
+                _sums(reader, semconv.METRIC_TRACES_SKIPPED),
+            )
+        )
     assert totals[0] == totals[1]
     seen = totals[1][0]
     assert list(seen.values()) == [30]

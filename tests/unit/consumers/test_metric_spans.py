@@ -7,6 +7,8 @@ import dataclasses
 from scoring_helpers import MODEL, PROMPT, grounded, rag_spans, root_span_id, sid, tid
 
 from ragtrace import semconv
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace_consumers.metric_spans import (
     ERROR_TYPE,
     GEN_AI_RESPONSE_ID,
@@ -17,8 +19,6 @@ from ragtrace_consumers.metric_spans import (
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_span_id
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 
 
 def _trace(**over: object):  # type: ignore[no-untyped-def]
@@ -33,18 +33,25 @@ def test_a_judge_error_carries_error_type_and_the_response_id() -> None:
     assert scores is not None
     (span,) = metric_spans(scores)
     assert span.family == "groundedness" and span.parent_span_id == sid(43)
-    assert span.events == ((semconv.GEN_AI_EVALUATION_RESULT, {
-        semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
-        semconv.GEN_AI_EVALUATION_EXPLANATION: "upstream 529",
-        GEN_AI_RESPONSE_ID: "chatcmpl-9", ERROR_TYPE: JUDGE_ERROR_TYPE}),)
+    assert span.events == (
+        (
+            semconv.GEN_AI_EVALUATION_RESULT,
+            {
+                semconv.GEN_AI_EVALUATION_NAME: "groundedness",
+                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: "upstream 529",
+                GEN_AI_RESPONSE_ID: "chatcmpl-9",
+                ERROR_TYPE: JUDGE_ERROR_TYPE,
+            },
+        ),
+    )
 
 
 def test_no_response_id_no_error_type_when_judged() -> None:
     scores = combine(_trace(), None, grounded(1, 1), Thresholds())
     assert scores is not None
     (span,) = metric_spans(scores)
-    (_, attrs), = span.events
+    ((_, attrs),) = span.events
     assert GEN_AI_RESPONSE_ID not in attrs and ERROR_TYPE not in attrs
 
 
@@ -56,8 +63,12 @@ def test_without_an_evaluated_span_the_target_span_is_the_parent() -> None:
 
 
 def test_ids_depend_on_trace_and_family_only_and_never_collide_with_the_summary() -> None:
-    ids = {metric_span_id(tid(1), "recall"), metric_span_id(tid(1), "groundedness"),
-           metric_span_id(tid(2), "recall"), evaluation_span_id(tid(1), ["recall"]),
-           evaluation_span_id(tid(1), ["groundedness"])}
+    ids = {
+        metric_span_id(tid(1), "recall"),
+        metric_span_id(tid(1), "groundedness"),
+        metric_span_id(tid(2), "recall"),
+        evaluation_span_id(tid(1), ["recall"]),
+        evaluation_span_id(tid(1), ["groundedness"]),
+    }
     assert len(ids) == 5
     assert metric_span_id(tid(1).upper(), "recall") == metric_span_id(tid(1), "recall")

@@ -47,7 +47,8 @@ def rig() -> tuple[ConsumerMetrics, InMemoryMetricReader]:
 
 
 def test_every_contract_metric_with_its_unit_and_kind(
-        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
     m, reader = rig
     m.trace_seen("svc", "p")
     m.trace_sampled("svc", "p")
@@ -101,49 +102,71 @@ def test_every_contract_metric_with_its_unit_and_kind(
 
     g = _points(got[semconv.METRIC_GROUNDEDNESS])
     (point,) = g.values()
-    assert list(g) == [(("judge_model", "model-a"), ("model", "gpt-x"), ("pipeline", "p"),
-                        ("service", "svc"))]
-    assert tuple(point.explicit_bounds) == SCORE_BUCKETS == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
-                                                              0.7, 0.8, 0.9, 1.0)
+    assert list(g) == [
+        (("judge_model", "model-a"), ("model", "gpt-x"), ("pipeline", "p"), ("service", "svc"))
+    ]
+    assert (
+        tuple(point.explicit_bounds)
+        == SCORE_BUCKETS
+        == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    )
     assert point.count == 1 and point.sum == 0.75
     for name in (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK):
         (p,) = _points(got[name]).values()
         assert tuple(p.explicit_bounds) == SCORE_BUCKETS
-        assert list(_points(got[name])) == [(("data_source", "docs-index"), ("pipeline", "p"),
-                                             ("service", "svc"))]
-    assert _points(got[semconv.METRIC_CELL])[
-        (("cell", "fine"), ("pipeline", "p"), ("service", "svc"))].value == 1
+        assert list(_points(got[name])) == [
+            (("data_source", "docs-index"), ("pipeline", "p"), ("service", "svc"))
+        ]
+    assert (
+        _points(got[semconv.METRIC_CELL])[
+            (("cell", "fine"), ("pipeline", "p"), ("service", "svc"))
+        ].value
+        == 1
+    )
     skipped = _points(got[semconv.METRIC_TRACES_SKIPPED])
-    assert skipped[(("pipeline", "default"), ("reason", "sampled_out"),
-                    ("service", "svc"))].value == 1
+    assert (
+        skipped[(("pipeline", "default"), ("reason", "sampled_out"), ("service", "svc"))].value == 1
+    )
     tokens = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_TOKENS]).items()}
-    assert tokens == {(("judge_model", "model-a"), ("token_type", "input")): 100,
-                      (("judge_model", "model-a"), ("token_type", "output")): 20,
-                      (("judge_model", "model-a"), ("token_type", "cache_read")): 5,
-                      (("judge_model", "model-a"), ("token_type", "cache_write")): 1}
+    assert tokens == {
+        (("judge_model", "model-a"), ("token_type", "input")): 100,
+        (("judge_model", "model-a"), ("token_type", "output")): 20,
+        (("judge_model", "model-a"), ("token_type", "cache_read")): 5,
+        (("judge_model", "model-a"), ("token_type", "cache_write")): 1,
+    }
     assert _points(got[semconv.METRIC_JUDGE_COST])[(("judge_model", "model-a"),)].value == 0.003
     (lat,) = _points(got[semconv.METRIC_JUDGE_LATENCY]).values()
     assert lat.sum == 1.5
-    genai = (("gen_ai.operation.name", "chat"), ("gen_ai.provider.name", "anthropic"),
-             ("gen_ai.request.model", "model-a"))
-    usage = {k: (p.count, p.sum) for k, p in
-             _points(got[semconv.METRIC_GEN_AI_CLIENT_TOKEN_USAGE]).items()}
-    assert usage == {(*genai, ("gen_ai.token.type", "input")): (1, 106),
-                     (*genai, ("gen_ai.token.type", "output")): (1, 20)}
+    genai = (
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.provider.name", "anthropic"),
+        ("gen_ai.request.model", "model-a"),
+    )
+    usage = {
+        k: (p.count, p.sum)
+        for k, p in _points(got[semconv.METRIC_GEN_AI_CLIENT_TOKEN_USAGE]).items()
+    }
+    assert usage == {
+        (*genai, ("gen_ai.token.type", "input")): (1, 106),
+        (*genai, ("gen_ai.token.type", "output")): (1, 20),
+    }
     (duration,) = _points(got[semconv.METRIC_GEN_AI_CLIENT_OPERATION_DURATION]).values()
     assert (duration.count, duration.sum) == (1, 1.5)
     assert tuple(duration.explicit_bounds)[:3] == (0.01, 0.02, 0.04)
     (delay,) = _points(got[semconv.METRIC_SCORING_DELAY]).values()
     assert delay.sum == 7.0 and delay.attributes == {"service": "svc"}
     lags = {k: p.value for k, p in _points(got[semconv.METRIC_CONSUMER_LAG]).items()}
-    assert lags == {(("partition", "0"), ("topic", "spans")): 42,
-                    (("partition", "3"), ("topic", "spans")): 0}
+    assert lags == {
+        (("partition", "0"), ("topic", "spans")): 42,
+        (("partition", "3"), ("topic", "spans")): 0,
+    }
     (held,) = _points(got[semconv.METRIC_CONSUMER_PARTITIONS]).values()
     assert held.value == 2 and held.attributes == {}
 
 
 def test_series_exist_before_anything_happens(
-        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
     m, reader = rig
     m.ensure_judge("model-a")
     m.trace_seen("svc", None)
@@ -156,13 +179,22 @@ def test_series_exist_before_anything_happens(
     calls = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_CALLS]).items()}
     assert calls == {(("judge_model", "model-a"), ("outcome", o)): 0 for o in JUDGE_OUTCOMES}
     skipped = {k: p.value for k, p in _points(got[semconv.METRIC_TRACES_SKIPPED]).items()}
-    assert skipped == {(("pipeline", "default"), ("reason", r), ("service", "svc")): 0
-                       for r in SKIP_REASONS}
+    assert skipped == {
+        (("pipeline", "default"), ("reason", r), ("service", "svc")): 0 for r in SKIP_REASONS
+    }
     assert _points(got[semconv.METRIC_JUDGE_BUDGET_EXHAUSTED])[(("service", "svc"),)].value == 0
-    assert _points(got[semconv.METRIC_TRACES_SEEN])[
-        (("pipeline", "default"), ("service", "svc"))].value == 1
-    assert _points(got[semconv.METRIC_TRACES_SCORED])[
-        (("pipeline", "default"), ("service", "svc"))].value == 0
+    assert (
+        _points(got[semconv.METRIC_TRACES_SEEN])[
+            (("pipeline", "default"), ("service", "svc"))
+        ].value
+        == 1
+    )
+    assert (
+        _points(got[semconv.METRIC_TRACES_SCORED])[
+            (("pipeline", "default"), ("service", "svc"))
+        ].value
+        == 0
+    )
     # No lag measured yet: the gauges report nothing rather than a made-up 0.
     assert semconv.METRIC_CONSUMER_LAG not in got
     assert semconv.METRIC_CONSUMER_PARTITIONS not in got
@@ -172,13 +204,15 @@ def test_skip_reasons_include_the_samplers_and_ours() -> None:
     from ragtrace_consumers.sample import SKIP_REASONS as SAMPLER
 
     assert set(SAMPLER) <= set(SKIP_REASONS)
-    assert {"not_rag", "unlabelled", "already_scored", "budget_exhausted",
-            "judge_gave_up"} <= set(SKIP_REASONS)
+    assert {"not_rag", "unlabelled", "already_scored", "budget_exhausted", "judge_gave_up"} <= set(
+        SKIP_REASONS
+    )
     assert len(SKIP_REASONS) == len(set(SKIP_REASONS))
 
 
 def test_a_failing_lag_source_reports_nothing(
-        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
     m, reader = rig
 
     def broken() -> tuple[PartitionLag, ...]:
@@ -192,7 +226,8 @@ def test_a_failing_lag_source_reports_nothing(
 
 
 def test_a_revoked_partition_leaves_the_lag_gauge(
-        rig: tuple[ConsumerMetrics, InMemoryMetricReader]) -> None:
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
     """Only the holder reports a partition: after a rebalance the old holder's series end."""
     m, reader = rig
     held = [PartitionLag("spans", 0, 9, 1), PartitionLag("spans", 1, 9, 1)]
@@ -200,7 +235,8 @@ def test_a_revoked_partition_leaves_the_lag_gauge(
     assert len(_points(_collect(reader)[semconv.METRIC_CONSUMER_LAG])) == 2
     held.pop(0)
     assert list(_points(_collect(reader)[semconv.METRIC_CONSUMER_LAG])) == [
-        (("partition", "1"), ("topic", "spans"))]
+        (("partition", "1"), ("topic", "spans"))
+    ]
     held.clear()
     got = _collect(reader)
     assert semconv.METRIC_CONSUMER_LAG not in got

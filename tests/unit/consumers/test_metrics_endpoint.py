@@ -38,21 +38,29 @@ def test_metrics_are_served_per_replica_with_per_partition_lag() -> None:
     metrics.set_lag_source(lambda: tuple(held))
     metrics.trace_seen("shop", "qa")
     metrics.groundedness(0.5, "shop", "qa", "claude", generator_model="gpt-4o")
-    srv = HealthServer("127.0.0.1", 0, heartbeat=Heartbeat(), liveness_timeout_s=30,
-                       metrics=exposition.render).start()
+    srv = HealthServer(
+        "127.0.0.1", 0, heartbeat=Heartbeat(), liveness_timeout_s=30, metrics=exposition.render
+    ).start()
     try:
         got = _scrape(srv.url)
         assert got["ragtrace_consumer_lag"] == {
             (("partition", "0"), ("topic", "otlp_spans")): 50.0,
-            (("partition", "2"), ("topic", "otlp_spans")): 0.0}
+            (("partition", "2"), ("topic", "otlp_spans")): 0.0,
+        }
         assert got["ragtrace_consumer_partitions"] == {(): 2.0}
         assert got["ragtrace_traces_seen_total"] == {(("pipeline", "qa"), ("service", "shop")): 1}
         assert got["ragtrace_groundedness_count"] == {
-            (("judge_model", "claude"), ("model", "gpt-4o"), ("pipeline", "qa"),
-             ("service", "shop")): 1}
+            (
+                ("judge_model", "claude"),
+                ("model", "gpt-4o"),
+                ("pipeline", "qa"),
+                ("service", "shop"),
+            ): 1
+        }
         held.pop(0)  # partition 0 moved to another replica: this one stops reporting it
         assert list(_scrape(srv.url)["ragtrace_consumer_lag"]) == [
-            (("partition", "2"), ("topic", "otlp_spans"))]
+            (("partition", "2"), ("topic", "otlp_spans"))
+        ]
     finally:
         srv.stop()
         provider.shutdown()
@@ -75,7 +83,8 @@ def test_no_metrics_path_without_an_exposition() -> None:
 
 
 def test_consume_serves_metrics_on_its_health_port_and_can_stop_pushing(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``build_service``: with health on, GET /metrics answers with the replica's metrics;
     ``export.metrics_otlp=false`` (what the Helm chart sets) leaves out the OTLP push."""
     from service_fakes import build_with_fakes
@@ -94,7 +103,8 @@ def test_consume_serves_metrics_on_its_health_port_and_can_stop_pushing(
             built.service.runner._metrics.trace_seen("shop", "qa")
             got = _scrape(server.url)
             assert got["ragtrace_traces_seen_total"] == {
-                (("pipeline", "qa"), ("service", "shop")): 1}
+                (("pipeline", "qa"), ("service", "shop")): 1
+            }
         finally:
             if built.service.health is not None:
                 built.service.health.stop()

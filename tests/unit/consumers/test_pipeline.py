@@ -20,13 +20,13 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
+from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.pipeline import Outcome, PipelineSettings
 from ragtrace_consumers.sample import Sampler, SamplerConfig
 from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
 from ragtrace_consumers.workers import ScoringWorkers
 from ragtrace_consumers.writeback import evaluation_span_id
-from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))
 
@@ -39,8 +39,9 @@ def _events(r, span) -> dict[str, dict]:  # type: ignore[no-untyped-def]
     """Every gen_ai.evaluation.result of the summary span's trace, by metric: they sit on the
     per-family spans, each under the span it evaluates (at most one event per metric)."""
     trace_id = span.get_span_context().trace_id
-    events = [e for m in r.metric_spans() if m.get_span_context().trace_id == trace_id
-              for e in m.events]
+    events = [
+        e for m in r.metric_spans() if m.get_span_context().trace_id == trace_id for e in m.events
+    ]
     out = {e.attributes[semconv.GEN_AI_EVALUATION_NAME]: dict(e.attributes) for e in events}
     assert len(out) == len(events)
     assert not span.events
@@ -55,8 +56,9 @@ def test_labelled_trace_scored_end_to_end() -> None:
     (span,) = r.spans()
     assert f"{span.get_span_context().trace_id:032x}" == tid(1)
     assert f"{span.parent.span_id:016x}" == root_span_id(1)
-    assert f"{span.get_span_context().span_id:016x}" == \
-        evaluation_span_id(tid(1), [FAMILY_RECALL, FAMILY_GROUNDEDNESS])
+    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(
+        tid(1), [FAMILY_RECALL, FAMILY_GROUNDEDNESS]
+    )
     a = _attrs(span)
     assert a[semconv.EVAL_RECALL] == 0.5  # c-1 of gold {c-1, c-9}
     assert a[semconv.EVAL_QUESTION_ID] == "q-audit"
@@ -65,10 +67,21 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert a[semconv.EVAL_GROUNDEDNESS] == 0.5
     assert a[semconv.EVAL_CELL] == "generation_failed"
     assert a[semconv.EVAL_JUDGE_COST_USD] == 0.004
-    assert set(_events(r, span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
-                                  "context_relevancy", "groundedness"}
-    assert r.judge.calls == [("Audit logs are kept 90 days.",
-                              ("Audit logs are kept 90 days.", "Logs are deleted nightly."))]
+    assert set(_events(r, span)) == {
+        "recall",
+        "hit_rate",
+        "precision",
+        "reciprocal_rank",
+        "ndcg",
+        "context_relevancy",
+        "groundedness",
+    }
+    assert r.judge.calls == [
+        (
+            "Audit logs are kept 90 days.",
+            ("Audit logs are kept 90 days.", "Logs are deleted nightly."),
+        )
+    ]
     assert r.idempotency.written(tid(1), FAMILY_RECALL)
     assert r.idempotency.written(tid(1), FAMILY_GROUNDEDNESS)
     assert r.traces.pending() == 0
@@ -81,8 +94,12 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert r.points("ragtrace.recall")[retrieval_key].sum == 0.5
     assert r.points("ragtrace.hit_rate")[retrieval_key].sum == 1.0
     assert r.points("ragtrace.reciprocal_rank")[retrieval_key].sum == 1.0
-    assert r.points("ragtrace.groundedness")[
-        (("judge_model", MODEL), ("model", "gen-model"), *SVC)].sum == 0.5
+    assert (
+        r.points("ragtrace.groundedness")[
+            (("judge_model", MODEL), ("model", "gen-model"), *SVC)
+        ].sum
+        == 0.5
+    )
     assert a[semconv.EVAL_GENERATOR_MODEL] == "gen-model"
     assert semconv.GEN_AI_DATA_SOURCE_ID not in a
     delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
@@ -107,8 +124,9 @@ def test_unlabelled_trace_gets_groundedness_only() -> None:
     assert a[semconv.EVAL_GROUNDEDNESS] == 1.0
     assert semconv.EVAL_RECALL not in a
     assert set(_events(r, span)) == {"groundedness"}
-    assert f"{span.get_span_context().span_id:016x}" == \
-        evaluation_span_id(tid(3), [FAMILY_GROUNDEDNESS])
+    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(
+        tid(3), [FAMILY_GROUNDEDNESS]
+    )
     assert not r.idempotency.written(tid(3), FAMILY_RECALL)
 
 
@@ -150,9 +168,12 @@ def test_already_written_families_are_skipped_on_a_fresh_store() -> None:
     r.pipeline.ingest(rag_spans(7), T0)
     r.pipeline.process_due(T0)
     assert r.spans() == [] and r.judge.calls == []
-    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
-                                                ("reason", "already_scored"),
-                                                ("service", "rag-app"))] == 1
+    assert (
+        r.points("ragtrace.traces.skipped")[
+            (("pipeline", "support"), ("reason", "already_scored"), ("service", "rag-app"))
+        ]
+        == 1
+    )
 
 
 def test_crash_window_replay_yields_the_identical_span() -> None:
@@ -214,12 +235,21 @@ def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
     (span,) = r.spans()
     a = _attrs(span)
     assert a[semconv.EVAL_CELL] == "unjudged" and semconv.EVAL_GROUNDEDNESS not in a
-    assert set(_events(r, span)) == {"recall", "hit_rate", "precision", "reciprocal_rank", "ndcg",
-                                  "context_relevancy"}
+    assert set(_events(r, span)) == {
+        "recall",
+        "hit_rate",
+        "precision",
+        "reciprocal_rank",
+        "ndcg",
+        "context_relevancy",
+    }
     assert not r.idempotency.written(tid(10), FAMILY_GROUNDEDNESS)
-    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
-                                                ("reason", "judge_gave_up"),
-                                                ("service", "rag-app"))] == 0
+    assert (
+        r.points("ragtrace.traces.skipped")[
+            (("pipeline", "support"), ("reason", "judge_gave_up"), ("service", "rag-app"))
+        ]
+        == 0
+    )
     # Scored (recall written), so not a skipped trace; the cell says what is missing.
     assert r.points("ragtrace.attribution")[(("cell", "unjudged"), *SVC)] == 1
 
@@ -249,9 +279,12 @@ def test_unlabelled_and_budget_exhausted_means_skipped() -> None:
     r.pipeline.ingest(rag_spans(13, query="unlabelled"), T0)
     r.pipeline.process_due(T0)
     assert r.spans() == []
-    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
-                                                ("reason", "budget_exhausted"),
-                                                ("service", "rag-app"))] == 1
+    assert (
+        r.points("ragtrace.traces.skipped")[
+            (("pipeline", "support"), ("reason", "budget_exhausted"), ("service", "rag-app"))
+        ]
+        == 1
+    )
 
 
 def test_one_judge_call_for_a_repeated_answer() -> None:
@@ -270,9 +303,12 @@ def test_sampled_out_and_non_rag_traces_are_skipped_with_their_reason() -> None:
     r.pipeline.ingest(rag_spans(17), T0)
     r.pipeline.process_due(T0)
     assert r.spans() == []
-    assert r.points("ragtrace.traces.skipped")[(("pipeline", "support"),
-                                                ("reason", "sampled_out"),
-                                                ("service", "rag-app"))] == 1
+    assert (
+        r.points("ragtrace.traces.skipped")[
+            (("pipeline", "support"), ("reason", "sampled_out"), ("service", "rag-app"))
+        ]
+        == 1
+    )
     assert r.points("ragtrace.traces.sampled")[SVC] == 0
 
 
@@ -286,9 +322,17 @@ def test_no_generation_means_recall_only() -> None:
 
 def test_our_own_evaluation_spans_are_never_ingested() -> None:
     r = rig()
-    ev = SpanRecord(tid(19), "f" * 16, root_span_id(19), semconv.SPAN_EVALUATION,
-                    semconv.EVALUATION_SCOPE, "ragtrace-consumer", 1, 2,
-                    {semconv.EVAL_MARKER: True})
+    ev = SpanRecord(
+        tid(19),
+        "f" * 16,
+        root_span_id(19),
+        semconv.SPAN_EVALUATION,
+        semconv.EVALUATION_SCOPE,
+        "ragtrace-consumer",
+        1,
+        2,
+        {semconv.EVAL_MARKER: True},
+    )
     assert r.pipeline.ingest([ev], T0) == 0
     assert r.traces.pending() == 0
 

@@ -39,17 +39,27 @@ def encode(spans: list[SpanRecord]) -> bytes:
     """Spans as the collector's kafka exporter writes them (one ExportTraceServiceRequest)."""
     req = trace_service_pb2.ExportTraceServiceRequest()
     rs = req.resource_spans.add()
-    rs.resource.CopyFrom(resource_pb2.Resource(attributes=[
-        common_pb2.KeyValue(key="service.name", value=_any(spans[0].service))]))
+    rs.resource.CopyFrom(
+        resource_pb2.Resource(
+            attributes=[common_pb2.KeyValue(key="service.name", value=_any(spans[0].service))]
+        )
+    )
     ss = rs.scope_spans.add()
     ss.scope.name = spans[0].scope
     for s in spans:
-        ss.spans.append(trace_pb2.Span(
-            trace_id=bytes.fromhex(s.trace_id), span_id=bytes.fromhex(s.span_id),
-            parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
-            name=s.name, start_time_unix_nano=s.start_ns, end_time_unix_nano=s.end_ns,
-            attributes=[common_pb2.KeyValue(key=k, value=_any(v))
-                        for k, v in s.attributes.items()]))
+        ss.spans.append(
+            trace_pb2.Span(
+                trace_id=bytes.fromhex(s.trace_id),
+                span_id=bytes.fromhex(s.span_id),
+                parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
+                name=s.name,
+                start_time_unix_nano=s.start_ns,
+                end_time_unix_nano=s.end_ns,
+                attributes=[
+                    common_pb2.KeyValue(key=k, value=_any(v)) for k, v in s.attributes.items()
+                ],
+            )
+        )
     return req.SerializeToString()
 
 
@@ -105,29 +115,49 @@ class FakeProducer:
         self.sent: list[tuple[str, bytes, Any, list[tuple[str, bytes]]]] = []
         self.flushed = 0
 
-    def send(self, topic: str, value: bytes | None = None, key: Any = None,
-             headers: list[tuple[str, bytes]] | None = None) -> None:
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: Any = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
         self.sent.append((topic, value or b"", key, headers or []))
 
     def flush(self) -> None:
         self.flushed += 1
 
 
-def _runner(r, consumer: FakeConsumer, producer: FakeProducer, workers: int = 2,  # type: ignore[no-untyped-def]
-            ) -> tuple[KafkaRunner, ScoringWorkers]:
+def _runner(
+    r,
+    consumer: FakeConsumer,
+    producer: FakeProducer,
+    workers: int = 2,  # type: ignore[no-untyped-def]
+) -> tuple[KafkaRunner, ScoringWorkers]:
     w = ScoringWorkers(r.pipeline, workers, depth=1)  # in flight = judge threads
-    runner = KafkaRunner(consumer, producer, r.pipeline, w, r.metrics, dlq_topic="spans.dlq",
-                         commit_interval_s=1.0, drain_timeout_s=5.0, clock=r.clock)
+    runner = KafkaRunner(
+        consumer,
+        producer,
+        r.pipeline,
+        w,
+        r.metrics,
+        dlq_topic="spans.dlq",
+        commit_interval_s=1.0,
+        drain_timeout_s=5.0,
+        clock=r.clock,
+    )
     return runner, w
 
 
 def test_offsets_are_committed_after_ingest_and_throttled() -> None:
     r = rig()
     p0, p1 = TP("spans", 0), TP("spans", 1)
-    consumer = FakeConsumer([
-        {p0: [Msg("spans", 0, 5, b"k", encode(rag_spans(1)))]},
-        {p1: [Msg("spans", 1, 9, b"k", encode(rag_spans(2)))]},
-    ])
+    consumer = FakeConsumer(
+        [
+            {p0: [Msg("spans", 0, 5, b"k", encode(rag_spans(1)))]},
+            {p1: [Msg("spans", 1, 9, b"k", encode(rag_spans(2)))]},
+        ]
+    )
     runner, workers = _runner(r, consumer, FakeProducer())
     r.clock.now = T0 + 10
     runner.step()  # first step commits (interval elapsed since 0)
@@ -156,8 +186,9 @@ def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -
     r = rig()
     p0 = TP("spans", 0)
     good = encode(rag_spans(3))
-    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, b"k1", b"\xff\x00garbage"),
-                                   Msg("spans", 0, 1, b"k2", good)]}])
+    consumer = FakeConsumer(
+        [{p0: [Msg("spans", 0, 0, b"k1", b"\xff\x00garbage"), Msg("spans", 0, 1, b"k2", good)]}]
+    )
     producer = FakeProducer()
     runner, _ = _runner(r, consumer, producer)
     r.clock.now = T0 + 10
@@ -167,8 +198,11 @@ def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -
     h = dict(headers)
     assert h[DLQ_HEADER_REASON] == b"protobuf_parse_error"
     assert h[DLQ_HEADER_DETAIL]
-    assert (h[DLQ_HEADER_TOPIC], h[DLQ_HEADER_PARTITION], h[DLQ_HEADER_OFFSET]) == \
-        (b"spans", b"0", b"0")
+    assert (h[DLQ_HEADER_TOPIC], h[DLQ_HEADER_PARTITION], h[DLQ_HEADER_OFFSET]) == (
+        b"spans",
+        b"0",
+        b"0",
+    )
     # The dead letter is flushed before the offset past it is committed.
     assert producer.flushed == 1 and consumer.commits == [{p0: 2}]
     assert r.points("ragtrace.dlq.messages")[(("reason", "protobuf_parse_error"),)] == 1
@@ -179,8 +213,16 @@ def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -
 def test_failed_ingest_commits_nothing_and_rereads() -> None:
     r = rig()
     p0 = TP("spans", 0)
-    consumer = FakeConsumer([{p0: [Msg("spans", 0, 4, None, encode(rag_spans(4))),
-                                   Msg("spans", 0, 5, None, encode(rag_spans(5)))]}])
+    consumer = FakeConsumer(
+        [
+            {
+                p0: [
+                    Msg("spans", 0, 4, None, encode(rag_spans(4))),
+                    Msg("spans", 0, 5, None, encode(rag_spans(5))),
+                ]
+            }
+        ]
+    )
 
     def down(*_: object) -> None:
         raise ConnectionError("redis down")
@@ -205,11 +247,17 @@ def test_backpressure_pauses_partitions_while_every_worker_is_busy() -> None:
     gate = threading.Event()
     r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
     p0 = TP("spans", 0)
-    consumer = FakeConsumer([
-        {p0: [Msg("spans", 0, i, None, encode(rag_spans(50 + i, answer=f"a{i}")))
-              for i in range(3)]},
-        {p0: [Msg("spans", 0, 3, None, encode(rag_spans(60)))]},
-    ])
+    consumer = FakeConsumer(
+        [
+            {
+                p0: [
+                    Msg("spans", 0, i, None, encode(rag_spans(50 + i, answer=f"a{i}")))
+                    for i in range(3)
+                ]
+            },
+            {p0: [Msg("spans", 0, 3, None, encode(rag_spans(60)))]},
+        ]
+    )
     runner, workers = _runner(r, consumer, FakeProducer(), workers=2)
     try:
         runner.step()  # ingests three traces, starts two (both block on the judge)
@@ -248,8 +296,14 @@ def test_stop_drains_in_flight_scoring_then_commits_and_leaves() -> None:
 def test_revoked_partitions_are_committed_first() -> None:
     r = rig()
     p0, p1 = TP("spans", 0), TP("spans", 1)
-    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(80)))],
-                              p1: [Msg("spans", 1, 3, None, encode(rag_spans(81)))]}])
+    consumer = FakeConsumer(
+        [
+            {
+                p0: [Msg("spans", 0, 0, None, encode(rag_spans(80)))],
+                p1: [Msg("spans", 1, 3, None, encode(rag_spans(81)))],
+            }
+        ]
+    )
     runner, _ = _runner(r, consumer, FakeProducer())
     runner._last_commit = r.clock.now
     runner.step()
@@ -297,10 +351,21 @@ class GroupConsumer(FakeConsumer):
         self.async_commits.append({tp: om.offset for tp, om in offsets.items()})
 
 
-def _group_runner(r, consumer: GroupConsumer, stall_s: float = 30.0  # type: ignore[no-untyped-def]
-                  ) -> KafkaRunner:
-    return KafkaRunner(consumer, FakeProducer(), r.pipeline, ScoringWorkers(r.pipeline, 1),
-                       r.metrics, dlq_topic="spans.dlq", stall_timeout_s=stall_s, clock=r.clock)
+def _group_runner(
+    r,
+    consumer: GroupConsumer,
+    stall_s: float = 30.0,  # type: ignore[no-untyped-def]
+) -> KafkaRunner:
+    return KafkaRunner(
+        consumer,
+        FakeProducer(),
+        r.pipeline,
+        ScoringWorkers(r.pipeline, 1),
+        r.metrics,
+        dlq_topic="spans.dlq",
+        stall_timeout_s=stall_s,
+        clock=r.clock,
+    )
 
 
 def test_subscribe_loads_topic_metadata_after_subscribing_before_any_poll() -> None:

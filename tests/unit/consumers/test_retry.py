@@ -37,11 +37,21 @@ class Flaky:
         return ("ok", args, kwargs)
 
 
-def _retrier(deps: Dependencies, stop: threading.Event | None = None,
-             sleeps: list[float] | None = None, waits: list[int] | None = None) -> Retrier:
-    return Retrier("redis", (ConnectionError,), dependencies=deps, stop=stop,
-                   backoff=Backoff(0.1, 0.4), sleep=(sleeps if sleeps is not None else []).append,
-                   on_wait=(lambda: waits.append(1)) if waits is not None else None)
+def _retrier(
+    deps: Dependencies,
+    stop: threading.Event | None = None,
+    sleeps: list[float] | None = None,
+    waits: list[int] | None = None,
+) -> Retrier:
+    return Retrier(
+        "redis",
+        (ConnectionError,),
+        dependencies=deps,
+        stop=stop,
+        backoff=Backoff(0.1, 0.4),
+        sleep=(sleeps if sleeps is not None else []).append,
+        on_wait=(lambda: waits.append(1)) if waits is not None else None,
+    )
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:
@@ -122,15 +132,14 @@ def test_wait_for_gives_up_after_the_wait_with_one_line_naming_the_dependency() 
 
     attempts = Flaky(10_000, ConnectionError("Error 111 connecting to 127.0.0.1:1.\nRefused."))
     with pytest.raises(DependencyUnavailable) as info:
-        wait_for("Redis", "redis://127.0.0.1:1/0", attempts, 5.0, clock=lambda: now[0],
-                 sleep=sleep)
+        wait_for("Redis", "redis://127.0.0.1:1/0", attempts, 5.0, clock=lambda: now[0], sleep=sleep)
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith("Redis at redis://127.0.0.1:1/0 unavailable after 5 s: "
-                              "ConnectionError: Error 111")
+    assert message.startswith(
+        "Redis at redis://127.0.0.1:1/0 unavailable after 5 s: ConnectionError: Error 111"
+    )
     assert 3 < attempts.calls < 20  # backed off, not a busy loop
-    assert wait_for("Kafka", "b:9092", Flaky(2, OSError("x")), 5.0, sleep=lambda s: None)[0] \
-        == "ok"
+    assert wait_for("Kafka", "b:9092", Flaky(2, OSError("x")), 5.0, sleep=lambda s: None)[0] == "ok"
 
 
 def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,31 +149,49 @@ def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -
 
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
     monkeypatch.setattr(redis_stores, "connect", lambda url: client)
-    cfg = ConsumerConfig.defaults().replace(health={"startup_wait_s": 0.5},
-                                            redis={"url": "redis://user:pw@127.0.0.1:1/0"})
+    cfg = ConsumerConfig.defaults().replace(
+        health={"startup_wait_s": 0.5}, redis={"url": "redis://user:pw@127.0.0.1:1/0"}
+    )
     from ragtrace_consumers.service import build_service
 
-    with pytest.raises(DependencyUnavailable, match=r"^Redis at redis://user:\*\*\*@127.0.0.1:1/0"
-                                                     r" unavailable after \d s"):
+    with pytest.raises(
+        DependencyUnavailable,
+        match=r"^Redis at redis://user:\*\*\*@127.0.0.1:1/0"
+        r" unavailable after \d s",
+    ):
         build_service(cfg)
 
 
 def test_consume_started_without_redis_exits_1_with_one_line(tmp_path: Path) -> None:
-    env = {"RAGTRACE_REDIS_URL": "redis://127.0.0.1:1/0", "RAGTRACE_HEALTH_STARTUP_WAIT_S": "1",
-           "RAGTRACE_JUDGE_NAME": "lexical", "PATH": "/usr/bin:/bin"}
+    env = {
+        "RAGTRACE_REDIS_URL": "redis://127.0.0.1:1/0",
+        "RAGTRACE_HEALTH_STARTUP_WAIT_S": "1",
+        "RAGTRACE_JUDGE_NAME": "lexical",
+        "PATH": "/usr/bin:/bin",
+    }
     ragtrace = str(Path(sys.executable).with_name("ragtrace"))
-    out = subprocess.run([ragtrace, "consume", "--log-level", "ERROR"], env=env, capture_output=True, text=True, timeout=60,
-                         check=False)
+    out = subprocess.run(
+        [ragtrace, "consume", "--log-level", "ERROR"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 1, out.stderr
-    assert out.stderr.strip().splitlines() == [
-        out.stderr.strip()], out.stderr  # one line, no traceback
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()], (
+        out.stderr
+    )  # one line, no traceback
     assert "Traceback" not in out.stderr
-    assert out.stderr.startswith("ragtrace consume: error: Redis at redis://127.0.0.1:1/0 unavailable "
-                                 "after 1 s: ConnectionError")
+    assert out.stderr.startswith(
+        "ragtrace consume: error: Redis at redis://127.0.0.1:1/0 unavailable "
+        "after 1 s: ConnectionError"
+    )
 
 
 def test_the_service_retries_store_calls_and_reports_redis_down(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cfg = ConsumerConfig.defaults().replace(health={"enabled": True, "port": 0})
     built = build_with_fakes(monkeypatch, cfg)
     try:
@@ -177,6 +204,7 @@ def test_the_service_retries_store_calls_and_reports_redis_down(
 
 
 # --- the runner ----------------------------------------------------------------------------------
+
 
 class FlakyStore:
     """A MemoryTraceStore whose claim and append fail ``n`` times each (Redis restarting)."""
@@ -207,8 +235,16 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     p0 = TP("spans", 0)
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 7, None, encode(rag_spans(1)))]}])
     workers = ScoringWorkers(r.pipeline, 2, depth=1)
-    runner = KafkaRunner(consumer, FakeProducer(), r.pipeline, workers, r.metrics,
-                         dlq_topic="spans.dlq", clock=r.clock, dependencies=deps)
+    runner = KafkaRunner(
+        consumer,
+        FakeProducer(),
+        r.pipeline,
+        workers,
+        r.metrics,
+        dlq_topic="spans.dlq",
+        clock=r.clock,
+        dependencies=deps,
+    )
     r.clock.now = T0 + 10
     runner.step()  # claim fails 3 times (retried), then ingest fails 3 times (retried)
     assert consumer.seeks == [] and consumer.commits == [{p0: 8}]
@@ -227,8 +263,13 @@ class FailingFuture:
 class LossyProducer(FakeProducer):
     """The first dead letter is not acknowledged by the broker."""
 
-    def send(self, topic: str, value: bytes | None = None, key: Any = None,
-             headers: list[tuple[str, bytes]] | None = None) -> Any:
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: Any = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> Any:
         super().send(topic, value, key, headers)
         return FailingFuture(len(self.sent) == 1)
 
@@ -239,8 +280,16 @@ def test_a_dead_letter_the_broker_did_not_take_is_resent_before_the_commit() -> 
     p0 = TP("spans", 0)
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, b"k", b"\xff\x00garbage")]}])
     producer = LossyProducer()
-    runner = KafkaRunner(consumer, producer, r.pipeline, ScoringWorkers(r.pipeline, 1),
-                         r.metrics, dlq_topic="spans.dlq", clock=r.clock, dependencies=deps)
+    runner = KafkaRunner(
+        consumer,
+        producer,
+        r.pipeline,
+        ScoringWorkers(r.pipeline, 1),
+        r.metrics,
+        dlq_topic="spans.dlq",
+        clock=r.clock,
+        dependencies=deps,
+    )
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.commits == [] and len(producer.sent) == 2  # re-sent, not committed
@@ -265,8 +314,16 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
             super().commit(offsets)
 
     consumer = Flappy([{p0: [Msg("spans", 0, 3, None, encode(rag_spans(2)))]}])
-    runner = KafkaRunner(consumer, FakeProducer(), r.pipeline, ScoringWorkers(r.pipeline, 1),
-                         r.metrics, dlq_topic="spans.dlq", clock=r.clock, dependencies=deps)
+    runner = KafkaRunner(
+        consumer,
+        FakeProducer(),
+        r.pipeline,
+        ScoringWorkers(r.pipeline, 1),
+        r.metrics,
+        dlq_topic="spans.dlq",
+        clock=r.clock,
+        dependencies=deps,
+    )
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.commits == [] and "kafka" in deps.down()
@@ -296,8 +353,10 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
     deps = Dependencies(on_error=errors.append)
     inner = Sink()
     sink = WatchedSink(inner, deps)
-    assert [str(e) for e in sink.write_many(["t1", "t2"])] == ["t1 not delivered",
-                                                              "t2 not delivered"]
+    assert [str(e) for e in sink.write_many(["t1", "t2"])] == [
+        "t1 not delivered",
+        "t2 not delivered",
+    ]
     assert set(deps.down()) == {"writeback"} and errors == ["writeback"]
     with pytest.raises(WriteBackError):
         sink.write("t3")
@@ -315,12 +374,17 @@ def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -
     from ragtrace_consumers.service import build_service
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
-    cfg = ConsumerConfig.defaults().replace(health={"startup_wait_s": 0.5},
-                                            kafka={"bootstrap_servers": "127.0.0.1:1"},
-                                            judge={"name": "lexical"})
-    with pytest.raises(DependencyUnavailable, match=r"^Kafka at 127\.0\.0\.1:1 unavailable after "
-                                                     r"\d s: KafkaTimeoutError: Unable to "
-                                                     r"bootstrap"):
+    cfg = ConsumerConfig.defaults().replace(
+        health={"startup_wait_s": 0.5},
+        kafka={"bootstrap_servers": "127.0.0.1:1"},
+        judge={"name": "lexical"},
+    )
+    with pytest.raises(
+        DependencyUnavailable,
+        match=r"^Kafka at 127\.0\.0\.1:1 unavailable after "
+        r"\d s: KafkaTimeoutError: Unable to "
+        r"bootstrap",
+    ):
         build_service(cfg)
 
 
@@ -340,9 +404,17 @@ def test_a_poll_that_fails_on_a_broker_outage_is_retried() -> None:
 
     consumer = Outage([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(3)))]}])
     kafka_retry = Retrier("kafka", (TimeoutError,), dependencies=deps, sleep=lambda s: None)
-    runner = KafkaRunner(consumer, FakeProducer(), r.pipeline, ScoringWorkers(r.pipeline, 1),
-                         r.metrics, dlq_topic="spans.dlq", clock=r.clock, dependencies=deps,
-                         kafka_retry=kafka_retry)
+    runner = KafkaRunner(
+        consumer,
+        FakeProducer(),
+        r.pipeline,
+        ScoringWorkers(r.pipeline, 1),
+        r.metrics,
+        dlq_topic="spans.dlq",
+        clock=r.clock,
+        dependencies=deps,
+        kafka_retry=kafka_retry,
+    )
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.failures == 0 and consumer.commits == [{p0: 1}] and deps.down() == {}

@@ -19,10 +19,17 @@ from ragtrace_consumers.sample import (
 )
 
 FULL = RagTrace(
-    trace_id="0af7651916cd43dd8448eb211c80319c", service="support-bot",
-    target_span_id="b7ad6b7169203331", pipeline="support", query="q", answer="a",
-    retrieved=(Chunk("c1", "t1"),), context=(Chunk("c1", "t1"),), model="m",
-    attributes={"http.route": "/chat", "tenant": "acme"}, has_retrieval=True,
+    trace_id="0af7651916cd43dd8448eb211c80319c",
+    service="support-bot",
+    target_span_id="b7ad6b7169203331",
+    pipeline="support",
+    query="q",
+    answer="a",
+    retrieved=(Chunk("c1", "t1"),),
+    context=(Chunk("c1", "t1"),),
+    model="m",
+    attributes={"http.route": "/chat", "tenant": "acme"},
+    has_retrieval=True,
     has_generation=True,
 )
 
@@ -55,7 +62,7 @@ def test_rates_are_deterministic_nested_and_close_to_the_rate() -> None:
     assert 1850 <= recall <= 2150 and 700 <= judge <= 900
     # Judged traces are a subset of the recall-scored ones (judge_rate <= recall_rate).
     assert all(d.recall for d in decisions if d.judge)
-    for t, d in zip(ids, decisions):
+    for t, d in zip(ids, decisions, strict=False):
         u = trace_position(t)
         assert (d.recall, d.judge) == (u < 0.5, u < 0.2)
         if not d.judge:
@@ -64,24 +71,35 @@ def test_rates_are_deterministic_nested_and_close_to_the_rate() -> None:
 
 def test_zero_rates_skip_with_sampled_out() -> None:
     d = Sampler(SamplerConfig(recall_rate=0.0, judge_rate=0.0)).decide(FULL)
-    assert d == SamplingDecision(recall=False, judge=False, reason="sampled_out",
-                                 recall_reason="sampled_out", judge_reason="sampled_out")
+    assert d == SamplingDecision(
+        recall=False,
+        judge=False,
+        reason="sampled_out",
+        recall_reason="sampled_out",
+        judge_reason="sampled_out",
+    )
 
 
-@pytest.mark.parametrize(("change", "recall_reason", "judge_reason"), [
-    ({"has_retrieval": False}, "no_retrieval", None),
-    ({"has_generation": False}, None, "no_generation"),
-    ({"answer": None}, None, "no_answer"),
-    ({"answer": ""}, None, "no_answer"),
-    ({"context": ()}, None, "no_context"),
-    ({"context": (Chunk("c1", "t"), Chunk("c2"))}, None, "context_text_missing"),
-    ({"context_truncated": True}, None, "context_truncated"),
-])
+@pytest.mark.parametrize(
+    ("change", "recall_reason", "judge_reason"),
+    [
+        ({"has_retrieval": False}, "no_retrieval", None),
+        ({"has_generation": False}, None, "no_generation"),
+        ({"answer": None}, None, "no_answer"),
+        ({"answer": ""}, None, "no_answer"),
+        ({"context": ()}, None, "no_context"),
+        ({"context": (Chunk("c1", "t"), Chunk("c2"))}, None, "context_text_missing"),
+        ({"context_truncated": True}, None, "context_truncated"),
+    ],
+)
 def test_skip_reasons(change, recall_reason, judge_reason) -> None:  # type: ignore[no-untyped-def]
     d = Sampler().decide(dataclasses.replace(FULL, **change))
     assert d == SamplingDecision(
-        recall=recall_reason is None, judge=judge_reason is None,
-        recall_reason=recall_reason, judge_reason=judge_reason)
+        recall=recall_reason is None,
+        judge=judge_reason is None,
+        recall_reason=recall_reason,
+        judge_reason=judge_reason,
+    )
     assert d.reason == (judge_reason or recall_reason)
     assert {r for r in (recall_reason, judge_reason) if r} <= SKIP_REASONS
 
@@ -93,18 +111,20 @@ def test_truncated_context_can_be_judged_on_request() -> None:
 
 def test_first_matching_rule_wins_and_unset_rates_inherit() -> None:
     rules = (
-        SamplingRule({"service": "support-*", "http.route": "/admin*"}, judge_rate=0.0,
-                     name="admin"),
+        SamplingRule(
+            {"service": "support-*", "http.route": "/admin*"}, judge_rate=0.0, name="admin"
+        ),
         SamplingRule({"tenant": "acme"}, recall_rate=0.0),
         SamplingRule({"service": "support-bot"}, recall_rate=1.0, judge_rate=1.0),
     )
     sampler = Sampler(SamplerConfig(recall_rate=1.0, judge_rate=1.0, rules=rules))
     assert sampler.decide(FULL) == SamplingDecision(
-        recall=False, judge=True, recall_reason="sampled_out", rule="tenant=acme")
-    admin = dataclasses.replace(FULL, attributes={"http.route": "/admin/users",
-                                                  "tenant": "acme"})
+        recall=False, judge=True, recall_reason="sampled_out", rule="tenant=acme"
+    )
+    admin = dataclasses.replace(FULL, attributes={"http.route": "/admin/users", "tenant": "acme"})
     assert sampler.decide(admin) == SamplingDecision(
-        recall=True, judge=False, judge_reason="sampled_out", rule="admin")
+        recall=True, judge=False, judge_reason="sampled_out", rule="admin"
+    )
     other = dataclasses.replace(FULL, attributes={})
     assert sampler.decide(other).rule == "service=support-bot"
     missing_key = dataclasses.replace(FULL, service="x", attributes={})
@@ -132,10 +152,16 @@ def test_bad_configuration_raises() -> None:
 
 
 def test_parse_rules() -> None:
-    rules = parse_rules([{"match": {"service": "a*"}, "judge_rate": 0.5, "name": "a"},
-                         {"match": {"tenant": 7}, "recall_rate": 1}])
-    assert rules == (SamplingRule({"service": "a*"}, judge_rate=0.5, name="a"),
-                     SamplingRule({"tenant": "7"}, recall_rate=1.0))
+    rules = parse_rules(
+        [
+            {"match": {"service": "a*"}, "judge_rate": 0.5, "name": "a"},
+            {"match": {"tenant": 7}, "recall_rate": 1},
+        ]
+    )
+    assert rules == (
+        SamplingRule({"service": "a*"}, judge_rate=0.5, name="a"),
+        SamplingRule({"tenant": "7"}, recall_rate=1.0),
+    )
     with pytest.raises(TypeError, match=r"rules\[0\]: expected a mapping, got list"):
         parse_rules([[]])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"rules\[0\]: unknown keys \['rate'\]"):

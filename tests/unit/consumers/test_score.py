@@ -11,6 +11,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 
+from ragtrace.evaluation.attribution import Cell, Thresholds
+from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.judging import (
     GroundednessScorer,
     JudgeOutcome,
@@ -28,10 +32,6 @@ from ragtrace_consumers.score import (
     combine,
     score_retrieval,
 )
-from ragtrace.evaluation.attribution import Cell, Thresholds
-from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
 
 MEAN = RecallDefinition.MEAN_RECALL
 
@@ -79,16 +79,20 @@ def test_matched_by_is_validated() -> None:
         score_retrieval(trace, q, "guess", "v1", 5, MEAN)
 
 
-@pytest.mark.parametrize("recall_gold, entailed, cell", [
-    ({"c-1"}, 1, Cell.FINE),                 # recall 1.0, groundedness 1.0
-    ({"c-9"}, 1, Cell.RETRIEVAL_FAILED),     # recall 0.0
-    ({"c-1"}, 0, Cell.GENERATION_FAILED),    # groundedness 0.0
-    ({"c-9"}, 0, Cell.BOTH_FAILED),
-])
+@pytest.mark.parametrize(
+    "recall_gold, entailed, cell",
+    [
+        ({"c-1"}, 1, Cell.FINE),  # recall 1.0, groundedness 1.0
+        ({"c-9"}, 1, Cell.RETRIEVAL_FAILED),  # recall 0.0
+        ({"c-1"}, 0, Cell.GENERATION_FAILED),  # groundedness 0.0
+        ({"c-9"}, 0, Cell.BOTH_FAILED),
+    ],
+)
 def test_cell_from_both_scores(recall_gold: set[str], entailed: int, cell: Cell) -> None:
     trace = _trace()
-    r = score_retrieval(trace, LabelledQuestion("q", "?", frozenset(recall_gold)), "question_id",
-                        "v", 5, MEAN)
+    r = score_retrieval(
+        trace, LabelledQuestion("q", "?", frozenset(recall_gold)), "question_id", "v", 5, MEAN
+    )
     scores = combine(trace, r, grounded(entailed, 1), Thresholds())
     assert scores is not None and scores.cell is cell
     assert scores.families == (FAMILY_RECALL, FAMILY_GROUNDEDNESS)
@@ -96,8 +100,9 @@ def test_cell_from_both_scores(recall_gold: set[str], entailed: int, cell: Cell)
 
 def test_combine_families_and_cells_with_one_side_missing() -> None:
     trace = _trace()
-    r = score_retrieval(trace, LabelledQuestion("q", "?", frozenset({"c-1"})), "question_id",
-                        "v", 5, MEAN)
+    r = score_retrieval(
+        trace, LabelledQuestion("q", "?", frozenset({"c-1"})), "question_id", "v", 5, MEAN
+    )
     only_recall = combine(trace, r, None, Thresholds())
     assert only_recall is not None
     assert only_recall.cell is Cell.UNJUDGED and only_recall.families == (FAMILY_RECALL,)
@@ -118,26 +123,37 @@ def test_judge_cache_key_depends_on_every_input() -> None:
     base = judge_cache_key("a", ["c1", "c2"], "m", PROMPT)
     assert base == judge_cache_key("a", ["c1", "c2"], "m", PROMPT)
     assert base.startswith("groundedness:") and len(base) == len("groundedness:") + 64
-    others = {judge_cache_key("b", ["c1", "c2"], "m", PROMPT),
-              judge_cache_key("a", ["c2", "c1"], "m", PROMPT),
-              judge_cache_key("a", ["c1c2"], "m", PROMPT),
-              judge_cache_key("a", ["c1", "c2"], "m2", PROMPT),
-              judge_cache_key("a", ["c1", "c2"], "m", "b" * 64)}
+    others = {
+        judge_cache_key("b", ["c1", "c2"], "m", PROMPT),
+        judge_cache_key("a", ["c2", "c1"], "m", PROMPT),
+        judge_cache_key("a", ["c1c2"], "m", PROMPT),
+        judge_cache_key("a", ["c1", "c2"], "m2", PROMPT),
+        judge_cache_key("a", ["c1", "c2"], "m", "b" * 64),
+    }
     assert base not in others and len(others) == 5
 
 
-def _scorer(judge: ScriptedJudge, *, calls: int = 100, attempts: int = 2,
-            sleeps: list[float] | None = None):  # type: ignore[no-untyped-def]
+def _scorer(
+    judge: ScriptedJudge, *, calls: int = 100, attempts: int = 2, sleeps: list[float] | None = None
+):  # type: ignore[no-untyped-def]
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     cache = MemoryJudgeResultCache()
-    scorer = GroundednessScorer(judge, cache, MemoryJudgeBudget(calls, 10**9), metrics,
-                                attempts=attempts, backoff_s=0.5,
-                                sleep=(sleeps if sleeps is not None else []).append)
+    scorer = GroundednessScorer(
+        judge,
+        cache,
+        MemoryJudgeBudget(calls, 10**9),
+        metrics,
+        attempts=attempts,
+        backoff_s=0.5,
+        sleep=(sleeps if sleeps is not None else []).append,
+    )
     return scorer, cache, reader
 
 
-def _counter(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, object], ...], object]:
+def _counter(
+    reader: InMemoryMetricReader, name: str
+) -> dict[tuple[tuple[str, object], ...], object]:
     out = {}
     data = reader.get_metrics_data()
     for rm in data.resource_metrics:
@@ -172,8 +188,7 @@ def test_scorer_caches_real_scores_and_a_repeat_costs_nothing() -> None:
     assert tokens[(("judge_model", MODEL), ("token_type", "output"))] == 120
     assert tokens[(("judge_model", MODEL), ("token_type", "cache_read"))] == 50
     assert tokens[(("judge_model", MODEL), ("token_type", "cache_write"))] == 10
-    assert _counter(reader, "ragtrace.judge.cost")[(("judge_model", MODEL),)] == \
-        pytest.approx(0.01)
+    assert _counter(reader, "ragtrace.judge.cost")[(("judge_model", MODEL),)] == pytest.approx(0.01)
 
 
 class AliasJudge(ScriptedJudge):
@@ -199,8 +214,9 @@ def test_the_cache_key_uses_the_configured_model_before_and_after_the_first_call
     assert used.info.model == "claude-haiku-4-5-20251001"  # the served ID from now on
     assert scorer.judge_trace("u" * 32, "svc", "answer", ["ctx"]).cached
     # A fresh replica (its judge still says the alias) finds the same entry.
-    other = GroundednessScorer(fresh, cache, MemoryJudgeBudget(100, 10**9),
-                               ConsumerMetrics(MeterProvider()))
+    other = GroundednessScorer(
+        fresh, cache, MemoryJudgeBudget(100, 10**9), ConsumerMetrics(MeterProvider())
+    )
     assert fresh.info.model == "claude-haiku-4-5"
     assert other.judge_trace("v" * 32, "svc", "answer", ["ctx"]).cached
     assert len(used.calls) == 1 and fresh.calls == []
@@ -232,10 +248,16 @@ def test_error_results_are_written_but_never_cached() -> None:
     out = scorer.judge_trace("t" * 32, "svc", "a", ["c"])
     assert out.result is not None and out.result.error == "no tool_use block"
     assert cache.get(judge_cache_key("a", ["c"], MODEL, PROMPT)) is None
-    assert _counter(reader, "ragtrace.judge.errors")[
-        (("judge_model", MODEL), ("reason", "invalid_output"))] == 1
-    assert _counter(reader, "ragtrace.judge.calls")[
-        (("judge_model", MODEL), ("outcome", "error"))] == 1
+    assert (
+        _counter(reader, "ragtrace.judge.errors")[
+            (("judge_model", MODEL), ("reason", "invalid_output"))
+        ]
+        == 1
+    )
+    assert (
+        _counter(reader, "ragtrace.judge.calls")[(("judge_model", MODEL), ("outcome", "error"))]
+        == 1
+    )
 
 
 def test_budget_exhausted_skips_the_judge_but_cache_hits_still_work() -> None:
@@ -250,8 +272,11 @@ def test_budget_exhausted_skips_the_judge_but_cache_hits_still_work() -> None:
 
 
 def test_unavailable_judge_retries_with_backoff_then_parks() -> None:
-    judge = ScriptedJudge(JudgeUnavailable("overloaded"), JudgeUnavailable("429", 7.0),
-                          JudgeUnavailable("still 429", 9.0))
+    judge = ScriptedJudge(
+        JudgeUnavailable("overloaded"),
+        JudgeUnavailable("429", 7.0),
+        JudgeUnavailable("still 429", 9.0),
+    )
     sleeps: list[float] = []
     scorer, _, reader = _scorer(judge, attempts=3, sleeps=sleeps)
     with pytest.raises(ParkTrace) as park:
@@ -259,8 +284,12 @@ def test_unavailable_judge_retries_with_backoff_then_parks() -> None:
     assert park.value.reason == "judge_unavailable" and park.value.retry_after == 9.0
     assert sleeps == [0.5, 7.0]  # backoff, then the API's retry-after
     assert len(judge.calls) == 3
-    assert _counter(reader, "ragtrace.judge.calls")[
-        (("judge_model", MODEL), ("outcome", "unavailable"))] == 3
+    assert (
+        _counter(reader, "ragtrace.judge.calls")[
+            (("judge_model", MODEL), ("outcome", "unavailable"))
+        ]
+        == 3
+    )
 
 
 def test_judge_recovering_on_the_second_attempt_scores() -> None:
@@ -277,8 +306,10 @@ def test_unexpected_judge_exception_parks_as_judge_failed() -> None:
     with pytest.raises(ParkTrace) as park:
         scorer.judge_trace("t" * 32, "svc", "a", ["c"])
     assert park.value.reason == "judge_failed" and park.value.retry_after is None
-    assert _counter(reader, "ragtrace.judge.errors")[
-        (("judge_model", MODEL), ("reason", "exception"))] == 2
+    assert (
+        _counter(reader, "ragtrace.judge.errors")[(("judge_model", MODEL), ("reason", "exception"))]
+        == 2
+    )
 
 
 def test_judge_outcome_is_validated() -> None:

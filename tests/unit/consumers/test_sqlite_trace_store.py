@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ragtrace_consumers.sqlite_trace_store import Held, SqliteTraceStore, StoreFull
-from tests.e2e.test_stores import *  # the shared store contract
+from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract
 from tests.e2e.test_stores import T1, T2, T3, FakeClock, Kit, memory_kit, span
 
 
@@ -69,11 +69,21 @@ def test_an_append_over_the_bound_is_refused_whole() -> None:
 
 def test_claims_use_the_due_index() -> None:
     store = SqliteTraceStore(":memory:")
-    plan = " ".join(str(r) for r in store._db.execute(
-        "EXPLAIN QUERY PLAN SELECT trace_id, expires_at, bytes FROM traces WHERE due_at IS NOT "
-        "NULL AND due_at <= ? ORDER BY due_at, trace_id LIMIT ?", (1.0, 5)).fetchall())
+    plan = " ".join(
+        str(r)
+        for r in store._db.execute(
+            "EXPLAIN QUERY PLAN SELECT trace_id, expires_at, bytes FROM traces WHERE due_at IS NOT "
+            "NULL AND due_at <= ? ORDER BY due_at, trace_id LIMIT ?",
+            (1.0, 5),
+        ).fetchall()
+    )
     assert "traces_due" in plan and "SCAN traces" not in plan.replace("USING", "")
-    lease_plan = " ".join(str(r) for r in store._db.execute(
-        "EXPLAIN QUERY PLAN SELECT trace_id FROM traces WHERE lease_until IS NOT NULL AND "
-        "lease_until <= ?", (1.0,)).fetchall())
+    lease_plan = " ".join(
+        str(r)
+        for r in store._db.execute(
+            "EXPLAIN QUERY PLAN SELECT trace_id FROM traces WHERE lease_until IS NOT NULL AND "
+            "lease_until <= ?",
+            (1.0,),
+        ).fetchall()
+    )
     assert "traces_lease" in lease_plan

@@ -28,13 +28,18 @@ def _counts(reader: InMemoryMetricReader) -> dict[str, int]:
 def test_counted_by_scope_and_logged_once_per_scope(caplog: pytest.LogCaptureFixture) -> None:
     reader = InMemoryMetricReader()
     counter = UnrecognisedSpans(MeterProvider(metric_readers=[reader]))
-    custom = record("7777777777777777", parent=ROOT, scope="acme.rag",
-                    attributes={"acme.hits": "[]", "acme.kind": "search"})
+    custom = record(
+        "7777777777777777",
+        parent=ROOT,
+        scope="acme.rag",
+        attributes={"acme.hits": "[]", "acme.kind": "search"},
+    )
     http = record(ROOT, scope="opentelemetry.instrumentation.fastapi")
     retrieval = record(RET, parent=ROOT, attributes={semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER"})
     evaluation = record("8888888888888888", scope=semconv.EVALUATION_SCOPE)
-    embedding = record("9999999999999999", attributes={semconv.OPENINFERENCE_SPAN_KIND:
-                                                       "EMBEDDING"})  # recognised, ignored
+    embedding = record(
+        "9999999999999999", attributes={semconv.OPENINFERENCE_SPAN_KIND: "EMBEDDING"}
+    )  # recognised, ignored
     with caplog.at_level(logging.WARNING):
         assert counter.observe([custom, http, retrieval, evaluation, embedding]) == 2
         assert counter.observe([custom]) == 1

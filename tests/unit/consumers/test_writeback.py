@@ -24,6 +24,10 @@ from scoring_helpers import (
 )
 
 from ragtrace import semconv
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.metric_spans import metric_span_id
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.recognise import to_rag_trace
@@ -34,30 +38,42 @@ from ragtrace_consumers.writeback import (
     evaluation_events,
     evaluation_span_id,
 )
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
 
 END_NS = 1_700_000_000_000_000_000
 
 
-def _scores(gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
-            result: GroundednessResult | None = None,
-            cost: float = 0.002):  # type: ignore[no-untyped-def]
+def _scores(
+    gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
+    result: GroundednessResult | None = None,
+    cost: float = 0.002,
+):  # type: ignore[no-untyped-def]
     trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
     assert trace is not None
-    r = None if gold is None else score_retrieval(
-        trace, LabelledQuestion("q-audit", "?", frozenset(gold)), "query_text", "lv1", 5,
-        RecallDefinition.MEAN_RECALL)
+    r = (
+        None
+        if gold is None
+        else score_retrieval(
+            trace,
+            LabelledQuestion("q-audit", "?", frozenset(gold)),
+            "query_text",
+            "lv1",
+            5,
+            RecallDefinition.MEAN_RECALL,
+        )
+    )
     scores = combine(trace, r, result, Thresholds(), groundedness_cost_usd=cost)
     assert scores is not None
     return scores
 
 
 def _sink(exporter: SpanExporter) -> OtlpScoreSink:
-    return OtlpScoreSink(exporter, Resource.create({"service.name": "ragtrace-consumer"}),
-                         timeout_s=5.0, recall_threshold=0.5, groundedness_threshold=0.8)
+    return OtlpScoreSink(
+        exporter,
+        Resource.create({"service.name": "ragtrace-consumer"}),
+        timeout_s=5.0,
+        recall_threshold=0.5,
+        groundedness_threshold=0.8,
+    )
 
 
 def test_span_id_is_a_function_of_trace_and_families_only() -> None:
@@ -65,9 +81,17 @@ def test_span_id_is_a_function_of_trace_and_families_only() -> None:
     assert a == evaluation_span_id(tid(1), ["groundedness", "recall"])
     assert a == evaluation_span_id(tid(1).upper(), ("recall", "groundedness"))
     assert len(a) == 16 and int(a, 16) != 0
-    assert len({a, evaluation_span_id(tid(1), ["recall"]),
+    assert (
+        len(
+            {
+                a,
+                evaluation_span_id(tid(1), ["recall"]),
                 evaluation_span_id(tid(1), ["groundedness"]),
-                evaluation_span_id(tid(2), ["recall", "groundedness"])}) == 4
+                evaluation_span_id(tid(2), ["recall", "groundedness"]),
+            }
+        )
+        == 4
+    )
 
 
 def test_full_evaluation_span_in_the_original_trace() -> None:
@@ -124,8 +148,10 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
 
     # recall -> the retrieval span, groundedness -> the generation span: child of and linked
     # to exactly that span (OpenInference's annotation form), deterministic IDs, same end time.
-    for metric_span, family, target in ((recall_span, "recall", sid(72)),
-                                        (ground_span, "groundedness", sid(73))):
+    for metric_span, family, target in (
+        (recall_span, "recall", sid(72)),
+        (ground_span, "groundedness", sid(73)),
+    ):
         assert metric_span.name == f"{semconv.SPAN_EVALUATION}.{family}"
         assert metric_span.parent is not None
         assert f"{metric_span.parent.span_id:016x}" == target
@@ -134,10 +160,15 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
         assert f"{metric_span.get_span_context().trace_id:032x}" == tid(7)
         assert metric_span.start_time == END_NS and metric_span.end_time == END_NS
         assert dict(metric_span.attributes or {}) == {
-            semconv.EVAL_MARKER: True, semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
-            semconv.EVAL_TARGET_SPAN_ID: target, semconv.GEN_AI_EVALUATION_NAME: family}
-    events = [(e.name, dict(e.attributes or {}), e.timestamp)
-              for e in (*recall_span.events, *ground_span.events)]
+            semconv.EVAL_MARKER: True,
+            semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+            semconv.EVAL_TARGET_SPAN_ID: target,
+            semconv.GEN_AI_EVALUATION_NAME: family,
+        }
+    events = [
+        (e.name, dict(e.attributes or {}), e.timestamp)
+        for e in (*recall_span.events, *ground_span.events)
+    ]
     assert len(ground_span.events) == 1
     name = semconv.GEN_AI_EVALUATION_NAME
     value = semconv.GEN_AI_EVALUATION_SCORE_VALUE
@@ -145,16 +176,23 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
     why = semconv.GEN_AI_EVALUATION_EXPLANATION
     assert all(e[0] == semconv.GEN_AI_EVALUATION_RESULT and e[2] == END_NS for e in events)
     got = [e[1] for e in events]
-    assert got[0] == {name: "recall", value: 0.5, label: "pass",
-                      why: "1 of 2 gold chunks in the top 5 (question q-audit, matched by "
-                           "query_text)"}
+    assert got[0] == {
+        name: "recall",
+        value: 0.5,
+        label: "pass",
+        why: "1 of 2 gold chunks in the top 5 (question q-audit, matched by query_text)",
+    }
     assert got[1] == {name: "hit_rate", value: 1.0}
     assert got[2] == {name: "precision", value: 0.2}
     assert got[3] == {name: "reciprocal_rank", value: 1.0}
     assert got[4] == {name: "ndcg", value: ndcg}
     assert got[5] == {name: "context_relevancy", value: 0.5}
-    assert got[6] == {name: "groundedness", value: pytest.approx(2 / 3), label: "fail",
-                      why: "2 of 3 claims entailed by the context; unsupported: claim 2"}
+    assert got[6] == {
+        name: "groundedness",
+        value: pytest.approx(2 / 3),
+        label: "fail",
+        why: "2 of 3 claims entailed by the context; unsupported: claim 2",
+    }
     assert len(got) == 7
 
 
@@ -166,39 +204,57 @@ def test_groundedness_only_span_and_its_id() -> None:
     assert attrs[semconv.EVAL_CELL] == "unlabelled"
     assert semconv.EVAL_RECALL not in attrs and semconv.EVAL_QUESTION_ID not in attrs
     assert attrs[semconv.EVAL_JUDGE_COST_USD] == 0.0
-    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(tid(7),
-                                                                            ["groundedness"])
-    assert [dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME]
-            for e in ground_span.events] == ["groundedness"]
+    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(tid(7), ["groundedness"])
+    assert [
+        dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME] for e in ground_span.events
+    ] == ["groundedness"]
 
 
 def test_no_claims_judge_error_and_unanswerable_events() -> None:
     info = JudgeInfo("anthropic", MODEL, PROMPT)
     no_claims = _scores(gold=None, result=GroundednessResult.from_claims((), info))
     assert evaluation_events(no_claims, groundedness_threshold=0.8) == [
-        (semconv.GEN_AI_EVALUATION_RESULT, {
-            semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-            semconv.GEN_AI_EVALUATION_SCORE_VALUE: 1.0,
-            semconv.GEN_AI_EVALUATION_SCORE_LABEL: "pass",
-            semconv.GEN_AI_EVALUATION_EXPLANATION: "the answer makes no factual claims"})]
+        (
+            semconv.GEN_AI_EVALUATION_RESULT,
+            {
+                semconv.GEN_AI_EVALUATION_NAME: "groundedness",
+                semconv.GEN_AI_EVALUATION_SCORE_VALUE: 1.0,
+                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "pass",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: "the answer makes no factual claims",
+            },
+        )
+    ]
     assert evaluation_attributes(no_claims)[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] is True
 
     failed = _scores(gold=set(), result=GroundednessResult.failed("malformed output", info))
     events = evaluation_events(failed)
     assert events == [
-        (semconv.GEN_AI_EVALUATION_RESULT, {
-            semconv.GEN_AI_EVALUATION_NAME: "recall",
-            semconv.GEN_AI_EVALUATION_SCORE_LABEL: "unanswerable",
-            semconv.GEN_AI_EVALUATION_EXPLANATION: "question q-audit has an empty gold set"}),
-        (semconv.GEN_AI_EVALUATION_RESULT, {
-            semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-            semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
-            semconv.GEN_AI_EVALUATION_EXPLANATION: "malformed output"}),
+        (
+            semconv.GEN_AI_EVALUATION_RESULT,
+            {
+                semconv.GEN_AI_EVALUATION_NAME: "recall",
+                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "unanswerable",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: "question q-audit has an empty gold set",
+            },
+        ),
+        (
+            semconv.GEN_AI_EVALUATION_RESULT,
+            {
+                semconv.GEN_AI_EVALUATION_NAME: "groundedness",
+                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: "malformed output",
+            },
+        ),
     ]
     attrs = evaluation_attributes(failed)
     # NaN is never written; an errored judgement has no score attributes, only provenance.
-    for key in (semconv.EVAL_RECALL, semconv.EVAL_HIT_RATE, semconv.EVAL_NDCG,
-                semconv.EVAL_GROUNDEDNESS, semconv.EVAL_GROUNDEDNESS_CLAIMS):
+    for key in (
+        semconv.EVAL_RECALL,
+        semconv.EVAL_HIT_RATE,
+        semconv.EVAL_NDCG,
+        semconv.EVAL_GROUNDEDNESS,
+        semconv.EVAL_GROUNDEDNESS_CLAIMS,
+    ):
         assert key not in attrs
     assert attrs[semconv.EVAL_GOLD_SIZE] == 0
     assert attrs[semconv.EVAL_CELL] == "unlabelled"
@@ -208,7 +264,7 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
 def test_long_explanations_are_clipped() -> None:
     info = JudgeInfo("anthropic", MODEL, PROMPT)
     result = GroundednessResult.failed("x" * 5000, info)
-    (_, attrs), = evaluation_events(_scores(gold=None, result=result))
+    ((_, attrs),) = evaluation_events(_scores(gold=None, result=result))
     text = attrs[semconv.GEN_AI_EVALUATION_EXPLANATION]
     assert isinstance(text, str) and len(text) == 1000 and text.endswith("…")
 
@@ -235,8 +291,7 @@ class _RecordingExporter(SpanExporter):
         self.suppressed: list[object] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self.suppressed.append(
-            otel_context.get_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY))
+        self.suppressed.append(otel_context.get_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY))
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
@@ -273,5 +328,6 @@ def test_concurrent_writes_are_batched_and_each_waits_for_its_own_delivery() -> 
         t.join()
     assert errors == []
     summaries = [s for s in exporter.get_finished_spans() if s.name == semconv.SPAN_EVALUATION]
-    assert sorted(f"{s.get_span_context().trace_id:032x}" for s in summaries) \
-        == sorted(tid(n) for n in range(1, 21))
+    assert sorted(f"{s.get_span_context().trace_id:032x}" for s in summaries) == sorted(
+        tid(n) for n in range(1, 21)
+    )

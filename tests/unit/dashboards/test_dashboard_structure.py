@@ -39,8 +39,12 @@ def panels(board: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def prometheus_targets(board: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(p["title"], t) for p in panels(board)
-            if p.get("datasource", {}).get("type") == "prometheus" for t in p.get("targets", [])]
+    return [
+        (p["title"], t)
+        for p in panels(board)
+        if p.get("datasource", {}).get("type") == "prometheus"
+        for t in p.get("targets", [])
+    ]
 
 
 def all_promql(board: dict[str, Any]) -> list[str]:
@@ -57,7 +61,8 @@ def test_the_two_dashboards_exist() -> None:
 
 def test_committed_json_is_the_generators_output() -> None:
     assert dashboards.build_all() == {p.name: p.read_text() for p in FILES}, (
-        "stale dashboards: run python scripts/dashboards.py")
+        "stale dashboards: run python scripts/dashboards.py"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(BOARDS))
@@ -93,8 +98,12 @@ def test_grid_positions_fit_and_do_not_overlap(name: str) -> None:
         assert g["x"] + g["w"] <= 24, f"{p['title']} overflows the 24-column grid"
         boxes.append((p["title"], g))
     for (ta, a), (tb, b) in itertools.combinations(boxes, 2):
-        overlap = (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
-                   and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+        overlap = (
+            a["x"] < b["x"] + b["w"]
+            and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"]
+            and b["y"] < a["y"] + a["h"]
+        )
         assert not overlap, f"{ta!r} overlaps {tb!r}"
 
 
@@ -108,11 +117,16 @@ def test_datasources_are_variables(name: str) -> None:
         if p["type"] == "row":
             continue
         ds = p["datasource"]
-        assert ds in ({"type": "prometheus", "uid": "${datasource}"},
-                      {"type": "tempo", "uid": "${tempo}"}), f"{p['title']}: {ds}"
+        assert ds in (
+            {"type": "prometheus", "uid": "${datasource}"},
+            {"type": "tempo", "uid": "${tempo}"},
+        ), f"{p['title']}: {ds}"
         if ds["type"] == "tempo":
-            assert variables["tempo"] == {**variables["tempo"], "type": "datasource",
-                                          "query": "tempo"}
+            assert variables["tempo"] == {
+                **variables["tempo"],
+                "type": "datasource",
+                "query": "tempo",
+            }
     for v in variables.values():
         if v["type"] == "query":
             assert v["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
@@ -149,10 +163,15 @@ def test_every_consumer_metric_is_on_a_dashboard_and_named_once() -> None:
     names = dashboards.metric_names()
     # Section G of the contracts: every METRIC_* but the application SDK's own and the embedded
     # evaluator's OTLP receiver (`ragtrace serve`, not deployed by the chart).
-    not_deployed = {semconv.METRIC_SDK_ERRORS, semconv.METRIC_SDK_DROPPED,
-                    semconv.METRIC_SDK_OVERSIZED, semconv.METRIC_RECEIVER_REJECTED}
-    consumer_metrics = {v for k, v in vars(semconv).items() if k.startswith("METRIC_")} - \
-        not_deployed
+    not_deployed = {
+        semconv.METRIC_SDK_ERRORS,
+        semconv.METRIC_SDK_DROPPED,
+        semconv.METRIC_SDK_OVERSIZED,
+        semconv.METRIC_RECEIVER_REJECTED,
+    }
+    consumer_metrics = {
+        v for k, v in vars(semconv).items() if k.startswith("METRIC_")
+    } - not_deployed
     assert set(names) == consumer_metrics
     assert len(set(names.values())) == len(names)
     used = set()
@@ -160,16 +179,19 @@ def test_every_consumer_metric_is_on_a_dashboard_and_named_once() -> None:
         for expr in all_promql(b):
             used.update(_METRIC.findall(expr))
     for otel, prom in names.items():
-        assert used & {prom, f"{prom}_bucket", f"{prom}_sum", f"{prom}_count"}, \
+        assert used & {prom, f"{prom}_bucket", f"{prom}_sum", f"{prom}_count"}, (
             f"{otel} ({prom}) is on no dashboard"
+        )
 
 
 def test_quality_dashboard_worst_traces_use_tempo_traceql() -> None:
     b = BOARDS["rag-quality.json"]
     tempo = [p for p in panels(b) if p.get("datasource", {}).get("type") == "tempo"]
     queries = sorted(t["query"] for p in tempo for t in p["targets"])
-    assert queries == ["{ span.ragtrace.eval.groundedness < $groundedness_below }",
-                       "{ span.ragtrace.eval.recall < $recall_below }"]
+    assert queries == [
+        "{ span.ragtrace.eval.groundedness < $groundedness_below }",
+        "{ span.ragtrace.eval.recall < $recall_below }",
+    ]
     assert {t["queryType"] for p in tempo for t in p["targets"]} == {"traceql"}
     assert semconv.EVAL_GROUNDEDNESS in queries[0] and semconv.EVAL_RECALL in queries[1]
 
@@ -179,8 +201,10 @@ def test_quality_dashboard_marks_judge_model_and_prompt_changes() -> None:
     assert annotation["name"] == dashboards.JUDGE_CHANGE == "Judge model or prompt change"
     groundedness = dashboards.metric_names()[semconv.METRIC_GROUNDEDNESS]
     by = f"{semconv.ATTR_JUDGE_MODEL}, {semconv.ATTR_JUDGE_PROMPT}"
-    assert annotation["expr"] == (f"count by ({by}) ({groundedness}_count)\nunless\n"
-                                  f"count by ({by}) ({groundedness}_count offset 30m)")
+    assert annotation["expr"] == (
+        f"count by ({by}) ({groundedness}_count)\nunless\n"
+        f"count by ({by}) ({groundedness}_count offset 30m)"
+    )
     assert annotation["tagKeys"] == "judge_model,judge_prompt"
     assert annotation["titleFormat"] == "Judge {{judge_model}}, prompt {{judge_prompt}}"
     assert annotation["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
@@ -200,11 +224,18 @@ def test_promql_is_valid_for_promtool(tmp_path: Path) -> None:
     except paths.NotProvisioned as exc:
         pytest.fail(str(exc), pytrace=False)
     rules = []
-    for i, expr in enumerate(e for b in BOARDS.values() for e in all_promql(b)
-                             if not e.startswith("label_values(")):
+    for i, expr in enumerate(
+        e for b in BOARDS.values() for e in all_promql(b) if not e.startswith("label_values(")
+    ):
         rules.append({"record": f"dashboard:expr_{i}", "expr": substitute(expr)})
     (tmp_path / "r.yaml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]}))
-    proc = subprocess.run([str(promtool), "check", "rules", "r.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [str(promtool), "check", "rules", "r.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SUCCESS: {len(rules)} rules found" in proc.stdout

@@ -17,10 +17,18 @@ from ragtrace_consumers.prometheus_exposition import prometheus_exposition
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMES: dict[str, str] = yaml.safe_load(
-    (ROOT / "helm" / "ragtrace" / "files" / "prometheus-metrics.yaml").read_text())
-HISTOGRAMS = {"ragtrace.groundedness", "ragtrace.recall", "ragtrace.hit_rate",
-              "ragtrace.reciprocal_rank", "ragtrace.judge.latency", "ragtrace.scoring.delay",
-              "gen_ai.client.token.usage", "gen_ai.client.operation.duration"}
+    (ROOT / "helm" / "ragtrace" / "files" / "prometheus-metrics.yaml").read_text()
+)
+HISTOGRAMS = {
+    "ragtrace.groundedness",
+    "ragtrace.recall",
+    "ragtrace.hit_rate",
+    "ragtrace.reciprocal_rank",
+    "ragtrace.judge.latency",
+    "ragtrace.scoring.delay",
+    "gen_ai.client.token.usage",
+    "gen_ai.client.operation.duration",
+}
 
 
 def test_scraped_names_are_the_charts() -> None:
@@ -44,10 +52,15 @@ def test_scraped_names_are_the_charts() -> None:
     m.scoring_delay(2.0, "shop")
     body, _ = exposition.render()
     provider.shutdown()
-    stored = {s.name for f in text_string_to_metric_families(body.decode()) for s in f.samples
-              if s.name.startswith(("ragtrace_", "gen_ai_")) and not s.name.endswith("_created")}
+    stored = {
+        s.name
+        for f in text_string_to_metric_families(body.decode())
+        for s in f.samples
+        if s.name.startswith(("ragtrace_", "gen_ai_")) and not s.name.endswith("_created")
+    }
     expected = set()
     for otel, prom in NAMES.items():
-        expected |= ({f"{prom}_bucket", f"{prom}_sum", f"{prom}_count"} if otel in HISTOGRAMS
-                     else {prom})
+        expected |= (
+            {f"{prom}_bucket", f"{prom}_sum", f"{prom}_count"} if otel in HISTOGRAMS else {prom}
+        )
     assert stored == expected

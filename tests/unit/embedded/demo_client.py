@@ -44,25 +44,34 @@ QUESTIONS = (
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The test environment without anything that would redirect or change the SDK, the judge
     or the evaluator's configuration."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OTEL_", "RAGTRACE_", "ANTHROPIC_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_", "RAGTRACE_", "ANTHROPIC_"))
+    }
     env.update(extra or {})
     return env
 
 
 def run_app(endpoint: str, questions: Sequence[str] = QUESTIONS) -> list[dict[str, object]]:
     """Ask ``questions``; returns what the app answered, with each answer's trace ID."""
-    done = subprocess.run([sys.executable, "-c", _APP, endpoint, json.dumps(list(questions))],
-                          capture_output=True, text=True, timeout=60, env=clean_env(),
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _APP, endpoint, json.dumps(list(questions))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return list(json.loads(done.stdout))
 
 
-
-
 _SCRIPT = Path(sys.executable).with_name("ragtrace")
-CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [
-    sys.executable, "-c", "import sys; from ragtrace.cli import main; sys.exit(main())"]
+CLI = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "import sys; from ragtrace.cli import main; sys.exit(main())"]
+)
 """How the tests run the ``ragtrace`` command: the installed console script, as ``make demo``
 does (the same entry point called in-line when the script is not beside the interpreter)."""

@@ -12,15 +12,31 @@ from demo_client import CLI, QUESTIONS, clean_env
 
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
 
-EXPORTS_CLAIM = ("The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
-                 "mailed to the account owner overnight.")
+EXPORTS_CLAIM = (
+    "The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
+    "mailed to the account owner overnight."
+)
 
 # (question, qid, retrieved, recall, groundedness, unsupported claims, cell), in asking order.
 EXPECTED = [
-    (QUESTIONS[0], "q-audit-team", ["c-9930", "c-9931", "c-1001"], 0.0, 1.0, [],
-     "retrieval_failed"),
-    (QUESTIONS[1], "q-exports-format", ["c-2210", "c-2211", "c-9931"], 1.0, 0.5,
-     [EXPORTS_CLAIM], "generation_failed"),
+    (
+        QUESTIONS[0],
+        "q-audit-team",
+        ["c-9930", "c-9931", "c-1001"],
+        0.0,
+        1.0,
+        [],
+        "retrieval_failed",
+    ),
+    (
+        QUESTIONS[1],
+        "q-exports-format",
+        ["c-2210", "c-2211", "c-9931"],
+        1.0,
+        0.5,
+        [EXPORTS_CLAIM],
+        "generation_failed",
+    ),
     (QUESTIONS[2], "q-rotate-key", ["c-3120", "c-9931", "c-3300"], 1.0, 1.0, [], "fine"),
     (QUESTIONS[3], "q-rate-limit", ["c-3300", "c-3120", "c-9931"], 1.0, 1.0, [], "fine"),
     (QUESTIONS[4], "q-regions", ["c-5100", "c-9931", "c-2211"], 1.0, 1.0, [], "fine"),
@@ -29,28 +45,59 @@ EXPECTED = [
 
 
 def _demo(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "demo", *args],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env=clean_env(env))
+    return subprocess.run(
+        [*CLI, "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=clean_env(env),
+    )
 
 
 def _check_questions(doc: Mapping[str, object]) -> None:
     questions = doc["questions"]
     assert isinstance(questions, list)
-    got = [(q["question"], q["qid"], q["retrieved"], q["recall"], q["groundedness"],
-            q["unsupported_claims"], q["cell"]) for q in questions]
+    got = [
+        (
+            q["question"],
+            q["qid"],
+            q["retrieved"],
+            q["recall"],
+            q["groundedness"],
+            q["unsupported_claims"],
+            q["cell"],
+        )
+        for q in questions
+    ]
     assert got == EXPECTED
     assert [q["number"] for q in questions] == [1, 2, 3, 4, 5, 6]
     assert len({q["trace_id"] for q in questions}) == 6
-    assert doc["cells"] == {"fine": 3, "retrieval_failed": 1, "generation_failed": 1,
-                            "both_failed": 0, "unlabelled": 1, "unjudged": 0}
+    assert doc["cells"] == {
+        "fine": 3,
+        "retrieval_failed": 1,
+        "generation_failed": 1,
+        "both_failed": 0,
+        "unlabelled": 1,
+        "unjudged": 0,
+    }
     assert doc["totals"] == {
-        "questions": 6, "labelled": 5, "scored_for_recall": 5, "judged": 6,
-        "mean_recall": 0.8, "mean_hit_rate": 0.8, "mean_groundedness": 5.5 / 6,
-        "avg_gold_size": 1.0, "unsupported_claims": 1, "escalations": 2,
+        "questions": 6,
+        "labelled": 5,
+        "scored_for_recall": 5,
+        "judged": 6,
+        "mean_recall": 0.8,
+        "mean_hit_rate": 0.8,
+        "mean_groundedness": 5.5 / 6,
+        "avg_gold_size": 1.0,
+        "unsupported_claims": 1,
+        "escalations": 2,
     }
     assert (doc["k"], doc["recall_definition"], doc["thresholds"]) == (
-        3, "mean_recall", {"recall": 0.5, "groundedness": 0.8})
+        3,
+        "mean_recall",
+        {"recall": 0.5, "groundedness": 0.8},
+    )
 
 
 def test_demo_json_with_the_offline_lexical_judge() -> None:
@@ -82,11 +129,15 @@ def test_demo_text_report() -> None:
         "  outside the table (no label, or no judgement): 1 unlabelled #6",
     ]
     assert "\n".join(table) in out
-    assert "  recall@3 (mean recall, average gold-set size 1.00): 0.80 over 5 labelled " \
-           "questions" in out
+    assert (
+        "  recall@3 (mean recall, average gold-set size 1.00): 0.80 over 5 labelled "
+        "questions" in out
+    )
     assert "  groundedness: 0.92 over 6 answers, 1 unsupported claim(s)" in out
-    assert "  judge: lexical (offline: a sentence is supported when at least 60% of its words " \
-           "appear in the retrieved context; set ANTHROPIC_API_KEY to judge with Claude)" in out
+    assert (
+        "  judge: lexical (offline: a sentence is supported when at least 60% of its words "
+        "appear in the retrieved context; set ANTHROPIC_API_KEY to judge with Claude)" in out
+    )
     assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
 
     # The README's excerpt is real output: every line of it appears in this run's output.
@@ -102,8 +153,9 @@ def test_demo_text_report() -> None:
 
 def test_demo_uses_the_anthropic_judge_when_a_key_is_set() -> None:
     with FakeAnthropic(lexical_responder) as fake:
-        done = _demo("--json", env={"ANTHROPIC_API_KEY": "test-key",
-                                    "ANTHROPIC_BASE_URL": fake.base_url})
+        done = _demo(
+            "--json", env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.base_url}
+        )
         calls = len(fake.requests)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -23,22 +23,38 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
+from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.sqlite_stores import ScoredResult
-from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from scripts.services.otlp_sink import OtlpSink
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
-EXPORTS_CLAIM = ("The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
-                 "mailed to the account owner overnight.")
+EXPORTS_CLAIM = (
+    "The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
+    "mailed to the account owner overnight."
+)
 
 # question -> (qid, retrieved, recall, groundedness, claims, unsupported, cell)
 EXPECTED = {
-    QUESTIONS[0]: ("q-audit-team", ("c-9930", "c-9931", "c-1001"), 0.0, 1.0, 1, (),
-                   "retrieval_failed"),
-    QUESTIONS[1]: ("q-exports-format", ("c-2210", "c-2211", "c-9931"), 1.0, 0.5, 2,
-                   (EXPORTS_CLAIM,), "generation_failed"),
+    QUESTIONS[0]: (
+        "q-audit-team",
+        ("c-9930", "c-9931", "c-1001"),
+        0.0,
+        1.0,
+        1,
+        (),
+        "retrieval_failed",
+    ),
+    QUESTIONS[1]: (
+        "q-exports-format",
+        ("c-2210", "c-2211", "c-9931"),
+        1.0,
+        0.5,
+        2,
+        (EXPORTS_CLAIM,),
+        "generation_failed",
+    ),
     QUESTIONS[2]: ("q-rotate-key", ("c-3120", "c-9931", "c-3300"), 1.0, 1.0, 2, (), "fine"),
     QUESTIONS[3]: ("q-rate-limit", ("c-3300", "c-3120", "c-9931"), 1.0, 1.0, 2, (), "fine"),
     QUESTIONS[4]: ("q-regions", ("c-5100", "c-9931", "c-2211"), 1.0, 1.0, 2, (), "fine"),
@@ -47,17 +63,31 @@ EXPECTED = {
 
 
 def _config() -> ConsumerConfig:
-    return ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.1},
-                                             export={"metrics_interval_s": 3600})
+    return ConsumerConfig.defaults().replace(
+        scoring={"k": 3}, assembly={"quiet_s": 0.1}, export={"metrics_interval_s": 3600}
+    )
 
 
-def _evaluator(state: Path, *, otlp: str | None = None, metrics_port: int | None = 0,
-               reader: InMemoryMetricReader | None = None) -> EmbeddedEvaluator:
+def _evaluator(
+    state: Path,
+    *,
+    otlp: str | None = None,
+    metrics_port: int | None = 0,
+    reader: InMemoryMetricReader | None = None,
+) -> EmbeddedEvaluator:
     return EmbeddedEvaluator(
-        EmbeddedSettings(port=0, state_path=state, labels_path=LABELS, otlp_endpoint=otlp,
-                         metrics_port=metrics_port, service_name="ragtrace-test"),
-        config=_config(), judge=LexicalJudge(),
-        extra_metric_readers=[reader] if reader is not None else ())
+        EmbeddedSettings(
+            port=0,
+            state_path=state,
+            labels_path=LABELS,
+            otlp_endpoint=otlp,
+            metrics_port=metrics_port,
+            service_name="ragtrace-test",
+        ),
+        config=_config(),
+        judge=LexicalJudge(),
+        extra_metric_readers=[reader] if reader is not None else (),
+    )
 
 
 @pytest.fixture()
@@ -67,7 +97,8 @@ def backend() -> Iterator[OtlpSink]:
 
 
 def test_sdk_traces_are_scored_recorded_written_back_and_measured(
-        tmp_path: Path, backend: OtlpSink) -> None:
+    tmp_path: Path, backend: OtlpSink
+) -> None:
     with _evaluator(tmp_path / "state.db", otlp=backend.endpoint) as ev:
         asked = run_app(ev.endpoint)
         rows = ev.wait_for_results(len(QUESTIONS), timeout_s=30)
@@ -78,28 +109,46 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
     by_trace = {r.trace_id: r for r in rows}
     for item in asked:
         row = by_trace[str(item["trace_id"])]
-        qid, retrieved, recall, grounded, claims, unsupported, cell = EXPECTED[str(item["question"])]
+        qid, retrieved, recall, grounded, claims, unsupported, cell = EXPECTED[
+            str(item["question"])
+        ]
         assert tuple(item["retrieved"]) == retrieved  # type: ignore[arg-type]
-        assert (row.question_id, row.retrieved, row.recall, row.groundedness, row.claims,
-                row.unsupported_claims, row.cell) == (qid, retrieved, recall, grounded, claims,
-                                                      unsupported, cell)
+        assert (
+            row.question_id,
+            row.retrieved,
+            row.recall,
+            row.groundedness,
+            row.claims,
+            row.unsupported_claims,
+            row.cell,
+        ) == (qid, retrieved, recall, grounded, claims, unsupported, cell)
         assert row.query == item["question"]
         assert row.answer == item["answer"]
         assert (row.service, row.pipeline) == ("lumen-support-bot", "support-bot")
         assert (row.judge_name, row.judge_model, row.judge_error) == ("lexical", None, None)
         if qid is None:
             assert (row.matched_by, row.k, row.hit_rate, row.reciprocal_rank) == (
-                None, None, None, None)
+                None,
+                None,
+                None,
+                None,
+            )
         else:
             assert (row.matched_by, row.k, row.hit_rate, row.reciprocal_rank) == (
-                "query_text", 3, recall, recall)
+                "query_text",
+                3,
+                recall,
+                recall,
+            )
 
     # One evaluation span per trace reached the configured backend, in the evaluated trace.
-    evals = backend.wait_for_spans(lambda s: s.name == semconv.SPAN_EVALUATION,
-                                   count=len(QUESTIONS))
+    evals = backend.wait_for_spans(
+        lambda s: s.name == semconv.SPAN_EVALUATION, count=len(QUESTIONS)
+    )
     assert len(evals) == len(QUESTIONS)
     assert {s.trace_id: s.attributes[semconv.EVAL_CELL] for s in evals} == {
-        r.trace_id: r.cell for r in rows}
+        r.trace_id: r.cell for r in rows
+    }
     for span in evals:
         assert span.scope == semconv.EVALUATION_SCOPE
         assert span.attributes[semconv.EVAL_MARKER] is True
@@ -110,14 +159,16 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
     prompt = LexicalJudge().info.prompt_sha256[:12]
     judge = f'judge_model="lexical",judge_prompt="{prompt}"'
     # model: the demo app's generator (@ragtrace.generate(model=...)), a bounded label.
-    rest = ('model="demo-template-generator",otel_scope_name="ragtrace.evaluation",'
-            'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
-            'service="lumen-support-bot"')
+    rest = (
+        'model="demo-template-generator",otel_scope_name="ragtrace.evaluation",'
+        'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
+        'service="lumen-support-bot"'
+    )
     lines = set(scrape.splitlines())
     # recall by retriever: the demo's @ragtrace.retrieve(data_source="lumen-docs").
     assert any(x.startswith('ragtrace_recall_count{data_source="lumen-docs",') for x in lines)
-    assert f'ragtrace_groundedness_count{{{judge},{rest}}} 6.0' in lines
-    assert f'ragtrace_groundedness_sum{{{judge},{rest}}} 5.5' in lines
+    assert f"ragtrace_groundedness_count{{{judge},{rest}}} 6.0" in lines
+    assert f"ragtrace_groundedness_sum{{{judge},{rest}}} 5.5" in lines
     for le, n in (("0.4", 0.0), ("0.5", 1.0), ("0.9", 1.0), ("1.0", 6.0), ("+Inf", 6.0)):
         line = f'ragtrace_groundedness_bucket{{{judge},le="{le}",{rest}}} {n}'
         assert line in lines, line
@@ -132,19 +183,31 @@ def _hand_built_trace() -> tuple[bytes, str]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer(semconv.INSTRUMENTATION_SCOPE)
     text = "To rotate an API key, open Settings, choose API keys, then Rotate."
-    with tracer.start_as_current_span(semconv.SPAN_PIPELINE, attributes={
+    with tracer.start_as_current_span(
+        semconv.SPAN_PIPELINE,
+        attributes={
             semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.CHAIN,
             semconv.RAGTRACE_PIPELINE_NAME: "support-bot",
-            semconv.INPUT_VALUE: "How do I rotate an API key?"}) as root:
-        with tracer.start_as_current_span(semconv.SPAN_RETRIEVE, attributes={
+            semconv.INPUT_VALUE: "How do I rotate an API key?",
+        },
+    ) as root:
+        with tracer.start_as_current_span(
+            semconv.SPAN_RETRIEVE,
+            attributes={
                 semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.RETRIEVER,
                 semconv.INPUT_VALUE: "How do I rotate an API key?",
                 semconv.retrieval_document_id(0): "c-3120",
-                semconv.retrieval_document_content(0): text}):
+                semconv.retrieval_document_content(0): text,
+            },
+        ):
             pass
-        with tracer.start_as_current_span(semconv.SPAN_GENERATE, attributes={
+        with tracer.start_as_current_span(
+            semconv.SPAN_GENERATE,
+            attributes={
                 semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM,
-                semconv.OUTPUT_VALUE: "Open Settings, choose API keys, then Rotate."}):
+                semconv.OUTPUT_VALUE: "Open Settings, choose API keys, then Rotate.",
+            },
+        ):
             pass
     provider.shutdown()
     trace_id = format(root.get_span_context().trace_id, "032x")
@@ -152,8 +215,9 @@ def _hand_built_trace() -> tuple[bytes, str]:
 
 
 def _post(endpoint: str, body: bytes) -> int:
-    req = urllib.request.Request(endpoint + "/v1/traces", data=body,
-                                 headers={"Content-Type": "application/x-protobuf"})
+    req = urllib.request.Request(
+        endpoint + "/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return int(resp.status)
 
@@ -171,14 +235,20 @@ def _skipped(reader: InMemoryMetricReader, reason: str) -> float:
 
 
 def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(
-        tmp_path: Path, backend: OtlpSink) -> None:
+    tmp_path: Path, backend: OtlpSink
+) -> None:
     state = tmp_path / "state.db"
     body, trace_id = _hand_built_trace()
     with _evaluator(state, otlp=backend.endpoint, metrics_port=None) as ev:
         assert _post(ev.endpoint, body) == 200
         (first,) = ev.wait_for_results(1, timeout_s=30)
     assert (first.trace_id, first.question_id, first.recall, first.groundedness, first.cell) == (
-        trace_id, "q-rotate-key", 1.0, 1.0, "fine")
+        trace_id,
+        "q-rotate-key",
+        1.0,
+        1.0,
+        "fine",
+    )
     backend.wait_for_spans(lambda s: s.name == semconv.SPAN_EVALUATION, count=1)
 
     # Right after a restart, the durable trace store still knows the trace was scored: the
@@ -208,18 +278,34 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     """A re-delivery that writes only groundedness keeps the recall stored earlier."""
     from ragtrace_consumers.recording_sink import to_scored_result
 
-    previous = ScoredResult(trace_id="a" * 32, scored_at=1.0, service="s", cell="fine",
-                            question_id="q1", matched_by="query_id", k=3, recall=1.0,
-                            hit_rate=1.0, reciprocal_rank=0.5, extra={"labels_version": "v1"})
+    previous = ScoredResult(
+        trace_id="a" * 32,
+        scored_at=1.0,
+        service="s",
+        cell="fine",
+        question_id="q1",
+        matched_by="query_id",
+        k=3,
+        recall=1.0,
+        hit_rate=1.0,
+        reciprocal_rank=0.5,
+        extra={"labels_version": "v1"},
+    )
+    from ragtrace.evaluation.attribution import Cell
     from ragtrace_consumers.model import RagTrace
     from ragtrace_consumers.score import TraceScores
-    from ragtrace.evaluation.attribution import Cell
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")
     result = LexicalJudge().groundedness("Open Settings.", ["Open Settings."])
     row = to_scored_result(TraceScores(trace, None, result, Cell.FINE), 2.0, previous)
-    assert (row.question_id, row.matched_by, row.k, row.recall, row.hit_rate,
-            row.reciprocal_rank) == ("q1", "query_id", 3, 1.0, 1.0, 0.5)
+    assert (
+        row.question_id,
+        row.matched_by,
+        row.k,
+        row.recall,
+        row.hit_rate,
+        row.reciprocal_rank,
+    ) == ("q1", "query_id", 3, 1.0, 1.0, 0.5)
     assert (row.groundedness, row.claims, row.judge_name, row.scored_at) == (1.0, 1, "lexical", 2.0)
     assert row.extra == {"labels_version": "v1", "judge_cost_usd": 0.0, "no_claims": False}
 
@@ -245,9 +331,17 @@ def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -
     first, _ = _hand_built_trace()
     second, second_id = _hand_built_trace()
     ev = EmbeddedEvaluator(
-        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", labels_path=LABELS,
-                         metrics_port=None, workers=1, max_pending_traces=1),
-        config=_config(), judge=judge)
+        EmbeddedSettings(
+            port=0,
+            state_path=tmp_path / "s.db",
+            labels_path=LABELS,
+            metrics_port=None,
+            workers=1,
+            max_pending_traces=1,
+        ),
+        config=_config(),
+        judge=judge,
+    )
     with ev:
         assert _post(ev.endpoint, first) == 200
         with pytest.raises(urllib.error.HTTPError) as busy:
@@ -255,7 +349,8 @@ def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -
         assert busy.value.code == 503
         assert busy.value.headers["Retry-After"] == "1"
         assert status_pb2.Status.FromString(busy.value.read()).message.startswith(
-            "evaluator full: holding 1 traces (")
+            "evaluator full: holding 1 traces ("
+        )
         judge.gate.set()
         ev.wait_for_results(1, timeout_s=30)
         deadline = time.monotonic() + 30
@@ -272,7 +367,8 @@ def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -
 
 
 def test_metrics_and_logs_from_the_app_are_forwarded_and_spans_only_sends_no_metrics(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """``otlp_signals="traces"``: the evaluator pushes no metrics of its own to the endpoint
     (a backend without /v1/metrics, like Phoenix); what an app sends to /v1/metrics and
     /v1/logs is acknowledged and forwarded unchanged."""
@@ -296,13 +392,24 @@ def test_metrics_and_logs_from_the_app_are_forwarded_and_spans_only_sends_no_met
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         ev = EmbeddedEvaluator(
-            EmbeddedSettings(port=0, state_path=tmp_path / "s.db", otlp_endpoint=endpoint,
-                             otlp_signals="traces", metrics_port=None),
-            config=_config().replace(export={"metrics_interval_s": 0.05}), judge=LexicalJudge())
+            EmbeddedSettings(
+                port=0,
+                state_path=tmp_path / "s.db",
+                otlp_endpoint=endpoint,
+                otlp_signals="traces",
+                metrics_port=None,
+            ),
+            config=_config().replace(export={"metrics_interval_s": 0.05}),
+            judge=LexicalJudge(),
+        )
         with ev:
             for path, body in (("/v1/metrics", b"m-body"), ("/v1/logs", b"l-body")):
-                req = request.Request(ev.endpoint + path, data=body, method="POST",
-                                      headers={"Content-Type": "application/x-protobuf"})
+                req = request.Request(
+                    ev.endpoint + path,
+                    data=body,
+                    method="POST",
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
                 assert request.urlopen(req, timeout=5).status == 200
             deadline = time.monotonic() + 10
             while len(received) < 2 and time.monotonic() < deadline:

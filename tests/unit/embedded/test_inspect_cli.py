@@ -22,15 +22,25 @@ def _request(tmp_path: Path, *, as_json: bool) -> tuple[Path, str]:
     tracer = provider.get_tracer("openinference.instrumentation.langchain")
     other = provider.get_tracer("opentelemetry.instrumentation.fastapi")
     with other.start_as_current_span("POST /chat", attributes={"http.route": "/chat"}) as root:
-        with tracer.start_as_current_span("R", attributes={
-                "openinference.span.kind": "RETRIEVER", "input.value": "How long?",
+        with tracer.start_as_current_span(
+            "R",
+            attributes={
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": "How long?",
                 "retrieval.documents.0.document.content": "Kept 90 days.",
                 "retrieval.documents.0.document.metadata": json.dumps({"id": "lc-01"}),
-                "retrieval.documents.1.document.content": "No ID here."}):
+                "retrieval.documents.1.document.content": "No ID here.",
+            },
+        ):
             pass
-        with tracer.start_as_current_span("FakeListLLM", attributes={
-                "openinference.span.kind": "LLM", "output.mime_type": "application/json",
-                "output.value": json.dumps({"generations": [[{"text": "Kept 90 days."}]]})}):
+        with tracer.start_as_current_span(
+            "FakeListLLM",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "output.mime_type": "application/json",
+                "output.value": json.dumps({"generations": [[{"text": "Kept 90 days."}]]}),
+            },
+        ):
             pass
     request = encode_spans(exporter.get_finished_spans())
     path = tmp_path / ("request.json" if as_json else "request.pb")
@@ -43,7 +53,8 @@ def _request(tmp_path: Path, *, as_json: bool) -> tuple[Path, str]:
 
 @pytest.mark.parametrize("as_json", [True, False])
 def test_inspect_shows_each_reader_and_what_it_extracted(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
     path, trace_id = _request(tmp_path, as_json=as_json)
     assert main(["inspect", str(path), "--json"]) == 0
     (trace,) = json.loads(capsys.readouterr().out)
@@ -60,11 +71,14 @@ def test_inspect_shows_each_reader_and_what_it_extracted(
     assert trace["rag"]["recall_na_reason"].startswith("1 of 2 retrieved chunks carry no ID")
 
 
-def test_inspect_text_names_unrecognised_spans(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_text_names_unrecognised_spans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _ = _request(tmp_path, as_json=True)
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "POST /chat  [opentelemetry.instrumentation.fastapi]  -> unrecognised  keys: " \
-           "http.route" in out
+    assert (
+        "POST /chat  [opentelemetry.instrumentation.fastapi]  -> unrecognised  keys: "
+        "http.route" in out
+    )
     assert "(hashed: no ID field or metadata ID)" in out

@@ -65,8 +65,7 @@ def sink() -> Sink:
 @pytest.fixture()
 def receiver(sink: Sink, reader: InMemoryMetricReader) -> Iterator[OtlpHttpReceiver]:
     provider = MeterProvider(metric_readers=[reader])
-    with OtlpHttpReceiver(sink, port=0, max_body_bytes=64 * 1024,
-                          meter_provider=provider) as r:
+    with OtlpHttpReceiver(sink, port=0, max_body_bytes=64 * 1024, meter_provider=provider) as r:
         yield r
     provider.shutdown()
 
@@ -76,25 +75,42 @@ def _request() -> trace_service_pb2.ExportTraceServiceRequest:
         return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(**value))  # type: ignore[arg-type]
 
     root = trace_pb2.Span(
-        trace_id=bytes.fromhex(TRACE_ID), span_id=bytes.fromhex(ROOT_ID), name="rag.pipeline",
-        start_time_unix_nano=1_000, end_time_unix_nano=9_000,
+        trace_id=bytes.fromhex(TRACE_ID),
+        span_id=bytes.fromhex(ROOT_ID),
+        name="rag.pipeline",
+        start_time_unix_nano=1_000,
+        end_time_unix_nano=9_000,
         attributes=[kv(semconv.INPUT_VALUE, string_value="How do I rotate an API key?")],
     )
     child = trace_pb2.Span(
-        trace_id=bytes.fromhex(TRACE_ID), span_id=bytes.fromhex(CHILD_ID),
-        parent_span_id=bytes.fromhex(ROOT_ID), name="retrieve",
-        start_time_unix_nano=2_000, end_time_unix_nano=3_000,
-        attributes=[kv(semconv.retrieval_document_id(0), string_value="c-3120"),
-                    kv(semconv.retrieval_document_score(0), double_value=5.5),
-                    kv(semconv.RAGTRACE_RETRIEVAL_COUNT, int_value=1)],
+        trace_id=bytes.fromhex(TRACE_ID),
+        span_id=bytes.fromhex(CHILD_ID),
+        parent_span_id=bytes.fromhex(ROOT_ID),
+        name="retrieve",
+        start_time_unix_nano=2_000,
+        end_time_unix_nano=3_000,
+        attributes=[
+            kv(semconv.retrieval_document_id(0), string_value="c-3120"),
+            kv(semconv.retrieval_document_score(0), double_value=5.5),
+            kv(semconv.RAGTRACE_RETRIEVAL_COUNT, int_value=1),
+        ],
         status=trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR),
     )
-    return trace_service_pb2.ExportTraceServiceRequest(resource_spans=[trace_pb2.ResourceSpans(
-        resource=resource_pb2.Resource(attributes=[kv("service.name", string_value="demo-app")]),
-        scope_spans=[trace_pb2.ScopeSpans(
-            scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
-            spans=[root, child])],
-    )])
+    return trace_service_pb2.ExportTraceServiceRequest(
+        resource_spans=[
+            trace_pb2.ResourceSpans(
+                resource=resource_pb2.Resource(
+                    attributes=[kv("service.name", string_value="demo-app")]
+                ),
+                scope_spans=[
+                    trace_pb2.ScopeSpans(
+                        scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
+                        spans=[root, child],
+                    )
+                ],
+            )
+        ]
+    )
 
 
 def _json_body() -> bytes:
@@ -110,19 +126,44 @@ def _json_body() -> bytes:
 
 
 EXPECTED = [
-    SpanRecord(TRACE_ID, ROOT_ID, None, "rag.pipeline", semconv.INSTRUMENTATION_SCOPE,
-               "demo-app", 1_000, 9_000,
-               {semconv.INPUT_VALUE: "How do I rotate an API key?"}, False),
-    SpanRecord(TRACE_ID, CHILD_ID, ROOT_ID, "retrieve", semconv.INSTRUMENTATION_SCOPE,
-               "demo-app", 2_000, 3_000,
-               {semconv.retrieval_document_id(0): "c-3120",
-                semconv.retrieval_document_score(0): 5.5,
-                semconv.RAGTRACE_RETRIEVAL_COUNT: 1}, True),
+    SpanRecord(
+        TRACE_ID,
+        ROOT_ID,
+        None,
+        "rag.pipeline",
+        semconv.INSTRUMENTATION_SCOPE,
+        "demo-app",
+        1_000,
+        9_000,
+        {semconv.INPUT_VALUE: "How do I rotate an API key?"},
+        False,
+    ),
+    SpanRecord(
+        TRACE_ID,
+        CHILD_ID,
+        ROOT_ID,
+        "retrieve",
+        semconv.INSTRUMENTATION_SCOPE,
+        "demo-app",
+        2_000,
+        3_000,
+        {
+            semconv.retrieval_document_id(0): "c-3120",
+            semconv.retrieval_document_score(0): 5.5,
+            semconv.RAGTRACE_RETRIEVAL_COUNT: 1,
+        },
+        True,
+    ),
 ]
 
 
-def _post(receiver: OtlpHttpReceiver, body: bytes, headers: dict[str, str],
-          path: str = "/v1/traces", method: str = "POST") -> tuple[int, dict[str, str], bytes]:
+def _post(
+    receiver: OtlpHttpReceiver,
+    body: bytes,
+    headers: dict[str, str],
+    path: str = "/v1/traces",
+    method: str = "POST",
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection(receiver.host, receiver.port, timeout=10)
     try:
         conn.request(method, path, body=body if method == "POST" else None, headers=headers)
@@ -151,7 +192,8 @@ JS = {"Content-Type": "application/json"}
 
 
 def test_protobuf_request_reaches_the_sink_and_gets_an_empty_protobuf_response(
-        receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader) -> None:
+    receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader
+) -> None:
     status, headers, body = _post(receiver, _request().SerializeToString(), PB)
     assert status == 200
     assert headers["content-type"] == "application/x-protobuf"
@@ -162,9 +204,11 @@ def test_protobuf_request_reaches_the_sink_and_gets_an_empty_protobuf_response(
 
 
 def test_json_request_with_hex_ids_is_decoded_the_same(
-        receiver: OtlpHttpReceiver, sink: Sink) -> None:
-    status, headers, body = _post(receiver, _json_body(),
-                                  {"Content-Type": "application/json; charset=utf-8"})
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
+    status, headers, body = _post(
+        receiver, _json_body(), {"Content-Type": "application/json; charset=utf-8"}
+    )
     assert status == 200
     assert headers["content-type"] == "application/json"
     assert json.loads(body) == {}
@@ -181,7 +225,8 @@ def test_gzip_content_encoding(receiver: OtlpHttpReceiver, sink: Sink, fmt: str)
 
 
 def test_empty_protobuf_request_is_a_valid_export_of_nothing(
-        receiver: OtlpHttpReceiver, sink: Sink) -> None:
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     status, _, body = _post(receiver, b"", PB)
     assert status == 200
     assert body == b""
@@ -190,7 +235,8 @@ def test_empty_protobuf_request_is_a_valid_export_of_nothing(
 
 @pytest.mark.parametrize("fmt", ["protobuf", "json"])
 def test_partial_success_reports_the_spans_the_sink_rejected(
-        receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader, fmt: str) -> None:
+    receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader, fmt: str
+) -> None:
     sink.outcome = Accepted(1, "1 span is an evaluation span of another evaluator")
     raw = _request().SerializeToString() if fmt == "protobuf" else _json_body()
     status, headers, body = _post(receiver, raw, PB if fmt == "protobuf" else JS)
@@ -200,38 +246,46 @@ def test_partial_success_reports_the_spans_the_sink_rejected(
         response = trace_service_pb2.ExportTraceServiceResponse.FromString(body)
         assert response.partial_success.rejected_spans == 1
         assert response.partial_success.error_message == (
-            "1 span is an evaluation span of another evaluator")
+            "1 span is an evaluation span of another evaluator"
+        )
     else:
         assert headers["content-type"] == "application/json"
-        assert json.loads(body) == {"partialSuccess": {
-            "rejectedSpans": "1",
-            "errorMessage": "1 span is an evaluation span of another evaluator"}}
+        assert json.loads(body) == {
+            "partialSuccess": {
+                "rejectedSpans": "1",
+                "errorMessage": "1 span is an evaluation span of another evaluator",
+            }
+        }
     assert _rejections(reader) == {"rejected_spans": 1}
 
 
-def test_unknown_content_type_is_415(receiver: OtlpHttpReceiver, sink: Sink,
-                                     reader: InMemoryMetricReader) -> None:
+def test_unknown_content_type_is_415(
+    receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader
+) -> None:
     status, headers, body = _post(receiver, b"hello", {"Content-Type": "text/plain"})
     assert status == 415
     assert headers["content-type"].startswith("text/plain")
-    assert body.decode() == ("unsupported content type 'text/plain': send "
-                             "application/x-protobuf or application/json")
+    assert body.decode() == (
+        "unsupported content type 'text/plain': send application/x-protobuf or application/json"
+    )
     status, _, _ = _post(receiver, b"hello", {})
     assert status == 415
     assert sink.batches == []
     assert _rejections(reader) == {"unsupported_content_type": 2}
 
 
-def test_unknown_content_encoding_is_415(receiver: OtlpHttpReceiver,
-                                         reader: InMemoryMetricReader) -> None:
+def test_unknown_content_encoding_is_415(
+    receiver: OtlpHttpReceiver, reader: InMemoryMetricReader
+) -> None:
     status, _, body = _post(receiver, b"x", dict(PB, **{"Content-Encoding": "br"}))
     assert status == 415
     assert body.decode() == "unsupported content encoding 'br': send gzip or identity"
     assert _rejections(reader) == {"unsupported_content_encoding": 1}
 
 
-def test_bad_protobuf_is_400_with_a_status_message(receiver: OtlpHttpReceiver, sink: Sink,
-                                                   reader: InMemoryMetricReader) -> None:
+def test_bad_protobuf_is_400_with_a_status_message(
+    receiver: OtlpHttpReceiver, sink: Sink, reader: InMemoryMetricReader
+) -> None:
     status, headers, body = _post(receiver, b"\xff\xff\xff", PB)
     assert status == 400
     assert headers["content-type"] == "application/x-protobuf"
@@ -262,14 +316,14 @@ def test_bad_json_is_400_with_a_json_status(receiver: OtlpHttpReceiver) -> None:
 
 
 def test_body_that_is_not_gzip_is_400(receiver: OtlpHttpReceiver) -> None:
-    status, _, body = _post(receiver, b"plainly not gzip",
-                            dict(PB, **{"Content-Encoding": "gzip"}))
+    status, _, body = _post(receiver, b"plainly not gzip", dict(PB, **{"Content-Encoding": "gzip"}))
     assert status == 400
     assert status_pb2.Status.FromString(body).message.startswith("body is not valid gzip")
 
 
 def test_oversized_bodies_are_413_before_and_after_decompression(
-        receiver: OtlpHttpReceiver, reader: InMemoryMetricReader) -> None:
+    receiver: OtlpHttpReceiver, reader: InMemoryMetricReader
+) -> None:
     status, _, _ = _post(receiver, b"\x00" * (64 * 1024 + 1), PB)
     assert status == 413
     bomb = gzip.compress(b"\x00" * (1024 * 1024))  # ~1 KB that inflates to 1 MiB
@@ -290,7 +344,8 @@ def test_busy_sink_is_503_with_retry_after(receiver: OtlpHttpReceiver, sink: Sin
 
 
 def test_a_failing_sink_is_500_and_the_server_keeps_serving(
-        receiver: OtlpHttpReceiver, sink: Sink) -> None:
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     sink.error = RuntimeError("boom")
     status, _, _ = _post(receiver, _request().SerializeToString(), PB)
     assert status == 500
@@ -310,8 +365,9 @@ def test_other_paths_and_methods(receiver: OtlpHttpReceiver) -> None:
     assert _post(receiver, b"", {}, path="/", method="GET")[0] == 404
 
 
-def test_keep_alive_connection_serves_several_requests(receiver: OtlpHttpReceiver,
-                                                       sink: Sink) -> None:
+def test_keep_alive_connection_serves_several_requests(
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     conn = http.client.HTTPConnection(receiver.host, receiver.port, timeout=10)
     try:
         for _ in range(3):
@@ -342,8 +398,9 @@ def test_endpoint_and_urls(receiver: OtlpHttpReceiver) -> None:
 
 
 @pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
-def test_the_sdk_otlp_exporter_is_understood(receiver: OtlpHttpReceiver, sink: Sink,
-                                             compression: Compression) -> None:
+def test_the_sdk_otlp_exporter_is_understood(
+    receiver: OtlpHttpReceiver, sink: Sink, compression: Compression
+) -> None:
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "exporter-test"}))
     provider.add_span_processor(SimpleSpanProcessor(memory))

@@ -30,8 +30,9 @@ def sink() -> Sink:
 
 @pytest.fixture()
 def receiver(sink: Sink) -> Iterator[OtlpHttpReceiver]:
-    with OtlpHttpReceiver(sink, port=0, max_body_bytes=64 * 1024, timeout_s=0.5,
-                          max_workers=2) as r:
+    with OtlpHttpReceiver(
+        sink, port=0, max_body_bytes=64 * 1024, timeout_s=0.5, max_workers=2
+    ) as r:
         yield r
 
 
@@ -44,31 +45,43 @@ def _raw(receiver: OtlpHttpReceiver, data: bytes, wait: float = 5.0) -> bytes:
         return b"".join(chunks)
 
 
-def test_a_negative_content_length_is_400_and_nothing_is_read(receiver: OtlpHttpReceiver,
-                                                              sink: Sink) -> None:
-    reply = _raw(receiver, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                           b"application/x-protobuf\r\nContent-Length: -1\r\n\r\n" + b"x" * 1000)
+def test_a_negative_content_length_is_400_and_nothing_is_read(
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
+    reply = _raw(
+        receiver,
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"application/x-protobuf\r\nContent-Length: -1\r\n\r\n" + b"x" * 1000,
+    )
     assert reply.startswith(b"HTTP/1.1 400 ") and b"bad Content-Length" in reply
     assert sink.batches == []
 
 
 def test_no_content_length_is_411(receiver: OtlpHttpReceiver, sink: Sink) -> None:
-    reply = _raw(receiver, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
-                           b"\r\nContent-Type: application/x-protobuf\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    reply = _raw(
+        receiver,
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+        b"\r\nContent-Type: application/x-protobuf\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    )
     assert reply.startswith(b"HTTP/1.1 411 ")
 
 
-def test_a_stalled_upload_is_cut_after_the_read_timeout(receiver: OtlpHttpReceiver,
-                                                        sink: Sink) -> None:
+def test_a_stalled_upload_is_cut_after_the_read_timeout(
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     started = time.monotonic()
-    reply = _raw(receiver, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                           b"application/x-protobuf\r\nContent-Length: 1000\r\n\r\npartial")
+    reply = _raw(
+        receiver,
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"application/x-protobuf\r\nContent-Length: 1000\r\n\r\npartial",
+    )
     assert reply.startswith(b"HTTP/1.1 408 ") and time.monotonic() - started < 3
     assert sink.batches == []
 
 
-def test_idle_and_stalled_clients_cannot_hold_the_workers(receiver: OtlpHttpReceiver,
-                                                          sink: Sink) -> None:
+def test_idle_and_stalled_clients_cannot_hold_the_workers(
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     """Two workers, four clients that connect and send nothing: a real request is still served
     (each idle client holds a worker for at most the timeout; the backlog holds the rest)."""
     idle = [socket.create_connection((receiver.host, receiver.port)) for _ in range(4)]
@@ -96,16 +109,19 @@ def test_a_bomb_spread_over_members_is_413(receiver: OtlpHttpReceiver, sink: Sin
     assert status == 413 and sink.batches == []
 
 
-def test_json_nested_too_deep_is_400_with_the_location(receiver: OtlpHttpReceiver,
-                                                       sink: Sink) -> None:
+def test_json_nested_too_deep_is_400_with_the_location(
+    receiver: OtlpHttpReceiver, sink: Sink
+) -> None:
     body = b'{"resourceSpans": ' + b"[" * 20_000 + b"]" * 20_000 + b"}"
     status, _, reply = _post(receiver, body, JS)
     assert status == 400
     from google.protobuf import json_format
 
     message = json_format.Parse(reply, status_pb2.Status()).message
-    assert message == ("cannot decode OTLP JSON trace request: JSON nested deeper than 100 levels "
-                       "at byte 117 (line 1, column 118)")  # the 101st bracket
+    assert message == (
+        "cannot decode OTLP JSON trace request: JSON nested deeper than 100 levels "
+        "at byte 117 (line 1, column 118)"
+    )  # the 101st bracket
 
 
 def test_stop_answers_the_request_in_progress_before_returning() -> None:
@@ -120,8 +136,9 @@ def test_stop_answers_the_request_in_progress_before_returning() -> None:
 
     receiver = OtlpHttpReceiver(slow, port=0).start()
     result: list[int] = []
-    client = threading.Thread(target=lambda: result.append(
-        _post(receiver, _request().SerializeToString(), PB)[0]))
+    client = threading.Thread(
+        target=lambda: result.append(_post(receiver, _request().SerializeToString(), PB)[0])
+    )
     client.start()
     assert entered.wait(5)
     stopper = threading.Thread(target=receiver.stop)
@@ -135,6 +152,7 @@ def test_stop_answers_the_request_in_progress_before_returning() -> None:
 
 
 # --- the evaluator's bound ---------------------------------------------------------------------
+
 
 def _trace_request(n: int) -> bytes:
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -154,12 +172,14 @@ def _trace_request(n: int) -> bytes:
 
 
 def test_a_request_over_the_pending_bound_is_refused_whole(tmp_path: Path) -> None:
-    settings = EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None,
-                                max_pending_traces=3)
+    settings = EmbeddedSettings(
+        port=0, state_path=tmp_path / "s.db", metrics_port=None, max_pending_traces=3
+    )
     from ragtrace_consumers.config import ConsumerConfig
 
-    config = ConsumerConfig.defaults().replace(assembly={"quiet_s": 3600.0, "ttl_s": 10_000.0},
-                                               judge={"name": "lexical"})
+    config = ConsumerConfig.defaults().replace(
+        assembly={"quiet_s": 3600.0, "ttl_s": 10_000.0}, judge={"name": "lexical"}
+    )
     ev = EmbeddedEvaluator(settings, config=config)
     ev.traces.claim = lambda *a, **k: []  # type: ignore[method-assign]  # nothing drains
     with ev:
@@ -172,7 +192,8 @@ def test_a_request_over_the_pending_bound_is_refused_whole(tmp_path: Path) -> No
         status, _, body = _post(r, _trace_request(5), PB)  # can never fit: do not retry
         assert status == 413
         assert status_pb2.Status.FromString(body).message.startswith(
-            "the request alone exceeds the evaluator's bound")
+            "the request alone exceeds the evaluator's bound"
+        )
         held = ev.traces.held()
         assert held.traces == 2 and held == Held(2, held.bytes)
 
@@ -192,11 +213,13 @@ def test_bytes_in_flight_are_bounded_across_requests() -> None:
     from opentelemetry.proto.common.v1 import common_pb2
 
     req = _request()
-    req.resource_spans[0].scope_spans[0].spans[0].attributes.append(common_pb2.KeyValue(
-        key="padding", value=common_pb2.AnyValue(string_value="p" * 50_000)))
+    req.resource_spans[0].scope_spans[0].spans[0].attributes.append(
+        common_pb2.KeyValue(key="padding", value=common_pb2.AnyValue(string_value="p" * 50_000))
+    )
     body = req.SerializeToString()
-    with OtlpHttpReceiver(slow, port=0, max_body_bytes=64 * 1024,
-                          max_inflight_bytes=80_000) as receiver:
+    with OtlpHttpReceiver(
+        slow, port=0, max_body_bytes=64 * 1024, max_inflight_bytes=80_000
+    ) as receiver:
         first: list[int] = []
         client = threading.Thread(target=lambda: first.append(_post(receiver, body, PB)[0]))
         client.start()

@@ -28,9 +28,26 @@ class Serve:
 
     def __init__(self, state: Path) -> None:
         self.proc = subprocess.Popen(
-            [*CLI, "serve", "--port", "0", "--metrics-port", "0",
-             "--labels", LABELS, "--state", str(state), "--judge", "lexical", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+            [
+                *CLI,
+                "serve",
+                "--port",
+                "0",
+                "--metrics-port",
+                "0",
+                "--labels",
+                LABELS,
+                "--state",
+                str(state),
+                "--judge",
+                "lexical",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=clean_env(),
+        )
         self.out: queue.Queue[str] = queue.Queue()
         self.err: queue.Queue[str] = queue.Queue()
         self.err_lines: list[str] = []
@@ -49,8 +66,9 @@ class Serve:
             try:
                 line = self.err.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no stderr line matching {pattern!r}; got "
-                                     f"{self.err_lines}") from None
+                raise AssertionError(
+                    f"no stderr line matching {pattern!r}; got {self.err_lines}"
+                ) from None
             self.err_lines.append(line)
             match = re.search(pattern, line)
             if match:
@@ -61,8 +79,9 @@ class Serve:
         deadline = time.monotonic() + timeout
         while len(rows) < count:
             try:
-                rows.append(json.loads(self.out.get(timeout=max(0.01,
-                                                                deadline - time.monotonic()))))
+                rows.append(
+                    json.loads(self.out.get(timeout=max(0.01, deadline - time.monotonic())))
+                )
             except queue.Empty:
                 raise AssertionError(f"{len(rows)} of {count} results printed") from None
         return rows
@@ -83,7 +102,8 @@ def serve_factory() -> Iterator[list[Serve]]:
 
 
 def test_serve_scores_sdk_spans_serves_metrics_and_restarts_with_its_state(
-        tmp_path: Path, serve_factory: list[Serve]) -> None:
+    tmp_path: Path, serve_factory: list[Serve]
+) -> None:
     state = tmp_path / "state.sqlite3"
     serve = Serve(state)
     serve_factory.append(serve)
@@ -98,17 +118,26 @@ def test_serve_scores_sdk_spans_serves_metrics_and_restarts_with_its_state(
     rows = serve.results(len(QUESTIONS))
     cells = {str(r["query"]): r["cell"] for r in rows}
     assert cells == {
-        QUESTIONS[0]: "retrieval_failed", QUESTIONS[1]: "generation_failed",
-        QUESTIONS[2]: "fine", QUESTIONS[3]: "fine", QUESTIONS[4]: "fine",
+        QUESTIONS[0]: "retrieval_failed",
+        QUESTIONS[1]: "generation_failed",
+        QUESTIONS[2]: "fine",
+        QUESTIONS[3]: "fine",
+        QUESTIONS[4]: "fine",
         QUESTIONS[5]: "unlabelled",
     }
     assert {r["trace_id"] for r in rows} == {a["trace_id"] for a in asked}
     audit = next(r for r in rows if r["query"] == QUESTIONS[0])
     assert (audit["recall"], audit["groundedness"], audit["question_id"], audit["k"]) == (
-        0.0, 1.0, "q-audit-team", 5)  # serve scores at the default k
+        0.0,
+        1.0,
+        "q-audit-team",
+        5,
+    )  # serve scores at the default k
 
     scrape = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
-    count = [line for line in scrape.splitlines() if line.startswith("ragtrace_groundedness_count{")]
+    count = [
+        line for line in scrape.splitlines() if line.startswith("ragtrace_groundedness_count{")
+    ]
     assert len(count) == 1 and count[0].endswith(" 6.0"), count
     assert 'le="0.5"' in scrape and "ragtrace_groundedness_bucket{" in scrape
 
@@ -128,8 +157,22 @@ def test_serve_rejects_a_bad_labels_file(tmp_path: Path) -> None:
     bad = tmp_path / "labels.jsonl"
     bad.write_text('{"qid": "q1", "question": "x"}\n')
     done = subprocess.run(
-        [*CLI, "serve", "--port", "0", "--no-metrics",
-         "--labels", str(bad), "--state", str(tmp_path / "s.db")],
-        capture_output=True, text=True, timeout=60, env=clean_env(), check=False)
+        [
+            *CLI,
+            "serve",
+            "--port",
+            "0",
+            "--no-metrics",
+            "--labels",
+            str(bad),
+            "--state",
+            str(tmp_path / "s.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stderr.startswith(f"ragtrace serve: error: {bad}, line 1")

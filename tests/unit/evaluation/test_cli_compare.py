@@ -135,8 +135,9 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         (["mrr>=0.2", "recall@3<=-1"], 1, ["mrr>=0.2 (delta +0.2333)"]),
     ],
 )
-def test_fail_if_gates_exit_1(capsys: pytest.CaptureFixture[str], gates: list[str], code: int,
-                              failed: list[str]) -> None:
+def test_fail_if_gates_exit_1(
+    capsys: pytest.CaptureFixture[str], gates: list[str], code: int, failed: list[str]
+) -> None:
     capsys.readouterr()
     argv = ["compare", "vector.json", "hybrid.json", "--resamples", "200"]
     for g in gates:
@@ -146,11 +147,13 @@ def test_fail_if_gates_exit_1(capsys: pytest.CaptureFixture[str], gates: list[st
     assert err.splitlines() == [f"ragtrace compare: error: gate failed: {f}" for f in failed]
     doc = json.loads(Path("cmp.json").read_text())
     assert [g["failed"] for g in doc["gates"]] == [
-        any(f.startswith(g["condition"] + " ") for f in failed) for g in doc["gates"]]
+        any(f.startswith(g["condition"] + " ") for f in failed) for g in doc["gates"]
+    ]
 
 
 def test_fail_if_on_the_interval_needs_a_significant_change(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """``:ci<`` tests the interval's upper bound: the gate fails only when the whole interval
     lies below the value."""
     argv = ["compare", "hybrid.json", "vector.json", "--resamples", "500"]
@@ -164,11 +167,14 @@ def test_fail_if_on_the_interval_needs_a_significant_change(
     assert main([*argv, "--fail-if", f"recall@3<{high}"]) == 1
 
 
-@pytest.mark.parametrize(("cond", "message"), [
-    ("recall@3<<0", "not a condition: 'recall@3<<0'"),
-    ("recall@3", "not a condition: 'recall@3'"),
-    ("nope@3<0", "no metric 'nope@3' in both reports"),
-])
+@pytest.mark.parametrize(
+    ("cond", "message"),
+    [
+        ("recall@3<<0", "not a condition: 'recall@3<<0'"),
+        ("recall@3", "not a condition: 'recall@3'"),
+        ("nope@3<0", "no metric 'nope@3' in both reports"),
+    ],
+)
 def test_bad_gates_exit_2(capsys: pytest.CaptureFixture[str], cond: str, message: str) -> None:
     with pytest.raises(SystemExit) as info:
         code = main(["compare", "vector.json", "hybrid.json", "--fail-if", cond])

@@ -358,16 +358,31 @@ def test_a_failing_question_is_recorded_and_the_rest_scored(
     """The retriever raises on one question (q5): the others are still retrieved (concurrently)
     and scored, the failure is on stderr and in the JSON's errors, and the exit status is 1."""
     (tmp_path / "retrievers_err.py").write_text(RETRIEVERS)
-    rc = main(["eval", "--labels", "examples/labels.jsonl", "--retriever",
-               "retrievers_err:raises", "--concurrency", "3", "--k", "3", "--json", "out.json"])
+    rc = main(
+        [
+            "eval",
+            "--labels",
+            "examples/labels.jsonl",
+            "--retriever",
+            "retrievers_err:raises",
+            "--concurrency",
+            "3",
+            "--k",
+            "3",
+            "--json",
+            "out.json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 1
-    assert err == ("ragtrace eval: error: the retriever raised on question 'q5': RuntimeError: "
-                   "index offline\n")
+    assert err == (
+        "ragtrace eval: error: the retriever raised on question 'q5': RuntimeError: index offline\n"
+    )
     assert out.endswith("1 question(s) left out: retrieval failed (see the errors above)\n")
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["errors"] == {
-        "q5": "the retriever raised on question 'q5': RuntimeError: index offline"}
+        "q5": "the retriever raised on question 'q5': RuntimeError: index offline"
+    }
     assert "q5" not in doc["per_question"] and "q1" in doc["per_question"]
 
 

@@ -57,8 +57,9 @@ def values_file(scenario: str) -> Path:
 
 
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [str(helm), *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 class Rendered:
@@ -82,14 +83,19 @@ class Rendered:
 
 # The prometheus-operator kinds a kube-prometheus-stack cluster serves; the chart renders its
 # PrometheusRule, ServiceMonitor and PodMonitor only where they exist.
-MONITORING_APIS = tuple(f"monitoring.coreos.com/v1/{kind}"
-                        for kind in ("PrometheusRule", "ServiceMonitor", "PodMonitor"))
+MONITORING_APIS = tuple(
+    f"monitoring.coreos.com/v1/{kind}"
+    for kind in ("PrometheusRule", "ServiceMonitor", "PodMonitor")
+)
 
 
-def render_with(helm: Path, files: Sequence[Path] = (), sets: Sequence[str] = (),
-                api_versions: Sequence[str] = MONITORING_APIS) -> Rendered:
-    args = ["template", RELEASE, str(CHART), "--namespace", "rag", "--kube-version",
-            KUBE_VERSION]
+def render_with(
+    helm: Path,
+    files: Sequence[Path] = (),
+    sets: Sequence[str] = (),
+    api_versions: Sequence[str] = MONITORING_APIS,
+) -> Rendered:
+    args = ["template", RELEASE, str(CHART), "--namespace", "rag", "--kube-version", KUBE_VERSION]
     for api in api_versions:
         args += ["--api-versions", api]
     for f in files:
@@ -119,8 +125,11 @@ def render(helm_bin: Path) -> Callable[..., Rendered]:
     """``render(files=[...], sets=["key=<JSON>", ...], api_versions=[...])``: an uncached render
     with extra values (by default on a cluster serving the prometheus-operator APIs)."""
 
-    def go(files: Sequence[Path] = (), sets: Sequence[str] = (),
-           api_versions: Sequence[str] = MONITORING_APIS) -> Rendered:
+    def go(
+        files: Sequence[Path] = (),
+        sets: Sequence[str] = (),
+        api_versions: Sequence[str] = MONITORING_APIS,
+    ) -> Rendered:
         return render_with(helm_bin, files, sets, api_versions)
 
     return go

@@ -23,21 +23,24 @@ def _write_rules(r: Rendered, path: Path) -> int:
 
 
 def _promtool(promtool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(promtool), *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [str(promtool), *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+    )
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "minimal"])
-def test_promtool_check_rules(promtool_bin: Path, rendered: Callable[[str], Rendered],
-                              scenario: str, tmp_path: Path) -> None:
+def test_promtool_check_rules(
+    promtool_bin: Path, rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
+) -> None:
     n = _write_rules(rendered(scenario), tmp_path / "rules.yaml")
     proc = _promtool(promtool_bin, "check", "rules", "rules.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SUCCESS: {n} rules found" in proc.stdout
 
 
-def test_promtool_unit_tests(promtool_bin: Path, rendered: Callable[[str], Rendered],
-                             tmp_path: Path) -> None:
+def test_promtool_unit_tests(
+    promtool_bin: Path, rendered: Callable[[str], Rendered], tmp_path: Path
+) -> None:
     _write_rules(rendered("default"), tmp_path / "rules.yaml")
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
@@ -45,11 +48,13 @@ def test_promtool_unit_tests(promtool_bin: Path, rendered: Callable[[str], Rende
     assert "SUCCESS" in proc.stdout
 
 
-def test_promtool_unit_tests_can_fail(promtool_bin: Path, render: Callable[..., Rendered],
-                                      tmp_path: Path) -> None:
+def test_promtool_unit_tests_can_fail(
+    promtool_bin: Path, render: Callable[..., Rendered], tmp_path: Path
+) -> None:
     # A threshold under the synthetic mean (0.5) must break the groundedness case.
-    _write_rules(render(sets=["prometheusRule.groundedness.threshold=0.4"]),
-                 tmp_path / "rules.yaml")
+    _write_rules(
+        render(sets=["prometheusRule.groundedness.threshold=0.4"]), tmp_path / "rules.yaml"
+    )
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode != 0
@@ -59,8 +64,7 @@ def test_promtool_unit_tests_can_fail(promtool_bin: Path, render: Callable[..., 
 def test_every_alert_links_its_runbook_section(rendered: Callable[[str], Rendered]) -> None:
     runbooks = (HERE.parents[2] / "docs" / "runbooks.md").read_text()
     # GitHub's anchor of "## RagtraceX" is "ragtracex".
-    anchors = {line[3:].strip().lower() for line in runbooks.splitlines()
-               if line.startswith("## ")}
+    anchors = {line[3:].strip().lower() for line in runbooks.splitlines() if line.startswith("## ")}
     rule = rendered("default").of_kind("PrometheusRule")[0]
     alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
     assert alerts

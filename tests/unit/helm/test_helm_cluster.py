@@ -21,8 +21,16 @@ import pytest
 from conftest import CHART, KUBE_VERSION, SCENARIOS, Manifest, Rendered, containers, run_helm
 
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
-_RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
-                       "persistentVolumeClaim", "projected", "secret"}
+_RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 
 
 def _pod_specs(r: Rendered) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -73,7 +81,8 @@ def _restricted_violations(spec: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_pod_meets_the_restricted_pod_security_standard(
-        rendered: Callable[[str], Rendered], scenario: str) -> None:
+    rendered: Callable[[str], Rendered], scenario: str
+) -> None:
     pods = list(_pod_specs(rendered(scenario)))
     assert pods
     for name, spec in pods:
@@ -81,20 +90,32 @@ def test_every_pod_meets_the_restricted_pod_security_standard(
 
 
 def test_the_restricted_check_rejects_a_baseline_pod() -> None:
-    spec = {"securityContext": {"runAsNonRoot": True},
-            "containers": [{"name": "c", "securityContext": {
-                "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
-            "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    spec = {
+        "securityContext": {"runAsNonRoot": True},
+        "containers": [
+            {
+                "name": "c",
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+        "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+    }
     assert _restricted_violations(spec) == [
-        "volume h of type {'hostPath'}", "container c: seccompProfile is None"]
+        "volume h of type {'hostPath'}",
+        "container c: seccompProfile is None",
+    ]
 
 
 def test_every_workload_sets_resources_and_probes(rendered: Callable[[str], Rendered]) -> None:
     """kube-score's container checks that apply to long-running pods."""
     for kind_name, spec in _pod_specs(rendered("default")):
         for c in spec["containers"]:
-            assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"], \
+            assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"], (
                 kind_name
+            )
             assert ":" in c["image"] and not c["image"].endswith(":latest"), kind_name
             if kind_name.startswith("Deployment/"):
                 assert c["readinessProbe"] and c["livenessProbe"], kind_name
@@ -106,13 +127,15 @@ _MONITORING = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
 
 
 def test_monitoring_objects_render_where_the_operator_api_exists(
-        rendered: Callable[[str], Rendered]) -> None:
+    rendered: Callable[[str], Rendered],
+) -> None:
     r = rendered("default")
     for kind in _MONITORING:
         assert len(r.of_kind(kind)) == 1, kind
     pm = r.get("PodMonitor")
     assert pm["spec"]["podMetricsEndpoints"] == [
-        {"port": "health", "path": "/metrics", "interval": "30s"}]
+        {"port": "health", "path": "/metrics", "interval": "30s"}
+    ]
     assert pm["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "consumer"
     sm = r.get("ServiceMonitor")
     assert [e["port"] for e in sm["spec"]["endpoints"]] == ["prometheus", "self-metrics"]
@@ -124,8 +147,11 @@ def test_no_monitoring_object_without_the_operator_crds(render: Callable[..., Re
         assert r.of_kind(kind) == [], kind
     # Annotation-based scraping still finds the consumers.
     ann = r.get("Deployment", "-consumer")["spec"]["template"]["metadata"]["annotations"]
-    assert (ann["prometheus.io/scrape"], ann["prometheus.io/port"],
-            ann["prometheus.io/path"]) == ("true", "8086", "/metrics")
+    assert (ann["prometheus.io/scrape"], ann["prometheus.io/port"], ann["prometheus.io/path"]) == (
+        "true",
+        "8086",
+        "/metrics",
+    )
 
 
 def test_consumers_stop_pushing_metrics_when_scraped(render: Callable[..., Rendered]) -> None:
@@ -139,8 +165,10 @@ def test_consumers_stop_pushing_metrics_when_scraped(render: Callable[..., Rende
     off = render(sets=["consumer.metrics.scrape=false"])
     assert export(off)["metrics_otlp"] is True
     assert off.of_kind("PodMonitor") == []
-    assert "prometheus.io/scrape" not in off.get(
-        "Deployment", "-consumer")["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        "prometheus.io/scrape"
+        not in off.get("Deployment", "-consumer")["spec"]["template"]["metadata"]["annotations"]
+    )
 
 
 # --- network policy -----------------------------------------------------------------------------
@@ -151,14 +179,17 @@ def test_network_policy_is_opt_in(rendered: Callable[[str], Rendered]) -> None:
     con = r.get("NetworkPolicy", "-consumer")
     for np in (col, con):
         assert np["spec"]["policyTypes"] == ["Ingress", "Egress"]
-        assert np["spec"]["egress"][0] == {"ports": [{"protocol": "UDP", "port": 53},
-                                                     {"protocol": "TCP", "port": 53}]}
+        assert np["spec"]["egress"][0] == {
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+        }
     otlp, evaluation, metrics, health = col["spec"]["ingress"]
     assert [p["port"] for p in otlp["ports"]] == [4317, 4318]
-    assert otlp["from"] == [{"namespaceSelector": {"matchLabels": {
-        "ragtrace.io/instrumented": "true"}}}]
-    components = [f["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
-                  for f in evaluation["from"]]
+    assert otlp["from"] == [
+        {"namespaceSelector": {"matchLabels": {"ragtrace.io/instrumented": "true"}}}
+    ]
+    components = [
+        f["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for f in evaluation["from"]
+    ]
     assert components == ["consumer", "test"]
     assert [p["port"] for p in metrics["ports"]] == [9464, 8888]
     assert "from" not in health
@@ -167,12 +198,16 @@ def test_network_policy_is_opt_in(rendered: Callable[[str], Rendered]) -> None:
 
 # --- helm test ----------------------------------------------------------------------------------
 def _test_pods(r: Rendered) -> dict[str, Manifest]:
-    return {p["metadata"]["name"]: p for p in r.of_kind("Pod")
-            if p["metadata"]["annotations"]["helm.sh/hook"] == "test"}
+    return {
+        p["metadata"]["name"]: p
+        for p in r.of_kind("Pod")
+        if p["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    }
 
 
 def test_helm_test_pods_check_the_collector_and_a_consumer(
-        rendered: Callable[[str], Rendered]) -> None:
+    rendered: Callable[[str], Rendered],
+) -> None:
     r = rendered("default")
     pods = _test_pods(r)
     assert sorted(pods) == ["rt-ragtrace-test-collector-otlp", "rt-ragtrace-test-consumer-ready"]
@@ -181,8 +216,10 @@ def test_helm_test_pods_check_the_collector_and_a_consumer(
     assert consumer_svc["spec"]["ports"][0]["port"] == 8086
     scripts = {n: containers(p)[0]["args"][0] for n, p in pods.items()}
     assert f"http://{collector_svc}:4318/v1/traces" in scripts["rt-ragtrace-test-collector-otlp"]
-    assert (f"http://{consumer_svc['metadata']['name']}:8086/readyz"
-            in scripts["rt-ragtrace-test-consumer-ready"])
+    assert (
+        f"http://{consumer_svc['metadata']['name']}:8086/readyz"
+        in scripts["rt-ragtrace-test-consumer-ready"]
+    )
     for p in pods.values():
         assert containers(p)[0]["image"] == containers(r.get("Deployment", "-consumer"))[0]["image"]
         assert p["spec"]["restartPolicy"] == "Never"
@@ -209,8 +246,9 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("status", [200, 503])
-def test_helm_test_scripts_pass_and_fail_for_real(rendered: Callable[[str], Rendered],
-                                                  status: int) -> None:
+def test_helm_test_scripts_pass_and_fail_for_real(
+    rendered: Callable[[str], Rendered], status: int
+) -> None:
     """Each test pod's Python, run here against a local endpoint standing in for the Service:
     exit 0 on 200, non-zero otherwise."""
     _Endpoint.status, _Endpoint.seen = status, []
@@ -221,8 +259,13 @@ def test_helm_test_scripts_pass_and_fail_for_real(rendered: Callable[[str], Rend
             script = containers(pod)[0]["args"][0]
             for host in ("rt-ragtrace-collector:4318", "rt-ragtrace-consumer:8086"):
                 script = script.replace(host, f"127.0.0.1:{server.server_port}")
-            proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                  timeout=30, check=False)
+            proc = subprocess.run(
+                [sys.executable, "-c", script],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
             assert (proc.returncode == 0) == (status == 200), (name, proc.stderr)
     finally:
         server.shutdown()
@@ -241,24 +284,37 @@ def test_topology_spread_selects_each_components_pods(rendered: Callable[[str], 
         assert tsc["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
         assert "priorityClassName" not in spec
     r = rendered("restricted")
-    classes = {c: r.get("Deployment", f"-{c}")["spec"]["template"]["spec"]["priorityClassName"]
-               for c in ("collector", "consumer")}
+    classes = {
+        c: r.get("Deployment", f"-{c}")["spec"]["template"]["spec"]["priorityClassName"]
+        for c in ("collector", "consumer")
+    }
     assert classes == {"collector": "ragtrace-critical", "consumer": "ragtrace-batch"}
 
 
-@pytest.mark.parametrize(("registry", "repository", "expected"), [
-    ("", "otel/opentelemetry-collector-contrib", "otel/opentelemetry-collector-contrib:0.165.0"),
-    ("mirror.io", "otel/opentelemetry-collector-contrib",
-     "mirror.io/otel/opentelemetry-collector-contrib:0.165.0"),
-    ("mirror.io/", "ghcr.io/ragtrace/x", "mirror.io/ragtrace/x:0.165.0"),
-    ("m:5000/p", "localhost/x", "m:5000/p/x:0.165.0"),
-    ("m:5000/p", "registry:5000/team/x", "m:5000/p/team/x:0.165.0"),
-])
-def test_global_image_registry_replaces_the_registry(render: Callable[..., Rendered],
-                                                     registry: str, repository: str,
-                                                     expected: str) -> None:
-    r = render(sets=[f'global.imageRegistry="{registry}"',
-                     f'collector.image.repository="{repository}"'])
+@pytest.mark.parametrize(
+    ("registry", "repository", "expected"),
+    [
+        (
+            "",
+            "otel/opentelemetry-collector-contrib",
+            "otel/opentelemetry-collector-contrib:0.165.0",
+        ),
+        (
+            "mirror.io",
+            "otel/opentelemetry-collector-contrib",
+            "mirror.io/otel/opentelemetry-collector-contrib:0.165.0",
+        ),
+        ("mirror.io/", "ghcr.io/ragtrace/x", "mirror.io/ragtrace/x:0.165.0"),
+        ("m:5000/p", "localhost/x", "m:5000/p/x:0.165.0"),
+        ("m:5000/p", "registry:5000/team/x", "m:5000/p/team/x:0.165.0"),
+    ],
+)
+def test_global_image_registry_replaces_the_registry(
+    render: Callable[..., Rendered], registry: str, repository: str, expected: str
+) -> None:
+    r = render(
+        sets=[f'global.imageRegistry="{registry}"', f'collector.image.repository="{repository}"']
+    )
     assert containers(r.get("Deployment", "-collector"))[0]["image"] == expected
 
 
@@ -268,8 +324,9 @@ def test_every_image_follows_the_global_registry(rendered: Callable[[str], Rende
             assert c["image"].startswith("registry.internal:5000/mirror/"), name
 
 
-def test_keda_scales_on_the_groups_kafka_lag(rendered: Callable[[str], Rendered],
-                                             helm_bin: Path) -> None:
+def test_keda_scales_on_the_groups_kafka_lag(
+    rendered: Callable[[str], Rendered], helm_bin: Path
+) -> None:
     r = rendered("restricted")
     assert "replicas" not in r.get("Deployment", "-consumer")["spec"]
     assert r.of_kind("HorizontalPodAutoscaler") == []
@@ -278,23 +335,41 @@ def test_keda_scales_on_the_groups_kafka_lag(rendered: Callable[[str], Rendered]
     assert so["spec"]["scaleTargetRef"] == {"name": "rt-ragtrace-consumer"}
     assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == (2, 8)
     (trigger,) = so["spec"]["triggers"]
-    assert trigger == {"type": "kafka", "authenticationRef": {"name": "kafka-auth"}, "metadata": {
-        "bootstrapServers": "kafka:9092", "consumerGroup": "ragtrace-consumer",
-        "topic": "otlp_spans", "lagThreshold": "500", "offsetResetPolicy": "earliest",
-        "allowIdleConsumers": "false"}}
+    assert trigger == {
+        "type": "kafka",
+        "authenticationRef": {"name": "kafka-auth"},
+        "metadata": {
+            "bootstrapServers": "kafka:9092",
+            "consumerGroup": "ragtrace-consumer",
+            "topic": "otlp_spans",
+            "lagThreshold": "500",
+            "offsetResetPolicy": "earliest",
+            "allowIdleConsumers": "false",
+        },
+    }
     assert rendered("default").of_kind("ScaledObject") == []
 
 
 def test_keda_and_the_hpa_exclude_each_other(helm_bin: Path) -> None:
-    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", KUBE_VERSION,
-                    "--set", "consumer.keda.enabled=true", "--set",
-                    "consumer.autoscaling.enabled=true")
+    proc = run_helm(
+        helm_bin,
+        "template",
+        "rt",
+        str(CHART),
+        "--kube-version",
+        KUBE_VERSION,
+        "--set",
+        "consumer.keda.enabled=true",
+        "--set",
+        "consumer.autoscaling.enabled=true",
+    )
     assert proc.returncode != 0
     assert "exclude each other" in proc.stderr
 
 
-def test_collector_runs_two_replicas_behind_a_pdb(rendered: Callable[[str], Rendered],
-                                                  render: Callable[..., Rendered]) -> None:
+def test_collector_runs_two_replicas_behind_a_pdb(
+    rendered: Callable[[str], Rendered], render: Callable[..., Rendered]
+) -> None:
     r = rendered("default")
     assert r.get("Deployment", "-collector")["spec"]["replicas"] == 2
     pdb = r.get("PodDisruptionBudget", "-collector")
@@ -302,7 +377,8 @@ def test_collector_runs_two_replicas_behind_a_pdb(rendered: Callable[[str], Rend
     assert pdb["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "collector"
     single = render(sets=["collector.replicas=1"])
     assert [p["metadata"]["name"] for p in single.of_kind("PodDisruptionBudget")] == [
-        "rt-ragtrace-consumer"]
+        "rt-ragtrace-consumer"
+    ]
 
 
 # --- kube-score ---------------------------------------------------------------------------------
@@ -317,21 +393,23 @@ def test_collector_runs_two_replicas_behind_a_pdb(rendered: Callable[[str], Rend
 _KUBE_SCORE_IGNORED = ("container-image-pull-policy",)
 
 
-def _kube_score(binary: Path, r: Rendered, tmp_path: Path, *ignored: str) -> \
-        subprocess.CompletedProcess[str]:
+def _kube_score(
+    binary: Path, r: Rendered, tmp_path: Path, *ignored: str
+) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "rendered.yaml"
     manifest.write_text(r.text)
     args = [str(binary), "score", "--output-format", "ci", "--ignore-container-cpu-limit"]
     for test in (*_KUBE_SCORE_IGNORED, *ignored):
         args += ["--ignore-test", test]
-    return subprocess.run([*args, str(manifest)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [*args, str(manifest)], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_kube_score_finds_nothing_critical(kube_score_bin: Path,
-                                           rendered: Callable[[str], Rendered], scenario: str,
-                                           tmp_path: Path) -> None:
+def test_kube_score_finds_nothing_critical(
+    kube_score_bin: Path, rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
+) -> None:
     r = rendered(scenario)
     extra = () if r.of_kind("NetworkPolicy") else ("pod-networkpolicy",)
     proc = _kube_score(kube_score_bin, r, tmp_path, *extra)
@@ -340,9 +418,9 @@ def test_kube_score_finds_nothing_critical(kube_score_bin: Path,
     assert "[OK]" in proc.stdout
 
 
-def test_kube_score_catches_a_weakened_chart(kube_score_bin: Path,
-                                             render: Callable[..., Rendered],
-                                             tmp_path: Path) -> None:
+def test_kube_score_catches_a_weakened_chart(
+    kube_score_bin: Path, render: Callable[..., Rendered], tmp_path: Path
+) -> None:
     r = render(sets=["consumer.resources=null", "networkPolicy.enabled=true"])
     proc = _kube_score(kube_score_bin, r, tmp_path)
     assert proc.returncode != 0

@@ -28,14 +28,28 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def test_scenarios_are_the_documented_six() -> None:
-    assert SCENARIOS == ["autoscaling", "default", "labels-job", "minimal", "restricted",
-                         "tls-sasl-existingsecret"]
+    assert SCENARIOS == [
+        "autoscaling",
+        "default",
+        "labels-job",
+        "minimal",
+        "restricted",
+        "tls-sasl-existingsecret",
+    ]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_helm_lint_strict(helm_bin: Path, scenario: str) -> None:
-    proc = run_helm(helm_bin, "lint", str(CHART), "--strict", "--kube-version", KUBE_VERSION,
-                    "-f", str(values_file(scenario)))
+    proc = run_helm(
+        helm_bin,
+        "lint",
+        str(CHART),
+        "--strict",
+        "--kube-version",
+        KUBE_VERSION,
+        "-f",
+        str(values_file(scenario)),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 chart(s) failed" in proc.stdout
 
@@ -44,14 +58,17 @@ def _validate_builtin(doc: Manifest, version: str) -> None:
     try:
         kubernetes_validate.validate(doc, version, strict=True)
     except kubernetes_validate.ValidationError as exc:
-        pytest.fail(f"{doc['kind']}/{doc['metadata']['name']} invalid for Kubernetes {version}: "
-                    f"{exc.message} at {'.'.join(map(str, exc.path))}")
+        pytest.fail(
+            f"{doc['kind']}/{doc['metadata']['name']} invalid for Kubernetes {version}: "
+            f"{exc.message} at {'.'.join(map(str, exc.path))}"
+        )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("version", SCHEMA_VERSIONS)
 def test_rendered_objects_match_kubernetes_schemas(
-        rendered: Callable[[str], Rendered], scenario: str, version: str) -> None:
+    rendered: Callable[[str], Rendered], scenario: str, version: str
+) -> None:
     docs = rendered(scenario).docs
     assert docs, "nothing rendered"
     for doc in docs:
@@ -61,8 +78,9 @@ def test_rendered_objects_match_kubernetes_schemas(
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_object_names_are_unique_dns_labels(rendered: Callable[[str], Rendered],
-                                            scenario: str) -> None:
+def test_object_names_are_unique_dns_labels(
+    rendered: Callable[[str], Rendered], scenario: str
+) -> None:
     seen: set[tuple[str, str]] = set()
     for doc in rendered(scenario).docs:
         name = doc["metadata"]["name"]
@@ -112,8 +130,9 @@ def check_service_monitor(doc: Manifest) -> None:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_custom_resources_are_well_formed(rendered: Callable[[str], Rendered],
-                                          scenario: str) -> None:
+def test_custom_resources_are_well_formed(
+    rendered: Callable[[str], Rendered], scenario: str
+) -> None:
     r = rendered(scenario)
     for doc in r.of_kind("PrometheusRule"):
         check_prometheus_rule(doc)
@@ -126,16 +145,30 @@ def test_custom_resources_are_well_formed(rendered: Callable[[str], Rendered],
 
 
 def test_structural_check_rejects_a_broken_rule() -> None:
-    broken = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-              "metadata": {"name": "x"},
-              "spec": {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up",
-                                                           "for": "ten minutes"}]}]}}
+    broken = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "x"},
+        "spec": {
+            "groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up", "for": "ten minutes"}]}]
+        },
+    }
     with pytest.raises(AssertionError):
         check_prometheus_rule(broken)
 
 
 def test_a_bad_value_is_rejected_by_the_schema(helm_bin: Path) -> None:
-    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", KUBE_VERSION,
-                    "--set", "judge.name=gpt", "--set", "consumer.config.sampling.judge_rate=2")
+    proc = run_helm(
+        helm_bin,
+        "template",
+        "rt",
+        str(CHART),
+        "--kube-version",
+        KUBE_VERSION,
+        "--set",
+        "judge.name=gpt",
+        "--set",
+        "consumer.config.sampling.judge_rate=2",
+    )
     assert proc.returncode != 0
     assert "judge" in proc.stderr and "sampling" in proc.stderr, proc.stderr

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from conftest import CHART, ROOT, Rendered, containers, env_of, run_helm, values_file
 
-from ragtrace_consumers.commands.labels import resolve_redis
 from ragtrace_consumers import config as consumer_config
+from ragtrace_consumers.commands.labels import resolve_redis
 from ragtrace_consumers.sample import SamplingRule
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -37,10 +37,12 @@ def _consumer_file(r: Rendered) -> dict[str, Any]:
 
 
 # --- secrets -------------------------------------------------------------------------------
-@pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "autoscaling", "labels-job",
-                                      "default", "minimal"])
+@pytest.mark.parametrize(
+    "scenario", ["tls-sasl-existingsecret", "autoscaling", "labels-job", "default", "minimal"]
+)
 def test_credentials_are_secret_references_never_values(
-        rendered: Callable[[str], Rendered], scenario: str) -> None:
+    rendered: Callable[[str], Rendered], scenario: str
+) -> None:
     r = rendered(scenario)
     for doc in r.docs:
         if doc["kind"] in ("Deployment", "Job"):
@@ -49,8 +51,7 @@ def test_credentials_are_secret_references_never_values(
                     if _SECRETISH.search(name):
                         assert set(var) == {"name", "valueFrom"}, f"{name} is inlined"
                         assert set(var["valueFrom"]) == {"secretKeyRef"}, name
-    text_outside_secrets = "\n".join(
-        json.dumps(d) for d in r.docs if d["kind"] != "Secret")
+    text_outside_secrets = "\n".join(json.dumps(d) for d in r.docs if d["kind"] != "Secret")
     for s in INLINE_SECRETS:
         assert s not in text_outside_secrets, f"{s!r} leaked outside a Secret"
 
@@ -60,41 +61,59 @@ def test_existing_secrets_only_renders_no_secret(rendered: Callable[[str], Rende
     assert r.of_kind("Secret") == []
     env = env_of(containers(_consumer(r))[0])
     assert env["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": "kafka-ragtrace-user", "key": "password"}
+        "name": "kafka-ragtrace-user",
+        "key": "password",
+    }
     assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": "redis-credentials", "key": "redis-password"}
+        "name": "redis-credentials",
+        "key": "redis-password",
+    }
     assert env["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"] == {
-        "name": "anthropic", "key": "api-key"}
+        "name": "anthropic",
+        "key": "api-key",
+    }
     # The password is substituted by Kubernetes from the variable declared before it.
     names = list(env)
     assert names.index("REDIS_PASSWORD") < names.index("RAGTRACE_REDIS_URL")
     assert env["RAGTRACE_REDIS_URL"]["value"] == (
         "rediss://ragtrace:$(REDIS_PASSWORD)@redis-master:6380/0"
-        "?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt")
+        "?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt"
+    )
     coll = env_of(containers(r.get("Deployment", "-collector"))[0])
-    assert coll["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == \
-        "kafka-ragtrace-user"
+    assert (
+        coll["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"]
+        == "kafka-ragtrace-user"
+    )
     assert coll["RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID"]["valueFrom"]["secretKeyRef"] == {
-        "name": "tempo-tenant", "key": "org-id"}
+        "name": "tempo-tenant",
+        "key": "org-id",
+    }
 
 
 def test_inline_credentials_go_into_the_charts_secret(rendered: Callable[[str], Rendered]) -> None:
     r = rendered("autoscaling")
     secret = r.get("Secret", "-credentials")
     assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
-        "anthropic-api-key": "sk-ant-test-inline-key"}
+        "anthropic-api-key": "sk-ant-test-inline-key"
+    }
     env = env_of(containers(_consumer(r))[0])
     assert env["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"] == {
-        "name": secret["metadata"]["name"], "key": "anthropic-api-key"}
+        "name": secret["metadata"]["name"],
+        "key": "anthropic-api-key",
+    }
 
 
-def test_default_needs_no_secret_and_sets_no_credential(rendered: Callable[[str], Rendered]) -> None:
+def test_default_needs_no_secret_and_sets_no_credential(
+    rendered: Callable[[str], Rendered],
+) -> None:
     r = rendered("default")
     assert r.of_kind("Secret") == []
     env = env_of(containers(_consumer(r))[0])
     assert not [n for n in env if _SECRETISH.search(n)]
-    assert env["RAGTRACE_REDIS_URL"] == {"name": "RAGTRACE_REDIS_URL",
-                                         "value": VALUES["redis"]["url"]}
+    assert env["RAGTRACE_REDIS_URL"] == {
+        "name": "RAGTRACE_REDIS_URL",
+        "value": VALUES["redis"]["url"],
+    }
 
 
 # --- checksums -----------------------------------------------------------------------------
@@ -108,8 +127,9 @@ def test_config_checksum_changes_with_the_config(render: Callable[..., Rendered]
     base = render()
     tuned = render(sets=["consumer.config.judge.concurrency=3"])
     keyed = render(sets=['judge.anthropic.apiKey.value="sk-new"'])
-    kafka = render(sets=["kafka.sasl.enabled=true", 'kafka.sasl.username="u"',
-                         'kafka.sasl.password.value="p"'])
+    kafka = render(
+        sets=["kafka.sasl.enabled=true", 'kafka.sasl.username="u"', 'kafka.sasl.password.value="p"']
+    )
     c0, c1, c2 = (_checksum(_consumer(x)) for x in (base, tuned, keyed))
     assert len({c0, c1, c2}) == 3
     assert _checksum(_consumer(render())) == c0  # deterministic
@@ -120,8 +140,9 @@ def test_config_checksum_changes_with_the_config(render: Callable[..., Rendered]
 
 # --- termination -------------------------------------------------------------------------
 @pytest.mark.parametrize(("scenario", "drain"), [("default", 60.0), ("autoscaling", 90.0)])
-def test_grace_period_outlasts_the_drain(rendered: Callable[[str], Rendered], scenario: str,
-                                         drain: float, tmp_path: Path) -> None:
+def test_grace_period_outlasts_the_drain(
+    rendered: Callable[[str], Rendered], scenario: str, drain: float, tmp_path: Path
+) -> None:
     r = rendered(scenario)
     grace = _consumer(r)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     path = tmp_path / "c.yaml"
@@ -133,20 +154,41 @@ def test_grace_period_outlasts_the_drain(rendered: Callable[[str], Rendered], sc
 
 
 def test_grace_period_rounds_a_fractional_drain_up(render: Callable[..., Rendered]) -> None:
-    r = render(sets=["consumer.config.kafka.drain_timeout_s=30.2",
-                     "consumer.terminationGraceMarginSeconds=1"])
+    r = render(
+        sets=[
+            "consumer.config.kafka.drain_timeout_s=30.2",
+            "consumer.terminationGraceMarginSeconds=1",
+        ]
+    )
     assert _consumer(r)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 32
 
 
 # --- consumer configuration ---------------------------------------------------------------
-_CONNECTION_KEYS = {("kafka", "bootstrap_servers"), ("kafka", "topic"), ("kafka", "group_id"),
-                    ("kafka", "dlq_topic"), ("redis", "url"), ("export", "otlp_endpoint"),
-                    ("judge", "name"), ("judge", "model")}
+_CONNECTION_KEYS = {
+    ("kafka", "bootstrap_servers"),
+    ("kafka", "topic"),
+    ("kafka", "group_id"),
+    ("kafka", "dlq_topic"),
+    ("redis", "url"),
+    ("export", "otlp_endpoint"),
+    ("judge", "name"),
+    ("judge", "model"),
+}
 # Kafka TLS/SASL keys come from the top-level kafka.tls and kafka.sasl values, as RAGTRACE_KAFKA_*
 # environment variables (the password from a Secret), never from consumer.config.
-_CONNECTION_KEYS |= {("kafka", k) for k in (
-    "security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
-    "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")}
+_CONNECTION_KEYS |= {
+    ("kafka", k)
+    for k in (
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_username",
+        "sasl_password",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_check_hostname",
+    )
+}
 # Where the health endpoints listen comes from consumer.health (the probes need the port).
 _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
 
@@ -167,39 +209,65 @@ def test_values_defaults_equal_the_consumers_defaults() -> None:
             assert defaults[section][key] == value, f"{section}.{key}"
 
 
-def test_sampling_rules_and_salt_reach_the_consumer(render: Callable[..., Rendered],
-                                                    tmp_path: Path) -> None:
-    rules = [{"name": "checkout-light", "match": {"service": "checkout", "http.route": "/ask*"},
-              "judge_rate": 0.1},
-             {"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1}]
-    r = render(sets=[f"consumer.config.sampling.rules={json.dumps(rules)}",
-                     'consumer.config.sampling.salt="q3"'])
+def test_sampling_rules_and_salt_reach_the_consumer(
+    render: Callable[..., Rendered], tmp_path: Path
+) -> None:
+    rules = [
+        {
+            "name": "checkout-light",
+            "match": {"service": "checkout", "http.route": "/ask*"},
+            "judge_rate": 0.1,
+        },
+        {"match": {"tenant": "acme"}, "recall_rate": 1, "judge_rate": 1},
+    ]
+    r = render(
+        sets=[
+            f"consumer.config.sampling.rules={json.dumps(rules)}",
+            'consumer.config.sampling.salt="q3"',
+        ]
+    )
     path = tmp_path / "c.yaml"
     path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
     sampling = consumer_config.load_config(path, env={}).sampling
     assert sampling.rules == (
-        SamplingRule(match={"service": "checkout", "http.route": "/ask*"}, judge_rate=0.1,
-                     name="checkout-light"),
-        SamplingRule(match={"tenant": "acme"}, recall_rate=1.0, judge_rate=1.0))
+        SamplingRule(
+            match={"service": "checkout", "http.route": "/ask*"},
+            judge_rate=0.1,
+            name="checkout-light",
+        ),
+        SamplingRule(match={"tenant": "acme"}, recall_rate=1.0, judge_rate=1.0),
+    )
     assert sampling.salt == "q3"
 
 
-@pytest.mark.parametrize("rule", [
-    {"judge_rate": 0.5},  # no match
-    {"match": {}, "judge_rate": 0.5},
-    {"match": {"tenant": "a"}, "judge_rate": 2},
-    {"match": {"tenant": "a"}, "rate": 0.5},
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"judge_rate": 0.5},  # no match
+        {"match": {}, "judge_rate": 0.5},
+        {"match": {"tenant": "a"}, "judge_rate": 2},
+        {"match": {"tenant": "a"}, "rate": 0.5},
+    ],
+)
 def test_schema_rejects_a_bad_sampling_rule(helm_bin: Path, rule: dict[str, Any]) -> None:
-    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", "1.31.0",
-                    "--set-json", f"consumer.config.sampling.rules=[{json.dumps(rule)}]")
+    proc = run_helm(
+        helm_bin,
+        "template",
+        "rt",
+        str(CHART),
+        "--kube-version",
+        "1.31.0",
+        "--set-json",
+        f"consumer.config.sampling.rules=[{json.dumps(rule)}]",
+    )
     assert proc.returncode != 0
     assert "rules" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("scenario", ["default", "tls-sasl-existingsecret", "minimal"])
-def test_rendered_consumer_file_loads(rendered: Callable[[str], Rendered], scenario: str,
-                                      tmp_path: Path) -> None:
+def test_rendered_consumer_file_loads(
+    rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
+) -> None:
     r = rendered(scenario)
     path = tmp_path / "ragtrace-consumer.yaml"
     path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
@@ -208,11 +276,16 @@ def test_rendered_consumer_file_loads(rendered: Callable[[str], Rendered], scena
     kafka = {**VALUES["kafka"], **values.get("kafka", {})}
     assert cfg.kafka.bootstrap_servers == kafka["bootstrapServers"]
     assert (cfg.kafka.topic, cfg.kafka.group_id, cfg.kafka.dlq_topic) == (
-        kafka["topic"], kafka["groupId"], kafka["dlqTopic"])
+        kafka["topic"],
+        kafka["groupId"],
+        kafka["dlqTopic"],
+    )
     assert cfg.redis.url == {**VALUES["redis"], **values.get("redis", {})}["url"]
-    expected_export = {"default": "http://rt-ragtrace-collector:4328",
-                       "tls-sasl-existingsecret": "http://rt-ragtrace-collector:4328",
-                       "minimal": "http://otel-collector.observability:4328"}[scenario]
+    expected_export = {
+        "default": "http://rt-ragtrace-collector:4328",
+        "tls-sasl-existingsecret": "http://rt-ragtrace-collector:4328",
+        "minimal": "http://otel-collector.observability:4328",
+    }[scenario]
     assert cfg.export.otlp_endpoint == expected_export
     judge = {**VALUES["judge"], **values.get("judge", {})}
     assert cfg.judge.name == judge["name"] and cfg.judge.model == (judge["model"] or None)
@@ -229,19 +302,26 @@ _SECTIONS = ("kafka", "redis", "export", "assembly", "sampling", "scoring", "jud
 
 def _config_env_vars() -> set[str]:
     defaults = consumer_config.ConsumerConfig.defaults()
-    return {consumer_config.env_var(s, f.name)
-            for s in _SECTIONS for f in dataclasses.fields(getattr(defaults, s))}
+    return {
+        consumer_config.env_var(s, f.name)
+        for s in _SECTIONS
+        for f in dataclasses.fields(getattr(defaults, s))
+    }
 
 
 def test_consumer_env_names_follow_the_config_module() -> None:
     assert consumer_config.ENV_CONFIG_FILE == "RAGTRACE_CONSUMER_CONFIG"
-    assert {"RAGTRACE_KAFKA_SECURITY_PROTOCOL", "RAGTRACE_KAFKA_SASL_PASSWORD",
-            "RAGTRACE_KAFKA_SSL_CHECK_HOSTNAME"} <= _config_env_vars()
+    assert {
+        "RAGTRACE_KAFKA_SECURITY_PROTOCOL",
+        "RAGTRACE_KAFKA_SASL_PASSWORD",
+        "RAGTRACE_KAFKA_SSL_CHECK_HOSTNAME",
+    } <= _config_env_vars()
 
 
 @pytest.mark.parametrize("scenario", ["tls-sasl-existingsecret", "default", "labels-job"])
-def test_every_ragtrace_env_var_is_a_config_key(rendered: Callable[[str], Rendered],
-                                                scenario: str) -> None:
+def test_every_ragtrace_env_var_is_a_config_key(
+    rendered: Callable[[str], Rendered], scenario: str
+) -> None:
     """Every RAGTRACE_* variable the chart sets is read by the consumer's configuration."""
     known = _config_env_vars()
     env = env_of(containers(_consumer(rendered(scenario)))[0])
@@ -253,21 +333,45 @@ def test_every_ragtrace_env_var_is_a_config_key(rendered: Callable[[str], Render
 _KAFKA_TLS = "/etc/ragtrace/tls/kafka"
 
 
-@pytest.mark.parametrize(("sets", "expected"), [
-    ([], {"security_protocol": "PLAINTEXT"}),
-    (['kafka.sasl.enabled=true', 'kafka.sasl.username="app"', 'kafka.sasl.mechanism="PLAIN"',
-      'kafka.sasl.password.existingSecret="kafka-user"'],
-     {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-      "sasl_plain_username": "app", "sasl_plain_password": "secret-from-k8s"}),
-    (['kafka.tls.enabled=true', 'kafka.tls.insecureSkipVerify=true'],
-     {"security_protocol": "SSL", "ssl_check_hostname": False}),
-    (['kafka.tls.enabled=true', 'kafka.tls.existingSecret="kafka-ca"'],
-     {"security_protocol": "SSL", "ssl_check_hostname": True,
-      "ssl_cafile": f"{_KAFKA_TLS}/ca.crt"}),
-])
+@pytest.mark.parametrize(
+    ("sets", "expected"),
+    [
+        ([], {"security_protocol": "PLAINTEXT"}),
+        (
+            [
+                "kafka.sasl.enabled=true",
+                'kafka.sasl.username="app"',
+                'kafka.sasl.mechanism="PLAIN"',
+                'kafka.sasl.password.existingSecret="kafka-user"',
+            ],
+            {
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": "app",
+                "sasl_plain_password": "secret-from-k8s",
+            },
+        ),
+        (
+            ["kafka.tls.enabled=true", "kafka.tls.insecureSkipVerify=true"],
+            {"security_protocol": "SSL", "ssl_check_hostname": False},
+        ),
+        (
+            ["kafka.tls.enabled=true", 'kafka.tls.existingSecret="kafka-ca"'],
+            {
+                "security_protocol": "SSL",
+                "ssl_check_hostname": True,
+                "ssl_cafile": f"{_KAFKA_TLS}/ca.crt",
+            },
+        ),
+    ],
+)
 def test_kafka_security_values_reach_kafka_python(
-        render: Callable[..., Rendered], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        sets: list[str], expected: dict[str, object]) -> None:
+    render: Callable[..., Rendered],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sets: list[str],
+    expected: dict[str, object],
+) -> None:
     """The chart's Kafka TLS/SASL values, through the pod environment and the consumer
     configuration, become exactly these kafka-python keyword arguments."""
     r = render(sets=sets)
@@ -280,33 +384,50 @@ def test_kafka_security_values_reach_kafka_python(
 
 
 # --- health endpoints and probes ----------------------------------------------------------
-@pytest.mark.parametrize("scenario", ["default", "tls-sasl-existingsecret", "minimal",
-                                      "autoscaling"])
-def test_probes_hit_the_consumers_health_endpoints(rendered: Callable[[str], Rendered],
-                                                   scenario: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "scenario", ["default", "tls-sasl-existingsecret", "minimal", "autoscaling"]
+)
+def test_probes_hit_the_consumers_health_endpoints(
+    rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
+) -> None:
     r = rendered(scenario)
     c = containers(_consumer(r))[0]
     assert c["ports"] == [{"name": "health", "containerPort": 8086, "protocol": "TCP"}]
-    assert c["livenessProbe"] == {"httpGet": {"path": "/livez", "port": "health"},
-                                  "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
-    assert c["readinessProbe"] == {"httpGet": {"path": "/readyz", "port": "health"},
-                                   "periodSeconds": 10, "timeoutSeconds": 5,
-                                   "failureThreshold": 3}
-    assert c["startupProbe"] == {"httpGet": {"path": "/livez", "port": "health"},
-                                 "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 60}
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/livez", "port": "health"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 3,
+    }
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/readyz", "port": "health"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 3,
+    }
+    assert c["startupProbe"] == {
+        "httpGet": {"path": "/livez", "port": "health"},
+        "periodSeconds": 5,
+        "timeoutSeconds": 5,
+        "failureThreshold": 60,
+    }
     # The consumer will really serve them there: the file it reads turns them on, on all
     # interfaces, on the port the probes name.
     path = tmp_path / "c.yaml"
     path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
     health = consumer_config.load_config(path, env={}).health
     assert (health.enabled, health.host, health.port, health.liveness_timeout_s) == (
-        True, "0.0.0.0", 8086, 120.0)
+        True,
+        "0.0.0.0",
+        8086,
+        120.0,
+    )
 
 
-def test_health_port_and_timeout_come_from_values(render: Callable[..., Rendered],
-                                                  tmp_path: Path) -> None:
-    r = render(sets=["consumer.health.port=9191",
-                     "consumer.config.health.liveness_timeout_s=45"])
+def test_health_port_and_timeout_come_from_values(
+    render: Callable[..., Rendered], tmp_path: Path
+) -> None:
+    r = render(sets=["consumer.health.port=9191", "consumer.config.health.liveness_timeout_s=45"])
     c = containers(_consumer(r))[0]
     assert c["ports"] == [{"name": "health", "containerPort": 9191, "protocol": "TCP"}]
     path = tmp_path / "c.yaml"
@@ -315,16 +436,32 @@ def test_health_port_and_timeout_come_from_values(render: Callable[..., Rendered
     assert (health.port, health.liveness_timeout_s) == (9191, 45.0)
 
 
-def test_health_disabled_needs_the_probes_cleared(helm_bin: Path,
-                                                  render: Callable[..., Rendered],
-                                                  tmp_path: Path) -> None:
-    proc = run_helm(helm_bin, "template", "rt", str(CHART), "--kube-version", "1.31.0",
-                    "--set", "consumer.health.enabled=false")
+def test_health_disabled_needs_the_probes_cleared(
+    helm_bin: Path, render: Callable[..., Rendered], tmp_path: Path
+) -> None:
+    proc = run_helm(
+        helm_bin,
+        "template",
+        "rt",
+        str(CHART),
+        "--kube-version",
+        "1.31.0",
+        "--set",
+        "consumer.health.enabled=false",
+    )
     assert proc.returncode != 0
-    assert ("consumer.livenessProbe probes the health port but consumer.health.enabled is false"
-            in proc.stderr), proc.stderr
-    r = render(sets=["consumer.health.enabled=false", "consumer.livenessProbe=null",
-                     "consumer.readinessProbe=null", "consumer.startupProbe=null"])
+    assert (
+        "consumer.livenessProbe probes the health port but consumer.health.enabled is false"
+        in proc.stderr
+    ), proc.stderr
+    r = render(
+        sets=[
+            "consumer.health.enabled=false",
+            "consumer.livenessProbe=null",
+            "consumer.readinessProbe=null",
+            "consumer.startupProbe=null",
+        ]
+    )
     c = containers(_consumer(r))[0]
     assert not {"ports", "livenessProbe", "readinessProbe", "startupProbe"} & set(c)
     path = tmp_path / "c.yaml"
@@ -334,8 +471,13 @@ def test_health_disabled_needs_the_probes_cleared(helm_bin: Path,
 
 def test_consumer_runs_consume_with_the_mounted_file(rendered: Callable[[str], Rendered]) -> None:
     c = containers(_consumer(rendered("default")))[0]
-    assert c["args"] == ["consume", "--config", "/etc/ragtrace/ragtrace-consumer.yaml",
-                         "--log-level", "INFO"]
+    assert c["args"] == [
+        "consume",
+        "--config",
+        "/etc/ragtrace/ragtrace-consumer.yaml",
+        "--log-level",
+        "INFO",
+    ]
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts["config"] == "/etc/ragtrace"
     assert env_of(c)["RAGTRACE_CONSUMER_CONFIG"]["value"] == "/etc/ragtrace/ragtrace-consumer.yaml"
@@ -350,41 +492,62 @@ def _pod_env(container: dict[str, Any], secrets: dict[tuple[str, str], str]) -> 
             ref = var["valueFrom"]["secretKeyRef"]
             out[var["name"]] = secrets[(ref["name"], ref["key"])]
         else:
-            out[var["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
-                                      lambda m: out.get(m.group(1), m.group(0)), var["value"])
+            out[var["name"]] = re.sub(
+                r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                lambda m: out.get(m.group(1), m.group(0)),
+                var["value"],
+            )
     return out
 
 
-def test_consume_sees_the_charts_settings(rendered: Callable[[str], Rendered],
-                                           tmp_path: Path) -> None:
+def test_consume_sees_the_charts_settings(
+    rendered: Callable[[str], Rendered], tmp_path: Path
+) -> None:
     """`ragtrace consume --print-config` with the rendered file and environment."""
     r = rendered("tls-sasl-existingsecret")
     c = containers(_consumer(r))[0]
-    secrets = {("redis-credentials", "redis-password"): "pw", ("kafka-ragtrace-user", "password"):
-               "kpw", ("anthropic", "api-key"): "sk-x"}
+    secrets = {
+        ("redis-credentials", "redis-password"): "pw",
+        ("kafka-ragtrace-user", "password"): "kpw",
+        ("anthropic", "api-key"): "sk-x",
+    }
     env = _pod_env(c, secrets)
     conf = tmp_path / "ragtrace-consumer.yaml"
     conf.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
     env["RAGTRACE_CONSUMER_CONFIG"] = str(conf)
     cli = "import sys; from ragtrace.cli import main; sys.exit(main())"
-    proc = subprocess.run([sys.executable, "-c", cli, "consume", "--config", str(conf),
-                           "--print-config"], env={**env, "PATH": "/usr/bin:/bin"}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", cli, "consume", "--config", str(conf), "--print-config"],
+        env={**env, "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     effective = yaml.safe_load(proc.stdout)
     # Secrets are masked in the output: the Redis password of the URL and the SASL password.
     assert effective["redis"] == {
         "url": "rediss://ragtrace:***@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
-        "key_prefix": "ragtrace"}
+        "key_prefix": "ragtrace",
+    }
     assert "pw@" not in proc.stdout and "kpw" not in proc.stdout and "sk-x" not in proc.stdout
     assert effective["kafka"]["bootstrap_servers"] == "kafka-0.kafka:9093,kafka-1.kafka:9093"
-    assert {k: v for k, v in effective["kafka"].items() if k.startswith(("ssl_", "sasl_"))
-            or k == "security_protocol"} == {
-        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_username": "ragtrace", "sasl_password": "***",
+    assert {
+        k: v
+        for k, v in effective["kafka"].items()
+        if k.startswith(("ssl_", "sasl_")) or k == "security_protocol"
+    } == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "ragtrace",
+        "sasl_password": "***",
         "ssl_cafile": "/etc/ragtrace/tls/kafka/ca.crt",
         "ssl_certfile": "/etc/ragtrace/tls/kafka/tls.crt",
-        "ssl_keyfile": "/etc/ragtrace/tls/kafka/tls.key", "ssl_check_hostname": True}
+        "ssl_keyfile": "/etc/ragtrace/tls/kafka/tls.key",
+        "ssl_check_hostname": True,
+    }
     assert effective["judge"]["name"] == "anthropic"
     assert effective["export"]["otlp_endpoint"] == "http://rt-ragtrace-collector:4328"
     assert "ignoring" not in proc.stderr  # no environment value was rejected
@@ -392,8 +555,10 @@ def test_consume_sees_the_charts_settings(rendered: Callable[[str], Rendered],
 
 def test_labels_job_reaches_the_consumers_redis(rendered: Callable[[str], Rendered]) -> None:
     r = rendered("labels-job")
-    job_env = _pod_env(containers(r.get("Job", "-labels-load"))[0],
-                       {("rt-ragtrace-credentials", "redis-password"): "pw"})
+    job_env = _pod_env(
+        containers(r.get("Job", "-labels-load"))[0],
+        {("rt-ragtrace-credentials", "redis-password"): "pw"},
+    )
     assert resolve_redis(None, None, job_env) == ("redis://:pw@redis-master:6379/0", "ragtrace")
 
 
@@ -403,12 +568,18 @@ def test_chart_collector_config_is_collector_config_yaml() -> None:
     assert not chart_copy.is_symlink()
     assert chart_copy.read_bytes() == (ROOT / "collector" / "config.yaml").read_bytes(), (
         "helm/ragtrace/files/collector-config.yaml drifted from collector/config.yaml: "
-        "cp collector/config.yaml helm/ragtrace/files/collector-config.yaml")
+        "cp collector/config.yaml helm/ragtrace/files/collector-config.yaml"
+    )
 
 
-def test_rendered_collector_config_is_the_file_unchanged(rendered: Callable[[str], Rendered]) -> None:
+def test_rendered_collector_config_is_the_file_unchanged(
+    rendered: Callable[[str], Rendered],
+) -> None:
     cm = rendered("default").get("ConfigMap", "-collector")
-    assert cm["data"]["config.yaml"].strip() == (ROOT / "collector" / "config.yaml").read_text().strip()
+    assert (
+        cm["data"]["config.yaml"].strip()
+        == (ROOT / "collector" / "config.yaml").read_text().strip()
+    )
     assert "overlay.yaml" not in cm["data"]
 
 
@@ -417,7 +588,9 @@ _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 COLLECTOR_DEFAULTS_KEPT = {"RAGTRACE_BATCH_TIMEOUT", "RAGTRACE_BATCH_MAX_SPANS"}
 
 
-def test_collector_gets_every_variable_its_config_reads(rendered: Callable[[str], Rendered]) -> None:
+def test_collector_gets_every_variable_its_config_reads(
+    rendered: Callable[[str], Rendered],
+) -> None:
     text = (ROOT / "collector" / "config.yaml").read_text()
     code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())  # not the comments
     referenced = set(_ENV_REF.findall(code))
@@ -427,12 +600,16 @@ def test_collector_gets_every_variable_its_config_reads(rendered: Callable[[str]
     assert env["RAGTRACE_KAFKA_TOPIC"]["value"] == VALUES["kafka"]["topic"]
     assert env["RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"]["value"] == VALUES["kafka"]["bootstrapServers"]
     assert env["RAGTRACE_KAFKA_MAX_MESSAGE_BYTES"]["value"] == "8388608"
-    ports = {p["name"]: p["containerPort"] for p in containers(
-        rendered("default").get("Deployment", "-collector"))[0]["ports"]}
-    for var, port in (("RAGTRACE_APP_OTLP_HTTP_ENDPOINT", "otlp-http"),
-                      ("RAGTRACE_EVAL_OTLP_HTTP_ENDPOINT", "eval-http"),
-                      ("RAGTRACE_PROMETHEUS_EXPORTER_ENDPOINT", "prometheus"),
-                      ("RAGTRACE_HEALTH_ENDPOINT", "health")):
+    ports = {
+        p["name"]: p["containerPort"]
+        for p in containers(rendered("default").get("Deployment", "-collector"))[0]["ports"]
+    }
+    for var, port in (
+        ("RAGTRACE_APP_OTLP_HTTP_ENDPOINT", "otlp-http"),
+        ("RAGTRACE_EVAL_OTLP_HTTP_ENDPOINT", "eval-http"),
+        ("RAGTRACE_PROMETHEUS_EXPORTER_ENDPOINT", "prometheus"),
+        ("RAGTRACE_HEALTH_ENDPOINT", "health"),
+    ):
         assert env[var]["value"] == f"0.0.0.0:{ports[port]}"
 
 
@@ -440,22 +617,35 @@ def test_kafka_tls_and_sasl_overlay_the_kafka_exporter(rendered: Callable[[str],
     r = rendered("tls-sasl-existingsecret")
     cm = r.get("ConfigMap", "-collector")
     overlay = yaml.safe_load(cm["data"]["overlay.yaml"])
-    assert overlay == {"exporters": {
-        "kafka": {
-            "tls": {"ca_file": "/etc/ragtrace/tls/kafka/ca.crt",
+    assert overlay == {
+        "exporters": {
+            "kafka": {
+                "tls": {
+                    "ca_file": "/etc/ragtrace/tls/kafka/ca.crt",
                     "cert_file": "/etc/ragtrace/tls/kafka/tls.crt",
                     "key_file": "/etc/ragtrace/tls/kafka/tls.key",
-                    "insecure_skip_verify": False},
-            "auth": {"sasl": {"mechanism": "SCRAM-SHA-512",
-                              "username": "${env:RAGTRACE_KAFKA_SASL_USERNAME}",
-                              "password": "${env:RAGTRACE_KAFKA_SASL_PASSWORD}"}}},
-        "otlp_http/backend": {"headers": {
-            "X-Scope-OrgID": "${env:RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID}"}}}}
+                    "insecure_skip_verify": False,
+                },
+                "auth": {
+                    "sasl": {
+                        "mechanism": "SCRAM-SHA-512",
+                        "username": "${env:RAGTRACE_KAFKA_SASL_USERNAME}",
+                        "password": "${env:RAGTRACE_KAFKA_SASL_PASSWORD}",
+                    }
+                },
+            },
+            "otlp_http/backend": {
+                "headers": {"X-Scope-OrgID": "${env:RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID}"}
+            },
+        }
+    }
     base = yaml.safe_load(cm["data"]["config.yaml"])
     assert set(overlay["exporters"]) <= set(base["exporters"])
     c = containers(r.get("Deployment", "-collector"))[0]
-    assert c["command"][1:] == ["--config=file:/conf/config.yaml",
-                                "--config=file:/conf/overlay.yaml"]
+    assert c["command"][1:] == [
+        "--config=file:/conf/config.yaml",
+        "--config=file:/conf/overlay.yaml",
+    ]
     assert {"RAGTRACE_KAFKA_SASL_USERNAME", "RAGTRACE_KAFKA_SASL_PASSWORD"} <= set(env_of(c))
 
 
@@ -478,13 +668,24 @@ def test_autoscaling_scales_on_external_lag(rendered: Callable[[str], Rendered])
     r = rendered("autoscaling")
     assert "replicas" not in _consumer(r)["spec"]
     hpa = r.get("HorizontalPodAutoscaler")
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
-                                             "name": _consumer(r)["metadata"]["name"]}
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": _consumer(r)["metadata"]["name"],
+    }
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 12)
-    assert hpa["spec"]["metrics"] == [{"type": "External", "external": {
-        "metric": {"name": "ragtrace_consumer_lag",
-                   "selector": {"matchLabels": {"topic": "otlp_spans"}}},
-        "target": {"type": "AverageValue", "averageValue": "500"}}}]
+    assert hpa["spec"]["metrics"] == [
+        {
+            "type": "External",
+            "external": {
+                "metric": {
+                    "name": "ragtrace_consumer_lag",
+                    "selector": {"matchLabels": {"topic": "otlp_spans"}},
+                },
+                "target": {"type": "AverageValue", "averageValue": "500"},
+            },
+        }
+    ]
     assert rendered("default").of_kind("HorizontalPodAutoscaler") == []
 
 
@@ -502,40 +703,51 @@ def test_labels_job_loads_the_labels_configmap(rendered: Callable[[str], Rendere
     lines = cm["data"]["labels.jsonl"].splitlines()
     assert [json.loads(x)["qid"] for x in lines] == ["q1", "q2"]
     assert r.get("Secret", "-credentials")["data"] == {
-        "redis-password": base64.b64encode(b"inline-redis-password").decode()}
+        "redis-password": base64.b64encode(b"inline-redis-password").decode()
+    }
 
 
 def test_dashboards_are_configmaps_for_the_grafana_sidecar(
-        rendered: Callable[[str], Rendered]) -> None:
+    rendered: Callable[[str], Rendered],
+) -> None:
     r = rendered("default")
     cms = [d for d in r.of_kind("ConfigMap") if "-dashboard-" in d["metadata"]["name"]]
     files = sorted((CHART / "dashboards").glob("*.json"))
     assert len(cms) == len(files) == 2
-    for cm, path in zip(sorted(cms, key=lambda d: d["metadata"]["name"]), files):
+    for cm, path in zip(sorted(cms, key=lambda d: d["metadata"]["name"]), files, strict=False):
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert cm["metadata"]["namespace"] == "rag"
         assert list(cm["data"]) == [path.name]
         assert json.loads(cm["data"][path.name]) == json.loads(path.read_text())
     assert rendered("minimal").of_kind("ConfigMap") == [
-        d for d in rendered("minimal").of_kind("ConfigMap") if "-dashboard-" not in
-        d["metadata"]["name"]]
+        d
+        for d in rendered("minimal").of_kind("ConfigMap")
+        if "-dashboard-" not in d["metadata"]["name"]
+    ]
 
 
 def test_prometheus_rule_has_the_nine_alerts(rendered: Callable[[str], Rendered]) -> None:
     rule = rendered("default").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
-    assert alerts == ["RagtraceGroundednessLow", "RagtraceRecallLow",
-                      "RagtraceJudgeErrorRateHigh", "RagtraceJudgeBudgetExhausted",
-                      "RagtraceDeadLetterGrowing", "RagtraceConsumerLagHigh",
-                      "RagtraceConsumersDown", "RagtraceCollectorDroppingSpans",
-                      "RagtraceScoringStalled"]
+    assert alerts == [
+        "RagtraceGroundednessLow",
+        "RagtraceRecallLow",
+        "RagtraceJudgeErrorRateHigh",
+        "RagtraceJudgeBudgetExhausted",
+        "RagtraceDeadLetterGrowing",
+        "RagtraceConsumerLagHigh",
+        "RagtraceConsumersDown",
+        "RagtraceCollectorDroppingSpans",
+        "RagtraceScoringStalled",
+    ]
     labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
     assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
 def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> None:
-    r = render(sets=["prometheusRule.groundedness.threshold=0.55",
-                     "prometheusRule.recall.enabled=false"])
+    r = render(
+        sets=["prometheusRule.groundedness.threshold=0.55", "prometheusRule.recall.enabled=false"]
+    )
     rules = {x["alert"]: x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]}
     assert ") < 0.55\n" in rules["RagtraceGroundednessLow"]["expr"]
     assert "RagtraceRecallLow" not in rules
@@ -543,8 +755,16 @@ def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> N
 
 # --- values.yaml documentation ------------------------------------------------------------------
 # Kubernetes objects passed through verbatim: their inner keys are Kubernetes' own.
-_PASS_THROUGH = {"resources", "podSecurityContext", "securityContext", "behavior",
-                 "livenessProbe", "readinessProbe", "startupProbe", "topologySpreadConstraints"}
+_PASS_THROUGH = {
+    "resources",
+    "podSecurityContext",
+    "securityContext",
+    "behavior",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "topologySpreadConstraints",
+}
 _KEY_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*|\"[^\"]+\"):")
 
 

@@ -10,12 +10,18 @@ from ragtrace.evaluation.judges import AnthropicJudge, PriceTable
 from ragtrace.evaluation.retrieval import recall_at_k
 from tests.fakes.anthropic_server import FakeAnthropic, claims_reply
 
-C9930 = ("Audit log retention on the Enterprise plan is 90 days. Logs older than the "
-         "retention window are deleted nightly and cannot be restored.")
-AUDIT_ANSWER = ("Audit logs are retained for 90 days, after which they are deleted nightly and "
-                "cannot be restored. [c-9930]")
-EXPORTS_CHUNK = ("POST /v1/exports starts an asynchronous export and returns 202 Accepted with "
-                 "a job ID; poll GET /v1/exports/{id} until the status is complete.")
+C9930 = (
+    "Audit log retention on the Enterprise plan is 90 days. Logs older than the "
+    "retention window are deleted nightly and cannot be restored."
+)
+AUDIT_ANSWER = (
+    "Audit logs are retained for 90 days, after which they are deleted nightly and "
+    "cannot be restored. [c-9930]"
+)
+EXPORTS_CHUNK = (
+    "POST /v1/exports starts an asynchronous export and returns 202 Accepted with "
+    "a job ID; poll GET /v1/exports/{id} until the status is complete."
+)
 EXPORTS_ANSWER = "POST /v1/exports returns the exported file directly with 200 OK."
 
 
@@ -37,7 +43,7 @@ def test_cells() -> None:
 
 
 def test_thresholds_are_inclusive_passes_and_configurable() -> None:
-    assert attribute(0.5, 0.8) is Cell.FINE                       # at the threshold: passes
+    assert attribute(0.5, 0.8) is Cell.FINE  # at the threshold: passes
     assert attribute(0.49, 0.8) is Cell.RETRIEVAL_FAILED
     assert attribute(0.5, 0.79) is Cell.GENERATION_FAILED
     strict = Thresholds(recall=1.0, groundedness=1.0)
@@ -48,14 +54,25 @@ def test_thresholds_are_inclusive_passes_and_configurable() -> None:
 
 
 def test_seed_audit_log_question_is_a_retrieval_failure(
-        judge: tuple[FakeAnthropic, AnthropicJudge]) -> None:
+    judge: tuple[FakeAnthropic, AnthropicJudge],
+) -> None:
     api, anthropic_judge = judge
-    api.enqueue(claims_reply([
-        ("Audit logs are retained for 90 days.", True,
-         "Audit log retention on the Enterprise plan is 90 days."),
-        ("They are deleted nightly and cannot be restored.", True,
-         "Logs older than the retention window are deleted nightly and cannot be restored."),
-    ]))
+    api.enqueue(
+        claims_reply(
+            [
+                (
+                    "Audit logs are retained for 90 days.",
+                    True,
+                    "Audit log retention on the Enterprise plan is 90 days.",
+                ),
+                (
+                    "They are deleted nightly and cannot be restored.",
+                    True,
+                    "Logs older than the retention window are deleted nightly and cannot be restored.",
+                ),
+            ]
+        )
+    )
     groundedness = anthropic_judge.groundedness(AUDIT_ANSWER, [C9930])
     assert groundedness.score == 1.00
     # the Team-plan chunk is the gold; only the Enterprise passage arrived
@@ -65,14 +82,19 @@ def test_seed_audit_log_question_is_a_retrieval_failure(
 
 
 def test_seed_exports_question_is_a_generation_failure(
-        judge: tuple[FakeAnthropic, AnthropicJudge]) -> None:
+    judge: tuple[FakeAnthropic, AnthropicJudge],
+) -> None:
     api, anthropic_judge = judge
-    api.enqueue(claims_reply([
-        ("POST /v1/exports returns the exported file directly.", False, None),
-        ("POST /v1/exports responds with 200 OK.", False, None),
-    ]))
+    api.enqueue(
+        claims_reply(
+            [
+                ("POST /v1/exports returns the exported file directly.", False, None),
+                ("POST /v1/exports responds with 200 OK.", False, None),
+            ]
+        )
+    )
     groundedness = anthropic_judge.groundedness(EXPORTS_ANSWER, [EXPORTS_CHUNK])
     assert groundedness.score == 0.0
-    recall = recall_at_k(["c-exports", "c-2", "c-3"], {"c-exports"}, 5)   # correct chunk at rank 1
+    recall = recall_at_k(["c-exports", "c-2", "c-3"], {"c-exports"}, 5)  # correct chunk at rank 1
     assert recall == 1.0
     assert attribute(recall, groundedness.score) is Cell.GENERATION_FAILED

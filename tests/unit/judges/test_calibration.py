@@ -38,17 +38,21 @@ def test_kappa_hand_computed() -> None:
     assert cohen_kappa(Confusion(20, 5, 10, 15)) == pytest.approx(0.4)
     assert cohen_kappa(Confusion(10, 0, 0, 10)) == 1.0
     assert cohen_kappa(Confusion(0, 5, 5, 0)) == pytest.approx(-1.0)
-    assert math.isnan(cohen_kappa(Confusion(7, 0, 0, 0)))     # both constant: undefined
+    assert math.isnan(cohen_kappa(Confusion(7, 0, 0, 0)))  # both constant: undefined
     assert math.isnan(cohen_kappa(Confusion(0, 0, 0, 0)))
 
 
 def test_report_from_verdicts() -> None:
-    labels = [HumanLabel(f"c{i}", f"claim {i}", ("ctx",), h)
-              for i, h in enumerate([True, True, False, False])]
-    verdicts = [ClaimVerdict("claim 0", True, "ctx", True), ClaimVerdict("claim 1", False, None,
-                                                                         False),
-                ClaimVerdict("claim 2", True, "made up", False),
-                ClaimVerdict("claim 3", True, "ctx", True)]
+    labels = [
+        HumanLabel(f"c{i}", f"claim {i}", ("ctx",), h)
+        for i, h in enumerate([True, True, False, False])
+    ]
+    verdicts = [
+        ClaimVerdict("claim 0", True, "ctx", True),
+        ClaimVerdict("claim 1", False, None, False),
+        ClaimVerdict("claim 2", True, "made up", False),
+        ClaimVerdict("claim 3", True, "ctx", True),
+    ]
     strict = calibration_report(labels, verdicts, INFO)
     assert strict.confusion == Confusion(1, 1, 1, 1)
     assert strict.agreement == 0.5 and strict.kappa == 0.0
@@ -59,8 +63,13 @@ def test_report_from_verdicts() -> None:
     assert d["judge"] == INFO.to_dict() and d["claims"] == 4
     assert d["confusion"] == {"both_entailed": 1, "judge_only": 1, "human_only": 1, "neither": 1}
     assert d["disagreements"][0] == {  # type: ignore[index]
-        "id": "c1", "claim": "claim 1", "human_entailed": True, "judge_entailed": False,
-        "evidence": None, "evidence_verified": False}
+        "id": "c1",
+        "claim": "claim 1",
+        "human_entailed": True,
+        "judge_entailed": False,
+        "evidence": None,
+        "evidence_verified": False,
+    }
     with pytest.raises(ValueError, match="4 labels but 3 judge verdicts"):
         calibration_report(labels, verdicts[:3], INFO)
 
@@ -100,7 +109,7 @@ def test_seed_scenario_quotes_move_agreement_from_88_to_94_percent() -> None:
         api.enqueue(*replies, *replies)
         loose = calibrate(labels, judge, require_verified_evidence=False)
         strict = calibrate(labels, judge)
-        assert len(api.requests) == 20     # one call per context, twice
+        assert len(api.requests) == 20  # one call per context, twice
     assert len(loose.items) == len(strict.items) == 50
     assert loose.agreement == pytest.approx(0.88)
     assert strict.agreement == pytest.approx(0.94)
@@ -115,19 +124,23 @@ def test_seed_scenario_quotes_move_agreement_from_88_to_94_percent() -> None:
 
 
 def test_calibrate_counts_judge_errors_and_keeps_going() -> None:
-    labels = [HumanLabel("a", "x is y.", ("x is y.",), True),
-              HumanLabel("b", "z.", ("other",), False)]
+    labels = [
+        HumanLabel("a", "x is y.", ("x is y.",), True),
+        HumanLabel("b", "z.", ("other",), False),
+    ]
     with FakeAnthropic(responder=None) as api:
         judge = AnthropicJudge(api_key="k", base_url=api.base_url, prices=PriceTable())
-        bad = claims_reply([])   # wrong count for a one-claim group: malformed
+        bad = claims_reply([])  # wrong count for a one-claim group: malformed
         api.enqueue(claims_reply([("x is y.", True, "x is y.")]), bad, bad)
         report = calibrate(labels, judge)
     assert report.errors == 1 and [i.id for i in report.items] == ["a"]
 
 
 def test_lexical_judge_can_be_calibrated() -> None:
-    labels = [HumanLabel("a", "alpha beta gamma", ("alpha beta gamma delta",), True),
-              HumanLabel("b", "omega psi", ("alpha beta gamma delta",), False)]
+    labels = [
+        HumanLabel("a", "alpha beta gamma", ("alpha beta gamma delta",), True),
+        HumanLabel("b", "omega psi", ("alpha beta gamma delta",), False),
+    ]
     report = calibrate(labels, LexicalJudge())
     assert report.agreement == 1.0 and report.judge.name == "lexical"
 
@@ -139,34 +152,58 @@ def _write(tmp_path: Path, *lines: str) -> Path:
 
 
 def test_load_human_labels(tmp_path: Path) -> None:
-    path = _write(tmp_path,
-                  '{"id": "a", "claim": "c1", "context": ["d"], "human_entailed": true}',
-                  "",
-                  '{"id": "b", "claim": "c2", "context": ["d"], "human_entailed": false, '
-                  '"answer": "c1. c2."}')
+    path = _write(
+        tmp_path,
+        '{"id": "a", "claim": "c1", "context": ["d"], "human_entailed": true}',
+        "",
+        '{"id": "b", "claim": "c2", "context": ["d"], "human_entailed": false, '
+        '"answer": "c1. c2."}',
+    )
     labels = load_human_labels(path)
-    assert labels == [HumanLabel("a", "c1", ("d",), True),
-                      HumanLabel("b", "c2", ("d",), False, "c1. c2.")]
+    assert labels == [
+        HumanLabel("a", "c1", ("d",), True),
+        HumanLabel("b", "c2", ("d",), False, "c1. c2."),
+    ]
 
 
-@pytest.mark.parametrize(("line", "field", "reason"), [
-    ('{"id": "b", "claim": "c", "context": ["d"], "human_entailed": "yes"}', "human_entailed",
-     "must be true or false"),
-    ('{"id": "b", "claim": "", "context": ["d"], "human_entailed": true}', "claim",
-     "must be a non-empty string"),
-    ('{"id": "b", "claim": "c", "context": "d", "human_entailed": true}', "context",
-     "must be a list of strings"),
-    ('{"id": "a", "claim": "c", "context": ["d"], "human_entailed": true}', "id",
-     "duplicate id 'a'"),
-    ('{"id": "b", "claim": "c", "context": ["d"], "human_entailed": true, "answer": 3}', "answer",
-     "must be a string when given"),
-    ("not json", None, "invalid JSON"),
-    ("[1]", None, "expected a JSON object"),
-])
-def test_label_errors_name_file_line_and_field(tmp_path: Path, line: str, field: str | None,
-                                               reason: str) -> None:
-    path = _write(tmp_path,
-                  '{"id": "a", "claim": "c", "context": ["d"], "human_entailed": true}', line)
+@pytest.mark.parametrize(
+    ("line", "field", "reason"),
+    [
+        (
+            '{"id": "b", "claim": "c", "context": ["d"], "human_entailed": "yes"}',
+            "human_entailed",
+            "must be true or false",
+        ),
+        (
+            '{"id": "b", "claim": "", "context": ["d"], "human_entailed": true}',
+            "claim",
+            "must be a non-empty string",
+        ),
+        (
+            '{"id": "b", "claim": "c", "context": "d", "human_entailed": true}',
+            "context",
+            "must be a list of strings",
+        ),
+        (
+            '{"id": "a", "claim": "c", "context": ["d"], "human_entailed": true}',
+            "id",
+            "duplicate id 'a'",
+        ),
+        (
+            '{"id": "b", "claim": "c", "context": ["d"], "human_entailed": true, "answer": 3}',
+            "answer",
+            "must be a string when given",
+        ),
+        ("not json", None, "invalid JSON"),
+        ("[1]", None, "expected a JSON object"),
+    ],
+)
+def test_label_errors_name_file_line_and_field(
+    tmp_path: Path, line: str, field: str | None, reason: str
+) -> None:
+    path = _write(
+        tmp_path, '{"id": "a", "claim": "c", "context": ["d"], "human_entailed": true}', line
+    )
     with pytest.raises(InputFileError, match=reason) as info:
         load_human_labels(path)
     assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, field)
@@ -183,9 +220,10 @@ def test_empty_or_missing_file(tmp_path: Path) -> None:
 def test_stamp_round_trip_and_judge_change_warning(tmp_path: Path) -> None:
     stamp_path = tmp_path / "state" / "calibration.json"
     assert load_stamp(stamp_path) is None
-    assert calibration_warning(INFO, stamp_path) is None       # never calibrated: nothing to say
-    report = CalibrationReport(INFO, (CalibrationItem("a", "c", True, True),
-                                      CalibrationItem("b", "d", False, True)))
+    assert calibration_warning(INFO, stamp_path) is None  # never calibrated: nothing to say
+    report = CalibrationReport(
+        INFO, (CalibrationItem("a", "c", True, True), CalibrationItem("b", "d", False, True))
+    )
     stamp = save_stamp(report, stamp_path)
     assert load_stamp(stamp_path) == stamp
     assert json.loads(stamp_path.read_text())["agreement"] == 0.5

@@ -36,15 +36,26 @@ def _labels() -> None:
     lines = []
     for g in range(GROUPS):
         ctx = [f"Plan {g} keeps logs {g + 1} days. Plan {g} has SSO."]
-        lines += [{"id": f"g{g}-a", "claim": f"Plan {g} keeps logs {g + 1} days.",
-                   "context": ctx, "human_entailed": True},
-                  {"id": f"g{g}-b", "claim": f"Plan {g} has SSO.", "context": ctx,
-                   "human_entailed": True}]
+        lines += [
+            {
+                "id": f"g{g}-a",
+                "claim": f"Plan {g} keeps logs {g + 1} days.",
+                "context": ctx,
+                "human_entailed": True,
+            },
+            {
+                "id": f"g{g}-b",
+                "claim": f"Plan {g} has SSO.",
+                "context": ctx,
+                "human_entailed": True,
+            },
+        ]
     Path("human.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
-def test_groups_are_judged_concurrently(api: FakeAnthropic,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_groups_are_judged_concurrently(
+    api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
     _labels()
     lock = threading.Lock()
     state = {"now": 0, "peak": 0}
@@ -59,8 +70,22 @@ def test_groups_are_judged_concurrently(api: FakeAnthropic,
         return entail_all(request)
 
     api.responder = slow
-    assert main(["calibrate", "--labels", "human.jsonl", "--judge", "anthropic",
-                 "--concurrency", "3", "--json", "--no-save"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                "--labels",
+                "human.jsonl",
+                "--judge",
+                "anthropic",
+                "--concurrency",
+                "3",
+                "--json",
+                "--no-save",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["claims"] == 2 * GROUPS and report["agreement"] == 1.0
@@ -68,8 +93,9 @@ def test_groups_are_judged_concurrently(api: FakeAnthropic,
     assert "ragtrace calibrate: tokens " in err and "cost $" in err
 
 
-def test_a_judge_outage_keeps_the_partial_result(api: FakeAnthropic,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_judge_outage_keeps_the_partial_result(
+    api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
     _labels()
     calls = {"n": 0}
 
@@ -78,8 +104,21 @@ def test_a_judge_outage_keeps_the_partial_result(api: FakeAnthropic,
         return entail_all(request) if calls["n"] <= 2 else server_error(503)
 
     api.responder = flaky
-    code = main(["calibrate", "--labels", "human.jsonl", "--judge", "anthropic",
-                 "--concurrency", "1", "--max-retries", "0", "--json", "partial.json"])
+    code = main(
+        [
+            "calibrate",
+            "--labels",
+            "human.jsonl",
+            "--judge",
+            "anthropic",
+            "--concurrency",
+            "1",
+            "--max-retries",
+            "0",
+            "--json",
+            "partial.json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 3
     doc = json.loads(Path("partial.json").read_text())

@@ -32,9 +32,15 @@ def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeAnthrop
 
 def _answers(n: int) -> Path:
     path = Path("answers.jsonl")
-    path.write_text("".join(json.dumps({"id": f"a{i}", "answer": f"Fact {i} holds.",
-                                        "context": [f"Fact {i} holds."]}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"a{i}", "answer": f"Fact {i} holds.", "context": [f"Fact {i} holds."]}
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
@@ -55,13 +61,23 @@ class _Concurrency:
         return entail_all(request)
 
 
-def test_batch_judges_concurrently_and_resumes(api: FakeAnthropic,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_batch_judges_concurrently_and_resumes(
+    api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
     _answers(12)
     counter = _Concurrency()
     api.responder = counter
-    argv = ["groundedness", "--judge", "anthropic", "--input", "answers.jsonl",
-            "--output", "out.jsonl", "--concurrency", "3"]
+    argv = [
+        "groundedness",
+        "--judge",
+        "anthropic",
+        "--input",
+        "answers.jsonl",
+        "--output",
+        "out.jsonl",
+        "--concurrency",
+        "3",
+    ]
     assert main(argv) == 0
     rows = [json.loads(x) for x in Path("out.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(f"a{i}" for i in range(12))
@@ -73,13 +89,16 @@ def test_batch_judges_concurrently_and_resumes(api: FakeAnthropic,
     assert len(api.requests) == 12
     # Resume: nothing left to judge, no new judge call.
     assert main(argv) == 0
-    assert "0 judged (mean groundedness n/a), 0 judge errors, 12 already done" in \
-        capsys.readouterr().err
+    assert (
+        "0 judged (mean groundedness n/a), 0 judge errors, 12 already done"
+        in capsys.readouterr().err
+    )
     assert len(api.requests) == 12
 
 
-def test_an_unreachable_judge_keeps_what_was_judged(api: FakeAnthropic,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_judge_keeps_what_was_judged(
+    api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
     _answers(6)
     calls = {"n": 0}
 
@@ -88,8 +107,19 @@ def test_an_unreachable_judge_keeps_what_was_judged(api: FakeAnthropic,
         return entail_all(request) if calls["n"] <= 2 else server_error(503)
 
     api.responder = flaky
-    argv = ["groundedness", "--judge", "anthropic", "--input", "answers.jsonl", "--output",
-            "out.jsonl", "--concurrency", "1", "--max-retries", "0"]
+    argv = [
+        "groundedness",
+        "--judge",
+        "anthropic",
+        "--input",
+        "answers.jsonl",
+        "--output",
+        "out.jsonl",
+        "--concurrency",
+        "1",
+        "--max-retries",
+        "0",
+    ]
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert "judge unavailable" in err and "run again to resume" in err
@@ -102,8 +132,9 @@ def test_an_unreachable_judge_keeps_what_was_judged(api: FakeAnthropic,
     assert sorted(ids) == [f"a{i}" for i in range(6)]
 
 
-def test_batch_to_stdout_and_bad_input(api: FakeAnthropic,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_batch_to_stdout_and_bad_input(
+    api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
     _answers(2)
     assert main(["groundedness", "--judge", "lexical", "--input", "answers.jsonl"]) == 0
     out, err = capsys.readouterr()
@@ -119,12 +150,26 @@ def test_batch_to_stdout_and_bad_input(api: FakeAnthropic,
     assert "--answer and --context are required" in capsys.readouterr().err
 
 
-def test_answer_from_stdin_and_json_to_a_file(api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_answer_from_stdin_and_json_to_a_file(
+    api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("Audit logs are kept ninety days.\n"))
-    assert main(["groundedness", "--judge", "lexical", "--answer", "@-", "--context",
-                 "Audit logs are kept ninety days.",
-                 "--json", "result.json"]) == 0
+    assert (
+        main(
+            [
+                "groundedness",
+                "--judge",
+                "lexical",
+                "--answer",
+                "@-",
+                "--context",
+                "Audit logs are kept ninety days.",
+                "--json",
+                "result.json",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.startswith("judge: lexical")
     assert json.loads(Path("result.json").read_text())["score"] == 1.0
     # Only one argument may read stdin.

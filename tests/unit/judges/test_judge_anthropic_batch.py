@@ -17,10 +17,15 @@ from ragtrace.evaluation.judges.anthropic_batch import (
 )
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all, error_reply
 
-CONTEXT = ("Audit log retention on the Enterprise plan is 90 days.",
-           "Team plans keep activity history for 30 days.")
-ANSWERS = ["Audit logs are kept for 90 days.", "Activity history is kept for 30 days.",
-           "Audit logs are kept for 90 days. Logs are deleted nightly."]
+CONTEXT = (
+    "Audit log retention on the Enterprise plan is 90 days.",
+    "Team plans keep activity history for 30 days.",
+)
+ANSWERS = [
+    "Audit logs are kept for 90 days.",
+    "Activity history is kept for 30 days.",
+    "Audit logs are kept for 90 days. Logs are deleted nightly.",
+]
 
 
 def _requests() -> list[BatchRequest]:
@@ -44,7 +49,9 @@ def test_a_batch_is_submitted_polled_and_read_by_custom_id() -> None:
         lines = [r for r in api.requests if r.path.endswith("/results")]
         assert len(lines) == 1
         assert [c.claim for c in results["job-2"].claims] == [
-            "Audit logs are kept for 90 days.", "Logs are deleted nightly."]
+            "Audit logs are kept for 90 days.",
+            "Logs are deleted nightly.",
+        ]
         assert results["job-1"].claims[0].claim == "Activity history is kept for 30 days."
         assert all(r.error is None and r.latency_s == status.latency_s for r in results.values())
         # Each request's params are the realtime judge's own request body.
@@ -77,8 +84,7 @@ def test_errored_requests_become_error_results_and_api_failures_raise() -> None:
             batch.status("msgbatch_unknown")
     with FakeAnthropic(entail_all) as api:
         api.stop()  # nothing listens: the API is unreachable
-        batch = AnthropicBatchJudge(AnthropicJudge(api_key="k", base_url=api.base_url,
-                                                   timeout=2))
+        batch = AnthropicBatchJudge(AnthropicJudge(api_key="k", base_url=api.base_url, timeout=2))
         with pytest.raises(JudgeUnavailable):
             batch.submit(_requests())
     with pytest.raises(ValueError):

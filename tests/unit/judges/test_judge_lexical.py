@@ -5,16 +5,24 @@ import pytest
 from ragtrace.evaluation.judges import JudgeCapabilityError, LexicalJudge, make_judge
 
 # The second seed document's faithfulness example, verbatim.
-SOURCE = ("يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل. "
-          "تقدم الطلبات قبل أسبوعين. يمكن ترحيل عشرة أيام إلى السنة التالية.")
-ANSWER = ("لك واحد وعشرون يوم عمل إجازة سنوية. "
-          "ويمكنك ترحيل عشرة أيام إلى السنة التالية. "
-          "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة.")
+SOURCE = (
+    "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل. "
+    "تقدم الطلبات قبل أسبوعين. يمكن ترحيل عشرة أيام إلى السنة التالية."
+)
+ANSWER = (
+    "لك واحد وعشرون يوم عمل إجازة سنوية. "
+    "ويمكنك ترحيل عشرة أيام إلى السنة التالية. "
+    "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة."
+)
 
-AUDIT_CONTEXT = ("Audit log retention on the Enterprise plan is 90 days. Logs older than the "
-                 "retention window are deleted nightly and cannot be restored.")
-AUDIT_ANSWER = ("Audit logs are retained for 90 days, after which they are deleted nightly and "
-                "cannot be restored. [c-9930]")
+AUDIT_CONTEXT = (
+    "Audit log retention on the Enterprise plan is 90 days. Logs older than the "
+    "retention window are deleted nightly and cannot be restored."
+)
+AUDIT_ANSWER = (
+    "Audit logs are retained for 90 days, after which they are deleted nightly and "
+    "cannot be restored. [c-9930]"
+)
 
 
 def test_seed_arabic_example_two_supported_one_invented() -> None:

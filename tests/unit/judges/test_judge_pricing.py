@@ -11,9 +11,13 @@ from ragtrace.evaluation.judges.caching import estimate_tokens, min_cacheable_to
 
 
 def test_cost_per_token_type() -> None:
-    price = ModelPrice(1.0, 5.0)   # claude-haiku-4-5: $1 in, $5 out, writes 1.25x, reads 0.1x
-    usage = Usage(input_tokens=3000, output_tokens=200, cache_read_input_tokens=10000,
-                  cache_creation_input_tokens=4000)
+    price = ModelPrice(1.0, 5.0)  # claude-haiku-4-5: $1 in, $5 out, writes 1.25x, reads 0.1x
+    usage = Usage(
+        input_tokens=3000,
+        output_tokens=200,
+        cache_read_input_tokens=10000,
+        cache_creation_input_tokens=4000,
+    )
     # 3000*1 + 200*5 + 4000*1.25 + 10000*0.1 = 3000 + 1000 + 5000 + 1000 = 10000 per 1e6
     assert price.cost(usage) == pytest.approx(0.01)
 
@@ -35,13 +39,18 @@ def test_unknown_model_costs_zero_with_a_warning(caplog: pytest.LogCaptureFixtur
 
 def test_json_file_overrides_and_merges(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"claude-haiku-4-5": {"input": 2, "output": 10,
-                                                     "cache_read_multiplier": 0.05},
-                                "my-model": {"input": 0.5, "output": 1}}))
+    path.write_text(
+        json.dumps(
+            {
+                "claude-haiku-4-5": {"input": 2, "output": 10, "cache_read_multiplier": 0.05},
+                "my-model": {"input": 0.5, "output": 1},
+            }
+        )
+    )
     table = load_prices(path)
     assert table.lookup("claude-haiku-4-5-20251001") == ModelPrice(2, 10, 1.25, 0.05)
     assert table.lookup("my-model-v2") == ModelPrice(0.5, 1)
-    assert table.lookup("claude-sonnet-4-5") == ModelPrice(3.0, 15.0)   # defaults kept
+    assert table.lookup("claude-sonnet-4-5") == ModelPrice(3.0, 15.0)  # defaults kept
 
 
 def test_bad_explicit_file_raises_with_where(tmp_path: Path) -> None:
@@ -57,8 +66,9 @@ def test_bad_explicit_file_raises_with_where(tmp_path: Path) -> None:
         load_prices(path)
 
 
-def test_env_inline_json_path_and_bad_value(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_env_inline_json_path_and_bad_value(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("RAGTRACE_JUDGE_PRICES", '{"x-model": {"input": 1, "output": 2}}')
     assert load_prices().lookup("x-model") == ModelPrice(1, 2)
     path = tmp_path / "p.json"

@@ -6,7 +6,12 @@ from ragtrace.evaluation.judges.text import split_sentences, strip_citations, wo
 def test_latin_sentences_keep_decimals_and_abbreviations() -> None:
     text = 'Version 3.5 shipped, e.g. today. Really?! Yes… "Quoted." Done'
     assert split_sentences(text) == [
-        "Version 3.5 shipped, e.g. today.", "Really?!", "Yes…", '"Quoted."', "Done"]
+        "Version 3.5 shipped, e.g. today.",
+        "Really?!",
+        "Yes…",
+        '"Quoted."',
+        "Done",
+    ]
 
 
 def test_arabic_and_cjk_terminators_and_line_breaks() -> None:
@@ -24,4 +29,10 @@ def test_words_are_unicode_normalised() -> None:
 
 def test_citation_markers_are_removed() -> None:
     assert strip_citations("restored. [c-9930] and [1, 2] stay [not a citation]").split() == [
-        "restored.", "and", "stay", "[not", "a", "citation]"]
+        "restored.",
+        "and",
+        "stay",
+        "[not",
+        "a",
+        "citation]",
+    ]

@@ -24,7 +24,11 @@ def test_claim_is_entailed_only_with_a_verified_quote() -> None:
     assert fabricated.downgrade_reason == "evidence quote not found in the context"
     assert (empty.entailed, empty.downgraded) == (False, True)
     assert empty.downgrade_reason == "no evidence quote given"
-    assert (rejected.entailed, rejected.downgraded, rejected.downgrade_reason) == (False, False, None)
+    assert (rejected.entailed, rejected.downgraded, rejected.downgrade_reason) == (
+        False,
+        False,
+        None,
+    )
 
 
 def test_claim_verdict_validation() -> None:
@@ -35,8 +39,12 @@ def test_claim_verdict_validation() -> None:
 
 
 def test_score_is_verified_entailed_over_claims() -> None:
-    claims = [ClaimVerdict("a", True, "q", True), ClaimVerdict("b", True, "x", False),
-              ClaimVerdict("c", False, None, False), ClaimVerdict("d", True, "q", True)]
+    claims = [
+        ClaimVerdict("a", True, "q", True),
+        ClaimVerdict("b", True, "x", False),
+        ClaimVerdict("c", False, None, False),
+        ClaimVerdict("d", True, "q", True),
+    ]
     result = GroundednessResult.from_claims(claims, INFO)
     assert result.score == 0.5
     assert result.unsupported_claims == 2
@@ -65,12 +73,22 @@ def test_error_result_has_no_score() -> None:
 def test_round_trip_through_dict() -> None:
     result = GroundednessResult.from_claims(
         [ClaimVerdict("a", True, "q", True), ClaimVerdict("b", True, "x", False, support=0.25)],
-        INFO, usage=Usage(100, 20, 5, 7), cost_usd=0.0123, latency_s=0.5)
+        INFO,
+        usage=Usage(100, 20, 5, 7),
+        cost_usd=0.0123,
+        latency_s=0.5,
+    )
     d = result.to_dict()
     assert d["claims"][1] == {  # type: ignore[index]
-        "claim": "b", "entailed": False, "judge_entailed": True, "evidence": "x",
-        "evidence_verified": False, "downgraded": True,
-        "downgrade_reason": "evidence quote not found in the context", "support": 0.25}
+        "claim": "b",
+        "entailed": False,
+        "judge_entailed": True,
+        "evidence": "x",
+        "evidence_verified": False,
+        "downgraded": True,
+        "downgrade_reason": "evidence quote not found in the context",
+        "support": 0.25,
+    }
     assert GroundednessResult.from_dict(d) == result
     failed = GroundednessResult.failed("boom", INFO)
     assert GroundednessResult.from_dict(failed.to_dict()) == failed

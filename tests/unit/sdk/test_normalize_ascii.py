@@ -13,8 +13,11 @@ from ragtrace.normalize import normalize_question
 
 def _general(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
-    kept = "".join(" " if ch.isspace() else ch for ch in folded
-                   if not unicodedata.category(ch).startswith(("P", "S")))
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in folded
+        if not unicodedata.category(ch).startswith(("P", "S"))
+    )
     return " ".join(kept.split())
 
 
