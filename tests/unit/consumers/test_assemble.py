@@ -9,7 +9,6 @@ import threading
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ingestion_spans import GEN, RET, ROOT, TRACE, record
 
 from ragtrace import semconv
 from ragtrace_consumers.assemble import (
@@ -22,6 +21,7 @@ from ragtrace_consumers.assemble import (
 from ragtrace_consumers.memory_stores import MemoryTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
+from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, record
 
 OTHER = "1" * 32
 LLM = {semconv.OPENINFERENCE_SPAN_KIND: "LLM"}

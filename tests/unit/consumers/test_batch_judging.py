@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring_helpers import T0, rag_spans, rig
-
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
 from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
@@ -20,6 +18,7 @@ from ragtrace_consumers.batch_judging import (
 )
 from ragtrace_consumers.pipeline import Outcome, Pipeline
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
+from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 
 
 def _pipeline(r: Any, judge: AnthropicJudge, batch: BatchJudging) -> Pipeline:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from service_fakes import build_with_fakes
 
 from ragtrace.cli import main
 from ragtrace_consumers.config import (
@@ -18,6 +17,7 @@ from ragtrace_consumers.config import (
     load_config,
     redact_url,
 )
+from tests.unit.consumers.service_fakes import build_with_fakes
 
 # The variables the Helm chart sets for Kafka over mutual TLS with SASL/SCRAM.
 CHART_ENV = {

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from service_fakes import build_with_fakes
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from tests.unit.consumers.service_fakes import build_with_fakes
 
 FILE = """\
 sampling:

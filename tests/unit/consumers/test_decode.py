@@ -8,7 +8,6 @@ import json
 
 import pytest
 from google.protobuf import json_format
-from ingestion_spans import payload, sdk_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
@@ -23,6 +22,7 @@ from ragtrace_consumers.decode import (
     decode_request,
 )
 from ragtrace_consumers.model import SpanRecord
+from tests.unit.consumers.ingestion_spans import payload, sdk_spans
 
 T_HEX = "5b8efff798038103d269b633813fc60c"
 S_HEX = "eee19b7ec3c1b174"

@@ -9,7 +9,6 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from scoring_helpers import rag_spans, tid
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion
@@ -20,6 +19,7 @@ from ragtrace_consumers.memory_stores import MemoryLabelStore, MemoryTraceStore
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 LABELLED_QUERY = "Which regions can workspace data be hosted in?"
 

@@ -13,10 +13,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from service_fakes import FakeKafkaConsumer, build_with_fakes
 
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from tests.unit.consumers.service_fakes import FakeKafkaConsumer, build_with_fakes
 
 
 class Clock:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from scoring_helpers import rag_spans
 
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
@@ -17,6 +16,7 @@ from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_attributes
+from tests.unit.consumers.scoring_helpers import rag_spans
 
 CLEAN = "Audit log retention on the Enterprise plan is 90 days."
 POISONED = (

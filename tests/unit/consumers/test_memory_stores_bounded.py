@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from scoring_helpers import rag_spans, tid
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.judging import GroundednessScorer, is_paid
@@ -17,6 +16,7 @@ from ragtrace_consumers.memory_stores import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.metrics import ConsumerMetrics
+from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 
 class Clock:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from scoring_helpers import MODEL, PROMPT, grounded, rag_spans, root_span_id, sid, tid
-
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
@@ -19,6 +17,15 @@ from ragtrace_consumers.metric_spans import (
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_span_id
+from tests.unit.consumers.scoring_helpers import (
+    MODEL,
+    PROMPT,
+    grounded,
+    rag_spans,
+    root_span_id,
+    sid,
+    tid,
+)
 
 
 def _trace(**over: object):  # type: ignore[no-untyped-def]

@@ -87,9 +87,8 @@ def test_consume_serves_metrics_on_its_health_port_and_can_stop_pushing(
 ) -> None:
     """``build_service``: with health on, GET /metrics answers with the replica's metrics;
     ``export.metrics_otlp=false`` (what the Helm chart sets) leaves out the OTLP push."""
-    from service_fakes import build_with_fakes
-
     from ragtrace_consumers.config import ConsumerConfig
+    from tests.unit.consumers.service_fakes import build_with_fakes
 
     health = {"enabled": True, "port": 0}
     for push in (True, False):

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from service_fakes import build_with_fakes
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
+from tests.unit.consumers.service_fakes import build_with_fakes
 
 PROMPT = hashlib.sha256(b"groundedness prompt v1").hexdigest()
 OTHER = hashlib.sha256(b"groundedness prompt v2").hexdigest()

@@ -7,7 +7,16 @@ import threading
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scoring_helpers import (
+
+from ragtrace import semconv
+from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.pipeline import Outcome, PipelineSettings
+from ragtrace_consumers.sample import Sampler, SamplerConfig
+from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.writeback import evaluation_span_id
+from tests.unit.consumers.scoring_helpers import (
     MODEL,
     T0,
     FailingExporter,
@@ -18,15 +27,6 @@ from scoring_helpers import (
     root_span_id,
     tid,
 )
-
-from ragtrace import semconv
-from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.pipeline import Outcome, PipelineSettings
-from ragtrace_consumers.sample import Sampler, SamplerConfig
-from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace_consumers.workers import ScoringWorkers
-from ragtrace_consumers.writeback import evaluation_span_id
 
 SVC = (("pipeline", "support"), ("service", "rag-app"))
 

@@ -11,7 +11,6 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
 
 from ragtrace_consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace_consumers.kafka_runner import (
@@ -22,6 +21,7 @@ from ragtrace_consumers.kafka_runner import (
 )
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.workers import ScoringWorkers
+from tests.unit.consumers.scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")

@@ -7,7 +7,6 @@ import dataclasses
 import hashlib
 
 import pytest
-from ingestion_spans import GEN, RET, ROOT, TRACE, documents, payload, record
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -28,6 +27,7 @@ from ragtrace_consumers.recognise import (
     to_rag_trace,
     user_attributes,
 )
+from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, documents, payload, record
 
 Q = "How long are audit logs kept?"
 T1 = "Audit logs are kept for 90 days."

@@ -9,7 +9,6 @@ import math
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 
 from ragtrace.evaluation.attribution import Cell, Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
@@ -32,6 +31,7 @@ from ragtrace_consumers.score import (
     combine,
     score_retrieval,
 )
+from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 
 MEAN = RecallDefinition.MEAN_RECALL
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from ingestion_spans import RET, ROOT, record
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
 from ragtrace_consumers.readers.unrecognised import METRIC_SPANS_UNRECOGNISED, UnrecognisedSpans
+from tests.unit.consumers.ingestion_spans import RET, ROOT, record
 
 
 def _counts(reader: InMemoryMetricReader) -> dict[str, int]:

@@ -12,16 +12,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scoring_helpers import (
-    MODEL,
-    PROMPT,
-    FailingExporter,
-    grounded,
-    rag_spans,
-    root_span_id,
-    sid,
-    tid,
-)
 
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
@@ -37,6 +27,16 @@ from ragtrace_consumers.writeback import (
     evaluation_attributes,
     evaluation_events,
     evaluation_span_id,
+)
+from tests.unit.consumers.scoring_helpers import (
+    MODEL,
+    PROMPT,
+    FailingExporter,
+    grounded,
+    rag_spans,
+    root_span_id,
+    sid,
+    tid,
 )
 
 END_NS = 1_700_000_000_000_000_000

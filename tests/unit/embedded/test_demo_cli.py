@@ -8,9 +8,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from demo_client import CLI, QUESTIONS, clean_env
-
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
+from tests.unit.embedded.demo_client import CLI, QUESTIONS, clean_env
 
 EXPORTS_CLAIM = (
     "The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "

@@ -13,7 +13,6 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from demo_client import QUESTIONS, run_app
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -28,6 +27,7 @@ from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.sqlite_stores import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
+from tests.unit.embedded.demo_client import QUESTIONS, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 EXPORTS_CLAIM = (

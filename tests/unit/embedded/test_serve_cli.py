@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from demo_client import CLI, QUESTIONS, clean_env, run_app
+
+from tests.unit.embedded.demo_client import CLI, QUESTIONS, clean_env, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 

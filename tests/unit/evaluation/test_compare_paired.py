@@ -6,7 +6,6 @@ import math
 import random
 
 import pytest
-from seed_runs import HYBRID, QUESTIONS, VECTOR
 
 from ragtrace.evaluation.compare import (
     IncomparableReportsError,
@@ -17,6 +16,7 @@ from ragtrace.evaluation.compare import (
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.report import evaluate_run
 from ragtrace.evaluation.retrieval import RecallDefinition
+from tests.unit.evaluation.seed_runs import HYBRID, QUESTIONS, VECTOR
 
 MEAN = RecallDefinition.MEAN_RECALL
 

@@ -7,11 +7,11 @@ import math
 from pathlib import Path
 
 import pytest
-from seed_runs import QUESTIONS, VECTOR
 
 from ragtrace.evaluation.labels import InputFileError, LabelledQuestion, label_set_version
 from ragtrace.evaluation.report import RetrievalReport, evaluate_run, load_report
 from ragtrace.evaluation.retrieval import RecallDefinition, score_question
+from tests.unit.evaluation.seed_runs import QUESTIONS, VECTOR
 
 UNANSWERABLE = LabelledQuestion("q6", "not in the corpus", frozenset())
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SCENARIOS, Rendered
+
+from tests.unit.helm.conftest import SCENARIOS, Rendered
 
 HERE = Path(__file__).parent
 

@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import CHART, KUBE_VERSION, SCENARIOS, Manifest, Rendered, containers, run_helm
+
+from tests.unit.helm.conftest import (
+    CHART,
+    KUBE_VERSION,
+    SCENARIOS,
+    Manifest,
+    Rendered,
+    containers,
+    run_helm,
+)
 
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
 _RESTRICTED_VOLUMES = {

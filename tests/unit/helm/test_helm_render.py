@@ -9,7 +9,8 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from conftest import (
+
+from tests.unit.helm.conftest import (
     CHART,
     KUBE_VERSION,
     SCENARIOS,

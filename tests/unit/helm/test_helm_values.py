@@ -16,11 +16,19 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CHART, ROOT, Rendered, containers, env_of, run_helm, values_file
 
 from ragtrace_consumers import config as consumer_config
 from ragtrace_consumers.commands.labels import resolve_redis
 from ragtrace_consumers.sample import SamplingRule
+from tests.unit.helm.conftest import (
+    CHART,
+    ROOT,
+    Rendered,
+    containers,
+    env_of,
+    run_helm,
+    values_file,
+)
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 INLINE_SECRETS = ("sk-ant-test-inline-key", "inline-redis-password")

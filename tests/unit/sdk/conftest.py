@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sdk_spans import EXPORTER
 
 from ragtrace import _config, _health
+from tests.unit.sdk.sdk_spans import EXPORTER
 
 ENV_VARS = (
     _config.ENV_ENABLED,

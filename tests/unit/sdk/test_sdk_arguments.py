@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from sdk_spans import only_span
 
 import ragtrace
 from ragtrace import semconv as sc
 from ragtrace._arguments import MISSING, QUERY_NAMES, ArgRef, locate
+from tests.unit.sdk.sdk_spans import only_span
 
 
 def test_query_by_name_anywhere_in_the_signature() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from sdk_spans import assert_attributes, by_name, finished, only_span
 
 import ragtrace
 from ragtrace import semconv as sc
 from ragtrace.normalize import question_sha256
+from tests.unit.sdk.sdk_spans import assert_attributes, by_name, finished, only_span
 
 Q = "How long are audit logs kept?"
 QH = question_sha256(Q)

@@ -7,10 +7,9 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from sdk_spans import by_name, finished
-
 import ragtrace
 from ragtrace import semconv as sc
+from tests.unit.sdk.sdk_spans import by_name, finished
 
 
 def test_nested_pipelines_form_one_trace_and_target_the_innermost() -> None:

@@ -11,12 +11,12 @@ import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, StatusCode, TraceFlags
-from sdk_spans import assert_attributes, finished, only_span
 
 import ragtrace
 from ragtrace import semconv as sc
 from ragtrace._drivers import SUPPRESS_KEY
 from ragtrace.normalize import question_sha256
+from tests.unit.sdk.sdk_spans import assert_attributes, finished, only_span
 
 
 class Boom(Exception):

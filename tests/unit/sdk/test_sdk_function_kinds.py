@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import StatusCode
-from sdk_spans import by_name, finished, only_span
 
 import ragtrace
 from ragtrace import semconv as sc
+from tests.unit.sdk.sdk_spans import by_name, finished, only_span
 
 CHUNKS = [{"id": "a", "text": "alpha", "score": 1.0}, {"id": "b", "text": "beta", "score": 0.5}]
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from sdk_spans import assert_attributes, by_name, finished, only_span
 
 import ragtrace
 from ragtrace import _config
 from ragtrace import semconv as sc
 from ragtrace.normalize import question_sha256
+from tests.unit.sdk.sdk_spans import assert_attributes, by_name, finished, only_span
 
 CHUNKS = [
     {"id": "c1", "text": "alpha text", "score": 0.9},

@@ -7,12 +7,12 @@ import logging
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
-from sdk_spans import finished
-from test_sdk_config import run_python
 
 import ragtrace
 from ragtrace import _config
 from ragtrace._oversize import OversizeGuard, estimate_span_bytes
+from tests.unit.sdk.sdk_spans import finished
+from tests.unit.sdk.test_sdk_config import run_python
 
 
 def _rag_trace(chunk_bytes: int, chunks: int = 5) -> list[ReadableSpan]:
