@@ -644,13 +644,13 @@ def render(r: dict[str, Any]) -> str:
     n, lags, rounds = r["n"], r["lags"], r["rounds"]
 
     def ratios(key: str) -> list[float]:
-        return [p[0] / c[0] for p, c in zip(r["plain"], r[key], strict=False)]
+        return [float(p[0] / c[0]) for p, c in zip(r["plain"], r[key], strict=False)]
 
     def spans_per_s(key: str) -> float:
         return float(statistics.median(n * SPANS_PER_TRACE / took for took, _ in r[key]))
 
     def cpu_ms(key: str) -> float:
-        return float(statistics.median(cpu for _, cpu in r[key])) / n * 1000
+        return float(statistics.median(cpu for _, cpu in r[key])) / float(n) * 1000
 
     plain = spans_per_s("plain")
     inst, samp = ratios("instant"), ratios("sampled")

@@ -122,13 +122,17 @@ def _check_same_attributes() -> None:
     _kinds._tracer = provider.get_tracer(sc.INSTRUMENTATION_SCOPE)
     globals()["tracer"] = provider.get_tracer("handwritten")
     try:
-        for pair in (
-            (decorated_retrieve, handwritten_retrieve),
-            (decorated_generate, handwritten_generate),
-        ):
+        calls: tuple[tuple[Callable[[], object], Callable[[], object]], ...] = (
+            (lambda: decorated_retrieve(QUERIES[0]), lambda: handwritten_retrieve(QUERIES[0])),
+            (
+                lambda: decorated_generate(QUERIES[0], CHUNKS),
+                lambda: handwritten_generate(QUERIES[0], CHUNKS),
+            ),
+        )
+        for pair in calls:
             exporter.clear()
-            for fn in pair:
-                fn(QUERIES[0]) if fn.__name__.endswith("retrieve") else fn(QUERIES[0], CHUNKS)
+            for call in pair:
+                call()
             a, b = exporter.get_finished_spans()
             assert dict(a.attributes or {}) == dict(b.attributes or {}), (
                 a.attributes,

@@ -242,6 +242,9 @@ class _CountingSink:
     def write(self, scores: Any) -> None:
         self.written += 1
 
+    def shutdown(self) -> None:
+        pass
+
 
 def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, float]]:
     from opentelemetry.sdk.metrics import MeterProvider

@@ -22,7 +22,7 @@ import binascii
 import functools
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
@@ -269,8 +269,8 @@ def _attribute(value: common_pb2.AnyValue) -> AttributeValue | None:
         items = [_scalar(v) for v in value.array_value.values]
         present = [i for i in items if i is not None]
         types = {type(i) for i in present}
-        if len(types) <= 1:
-            return tuple(present)
+        if len(types) <= 1:  # one element type: a homogeneous sequence, as OTel allows
+            return cast(AttributeValue, tuple(present))
         return tuple(str(i) for i in present)
     return _scalar(value)
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from opentelemetry.util.types import AttributeValue
+
 from ragtrace import semconv
 from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
 from ragtrace_consumers.writeback import EvaluationEvent, evaluation_events
@@ -50,7 +52,7 @@ class MetricSpan:
     family: str
     span_id: str
     parent_span_id: str
-    attributes: dict[str, object] = field(default_factory=dict)
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
     events: tuple[EvaluationEvent, ...] = ()
 
     def __post_init__(self) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 import redis
+from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
@@ -475,12 +476,13 @@ class RedisLabelStore:
         index = LabelIndex.build(questions)
         stats = index.stats(loaded_at=self._clock(), source=source)
         base = f"{self._p}:labels:{index.version}"
-        meta = {k: json.dumps(v) for k, v in stats.to_dict().items()}
+        meta: dict[FieldT, EncodableT] = {k: json.dumps(v) for k, v in stats.to_dict().items()}
         pipe = self._r.pipeline(transaction=True)
         pipe.delete(f"{base}:q", f"{base}:sha", f"{base}:meta")
         pipe.hset(f"{base}:q", mapping={q.qid: question_to_json(q) for q in questions})
         if index.by_sha256:
-            pipe.hset(f"{base}:sha", mapping=dict(index.by_sha256))
+            by_sha256: dict[FieldT, EncodableT] = {k: v for k, v in index.by_sha256.items()}
+            pipe.hset(f"{base}:sha", mapping=by_sha256)
         pipe.hset(f"{base}:meta", mapping=meta)
         self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
         pipe.execute()

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
+from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace_consumers.score import TraceScores
@@ -45,7 +46,7 @@ PASS = "pass"
 FAIL = "fail"
 _EXPLANATION_MAX = 1000
 
-EvaluationEvent = tuple[str, dict[str, object]]
+EvaluationEvent = tuple[str, dict[str, AttributeValue]]
 
 
 class WriteBackError(Exception):
@@ -91,10 +92,10 @@ def _clip(text: str) -> str:
     return text if len(text) <= _EXPLANATION_MAX else text[: _EXPLANATION_MAX - 1] + "…"
 
 
-def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
+def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
     """The flat span attributes (only keys with a value; never NaN)."""
     trace = scores.trace
-    attrs: dict[str, object] = {
+    attrs: dict[str, AttributeValue] = {
         semconv.EVAL_MARKER: True,
         semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
         semconv.EVAL_TARGET_SPAN_ID: trace.target_span_id,
@@ -148,7 +149,7 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
 def _event(
     name: str, value: float | None, label: str | None, explanation: str | None
 ) -> EvaluationEvent:
-    attrs: dict[str, object] = {semconv.GEN_AI_EVALUATION_NAME: name}
+    attrs: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: name}
     if value is not None:
         attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(value)
     if label is not None:

@@ -359,11 +359,13 @@ def default_stamp_path() -> Path:
 
 
 def save_stamp(report: CalibrationReport, path: str | Path | None = None) -> CalibrationStamp:
-    d = report.to_dict()
+    def finite(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
     stamp = CalibrationStamp(
         report.judge,
-        d["agreement"],
-        d["kappa"],  # type: ignore[arg-type]
+        finite(report.agreement),
+        finite(report.kappa),
         len(report.items),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -198,8 +198,8 @@ def run_demo(
         gold = {q.qid: tuple(sorted(q.gold)) for q in labels}
         questions = []
         for n, (question, trace_id, retrieved, answer) in enumerate(asked, start=1):
-            row = by_trace.get(trace_id)
-            if row is None:
+            scored = by_trace.get(trace_id)
+            if scored is None:
                 raise DemoTimeout(f"question {n} (trace {trace_id}) was not scored")
             questions.append(
                 DemoQuestion(
@@ -208,15 +208,15 @@ def run_demo(
                     trace_id=trace_id,
                     retrieved=retrieved,
                     answer=answer,
-                    qid=row.question_id,
-                    gold=gold.get(row.question_id or "", ()),
-                    cell=row.cell,
-                    recall=row.recall,
-                    hit_rate=row.hit_rate,
-                    groundedness=row.groundedness,
-                    claims=row.claims,
-                    unsupported_claims=row.unsupported_claims,
-                    judge_error=row.judge_error,
+                    qid=scored.question_id,
+                    gold=gold.get(scored.question_id or "", ()),
+                    cell=scored.cell,
+                    recall=scored.recall,
+                    hit_rate=scored.hit_rate,
+                    groundedness=scored.groundedness,
+                    claims=scored.claims,
+                    unsupported_claims=scored.unsupported_claims,
+                    judge_error=scored.judge_error,
                 )
             )
         return DemoRun(

@@ -257,10 +257,12 @@ class UnitVerdict:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> UnitVerdict:
-        check = d.get("check")
+        check, unit_id = d.get("check"), d["id"]
+        if not isinstance(unit_id, (int, str)):
+            raise TypeError(f"unit id must be an integer, got {unit_id!r}")
         return cls(
-            int(d["id"]),
-            str(d["text"]),  # type: ignore[call-overload]
+            int(unit_id),
+            str(d["text"]),
             bool(d.get("supported")),
             bool(d.get("claimless", False)),
             None if check is None else str(check),

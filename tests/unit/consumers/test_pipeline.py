@@ -88,18 +88,15 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert r.points("ragtrace.traces.seen")[SVC] == 1
     assert r.points("ragtrace.traces.sampled")[SVC] == 1
     assert r.points("ragtrace.traces.scored")[SVC] == 1
-    assert r.points("ragtrace.attribution")[(("cell", "generation_failed"), *SVC)] == 1
+    generation_failed = (("cell", "generation_failed"), *SVC)
+    assert r.points("ragtrace.attribution")[generation_failed] == 1
     # The retrieval span names no gen_ai.data_source.id: "unknown"; the generator is "gen-model".
     retrieval_key = (("data_source", "unknown"), *SVC)
     assert r.points("ragtrace.recall")[retrieval_key].sum == 0.5
     assert r.points("ragtrace.hit_rate")[retrieval_key].sum == 1.0
     assert r.points("ragtrace.reciprocal_rank")[retrieval_key].sum == 1.0
-    assert (
-        r.points("ragtrace.groundedness")[
-            (("judge_model", MODEL), ("model", "gen-model"), *SVC)
-        ].sum
-        == 0.5
-    )
+    judged_key = (("judge_model", MODEL), ("model", "gen-model"), *SVC)
+    assert r.points("ragtrace.groundedness")[judged_key].sum == 0.5
     assert a[semconv.EVAL_GENERATOR_MODEL] == "gen-model"
     assert semconv.GEN_AI_DATA_SOURCE_ID not in a
     delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
@@ -251,7 +248,8 @@ def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
         == 0
     )
     # Scored (recall written), so not a skipped trace; the cell says what is missing.
-    assert r.points("ragtrace.attribution")[(("cell", "unjudged"), *SVC)] == 1
+    unjudged = (("cell", "unjudged"), *SVC)
+    assert r.points("ragtrace.attribution")[unjudged] == 1
 
 
 def test_failed_write_back_parks_and_marks_nothing() -> None:

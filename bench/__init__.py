@@ -1,0 +1,1 @@
+"""Benchmarks: each `bench_*.py` runs by path; results go to docs/benchmarks.md."""
