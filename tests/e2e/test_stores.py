@@ -419,7 +419,7 @@ def test_label_store_load_lookup_stats_and_clear(kit: Kit) -> None:
         loaded_at=stats.loaded_at,
         source="labels.jsonl",
     )
-    assert abs(stats.loaded_at - kit.now()) < 5  # type: ignore[operator]
+    assert abs(stats.loaded_at - kit.now()) < 5
     assert match_label(_trace("q2"), store) == (Q2, "question_id")
     assert match_label(_trace(query="  how LONG are audit-logs kept"), store) is not None
     assert match_label(_trace(query="HOW long are audit logs kept ?!"), store) == (Q1, "query_text")

@@ -56,7 +56,7 @@ def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
         re.search(
             r":-(\d+)\}", _config()["exporters"]["kafka"]["producer"]["max_message_bytes"]
         ).group(1)
-    )  # type: ignore[union-attr]
+    )
     assert (DEFAULT_MAX_SPAN_CONTENT_BYTES + 32 * 1024) * max_size <= limit
     props = _server_properties(9092, 9093, Path("/tmp"))
     broker = int(re.search(r"^message\.max\.bytes=(\d+)$", props, re.MULTILINE).group(1))  # type: ignore[union-attr]

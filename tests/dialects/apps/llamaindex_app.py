@@ -30,13 +30,13 @@ def main(endpoint: str, mode: str) -> None:
         def _generate_text(self, length: int) -> str:
             return ""
 
-        def complete(self, prompt: str, formatted: bool = False, **kwargs: object):  # type: ignore[no-untyped-def, override]
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: object):
             return super().complete(corpus.ANSWERS[corpus.question_in(prompt)])
 
         def stream_complete(
             self,
             prompt: str,
-            formatted: bool = False,  # type: ignore[no-untyped-def, override]
+            formatted: bool = False,
             **kwargs: object,
         ):
             return super().stream_complete(corpus.ANSWERS[corpus.question_in(prompt)])
@@ -62,7 +62,7 @@ def main(endpoint: str, mode: str) -> None:
     def ask(q: str) -> str:
         response = engine.query(q)
         if mode == "stream":
-            return "".join(response.response_gen)  # type: ignore[attr-defined]
+            return "".join(response.response_gen)
         return str(response)
 
     ask_all(corpus.QUESTIONS, ask, ids, tp.force_flush)

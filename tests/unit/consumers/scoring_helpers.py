@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -35,6 +35,8 @@ from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.sample import Sampler, SamplerConfig
+from tests import metric_points
+from tests.metric_points import Key, number
 
 PROMPT = "a" * 64
 MODEL = "claude-test-1"
@@ -246,18 +248,12 @@ class Rig:
         assert isinstance(self.exporter, InMemorySpanExporter)
         return list(self.exporter.get_finished_spans())
 
-    def points(self, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
+    def points(self, name: str) -> dict[Key, Any]:
         """{sorted attribute items: value (sum, or the histogram point)} of metric ``name``."""
-        out: dict[tuple[tuple[str, Any], ...], Any] = {}
-        data = self.reader.get_metrics_data()
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        for p in m.data.data_points:
-                            key = tuple(sorted(p.attributes.items()))
-                            out[key] = p if hasattr(p, "bucket_counts") else p.value
-        return out
+        return {
+            k: number(p) if isinstance(p, NumberDataPoint) else p
+            for k, p in metric_points.points(self.reader, name).items()
+        }
 
 
 LABELS = (

@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace import semconv
 from ragtrace_consumers.dimensions import MAX_VALUE_CHARS, OTHER, UNKNOWN, BoundedLabel
 from ragtrace_consumers.metrics import ConsumerMetrics
+from tests.metric_points import histogram, key, metrics
 
 
 def test_values_beyond_the_cap_are_other() -> None:
@@ -59,15 +60,12 @@ def test_score_metrics_carry_the_capped_labels() -> None:
     m.groundedness(0.5, "s", "p", "judge", generator_model="gpt-a")
     m.groundedness(0.5, "s", "p", "judge", generator_model="gpt-b")
     m.retrieval(1.0, 1.0, 1.0, "s", "p", data_source=None)
-    data = reader.get_metrics_data()
     points = {
         (
             met.name,
-            dp.attributes.get(semconv.ATTR_MODEL, dp.attributes.get(semconv.ATTR_DATA_SOURCE)),
-        ): dp.count
-        for rm in data.resource_metrics
-        for sm in rm.scope_metrics
-        for met in sm.metrics
+            dict(key(dp)).get(semconv.ATTR_MODEL, dict(key(dp)).get(semconv.ATTR_DATA_SOURCE)),
+        ): (histogram(dp).count)
+        for _, met in metrics(reader)
         for dp in met.data.data_points
         if met.name in (semconv.METRIC_GROUNDEDNESS, semconv.METRIC_RECALL)
     }

@@ -16,6 +16,7 @@ from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_attributes
+from tests.metric_points import values
 from tests.unit.consumers.scoring_helpers import rag_spans
 
 CLEAN = "Audit log retention on the Enterprise plan is 90 days."
@@ -27,14 +28,10 @@ ANSWER = "Audit logs are kept forever."
 
 
 def _injection_count(reader: InMemoryMetricReader) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for rm in reader.get_metrics_data().resource_metrics:
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                if m.name == semconv.METRIC_INJECTION_SUSPECTED:
-                    for p in m.data.data_points:
-                        out[str(p.attributes[semconv.ATTR_SERVICE])] = p.value
-    return out
+    return {
+        str(dict(k)[semconv.ATTR_SERVICE]): v
+        for k, v in values(reader, semconv.METRIC_INJECTION_SUSPECTED).items()
+    }
 
 
 def test_injection_is_counted_and_written_back() -> None:

@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace import semconv
 from ragtrace_consumers.metric_batch import BatchedCounter, CounterBatch
 from ragtrace_consumers.metrics import ConsumerMetrics
+from tests.metric_points import Key, values
 
 
 class Recorder:
@@ -48,15 +49,8 @@ def test_batches_are_per_thread() -> None:
     assert sdk.calls == [(3, None), (4, {})]
 
 
-def _sums(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], float]:
-    out: dict[tuple[tuple[str, Any], ...], float] = {}
-    for rm in reader.get_metrics_data().resource_metrics:
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                if metric.name == name:
-                    for point in metric.data.data_points:
-                        out[tuple(sorted(point.attributes.items()))] = point.value
-    return out
+def _sums(reader: InMemoryMetricReader, name: str) -> dict[Key, float]:
+    return values(reader, name)
 
 
 def test_consumer_metrics_totals_are_unchanged_by_batching() -> None:

@@ -23,16 +23,14 @@ from ragtrace_consumers.metrics import (
     SKIP_REASONS,
     ConsumerMetrics,
 )
+from tests.metric_points import metrics
 
 
 def _collect(reader: InMemoryMetricReader) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    data = reader.get_metrics_data()
-    for rm in data.resource_metrics:
-        for sm in rm.scope_metrics:
-            assert sm.scope.name == semconv.EVALUATION_SCOPE
-            for m in sm.metrics:
-                out[m.name] = m
+    for scope, m in metrics(reader):
+        assert scope == semconv.EVALUATION_SCOPE
+        out[m.name] = m
     return out
 
 

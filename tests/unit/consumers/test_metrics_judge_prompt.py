@@ -4,7 +4,6 @@ counters (eager series included), from the replica's judge or per call; absent w
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -14,19 +13,15 @@ from ragtrace import semconv
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
+from tests.metric_points import Key, Point, points, values
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 PROMPT = hashlib.sha256(b"groundedness prompt v1").hexdigest()
 OTHER = hashlib.sha256(b"groundedness prompt v2").hexdigest()
 
 
-def _points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
-    for rm in reader.get_metrics_data().resource_metrics:
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                if m.name == name:
-                    return {tuple(sorted(p.attributes.items())): p for p in m.data.data_points}
-    return {}
+def _points(reader: InMemoryMetricReader, name: str) -> dict[Key, Point]:
+    return points(reader, name)
 
 
 def _rig(prompt: str | None = PROMPT) -> tuple[ConsumerMetrics, InMemoryMetricReader]:
@@ -78,12 +73,12 @@ def test_groundedness_and_judge_counters_carry_the_replicas_prompt() -> None:
             ("service", "svc"),
         )
     ]
-    calls = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_CALLS).items()}
+    calls = values(reader, semconv.METRIC_JUDGE_CALLS)
     assert calls == {
         (("judge_model", "model-a"), ("judge_prompt", p), ("outcome", o)): int(o == "ok")
         for o in JUDGE_OUTCOMES
     }
-    errors = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_ERRORS).items()}
+    errors = values(reader, semconv.METRIC_JUDGE_ERRORS)
     assert errors == {
         (("judge_model", "model-a"), ("judge_prompt", p), ("reason", "invalid_output")): 1,
         (("judge_model", "model-a"), ("judge_prompt", p), ("reason", "unavailable")): 0,
@@ -101,7 +96,7 @@ def test_a_call_can_name_its_own_prompt() -> None:
     m, reader = _rig()
     m.judge_call("model-a", "cached", prompt_sha256=OTHER)
     m.groundedness(1.0, "svc", None, "model-a", prompt_sha256=OTHER)
-    calls = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_CALLS).items()}
+    calls = values(reader, semconv.METRIC_JUDGE_CALLS)
     assert (
         calls[(("judge_model", "model-a"), ("judge_prompt", OTHER[:12]), ("outcome", "cached"))]
         == 1
@@ -109,7 +104,7 @@ def test_a_call_can_name_its_own_prompt() -> None:
     # Its eager series exist too, next to the replica's own prompt's (created by ensure_judge).
     assert {dict(k)["judge_prompt"] for k in calls} == {OTHER[:12]}
     m.ensure_judge("model-a")
-    calls = {k: v.value for k, v in _points(reader, semconv.METRIC_JUDGE_CALLS).items()}
+    calls = values(reader, semconv.METRIC_JUDGE_CALLS)
     assert {dict(k)["judge_prompt"] for k in calls} == {OTHER[:12], PROMPT[:12]}
     assert list(_points(reader, semconv.METRIC_GROUNDEDNESS)) == [
         (

@@ -4,8 +4,10 @@ scoring path, replays, the crash window, parking, and bounded concurrency."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
@@ -16,10 +18,12 @@ from ragtrace_consumers.sample import Sampler, SamplerConfig
 from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
 from ragtrace_consumers.workers import ScoringWorkers
 from ragtrace_consumers.writeback import evaluation_span_id
+from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     T0,
     FailingExporter,
+    Rig,
     ScriptedJudge,
     grounded,
     rag_spans,
@@ -31,18 +35,19 @@ from tests.unit.consumers.scoring_helpers import (
 SVC = (("pipeline", "support"), ("service", "rag-app"))
 
 
-def _attrs(span) -> dict:  # type: ignore[no-untyped-def]
+def _attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
-def _events(r, span) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+def _events(r: Rig, span: ReadableSpan) -> dict[str, dict[str, Any]]:
     """Every gen_ai.evaluation.result of the summary span's trace, by metric: they sit on the
     per-family spans, each under the span it evaluates (at most one event per metric)."""
-    trace_id = span.get_span_context().trace_id
-    events = [
-        e for m in r.metric_spans() if m.get_span_context().trace_id == trace_id for e in m.events
-    ]
-    out = {e.attributes[semconv.GEN_AI_EVALUATION_NAME]: dict(e.attributes) for e in events}
+    trace_id = trace_id_of(span)
+    events = [e for m in r.metric_spans() if trace_id_of(m) == trace_id for e in m.events]
+    out = {
+        str(a[semconv.GEN_AI_EVALUATION_NAME]): a
+        for a in (dict(e.attributes or {}) for e in events)
+    }
     assert len(out) == len(events)
     assert not span.events
     return out
@@ -54,11 +59,9 @@ def test_labelled_trace_scored_end_to_end() -> None:
     # The root arrived: due at once.
     assert r.pipeline.process_due(T0) == 1
     (span,) = r.spans()
-    assert f"{span.get_span_context().trace_id:032x}" == tid(1)
-    assert f"{span.parent.span_id:016x}" == root_span_id(1)
-    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(
-        tid(1), [FAMILY_RECALL, FAMILY_GROUNDEDNESS]
-    )
+    assert trace_id_of(span) == tid(1)
+    assert parent_id_of(span) == root_span_id(1)
+    assert span_id_of(span) == evaluation_span_id(tid(1), [FAMILY_RECALL, FAMILY_GROUNDEDNESS])
     a = _attrs(span)
     assert a[semconv.EVAL_RECALL] == 0.5  # c-1 of gold {c-1, c-9}
     assert a[semconv.EVAL_QUESTION_ID] == "q-audit"
@@ -121,9 +124,7 @@ def test_unlabelled_trace_gets_groundedness_only() -> None:
     assert a[semconv.EVAL_GROUNDEDNESS] == 1.0
     assert semconv.EVAL_RECALL not in a
     assert set(_events(r, span)) == {"groundedness"}
-    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(
-        tid(3), [FAMILY_GROUNDEDNESS]
-    )
+    assert span_id_of(span) == evaluation_span_id(tid(3), [FAMILY_GROUNDEDNESS])
     assert not r.idempotency.written(tid(3), FAMILY_RECALL)
 
 
@@ -144,7 +145,7 @@ def test_completion_waits_for_the_quiet_period_without_a_root() -> None:
     assert r.pipeline.process_due(T0 + 5.0) == 1
     assert len(r.spans()) == 1
     # The generation span is the target when there is no pipeline span.
-    assert f"{r.spans()[0].parent.span_id:016x}" == f"{5 * 10 + 3:016x}"
+    assert parent_id_of(r.spans()[0]) == f"{5 * 10 + 3:016x}"
 
 
 def test_a_replayed_trace_is_never_scored_twice() -> None:
@@ -173,7 +174,7 @@ def test_already_written_families_are_skipped_on_a_fresh_store() -> None:
     )
 
 
-def test_crash_window_replay_yields_the_identical_span() -> None:
+def test_crash_window_replay_yields_the_identical_span(monkeypatch: pytest.MonkeyPatch) -> None:
     """Delivered, then the replica died before marking the keys: the retry (after the lease)
     re-sends exactly the same span, the judge result coming from the cache."""
     r = rig(grounded(1, 2))
@@ -184,10 +185,10 @@ def test_crash_window_replay_yields_the_identical_span() -> None:
     def die(*_: object) -> None:
         raise SystemExit("killed")
 
-    r.idempotency.mark_written = die  # type: ignore[method-assign]
+    monkeypatch.setattr(r.idempotency, "mark_written", die)
     with pytest.raises(SystemExit):
         r.pipeline.process_trace(trace_id)
-    r.idempotency.mark_written = original_mark  # type: ignore[method-assign]
+    monkeypatch.setattr(r.idempotency, "mark_written", original_mark)
     assert r.pipeline.process_due(T0 + 30) == 0  # still leased
     assert r.pipeline.process_due(T0 + 61) == 1  # lease ran out: due again
     first, second = r.spans()
@@ -422,7 +423,9 @@ def test_a_repeated_answer_in_one_batch_is_judged_once() -> None:
     assert r.points("ragtrace.judge.calls")[(("judge_model", MODEL), ("outcome", "cached"))] == 2
 
 
-def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later() -> None:
+def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     r = rig()
     r.pipeline.ingest(rag_spans(40), T0)
 
@@ -430,13 +433,13 @@ def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later() -> N
         raise ConnectionError("redis down")
 
     original = r.traces.load
-    r.traces.load = broken  # type: ignore[method-assign]
+    monkeypatch.setattr(r.traces, "load", broken)
     workers = ScoringWorkers(r.pipeline, 1)
     try:
         assert workers.fill(T0) == 1
         assert workers.drain(5.0)
         assert workers.failed == 1
-        r.traces.load = original  # type: ignore[method-assign]
+        monkeypatch.setattr(r.traces, "load", original)
         assert r.pipeline.process_due(T0 + 61) == 1  # the lease ran out
         assert len(r.spans()) == 1
     finally:

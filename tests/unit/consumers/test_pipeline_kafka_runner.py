@@ -132,7 +132,7 @@ def _runner(
     r,
     consumer: FakeConsumer,
     producer: FakeProducer,
-    workers: int = 2,  # type: ignore[no-untyped-def]
+    workers: int = 2,
 ) -> tuple[KafkaRunner, ScoringWorkers]:
     w = ScoringWorkers(r.pipeline, workers, depth=1)  # in flight = judge threads
     runner = KafkaRunner(
@@ -354,7 +354,7 @@ class GroupConsumer(FakeConsumer):
 def _group_runner(
     r,
     consumer: GroupConsumer,
-    stall_s: float = 30.0,  # type: ignore[no-untyped-def]
+    stall_s: float = 30.0,
 ) -> KafkaRunner:
     return KafkaRunner(
         consumer,

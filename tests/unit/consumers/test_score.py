@@ -31,6 +31,7 @@ from ragtrace_consumers.score import (
     combine,
     score_retrieval,
 )
+from tests.metric_points import Key, points
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 
 MEAN = RecallDefinition.MEAN_RECALL
@@ -135,7 +136,7 @@ def test_judge_cache_key_depends_on_every_input() -> None:
 
 def _scorer(
     judge: ScriptedJudge, *, calls: int = 100, attempts: int = 2, sleeps: list[float] | None = None
-):  # type: ignore[no-untyped-def]
+):
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     cache = MemoryJudgeResultCache()
@@ -151,18 +152,8 @@ def _scorer(
     return scorer, cache, reader
 
 
-def _counter(
-    reader: InMemoryMetricReader, name: str
-) -> dict[tuple[tuple[str, object], ...], object]:
-    out = {}
-    data = reader.get_metrics_data()
-    for rm in data.resource_metrics:
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                if m.name == name:
-                    for p in m.data.data_points:
-                        out[tuple(sorted(p.attributes.items()))] = getattr(p, "value", None)
-    return out
+def _counter(reader: InMemoryMetricReader, name: str) -> dict[Key, object]:
+    return {k: getattr(p, "value", None) for k, p in points(reader, name).items()}
 
 
 def test_scorer_caches_real_scores_and_a_repeat_costs_nothing() -> None:

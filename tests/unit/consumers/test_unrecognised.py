@@ -10,19 +10,14 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
 from ragtrace_consumers.readers.unrecognised import METRIC_SPANS_UNRECOGNISED, UnrecognisedSpans
+from tests.metric_points import values
 from tests.unit.consumers.ingestion_spans import RET, ROOT, record
 
 
 def _counts(reader: InMemoryMetricReader) -> dict[str, int]:
-    data = reader.get_metrics_data()
-    out: dict[str, int] = {}
-    for rm in data.resource_metrics if data else ():
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                if m.name == METRIC_SPANS_UNRECOGNISED:
-                    for p in m.data.data_points:
-                        out[str(p.attributes["scope"])] = int(p.value)
-    return out
+    return {
+        str(dict(k)["scope"]): int(v) for k, v in values(reader, METRIC_SPANS_UNRECOGNISED).items()
+    }
 
 
 def test_counted_by_scope_and_logged_once_per_scope(caplog: pytest.LogCaptureFixture) -> None:

@@ -28,6 +28,7 @@ from ragtrace_consumers.writeback import (
     evaluation_events,
     evaluation_span_id,
 )
+from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     PROMPT,
@@ -46,7 +47,7 @@ def _scores(
     gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
     result: GroundednessResult | None = None,
     cost: float = 0.002,
-):  # type: ignore[no-untyped-def]
+):
     trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
     assert trace is not None
     r = (
@@ -103,7 +104,7 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
     ctx = span.get_span_context()
     assert ctx is not None and span.parent is not None
     assert f"{ctx.trace_id:032x}" == tid(7)
-    assert f"{span.parent.span_id:016x}" == root_span_id(7)
+    assert parent_id_of(span) == root_span_id(7)
     assert f"{ctx.span_id:016x}" == evaluation_span_id(tid(7), ["recall", "groundedness"])
     assert span.name == semconv.SPAN_EVALUATION
     assert span.instrumentation_scope is not None
@@ -154,10 +155,10 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
     ):
         assert metric_span.name == f"{semconv.SPAN_EVALUATION}.{family}"
         assert metric_span.parent is not None
-        assert f"{metric_span.parent.span_id:016x}" == target
+        assert parent_id_of(metric_span) == target
         assert [f"{link.context.span_id:016x}" for link in metric_span.links] == [target]
-        assert f"{metric_span.get_span_context().span_id:016x}" == metric_span_id(tid(7), family)
-        assert f"{metric_span.get_span_context().trace_id:032x}" == tid(7)
+        assert span_id_of(metric_span) == metric_span_id(tid(7), family)
+        assert trace_id_of(metric_span) == tid(7)
         assert metric_span.start_time == END_NS and metric_span.end_time == END_NS
         assert dict(metric_span.attributes or {}) == {
             semconv.EVAL_MARKER: True,
@@ -204,7 +205,7 @@ def test_groundedness_only_span_and_its_id() -> None:
     assert attrs[semconv.EVAL_CELL] == "unlabelled"
     assert semconv.EVAL_RECALL not in attrs and semconv.EVAL_QUESTION_ID not in attrs
     assert attrs[semconv.EVAL_JUDGE_COST_USD] == 0.0
-    assert f"{span.get_span_context().span_id:016x}" == evaluation_span_id(tid(7), ["groundedness"])
+    assert span_id_of(span) == evaluation_span_id(tid(7), ["groundedness"])
     assert [
         dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME] for e in ground_span.events
     ] == ["groundedness"]
@@ -328,6 +329,4 @@ def test_concurrent_writes_are_batched_and_each_waits_for_its_own_delivery() -> 
         t.join()
     assert errors == []
     summaries = [s for s in exporter.get_finished_spans() if s.name == semconv.SPAN_EVALUATION]
-    assert sorted(f"{s.get_span_context().trace_id:032x}" for s in summaries) == sorted(
-        tid(n) for n in range(1, 21)
-    )
+    assert sorted(trace_id_of(s) for s in summaries) == sorted(tid(n) for n in range(1, 21))

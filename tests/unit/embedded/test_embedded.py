@@ -27,6 +27,7 @@ from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.sqlite_stores import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
+from tests.metric_points import values
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
@@ -223,15 +224,8 @@ def _post(endpoint: str, body: bytes) -> int:
 
 
 def _skipped(reader: InMemoryMetricReader, reason: str) -> float:
-    data = reader.get_metrics_data()
-    for rm in data.resource_metrics if data else ():
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                if metric.name == semconv.METRIC_TRACES_SKIPPED:
-                    for p in metric.data.data_points:
-                        if p.attributes.get(semconv.ATTR_REASON) == reason:
-                            return float(p.value)
-    return 0.0
+    skipped = values(reader, semconv.METRIC_TRACES_SKIPPED)
+    return next((v for k, v in skipped.items() if dict(k).get(semconv.ATTR_REASON) == reason), 0.0)
 
 
 def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace.cli import main
+from tests.span_ids import trace_id_of
 
 
 def _request(tmp_path: Path, *, as_json: bool) -> tuple[Path, str]:
@@ -48,7 +49,7 @@ def _request(tmp_path: Path, *, as_json: bool) -> tuple[Path, str]:
         path.write_text(json_format.MessageToJson(request))
     else:
         path.write_bytes(request.SerializeToString())
-    return path, f"{root.get_span_context().trace_id:032x}"
+    return path, trace_id_of(root)
 
 
 @pytest.mark.parametrize("as_json", [True, False])

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_http import Accepted, OtlpHttpReceiver, ReceiverBusy
+from tests.metric_points import values
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 ROOT_ID = "b7ad6b7169203331"
@@ -174,17 +175,8 @@ def _post(
 
 
 def _rejections(reader: InMemoryMetricReader) -> dict[str, int]:
-    data = reader.get_metrics_data()
-    out: dict[str, int] = {}
-    if data is None:
-        return out
-    for rm in data.resource_metrics:
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                if metric.name == semconv.METRIC_RECEIVER_REJECTED:
-                    for point in metric.data.data_points:
-                        out[str(point.attributes[semconv.ATTR_REASON])] = int(point.value)
-    return out
+    rejected = values(reader, semconv.METRIC_RECEIVER_REJECTED)
+    return {str(dict(k)[semconv.ATTR_REASON]): int(v) for k, v in rejected.items()}
 
 
 PB = {"Content-Type": "application/x-protobuf"}

@@ -118,17 +118,17 @@ def test_from_json_errors_name_the_field(tmp_path: Path) -> None:
         ({k: v for k, v in good.items() if k != "k"}, "k", "missing"),
         ({**good, "k": [0]}, "k", "positive integers"),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": "1"}}},  # type: ignore[index, dict-item]
+            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": "1"}}},
             "per_question.q1.rr",
             "must be a number or null",
         ),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": None}}},  # type: ignore[index, dict-item]
+            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": None}}},
             "per_question.q1.rr",
             "null exactly when gold_size is 0",
         ),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "recall@3": 2}}},  # type: ignore[index, dict-item]
+            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "recall@3": 2}}},
             "per_question.q1.recall@3",
             "must be in [0, 1]",
         ),

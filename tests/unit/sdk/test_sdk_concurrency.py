@@ -79,14 +79,14 @@ def _check_traces_apart(queries: list[str]) -> None:
     seen = set()
     for members in traces.values():
         root = next(s for s in members if s.name == "rag.pipeline")
-        query = root.attributes[sc.INPUT_VALUE]  # type: ignore[index]
+        query = root.attributes[sc.INPUT_VALUE]
         seen.add(query)
-        assert root.attributes[sc.RAGTRACE_QUESTION_ID] == f"qid-{query}"  # type: ignore[index]
-        assert root.attributes[sc.OUTPUT_VALUE] == f"answer to {query}"  # type: ignore[index]
+        assert root.attributes[sc.RAGTRACE_QUESTION_ID] == f"qid-{query}"
+        assert root.attributes[sc.OUTPUT_VALUE] == f"answer to {query}"
         for span in members:
-            assert span.attributes[sc.INPUT_VALUE] == query  # type: ignore[index]
+            assert span.attributes[sc.INPUT_VALUE] == query
             if span.name != "rag.pipeline":
-                assert span.parent.span_id == root.context.span_id  # type: ignore[union-attr]
+                assert span.parent.span_id == root.context.span_id
         gen = next(s for s in members if s.name == "generate").attributes or {}
         assert gen["ragtrace.context.documents.0.document.id"] == f"{query}-doc"
         assert (

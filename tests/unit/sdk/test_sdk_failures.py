@@ -16,6 +16,7 @@ import ragtrace
 from ragtrace import semconv as sc
 from ragtrace._drivers import SUPPRESS_KEY
 from ragtrace.normalize import question_sha256
+from tests.metric_points import key, metrics, number
 from tests.unit.sdk.sdk_spans import assert_attributes, finished, only_span
 
 
@@ -310,14 +311,7 @@ def test_error_counter_reaches_the_metrics_api() -> None:
     finally:
         _health._instruments.clear()
         _health._instruments.update(saved)
-    data = reader.get_metrics_data()
-    points = {
-        (m.name, tuple(sorted(p.attributes.items()))): p.value
-        for rm in data.resource_metrics
-        for sm in rm.scope_metrics
-        for m in sm.metrics
-        for p in m.data.data_points
-    }
+    points = {(m.name, key(p)): number(p) for _, m in metrics(reader) for p in m.data.data_points}
     assert points == {
         (sc.METRIC_SDK_ERRORS, (("reason", "chunk extraction"),)): 2,
         (sc.METRIC_SDK_DROPPED, (("reason", "queue_full"),)): 3,
