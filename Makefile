@@ -48,10 +48,12 @@ bench: venv provision
 
 LINTED := ragtrace consumers tests bench scripts
 
-## ruff's chosen rules and its formatter (check only).
+## ruff's chosen rules, its formatter (check only) and mypy --strict over every package (the
+## files and settings are in pyproject.toml).
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

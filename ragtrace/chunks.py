@@ -33,11 +33,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ChunkExtractionError", "ExtractedChunk", "Extractor", "extract_chunks"]
 
-Extractor = Callable[[object], object]
-"""A user-supplied callable reading one field (ID, text or score) from one item."""
+Extractor = Callable[[Any], object]
+"""A user-supplied callable reading one field (ID, text or score) from one item. Its parameter is
+``Any`` so an application's typed function (``def id_of(doc: Document) -> str``) or lambda
+(``lambda r: r["id"]``) type-checks where it is passed."""
 
 ID_KEYS: tuple[str, ...] = ("id", "chunk_id", "doc_id", "document_id", "node_id", "id_", "_id")
 TEXT_KEYS: tuple[str, ...] = ("text", "page_content", "content")

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = ["parent_id_of", "span_id_of", "trace_id_of"]
 
 
-def trace_id_of(span: ReadableSpan) -> str:
+def trace_id_of(span: ReadableSpan | trace_api.Span) -> str:
     context = span.get_span_context()
-    assert context is not None, f"span {span.name!r} has no context"
+    assert context is not None, f"span {span!r} has no context"
     return format(context.trace_id, "032x")
 
 
-def span_id_of(span: ReadableSpan) -> str:
+def span_id_of(span: ReadableSpan | trace_api.Span) -> str:
     context = span.get_span_context()
-    assert context is not None, f"span {span.name!r} has no context"
+    assert context is not None, f"span {span!r} has no context"
     return format(context.span_id, "016x")
 
 

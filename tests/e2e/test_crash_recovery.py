@@ -35,6 +35,7 @@ from tests.e2e.online import (
     start_consumer,
     verbatim_responder,
 )
+from tests.e2e.redis_text import text
 from tests.fakes.anthropic_server import FakeAnthropic
 
 pytestmark = pytest.mark.e2e
@@ -104,7 +105,7 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
                 assert time.monotonic() < deadline, first.tail()
                 time.sleep(0.005)
             first.kill()  # SIGKILL: no drain, no commit, its leased traces left behind
-            orphaned = {t.decode() for t in client.zrange(f"{prefix}:leases", 0, -1)}
+            orphaned = {text(t) for t in client.zrange(f"{prefix}:leases", 0, -1)}
             second = start_consumer(env, tmp_path / "second.log")
             requests = app_requests(app)
             ids = {r["trace_id"] for r in requests}
@@ -172,7 +173,7 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
     }
     assert committed_offsets(kafka_bootstrap, collector.topic, group) == ends
     # The traces the killed replica was scoring came back when their lease ran out.
-    stats = {k.decode(): int(v) for k, v in client.hgetall(f"{prefix}:stats").items()}
+    stats = {text(k): int(v) for k, v in client.hgetall(f"{prefix}:stats").items()}
     assert orphaned and stats["lease_expired"] == len(orphaned), (orphaned, stats)
     assert stats["released"] == len(ids) and stats.get("dead", 0) == 0
     print(

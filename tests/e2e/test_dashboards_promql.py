@@ -164,7 +164,7 @@ def test_consumer_metrics_carry_the_prompt_hash_of_the_evaluation_spans(online_r
     the first 12 hex characters of the prompt SHA-256 its evaluation spans carry."""
     spans = evaluation_spans(online_run.trace_backend, online_run.trace_ids())
     prompts = {
-        s.attributes[semconv.EVAL_JUDGE_PROMPT_SHA256]
+        str(s.attributes[semconv.EVAL_JUDGE_PROMPT_SHA256])
         for s in spans
         if semconv.EVAL_JUDGE_PROMPT_SHA256 in s.attributes
     }

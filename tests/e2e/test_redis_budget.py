@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from ragtrace_consumers.redis_stores import RedisJudgeBudget, connect
+from tests.e2e.redis_text import text
 
 pytestmark = pytest.mark.e2e
 
@@ -25,5 +26,5 @@ def test_redis_budget_takes_over_grants_kept_by_an_older_version(redis_url: str)
     assert budget.try_acquire(0, 1) is False
     time.sleep(1.6)
     assert budget.try_acquire(4, 1000) is True  # everything before expired and was subtracted
-    sums = {k.decode(): int(v) for k, v in client.hgetall(f"{prefix}:budget:sums").items()}
+    sums = {text(k): int(v) for k, v in client.hgetall(f"{prefix}:budget:sums").items()}
     assert sums == {"calls": 4, "tokens": 1000}

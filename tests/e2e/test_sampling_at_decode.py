@@ -29,6 +29,7 @@ from tests.e2e.online import (
     start_consumer,
     verbatim_responder,
 )
+from tests.e2e.redis_text import text
 from tests.fakes.anthropic_server import FakeAnthropic
 
 pytestmark = pytest.mark.e2e
@@ -81,7 +82,7 @@ def test_unlabelled_traces_outside_every_rate_are_never_stored(
             consumer.kill()
     client = redis.Redis.from_url(redis_url)
     try:
-        stats = {k.decode(): int(v) for k, v in client.hgetall(f"{prefix}:stats").items()}
+        stats = {text(k): int(v) for k, v in client.hgetall(f"{prefix}:stats").items()}
     finally:
         client.close()
     assert stats["traces_created"] == 3, stats  # the two unlabelled traces were never stored

@@ -52,11 +52,11 @@ def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
     from ragtrace._config import DEFAULT_MAX_SPAN_CONTENT_BYTES
     from scripts.services.kafka import _server_properties
 
-    limit = int(
-        re.search(
-            r":-(\d+)\}", _config()["exporters"]["kafka"]["producer"]["max_message_bytes"]
-        ).group(1)
+    found = re.search(
+        r":-(\d+)\}", _config()["exporters"]["kafka"]["producer"]["max_message_bytes"]
     )
+    assert found is not None
+    limit = int(found.group(1))
     assert (DEFAULT_MAX_SPAN_CONTENT_BYTES + 32 * 1024) * max_size <= limit
     props = _server_properties(9092, 9093, Path("/tmp"))
     broker = int(re.search(r"^message\.max\.bytes=(\d+)$", props, re.MULTILINE).group(1))  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ from tests.dialects.apps._harness import ask_all, provider
 from tests.fakes.openai_server import FakeOpenAI
 
 QUERY_PREFIX = "user asks: "
-QIDS = {item["question"]: item["qid"] for item in corpus.LABELS}
+QIDS = {str(item["question"]): str(item["qid"]) for item in corpus.LABELS}
 
 
 def main(endpoint: str, backend: str | None = None) -> None:
@@ -44,7 +44,8 @@ def main(endpoint: str, backend: str | None = None) -> None:
     lp.add_log_record_processor(
         SimpleLogRecordProcessor(OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs"))
     )
-    OpenAIInstrumentor().instrument(tracer_provider=tp, logger_provider=lp)
+    instrumentor = OpenAIInstrumentor()  # type: ignore[no-untyped-call]  # untyped upstream
+    instrumentor.instrument(tracer_provider=tp, logger_provider=lp)
     tracer = tp.get_tracer("support-app")
 
     def reply(messages: list[dict[str, object]]) -> str:

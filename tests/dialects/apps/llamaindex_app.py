@@ -19,6 +19,8 @@ from tests.dialects.apps._harness import ask_all, provider
 def main(endpoint: str, mode: str) -> None:
     from llama_index.core import Settings, VectorStoreIndex
     from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen
+    from llama_index.core.base.response.schema import StreamingResponse
     from llama_index.core.embeddings import MockEmbedding
     from llama_index.core.llms import MockLLM
     from llama_index.core.query_engine import RetrieverQueryEngine
@@ -30,16 +32,24 @@ def main(endpoint: str, mode: str) -> None:
         def _generate_text(self, length: int) -> str:
             return ""
 
-        def complete(self, prompt: str, formatted: bool = False, **kwargs: object):
-            return super().complete(corpus.ANSWERS[corpus.question_in(prompt)])
+        def complete(
+            self, prompt: str, formatted: bool = False, **kwargs: object
+        ) -> CompletionResponse:
+            response: CompletionResponse = super().complete(
+                corpus.ANSWERS[corpus.question_in(prompt)]
+            )
+            return response
 
         def stream_complete(
             self,
             prompt: str,
             formatted: bool = False,
             **kwargs: object,
-        ):
-            return super().stream_complete(corpus.ANSWERS[corpus.question_in(prompt)])
+        ) -> CompletionResponseGen:
+            stream: CompletionResponseGen = super().stream_complete(
+                corpus.ANSWERS[corpus.question_in(prompt)]
+            )
+            return stream
 
     Settings.llm = CorpusLLM(max_tokens=None)
     Settings.embed_model = MockEmbedding(embed_dim=8)
@@ -62,6 +72,7 @@ def main(endpoint: str, mode: str) -> None:
     def ask(q: str) -> str:
         response = engine.query(q)
         if mode == "stream":
+            assert isinstance(response, StreamingResponse)
             return "".join(response.response_gen)
         return str(response)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from opentelemetry import trace as trace_api
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -22,7 +23,7 @@ GEN = "53995c3f42cd8ad8"
 
 
 def sdk_spans(
-    build: Callable[[Callable[[str], Tracer]], None], service: str = "support-bot"
+    build: Callable[[Callable[[str], trace_api.Tracer]], None], service: str = "support-bot"
 ) -> list[ReadableSpan]:
     """Run ``build(tracer_for_scope)`` on a private SDK provider; return the finished spans."""
     exporter = InMemorySpanExporter()

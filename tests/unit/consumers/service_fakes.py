@@ -12,7 +12,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
-from ragtrace_consumers import service
+from ragtrace_consumers import otlp_sink, service
 from ragtrace_consumers.config import ConsumerConfig
 
 
@@ -80,12 +80,12 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     made: dict[str, Any] = {}
 
     def consumer(**kwargs: Any) -> FakeKafkaConsumer:
-        made["consumer"] = FakeKafkaConsumer(**kwargs)
-        return made["consumer"]
+        made["consumer"] = built = FakeKafkaConsumer(**kwargs)
+        return built
 
     def producer(**kwargs: Any) -> FakeKafkaProducer:
-        made["producer"] = FakeKafkaProducer(**kwargs)
-        return made["producer"]
+        made["producer"] = built = FakeKafkaProducer(**kwargs)
+        return built
 
     redis_client = mock.MagicMock(name="redis")
     stores: dict[str, dict[str, Any]] = {}
@@ -110,7 +110,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
 
     monkeypatch.setattr(service, "make_meter_provider", meter_provider)
     monkeypatch.setattr(
-        service.OtlpScoreSink,
+        otlp_sink.OtlpScoreSink,
         "to_collector",
         classmethod(lambda cls, *a, **k: mock.MagicMock(name="sink")),
     )

@@ -28,8 +28,8 @@ LLM = {semconv.OPENINFERENCE_SPAN_KIND: "LLM"}
 RETRIEVER = {semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER"}
 
 
-@pytest.fixture
-def kit() -> Kit:  # overrides the shared suite's parametrized fixture: memory only here
+@pytest.fixture(name="kit")
+def memory_only_kit() -> Kit:  # overrides the shared suite's parametrized fixture
     return memory_kit()
 
 
@@ -131,7 +131,8 @@ def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
         [record(ROOT, scope="fastapi")],
     ]
     store = MemoryTraceStore(clock=lambda: 0.0)
-    now, expected, stored = 100.0, float("inf"), set()
+    now, expected = 100.0, float("inf")
+    stored: set[str] = set()
     for index, gap in zip(order, gaps, strict=False):
         now += gap
         due = completion_due(batches[index], now, 5.0, idle_s=40.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,7 @@ def test_the_kafka_consumers_redis_store_gets_them(monkeypatch: pytest.MonkeyPat
             "ttl_s": 900.0,
             "max_attempts": 5,
         }
-        traces = built.service.pipeline.traces
+        traces: Any = built.service.pipeline.traces  # the Redis store behind its retrying proxy
         assert (traces._ttl_ms, traces._max_attempts) == (900_000, 5)
     finally:
         built.service.meter_provider.shutdown()

@@ -197,7 +197,9 @@ def test_kafka_consumer_runs_the_configured_sampler(
     cfg = load_config(f, env={})
     built = build_with_fakes(monkeypatch, cfg)
     try:
-        assert built.service.pipeline.sampler.config == cfg.sampling.sampler_config()
+        sampler = built.service.pipeline.sampler
+        assert isinstance(sampler, Sampler)
+        assert sampler.config == cfg.sampling.sampler_config()
     finally:
         built.service.meter_provider.shutdown()
 
@@ -212,6 +214,8 @@ def test_embedded_evaluator_runs_the_configured_sampler(tmp_path: Path) -> None:
         judge=make_judge("lexical"),
     )
     try:
-        assert ev.pipeline.sampler.config == cfg.sampling.sampler_config()
+        sampler = ev.pipeline.sampler
+        assert isinstance(sampler, Sampler)
+        assert sampler.config == cfg.sampling.sampler_config()
     finally:
         ev.stop()

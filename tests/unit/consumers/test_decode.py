@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from opentelemetry import trace as trace_api
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
 
 from ragtrace_consumers.decode import (
@@ -21,7 +25,7 @@ from ragtrace_consumers.decode import (
     decode_json_request,
     decode_request,
 )
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import AttributeValue, SpanRecord
 from tests.unit.consumers.ingestion_spans import payload, sdk_spans
 
 T_HEX = "5b8efff798038103d269b633813fc60c"
@@ -29,7 +33,7 @@ S_HEX = "eee19b7ec3c1b174"
 P_HEX = "eee19b7ec3c1b173"
 
 
-RETRIEVE_ATTRIBUTES = {
+RETRIEVE_ATTRIBUTES: dict[str, AttributeValue] = {
     "openinference.span.kind": "RETRIEVER",
     "input.value": "How long are audit logs kept?",
     "retrieval.documents.0.document.id": "c1",
@@ -40,8 +44,8 @@ RETRIEVE_ATTRIBUTES = {
 }
 
 
-def _two_spans() -> list:
-    def build(tracer_for):  # type: ignore[no-untyped-def]
+def _two_spans() -> list[ReadableSpan]:
+    def build(tracer_for: Callable[[str], trace_api.Tracer]) -> None:
         tracer = tracer_for("ragtrace")
         with (
             tracer.start_as_current_span("rag.pipeline", attributes={"tenant": "acme"}),
@@ -50,6 +54,11 @@ def _two_spans() -> list:
             span.set_status(Status(StatusCode.ERROR, "boom"))
 
     return sdk_spans(build)
+
+
+def _ns(timestamp: int | None) -> int:
+    assert timestamp is not None
+    return timestamp
 
 
 def test_sdk_spans_round_trip_through_the_proto_encoder() -> None:
@@ -67,8 +76,8 @@ def test_sdk_spans_round_trip_through_the_proto_encoder() -> None:
         name="rag.pipeline",
         scope="ragtrace",
         service="support-bot",
-        start_ns=sdk_root.start_time,
-        end_ns=sdk_root.end_time,
+        start_ns=_ns(sdk_root.start_time),
+        end_ns=_ns(sdk_root.end_time),
         attributes={"tenant": "acme"},
         status_error=False,
     )
@@ -79,8 +88,8 @@ def test_sdk_spans_round_trip_through_the_proto_encoder() -> None:
         name="retrieve",
         scope="ragtrace",
         service="support-bot",
-        start_ns=sdk_child.start_time,
-        end_ns=sdk_child.end_time,
+        start_ns=_ns(sdk_child.start_time),
+        end_ns=_ns(sdk_child.end_time),
         attributes=RETRIEVE_ATTRIBUTES,
         status_error=True,
     )
@@ -102,7 +111,7 @@ def test_otlp_json_of_the_same_request_decodes_identically() -> None:
     assert from_json == decode_request(payload(spans))
 
 
-def _json_request(span: dict) -> bytes:
+def _json_request(span: dict[str, Any]) -> bytes:
     return json.dumps(
         {
             "resourceSpans": [

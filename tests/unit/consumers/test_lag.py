@@ -70,6 +70,7 @@ def test_lag_is_end_minus_committed_per_partition() -> None:
     assert tracker.measure(broker, {C: 300}) is got
     clock.now = 5
     again = tracker.measure(broker, {A: 890, C: 300})
+    assert again is not None
     assert [x.lag for x in again] == [10, 20, 0]
     assert broker.committed_reads == 3  # B is read again (still never committed); A is not
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
@@ -14,6 +15,7 @@ from ragtrace_consumers.metric_spans import (
     metric_span_id,
     metric_spans,
 )
+from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_span_id
@@ -28,7 +30,7 @@ from tests.unit.consumers.scoring_helpers import (
 )
 
 
-def _trace(**over: object):  # type: ignore[no-untyped-def]
+def _trace(**over: Any) -> RagTrace:
     trace = to_rag_trace(rag_spans(4))
     assert trace is not None
     return dataclasses.replace(trace, **over)

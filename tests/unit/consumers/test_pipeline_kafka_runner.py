@@ -7,6 +7,7 @@ import threading
 from collections import namedtuple
 from typing import Any, ClassVar
 
+import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
@@ -21,7 +22,7 @@ from ragtrace_consumers.kafka_runner import (
 )
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.workers import ScoringWorkers
-from tests.unit.consumers.scoring_helpers import T0, ScriptedJudge, grounded, rag_spans, rig
+from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")
@@ -129,7 +130,7 @@ class FakeProducer:
 
 
 def _runner(
-    r,
+    r: Rig,
     consumer: FakeConsumer,
     producer: FakeProducer,
     workers: int = 2,
@@ -176,7 +177,7 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
     r.clock.now += 5.0
     runner.step()
     assert runner._lag == 4 + 0
-    assert [(x.partition, x.lag) for x in runner._lag_tracker.last] == [(0, 4), (1, 0)]
+    assert [(x.partition, x.lag) for x in runner._lag_tracker.last or ()] == [(0, 4), (1, 0)]
     runner.close()
     assert consumer.closed
     assert workers.completed == 2 and len(r.spans()) == 2
@@ -210,7 +211,7 @@ def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -
     assert len(r.spans()) == 1
 
 
-def test_failed_ingest_commits_nothing_and_rereads() -> None:
+def test_failed_ingest_commits_nothing_and_rereads(monkeypatch: pytest.MonkeyPatch) -> None:
     r = rig()
     p0 = TP("spans", 0)
     consumer = FakeConsumer(
@@ -227,7 +228,7 @@ def test_failed_ingest_commits_nothing_and_rereads() -> None:
     def down(*_: object) -> None:
         raise ConnectionError("redis down")
 
-    r.traces.append = down  # type: ignore[method-assign]
+    monkeypatch.setattr(r.traces, "append", down)
     runner, _ = _runner(r, consumer, FakeProducer())
     import ragtrace_consumers.kafka_runner as kr
 
@@ -352,7 +353,7 @@ class GroupConsumer(FakeConsumer):
 
 
 def _group_runner(
-    r,
+    r: Rig,
     consumer: GroupConsumer,
     stall_s: float = 30.0,
 ) -> KafkaRunner:

@@ -16,7 +16,7 @@ import ragtrace
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.decode import decode_request
-from ragtrace_consumers.model import Chunk, RagTrace
+from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
 from ragtrace_consumers.recognise import (
     Role,
     context_chunks,
@@ -111,7 +111,7 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
 # --- hand-written ragtrace-shaped spans -------------------------------------------------------
 
 
-def _ours(**over: object) -> list:
+def _ours(**over: object) -> list[SpanRecord]:
     retrieval = record(
         RET,
         parent=ROOT,
@@ -297,7 +297,7 @@ def test_several_retrievals_concatenate_in_start_order_and_dedupe() -> None:
 LI = "openinference.instrumentation.llama_index"
 
 
-def _openinference() -> list:
+def _openinference() -> list[SpanRecord]:
     chain = record(
         ROOT,
         name="query",

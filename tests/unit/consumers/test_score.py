@@ -136,7 +136,7 @@ def test_judge_cache_key_depends_on_every_input() -> None:
 
 def _scorer(
     judge: ScriptedJudge, *, calls: int = 100, attempts: int = 2, sleeps: list[float] | None = None
-):
+) -> tuple[GroundednessScorer, MemoryJudgeResultCache, InMemoryMetricReader]:
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     cache = MemoryJudgeResultCache()

@@ -14,8 +14,8 @@ from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract
 from tests.e2e.test_stores import T1, T2, T3, FakeClock, Kit, memory_kit, span
 
 
-@pytest.fixture
-def kit() -> Kit:  # the shared suite's fixture: the SQLite trace store, memory for the rest
+@pytest.fixture(name="kit")
+def sqlite_kit() -> Kit:  # the shared suite's fixture: the SQLite trace store, memory for the rest
     base = memory_kit()
     clock = base.now
 

@@ -21,7 +21,7 @@ from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.metric_spans import metric_span_id
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import combine, score_retrieval
+from ragtrace_consumers.score import TraceScores, combine, score_retrieval
 from ragtrace_consumers.writeback import (
     WriteBackError,
     evaluation_attributes,
@@ -47,7 +47,7 @@ def _scores(
     gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
     result: GroundednessResult | None = None,
     cost: float = 0.002,
-):
+) -> TraceScores:
     trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
     assert trace is not None
     r = (
@@ -227,7 +227,7 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
     ]
     assert evaluation_attributes(no_claims)[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] is True
 
-    failed = _scores(gold=set(), result=GroundednessResult.failed("malformed output", info))
+    failed = _scores(gold=frozenset(), result=GroundednessResult.failed("malformed output", info))
     events = evaluation_events(failed)
     assert events == [
         (

@@ -76,7 +76,7 @@ class Serve:
                 return match
 
     def results(self, count: int, timeout: float = 30.0) -> list[dict[str, object]]:
-        rows = []
+        rows: list[dict[str, object]] = []
         deadline = time.monotonic() + timeout
         while len(rows) < count:
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,6 @@ def test_everything_survives_a_reopen(tmp_path: Path) -> None:
         ({"groundedness": -0.1}, "groundedness"),
     ],
 )
-def test_invalid_results_are_refused(over: dict[str, object], message: str) -> None:
+def test_invalid_results_are_refused(over: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _result(**over)

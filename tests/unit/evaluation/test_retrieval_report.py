@@ -113,22 +113,25 @@ def test_to_json_shape_and_round_trip(tmp_path: Path) -> None:
 
 def test_from_json_errors_name_the_field(tmp_path: Path) -> None:
     good = evaluate_run(QUESTIONS, VECTOR, [3], RecallDefinition.MEAN_RECALL).to_json()
+    q1 = good["per_question"]
+    assert isinstance(q1, dict)
+    q1 = q1["q1"]
     cases = [
         ({**good, "recall_definition": "recall"}, "recall_definition", "unknown value"),
         ({k: v for k, v in good.items() if k != "k"}, "k", "missing"),
         ({**good, "k": [0]}, "k", "positive integers"),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": "1"}}},
+            {**good, "per_question": {"q1": {**q1, "rr": "1"}}},
             "per_question.q1.rr",
             "must be a number or null",
         ),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "rr": None}}},
+            {**good, "per_question": {"q1": {**q1, "rr": None}}},
             "per_question.q1.rr",
             "null exactly when gold_size is 0",
         ),
         (
-            {**good, "per_question": {"q1": {**good["per_question"]["q1"], "recall@3": 2}}},
+            {**good, "per_question": {"q1": {**q1, "recall@3": 2}}},
             "per_question.q1.recall@3",
             "must be in [0, 1]",
         ),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def _consumer(r: Rendered) -> dict[str, Any]:
 
 def _consumer_file(r: Rendered) -> dict[str, Any]:
     cm = r.get("ConfigMap", "-consumer")
-    return yaml.safe_load(cm["data"]["ragtrace-consumer.yaml"])
+    loaded: dict[str, Any] = yaml.safe_load(cm["data"]["ragtrace-consumer.yaml"])
+    return loaded
 
 
 # --- secrets -------------------------------------------------------------------------------
@@ -387,7 +389,7 @@ def test_kafka_security_values_reach_kafka_python(
     path = tmp_path / "c.yaml"
     path.write_text(r.get("ConfigMap", "-consumer")["data"]["ragtrace-consumer.yaml"])
     cfg = consumer_config.load_config(path, env=env)
-    monkeypatch.setattr(consumer_config.os, "access", lambda p, mode: p.startswith(_KAFKA_TLS))
+    monkeypatch.setattr(os, "access", lambda p, mode: p.startswith(_KAFKA_TLS))
     assert cfg.kafka.client_options() == expected
 
 

@@ -246,7 +246,7 @@ def test_pattern_set_is_documented_per_language() -> None:
     }
 
 
-def _units(*entries: tuple[object, list[dict[str, object]]]) -> dict[str, object]:
+def _units(*entries: tuple[object, object]) -> dict[str, object]:
     return {"units": [{"unit": u, "claims": c} for u, c in entries]}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -120,7 +120,7 @@ def test_stream_closed_early_records_what_was_yielded() -> None:
     closed = []
 
     @ragtrace.generate
-    def generate(query: str) -> Iterator[str]:
+    def generate(query: str) -> Generator[str, None, None]:
         try:
             yield "one "
             yield "two "
@@ -139,7 +139,7 @@ def test_stream_closed_early_records_what_was_yielded() -> None:
 
 def test_generator_send_throw_and_return_value_pass_through() -> None:
     @ragtrace.pipeline
-    def echo(query: str) -> Iterator[str]:
+    def echo(query: str) -> Generator[str, str, str]:
         received = yield "ready"
         try:
             yield f"got {received}"

@@ -21,7 +21,7 @@ def _example() -> str:
     section = re.search(r"^## Instrument your app\n(.*?)(?=^## )", readme, re.MULTILINE | re.DOTALL)
     assert section, "README has no 'Instrument your app' section"
     (code,) = re.findall(r"^```python\n(.*?)^```", section.group(1), re.MULTILINE | re.DOTALL)
-    return code
+    return str(code)
 
 
 class _Sink(http.server.BaseHTTPRequestHandler):
