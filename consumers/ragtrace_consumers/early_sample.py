@@ -36,6 +36,7 @@ from ragtrace import semconv
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.labels import EMPTY_QUESTION_SHA256, LabelIndex
 from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers.view import RESERVED_PREFIXES, attribute_text
 from ragtrace_consumers.sample import SamplerConfig, SamplingRule, trace_position
 
 __all__ = ["DEFAULT_REFRESH_S", "EarlySampler", "LabelDigests"]
@@ -46,22 +47,6 @@ DEFAULT_REFRESH_S = 10.0
 """Seconds between checks of the label store's version."""
 _MODEL_KEYS = (semconv.LLM_MODEL_NAME, semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL)
 _QUERY_KEYS = (semconv.INPUT_VALUE, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT)
-_RESERVED_PREFIXES = (
-    "ragtrace.",
-    "input.",
-    "output.",
-    "retrieval.",
-    "llm.",
-    "gen_ai.",
-    "openinference.",
-    "embedding.",
-    "reranker.",
-    "tool.",
-    "message.",
-    "metadata",
-    "code.",
-    "thread.",
-)
 _FLUSH_EVERY_S = 1.0
 
 
@@ -226,7 +211,7 @@ class EarlySampler:
         for span in spans:
             for key, value in span.attributes.items():
                 if key in self._interest and key not in out:
-                    out[key] = _as_str(value)
+                    out[key] = attribute_text(value)
         return out
 
     # --- counting ----------------------------------------------------------------------------
@@ -270,7 +255,7 @@ def _rule_status(rule: SamplingRule, service: str, facts: Mapping[str, str]) -> 
             value = facts.get(semconv.RAGTRACE_PIPELINE_NAME)
         elif key == "model":
             value = next((facts[k] for k in _MODEL_KEYS if k in facts), None)
-        elif key.startswith(_RESERVED_PREFIXES):
+        elif key.startswith(RESERVED_PREFIXES):
             return False  # the Sampler matches user attributes only: never present
         else:
             value = facts.get(key)
@@ -279,11 +264,3 @@ def _rule_status(rule: SamplingRule, service: str, facts: Mapping[str, str]) -> 
         elif not fnmatch.fnmatchcase(value, pattern):
             return False
     return None if undecided else True
-
-
-def _as_str(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (tuple, list)):
-        return ",".join(_as_str(v) for v in value)
-    return str(value)

@@ -27,11 +27,11 @@ from ragtrace_consumers.readers._reading import Role, SpanReading
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
 
-__all__ = ["read_trace", "to_rag_trace", "user_attributes"]
+__all__ = ["RESERVED_PREFIXES", "attribute_text", "read_trace", "to_rag_trace", "user_attributes"]
 
 # Attribute namespaces that describe the RAG step itself, not the user's request: everything
 # else on the pipeline span is a user attribute (route, tenant, …) sampling rules can match.
-_RESERVED_PREFIXES = (
+RESERVED_PREFIXES = (
     "ragtrace.",
     "input.",
     "output.",
@@ -53,18 +53,22 @@ _RESERVED_PREFIXES = (
 Read = tuple[SpanRecord, SpanReading]
 
 
-def _as_str(value: AttributeValue) -> str:
+def attribute_text(value: AttributeValue) -> str:
+    """An attribute value as sampling rules see it: booleans as true/false, sequences joined
+    with commas."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
         return str(value)
-    return ",".join(_as_str(v) for v in value)
+    return ",".join(attribute_text(v) for v in value)
 
 
 def user_attributes(span: SpanRecord) -> dict[str, str]:
     """The span's attributes outside the RAG namespaces, as strings (sampling rules match them)."""
     return {
-        k: _as_str(v) for k, v in span.attributes.items() if not k.startswith(_RESERVED_PREFIXES)
+        k: attribute_text(v)
+        for k, v in span.attributes.items()
+        if not k.startswith(RESERVED_PREFIXES)
     }
 
 

@@ -107,6 +107,19 @@ def test_a_rule_whose_attribute_has_not_arrived_keeps_the_trace() -> None:
     assert early.admit_records(gold) == gold
 
 
+def test_a_rule_on_an_instrumentor_namespace_decides_as_the_sampler_does() -> None:
+    """Rules match user attributes only: a key in a dialect's own namespace (here Langfuse's) is
+    never a user attribute, at decode as in the Sampler, so neither samples by it."""
+    config = SamplerConfig(
+        recall_rate=0.0,
+        judge_rate=0.0,
+        rules=(SamplingRule({"langfuse.trace.name": "gold*"}, judge_rate=1.0),),
+    )
+    spans = _with(rag_spans(5), semconv.SPAN_PIPELINE, **{"langfuse.trace.name": "gold-1"})
+    assert Sampler(config).decide(to_rag_trace(spans)).judge is False  # type: ignore[arg-type]
+    assert EarlySampler(config).admit_records(spans) == []
+
+
 def test_label_digests_follow_the_label_store() -> None:
     labels = MemoryLabelStore()
     now = [0.0]
