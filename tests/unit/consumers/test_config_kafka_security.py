@@ -212,7 +212,7 @@ def test_to_dict_masks_secrets_unless_asked() -> None:
     full = cfg.to_dict(redact=False)
     assert full["kafka"]["sasl_password"] == "s3cret-kafka"
     assert full["redis"]["url"] == "rediss://ragtrace:redis-pw@redis:6380/0"
-    assert set(full) == {f.name for f in dataclasses.fields(cfg)} - {"source"}
+    assert set(full) == {f.name for f in dataclasses.fields(cfg)} - {"source", "sources"}
 
 
 def test_unredacted_dict_loads_back_to_the_same_config(tmp_path: Path) -> None:
