@@ -945,6 +945,9 @@ def key_specs() -> tuple[KeySpec, ...]:
             check = f.metadata["check"]
             schema: dict[str, object] = {"type": [kind, "null"] if optional else kind}
             schema.update(f.metadata["schema"] or getattr(check, "schema", {}))
+            if kind == "integer" and schema.get("exclusiveMinimum") == 0:
+                del schema["exclusiveMinimum"]
+                schema["minimum"] = 1
             if optional and "enum" in schema:
                 schema["enum"] = [*schema["enum"], None]  # type: ignore[misc]
             out.append(
