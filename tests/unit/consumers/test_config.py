@@ -266,3 +266,19 @@ def test_config_is_frozen() -> None:
     cfg = ConsumerConfig.defaults()
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.kafka = cfg.kafka  # type: ignore[misc]
+
+
+def test_serve_prints_the_config_with_sources(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace.cli import main
+
+    monkeypatch.delenv(ENV_CONFIG_FILE, raising=False)
+    monkeypatch.setenv("RAGTRACE_SCORING_K", "9")
+    assert main(["serve", "--judge", "lexical", "--print-config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  k: 9  # env RAGTRACE_SCORING_K" in lines
+    assert "  name: lexical  # override" in lines
+    monkeypatch.setenv("RAGTRACE_SCORING_K", "zero")
+    assert main(["serve", "--print-config"]) == 2
+    assert "environment variable RAGTRACE_SCORING_K: scoring.k" in capsys.readouterr().err
