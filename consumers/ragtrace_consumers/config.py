@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import SecretStr
+
 from ragtrace._config import parse_bool
 from ragtrace_consumers.assemble import DEFAULT_IDLE_S
 from ragtrace_consumers.sample import SamplerConfig, SamplingRule, parse_rules
@@ -77,19 +79,9 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the key and its source."""
 
 
-@dataclass(frozen=True, repr=False)
-class Secret:
-    """A credential: its text is only given by :meth:`get_secret_value`, never by repr or str."""
-
-    value: str
-
-    def get_secret_value(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"Secret({REDACTED!r})"
-
-    __str__ = __repr__
+Secret = SecretStr
+"""A credential's type (pydantic's): its text is only given by ``get_secret_value()``, never by
+repr, str or ``--print-config``."""
 
 
 # --- checks: each is a test, the problem it reports, and the same rule as JSON schema ----------
@@ -322,7 +314,7 @@ class KafkaSettings:
         _non_empty,
         chart=False,
     )
-    sasl_password: Secret | None = _key(
+    sasl_password: SecretStr | None = _key(
         None,
         "SASL password: set it with RAGTRACE_KAFKA_SASL_PASSWORD rather than here (it is a secret).",
         secret=True,
@@ -930,7 +922,7 @@ def _kind(tp: object) -> tuple[str, bool]:
         int: "integer",
         float: "number",
         str: "string",
-        Secret: "string",
+        SecretStr: "string",
     }
     return kinds[tp], optional
 
@@ -969,7 +961,7 @@ def key_specs() -> tuple[KeySpec, ...]:
 
 def _plain(value: object, *, redact: bool) -> object:
     """A key's value as plain YAML-able data, masked when ``redact``."""
-    if isinstance(value, Secret):
+    if isinstance(value, SecretStr):
         return REDACTED if redact else value.get_secret_value()
     if isinstance(value, tuple):
         return [_rule_dict(r) if isinstance(r, SamplingRule) else r for r in value]
@@ -1122,7 +1114,7 @@ def _coerce(section: str, key: str, raw: object, where: str) -> object:
         except (TypeError, ValueError):
             value = None
     elif kind == "string" and isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
-        value = Secret(str(raw)) if f.metadata["secret"] else str(raw)
+        value = SecretStr(str(raw)) if f.metadata["secret"] else str(raw)
     if value is None:
         expected = {"integer": "integer", "number": "number", "boolean": "boolean"}
         shown = REDACTED if f.metadata["secret"] else repr(raw)
