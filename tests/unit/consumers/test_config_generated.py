@@ -86,3 +86,19 @@ def test_chart_schema_section_validates_like_the_model() -> None:
     # keys the chart sets from its own values are not under consumer.config
     assert "bootstrap_servers" not in config["kafka"]["properties"]
     assert "sasl_password" not in config["kafka"]["properties"]
+
+
+def test_the_sdk_table_of_the_semantic_conventions_matches_the_model() -> None:
+    """docs/semantic-conventions.md keeps a hand-written table (it adds configure()'s arguments):
+    each SDK variable is in it with the model's default."""
+    from ragtrace._config import env_settings
+
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in (ROOT / "docs" / "semantic-conventions.md").read_text().splitlines()
+        if line.startswith("| `RAGTRACE_")
+    }
+    for setting in env_settings():
+        row = rows[f"`{setting.env}`"]
+        default = str(setting.default).lower()
+        assert f"| {default} |" in row or f"| `{default}` |" in row, (setting.env, row)
