@@ -832,7 +832,6 @@ SECTIONS: Mapping[str, type] = {
 }
 """Every section of the configuration by name, in the order of the file."""
 
-_SECTIONS = SECTIONS
 
 _DEPRECATED_ENV = {"RAGTRACE_RECALL_DEFINITION": ("scoring", "recall_definition")}
 """Old variable names still read (with a warning) when the key's own variable is not set."""
