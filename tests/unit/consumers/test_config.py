@@ -282,3 +282,17 @@ def test_serve_prints_the_config_with_sources(
     monkeypatch.setenv("RAGTRACE_SCORING_K", "zero")
     assert main(["serve", "--print-config"]) == 2
     assert "environment variable RAGTRACE_SCORING_K: scoring.k" in capsys.readouterr().err
+
+
+def test_other_readers_of_redis_keys_use_the_models_names_and_defaults() -> None:
+    """The labels command and the Redis stores read redis.url/redis.key_prefix themselves (no
+    configuration file): their variable names and defaults are the model's."""
+    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.commands import labels
+    from ragtrace_consumers.config import RedisSettings
+
+    for module in (labels, redis_stores):
+        assert env_var("redis", "url") == module.ENV_REDIS_URL
+        assert env_var("redis", "key_prefix") == module.ENV_REDIS_PREFIX
+        assert RedisSettings().url == module.DEFAULT_REDIS_URL
+        assert RedisSettings().key_prefix == module.DEFAULT_PREFIX
