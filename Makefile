@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # Downloads and builds (Kafka jars, the collector binary, helm) are cached outside the work tree.
 export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
 
-.PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean
+.PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean config-docs
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
@@ -45,6 +45,11 @@ test-e2e: venv provision
 
 bench: venv provision
 	$(PY) bench/run_all.py
+
+## The example consumer configuration, the chart schema's consumer.config section and
+## docs/configuration.md, generated from the settings models (a unit test checks they are current).
+config-docs: venv
+	$(PY) scripts/gen_config.py
 
 LINTED := ragtrace consumers tests bench scripts
 

@@ -1,7 +1,9 @@
 """SDK settings: what the decorators record and how much of it.
 
-Precedence for every setting: an explicit argument (a decorator's or :func:`ragtrace.configure`'s)
-> its environment variable > the default. A bad environment value logs a warning and falls back
+Each setting is declared once, as a field of :class:`Settings` carrying its environment variable,
+default and description (:func:`env_settings` lists them; ``docs/configuration.md`` is generated
+from them). Precedence for every setting: an explicit argument (a decorator's or
+:func:`ragtrace.configure`'s) > its environment variable > the default. A bad environment value logs a warning and falls back
 to the default; a bad explicit argument raises ``ValueError``.
 
 The defaults keep every span small: at most ``max_span_content_bytes`` (64 KiB) of text from user
@@ -15,7 +17,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_ATTRIBUTE_LENGTH",
@@ -28,10 +31,15 @@ __all__ = [
     "ENV_MAX_DOCUMENTS",
     "ENV_MAX_SPAN_CONTENT_BYTES",
     "ENV_MAX_TRACE_EXPORT_BYTES",
+    "FALSE_WORDS",
+    "TRUE_WORDS",
+    "EnvSetting",
     "Redactor",
     "Settings",
     "current",
+    "env_settings",
     "from_env",
+    "parse_bool",
     "reload",
     "update",
 ]
@@ -65,21 +73,61 @@ Redactor = Callable[[str], "str | None"]
 """Rewrites a text (query, answer, chunk text) before it is recorded; ``None`` leaves it out.
 Hashes and lengths are always of the original text."""
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
+TRUE_WORDS: frozenset[str] = frozenset({"1", "true", "yes", "on"})
+"""The words (any case) every ragtrace boolean setting reads as true: the SDK's and the service's."""
+FALSE_WORDS: frozenset[str] = frozenset({"0", "false", "no", "off"})
+"""The words (any case) every ragtrace boolean setting reads as false."""
+
+
+def parse_bool(text: str) -> bool | None:
+    """``text`` as a boolean by :data:`TRUE_WORDS`/:data:`FALSE_WORDS`; None when it is neither."""
+    word = text.strip().lower()
+    return True if word in TRUE_WORDS else False if word in FALSE_WORDS else None
+
+
+def _setting(env: str | None, default: object, doc: str) -> Any:
+    """A setting: its environment variable (None: explicit only), default and description."""
+    return field(default=default, metadata={"env": env, "doc": doc})
 
 
 @dataclass(frozen=True)
 class Settings:
     """The resolved settings the decorators read on every call."""
 
-    enabled: bool = True
-    capture_content: bool = True
-    max_attribute_length: int = DEFAULT_MAX_ATTRIBUTE_LENGTH
-    max_span_content_bytes: int = DEFAULT_MAX_SPAN_CONTENT_BYTES
-    max_documents: int = DEFAULT_MAX_DOCUMENTS
-    redact: Redactor | None = None
-    max_trace_export_bytes: int = DEFAULT_MAX_TRACE_EXPORT_BYTES
+    enabled: bool = _setting(
+        ENV_ENABLED, True, "false makes every decorator a plain call (nothing is recorded)."
+    )
+    capture_content: bool = _setting(
+        ENV_CAPTURE_CONTENT,
+        True,
+        "false records only IDs, scores, SHA-256 hashes and lengths, no text.",
+    )
+    max_attribute_length: int = _setting(
+        ENV_MAX_ATTRIBUTE_LENGTH,
+        DEFAULT_MAX_ATTRIBUTE_LENGTH,
+        "The most characters any one string attribute value may hold.",
+    )
+    max_span_content_bytes: int = _setting(
+        ENV_MAX_SPAN_CONTENT_BYTES,
+        DEFAULT_MAX_SPAN_CONTENT_BYTES,
+        "UTF-8 bytes of text from user data (IDs, query, answer, chunk texts, user attribute "
+        "values) one span may carry; values past it are cut or left out.",
+    )
+    max_documents: int = _setting(
+        ENV_MAX_DOCUMENTS,
+        DEFAULT_MAX_DOCUMENTS,
+        "Chunks recorded per retrieval or generation span (the rest are counted only).",
+    )
+    redact: Redactor | None = _setting(
+        None, None, "Rewrites a text before it is recorded (configure() only)."
+    )
+    max_trace_export_bytes: int = _setting(
+        ENV_MAX_TRACE_EXPORT_BYTES,
+        DEFAULT_MAX_TRACE_EXPORT_BYTES,
+        "The largest trace (estimated OTLP bytes) the pipeline after the exporter can carry (the "
+        "collector's Kafka max_message_bytes); a larger trace is logged and counted on "
+        "ragtrace.sdk.oversized (it is still exported).",
+    )
 
     def __post_init__(self) -> None:
         for name in ("enabled", "capture_content"):
@@ -98,45 +146,65 @@ class Settings:
             raise ValueError(f"redact must be callable or None, got {self.redact!r}")
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    _log.warning("ragtrace: ignoring %s=%r (expected true or false); using %s", name, raw, default)
-    return default
+@dataclass(frozen=True)
+class EnvSetting:
+    """One SDK setting read from the environment, as :func:`env_settings` lists it."""
+
+    name: str
+    env: str
+    kind: str
+    """boolean or positive integer."""
+    default: object
+    doc: str
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        _log.warning(
-            "ragtrace: ignoring %s=%r (expected a positive integer); using %d", name, raw, default
+def env_settings() -> tuple[EnvSetting, ...]:
+    """Every SDK setting that has an environment variable, in declaration order."""
+    return tuple(
+        EnvSetting(
+            name=f.name,
+            env=f.metadata["env"],
+            kind="boolean" if isinstance(f.default, bool) else "positive integer",
+            default=f.default,
+            doc=f.metadata["doc"],
         )
-        return default
+        for f in fields(Settings)
+        if f.metadata.get("env")
+    )
+
+
+def _from_env(setting: EnvSetting, raw: str) -> object:
+    """``raw`` as the setting's type; a bad value warns and gives the default."""
+    value: object | None
+    if setting.kind == "boolean":
+        value = parse_bool(raw)
+    else:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            value = None
+        if value is not None and value < 1:
+            value = None
+    if value is None:
+        _log.warning(
+            "ragtrace: ignoring %s=%r (expected a %s); using %s",
+            setting.env,
+            raw,
+            "true or false" if setting.kind == "boolean" else setting.kind,
+            setting.default,
+        )
+        return setting.default
     return value
 
 
 def from_env() -> Settings:
     """Settings from the environment variables, each falling back to its default."""
-    return Settings(
-        enabled=_env_bool(ENV_ENABLED, True),
-        capture_content=_env_bool(ENV_CAPTURE_CONTENT, True),
-        max_attribute_length=_env_int(ENV_MAX_ATTRIBUTE_LENGTH, DEFAULT_MAX_ATTRIBUTE_LENGTH),
-        max_span_content_bytes=_env_int(ENV_MAX_SPAN_CONTENT_BYTES, DEFAULT_MAX_SPAN_CONTENT_BYTES),
-        max_documents=_env_int(ENV_MAX_DOCUMENTS, DEFAULT_MAX_DOCUMENTS),
-        max_trace_export_bytes=_env_int(ENV_MAX_TRACE_EXPORT_BYTES, DEFAULT_MAX_TRACE_EXPORT_BYTES),
-    )
+    values: dict[str, Any] = {}
+    for setting in env_settings():
+        raw = os.environ.get(setting.env)
+        if raw is not None and raw.strip():
+            values[setting.name] = _from_env(setting, raw)
+    return Settings(**values)
 
 
 _current: Settings | None = None

@@ -40,8 +40,11 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-ENV_RECALL_DEFINITION = "RAGTRACE_RECALL_DEFINITION"
-"""Environment variable naming the recall definition when none is given explicitly."""
+ENV_RECALL_DEFINITION = "RAGTRACE_SCORING_RECALL_DEFINITION"
+"""Environment variable naming the recall definition when none is given explicitly: the same
+variable as the consumer service's ``scoring.recall_definition``."""
+_ENV_RECALL_DEFINITION_OLD = "RAGTRACE_RECALL_DEFINITION"
+"""Its former name, still read (with a deprecation warning) when the new one is not set."""
 
 _NAN = float("nan")
 
@@ -57,7 +60,8 @@ class RecallDefinition(str, Enum):
 
 
 def resolve_recall_definition(explicit: str | RecallDefinition | None = None) -> RecallDefinition:
-    """The definition in force: ``explicit`` > ``$RAGTRACE_RECALL_DEFINITION`` > mean recall.
+    """The definition in force: ``explicit`` > ``$RAGTRACE_SCORING_RECALL_DEFINITION`` (formerly
+    ``$RAGTRACE_RECALL_DEFINITION``, still read with a deprecation warning) > mean recall.
 
     A bad explicit value raises ``ValueError``; a bad environment value logs a warning and falls
     back to the default.
@@ -70,14 +74,19 @@ def resolve_recall_definition(explicit: str | RecallDefinition | None = None) ->
             raise ValueError(
                 f"unknown recall definition {explicit!r} (expected one of: {choices})"
             ) from None
-    env = os.environ.get(ENV_RECALL_DEFINITION)
+    name = ENV_RECALL_DEFINITION
+    env = os.environ.get(name)
+    if not env and os.environ.get(_ENV_RECALL_DEFINITION_OLD):
+        name = _ENV_RECALL_DEFINITION_OLD
+        env = os.environ[name]
+        _log.warning("%s is deprecated: set %s instead", name, ENV_RECALL_DEFINITION)
     if env:
         try:
             return RecallDefinition(env.strip())
         except ValueError:
             _log.warning(
                 "ignoring %s=%r (expected mean_recall or hit_rate); using mean_recall",
-                ENV_RECALL_DEFINITION,
+                name,
                 env,
             )
     return RecallDefinition.MEAN_RECALL

@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--print-config",
         action="store_true",
-        help="print the effective configuration as YAML (secrets masked) and exit",
+        help="print the effective configuration as YAML (secrets masked), each value followed by "
+        "its source (default, the file, or the environment variable), and exit",
     )
     p.add_argument(
         "--log-level",
@@ -63,12 +64,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _dump(cfg: ConsumerConfig) -> str:
-    """The effective configuration as YAML, secrets masked (never printed or logged)."""
-    import yaml
-
-    return f"# source: {cfg.source}\n" + str(
-        yaml.safe_dump(cfg.to_dict(redact=True), sort_keys=False)
-    )
+    """The effective configuration as YAML, secrets masked, each value's source beside it."""
+    return cfg.to_yaml()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -139,6 +139,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sections apply; default: $RAGTRACE_CONSUMER_CONFIG)",
     )
     p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the consumer configuration in force as YAML (each value with its source, "
+        "secrets masked) and exit",
+    )
+    p.add_argument(
         "--history",
         type=int,
         default=10,
@@ -212,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         if args.judge is not None:
             config = config.replace(judge={"name": args.judge})
+        if args.print_config:
+            print(config.to_yaml(), end="")
+            return EXIT_OK
         settings = EmbeddedSettings(
             host=args.host,
             port=args.port,

@@ -8,7 +8,6 @@ import logging
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ragtrace_consumers.config import (
     ENV_CONFIG_FILE,
@@ -22,23 +21,6 @@ from ragtrace_consumers.config import (
 
 def _without_source(cfg: ConsumerConfig) -> ConsumerConfig:
     return dataclasses.replace(cfg, source="x")
-
-
-def test_example_file_holds_exactly_the_defaults() -> None:
-    assert _without_source(load_config(example_path(), env={})) == _without_source(
-        ConsumerConfig.defaults()
-    )
-
-
-def test_example_file_documents_every_key_with_a_comment() -> None:
-    lines = example_path().read_text(encoding="utf-8").splitlines()
-    data = yaml.safe_load("\n".join(lines))
-    defaults = ConsumerConfig.defaults()
-    for section, keys in data.items():
-        assert set(keys) == {f.name for f in dataclasses.fields(getattr(defaults, section))}
-    for i, line in enumerate(lines):
-        if line.startswith("  ") and not line.lstrip().startswith("#") and ":" in line:
-            assert lines[i - 1].lstrip().startswith("#"), f"key without a comment: {line!r}"
 
 
 def test_example_is_package_data_next_to_the_module() -> None:
@@ -126,27 +108,145 @@ def test_missing_file_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name, value, attr, expected",
+    "name, value, message",
     [
-        ("RAGTRACE_JUDGE_CONCURRENCY", "lots", ("judge", "concurrency"), 8),
-        ("RAGTRACE_JUDGE_CONCURRENCY", "0", ("judge", "concurrency"), 8),
-        ("RAGTRACE_SAMPLING_RECALL_RATE", "2", ("sampling", "recall_rate"), 1.0),
-        ("RAGTRACE_KAFKA_COMMIT_INTERVAL_S", "soon", ("kafka", "commit_interval_s"), 1.0),
+        ("RAGTRACE_JUDGE_CONCURRENCY", "lots", "judge.concurrency: expected integer, got 'lots'"),
+        ("RAGTRACE_JUDGE_CONCURRENCY", "2.5", "judge.concurrency: expected integer, got '2.5'"),
+        ("RAGTRACE_JUDGE_CONCURRENCY", "0", "judge.concurrency: must be > 0, got 0"),
+        ("RAGTRACE_SAMPLING_RECALL_RATE", "2", "sampling.recall_rate: must be between 0 and 1"),
+        ("RAGTRACE_KAFKA_COMMIT_INTERVAL_S", "soon", "kafka.commit_interval_s: expected number"),
+        ("RAGTRACE_HEALTH_ENABLED", "maybe", "health.enabled: expected boolean, got 'maybe'"),
+        ("RAGTRACE_KAFKA_TOPIC", "", "kafka.topic: must be non-empty"),
+        ("RAGTRACE_JUDGE_MODE", "later", "judge.mode: must be one of realtime, batch"),
+        ("RAGTRACE_REDIS_URL", "localhost", "redis.url: must be a URL"),
+        ("RAGTRACE_MAPPING_QUERY", "a:$$[", "mapping.query:"),
     ],
 )
-def test_bad_env_value_warns_naming_the_variable_and_falls_back(
-    caplog: pytest.LogCaptureFixture, name: str, value: str, attr: tuple[str, str], expected: object
+def test_bad_env_value_of_each_type_is_an_error_naming_variable_and_key(
+    tmp_path: Path, name: str, value: str, message: str
 ) -> None:
-    with caplog.at_level(logging.WARNING):
-        cfg = load_config(None, env={name: value})
-    assert getattr(getattr(cfg, attr[0]), attr[1]) == expected
-    assert name in caplog.text
-
-
-def test_bad_env_value_falls_back_to_the_file_value(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("judge:\n  concurrency: 3\n")
-    assert load_config(f, env={"RAGTRACE_JUDGE_CONCURRENCY": "-1"}).judge.concurrency == 3
+    with pytest.raises(ConfigError) as err:
+        load_config(f, env={name: value})
+    assert str(err.value).startswith(f"environment variable {name}: "), str(err.value)
+    assert message in str(err.value)
+
+
+def test_consume_exits_2_on_a_bad_env_value(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace.cli import main
+
+    monkeypatch.delenv(ENV_CONFIG_FILE, raising=False)
+    monkeypatch.setenv("RAGTRACE_JUDGE_CONCURRENCY", "lots")
+    assert main(["consume", "--print-config"]) == 2
+    assert "RAGTRACE_JUDGE_CONCURRENCY" in capsys.readouterr().err
+
+
+def test_cross_field_error_names_each_keys_source(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  park_backoff_max_s: 10\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(f, env={"RAGTRACE_JUDGE_PARK_BACKOFF_S": "100"})
+    assert str(err.value).startswith(f"{f}: judge.park_backoff_max_s: must be >= ")
+    assert "judge.park_backoff_s from environment variable RAGTRACE_JUDGE_PARK_BACKOFF_S" in str(
+        err.value
+    )
+
+
+@pytest.mark.parametrize(
+    "name, closest",
+    [
+        ("RAGTRACE_JUDGE_CONCURENCY", "RAGTRACE_JUDGE_CONCURRENCY"),
+        ("RAGTRACE_KAFKA_BOOTSTRAP_SERVER", "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"),
+        ("RAGTRACE_SAMPLE_JUDGE_RATE", "RAGTRACE_SAMPLING_JUDGE_RATE"),
+    ],
+)
+def test_unknown_ragtrace_variable_warns_with_the_closest_name(
+    caplog: pytest.LogCaptureFixture, name: str, closest: str
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        cfg = load_config(None, env={name: "1"})
+    assert cfg == ConsumerConfig.defaults()
+    assert f"unknown environment variable {name}" in caplog.text
+    assert f"did you mean {closest}?" in caplog.text
+
+
+def test_known_variables_of_other_ragtrace_parts_are_not_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = {
+        "RAGTRACE_ENABLED": "true",
+        "RAGTRACE_STATE": "x",
+        "RAGTRACE_CONSUMER_CONFIG": "",
+        "RAGTRACE_BATCH_MAX_SPANS": "10",
+        "RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID": "t",
+        "OTHER_VARIABLE": "x",
+    }
+    with caplog.at_level(logging.WARNING):
+        load_config(None, env=env)
+    assert "unknown" not in caplog.text
+
+
+def test_unknown_key_in_the_file_names_the_closest_key(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  concurency: 3\n")
+    with pytest.raises(
+        ConfigError, match="judge.concurency: unknown key .*did you mean concurrency"
+    ):
+        load_config(f, env={})
+
+
+def test_sources_of_each_value(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  concurrency: 3\n  attempts: 4\n")
+    cfg = load_config(f, env={"RAGTRACE_JUDGE_ATTEMPTS": "5", "RAGTRACE_SCORING_K": "7"})
+    assert cfg.source_of("judge", "concurrency") == str(f)
+    assert cfg.source_of("judge", "attempts") == "env RAGTRACE_JUDGE_ATTEMPTS"
+    assert cfg.source_of("scoring", "k") == "env RAGTRACE_SCORING_K"
+    assert cfg.source_of("kafka", "topic") == "default"
+    assert cfg.replace(judge={"name": "lexical"}).source_of("judge", "name") == "override"
+
+
+def test_print_config_shows_each_values_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace.cli import main
+
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  concurrency: 3\nsampling:\n  rules: [{match: {tenant: a}}]\n")
+    monkeypatch.delenv(ENV_CONFIG_FILE, raising=False)
+    monkeypatch.setenv("RAGTRACE_SCORING_K", "7")
+    assert main(["consume", "--config", str(f), "--print-config"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert f"  concurrency: 3  # {f}" in lines
+    assert "  k: 7  # env RAGTRACE_SCORING_K" in lines
+    assert "  topic: otlp_spans  # default" in lines
+    assert "  rules: [{match: {tenant: a}}]  # " + str(f) in lines
+    # still YAML that loads as the same configuration
+    again = tmp_path / "again.yaml"
+    again.write_text(out)
+    assert _without_source(load_config(again, env={})) == _without_source(
+        load_config(f, env={"RAGTRACE_SCORING_K": "7"})
+    )
+
+
+def test_deprecated_recall_definition_variable_still_works(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        cfg = load_config(None, env={"RAGTRACE_RECALL_DEFINITION": "hit_rate"})
+    assert cfg.scoring.recall_definition == "hit_rate"
+    assert cfg.source_of("scoring", "recall_definition") == "env RAGTRACE_RECALL_DEFINITION"
+    assert "RAGTRACE_RECALL_DEFINITION is deprecated" in caplog.text
+    assert "RAGTRACE_SCORING_RECALL_DEFINITION" in caplog.text
+    both = {
+        "RAGTRACE_RECALL_DEFINITION": "hit_rate",
+        "RAGTRACE_SCORING_RECALL_DEFINITION": "mean_recall",
+    }
+    assert load_config(None, env=both).scoring.recall_definition == "mean_recall"
 
 
 def test_null_model_from_env() -> None:
@@ -166,3 +266,33 @@ def test_config_is_frozen() -> None:
     cfg = ConsumerConfig.defaults()
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.kafka = cfg.kafka  # type: ignore[misc]
+
+
+def test_serve_prints_the_config_with_sources(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace.cli import main
+
+    monkeypatch.delenv(ENV_CONFIG_FILE, raising=False)
+    monkeypatch.setenv("RAGTRACE_SCORING_K", "9")
+    assert main(["serve", "--judge", "lexical", "--print-config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  k: 9  # env RAGTRACE_SCORING_K" in lines
+    assert "  name: lexical  # override" in lines
+    monkeypatch.setenv("RAGTRACE_SCORING_K", "zero")
+    assert main(["serve", "--print-config"]) == 2
+    assert "environment variable RAGTRACE_SCORING_K: scoring.k" in capsys.readouterr().err
+
+
+def test_other_readers_of_redis_keys_use_the_models_names_and_defaults() -> None:
+    """The labels command and the Redis stores read redis.url/redis.key_prefix themselves (no
+    configuration file): their variable names and defaults are the model's."""
+    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.commands import labels
+    from ragtrace_consumers.config import RedisSettings
+
+    for module in (labels, redis_stores):
+        assert env_var("redis", "url") == module.ENV_REDIS_URL
+        assert env_var("redis", "key_prefix") == module.ENV_REDIS_PREFIX
+        assert RedisSettings().url == module.DEFAULT_REDIS_URL
+        assert RedisSettings().key_prefix == module.DEFAULT_PREFIX

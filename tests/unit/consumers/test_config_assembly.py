@@ -3,7 +3,6 @@ store of the Kafka consumer and the in-memory store of the embedded evaluator.""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +59,14 @@ def test_bad_values_name_the_key(tmp_path: Path, body: str, message: str) -> Non
     assert str(f) in str(err.value)
 
 
-def test_a_too_short_ttl_from_the_environment_warns_and_falls_back(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING):
-        cfg = load_config(None, env={"RAGTRACE_ASSEMBLY_TTL_S": "10"})
-    assert cfg.assembly.ttl_s == 3600.0
-    assert "RAGTRACE_ASSEMBLY_TTL_S" in caplog.text
+def test_a_too_short_ttl_from_the_environment_is_an_error_naming_the_variable() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(None, env={"RAGTRACE_ASSEMBLY_TTL_S": "10"})
+    assert str(err.value).startswith(
+        "environment variable RAGTRACE_ASSEMBLY_TTL_S: assembly.ttl_s:"
+    )
+    # the cross-field check names where each key it compares came from
+    assert "assembly.lease_s from default" in str(err.value)
 
 
 def test_the_kafka_consumers_redis_store_gets_them(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,7 +212,7 @@ def test_to_dict_masks_secrets_unless_asked() -> None:
     full = cfg.to_dict(redact=False)
     assert full["kafka"]["sasl_password"] == "s3cret-kafka"
     assert full["redis"]["url"] == "rediss://ragtrace:redis-pw@redis:6380/0"
-    assert set(full) == {f.name for f in dataclasses.fields(cfg)} - {"source"}
+    assert set(full) == {f.name for f in dataclasses.fields(cfg)} - {"source", "sources"}
 
 
 def test_unredacted_dict_loads_back_to_the_same_config(tmp_path: Path) -> None:
@@ -265,3 +265,20 @@ def test_build_service_checks_tls_files_before_connecting(
     cfg = load_config(None, env={**CHART_ENV, "RAGTRACE_KAFKA_SSL_CAFILE": str(tmp_path / "no")})
     with pytest.raises(ConfigError, match="kafka.ssl_cafile: cannot read"):
         build_with_fakes(monkeypatch, cfg)
+
+
+def test_the_password_is_a_secret_type_never_shown(tmp_path: Path) -> None:
+    from pydantic import SecretStr
+
+    cfg = load_config(None, env=CHART_ENV)
+    assert isinstance(cfg.kafka.sasl_password, SecretStr)
+    assert cfg.kafka.sasl_password.get_secret_value() == "s3cret-kafka"
+    for text in (repr(cfg), repr(cfg.kafka), str(cfg.kafka.sasl_password), cfg.to_yaml()):
+        assert "s3cret-kafka" not in text
+    assert cfg.kafka.client_options()["sasl_plain_password"] == "s3cret-kafka"
+    f = tmp_path / "c.yaml"
+    f.write_text("kafka:\n  sasl_password: [s3cret-kafka]\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(f, env={})
+    assert "kafka.sasl_password: expected string, got ***" in str(err.value)
+    assert "s3cret-kafka" not in str(err.value)

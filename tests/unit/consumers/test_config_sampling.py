@@ -3,7 +3,6 @@ the Kafka consumer and the embedded evaluator run."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -120,15 +119,13 @@ def test_a_non_ascii_salt_is_an_error(tmp_path: Path) -> None:
         load_config(f, env={})
 
 
-def test_bad_rules_in_the_environment_warn_and_keep_the_files(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_bad_rules_in_the_environment_are_an_error_naming_the_variable(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(FILE)
-    with caplog.at_level(logging.WARNING):
-        cfg = load_config(f, env={"RAGTRACE_SAMPLING_RULES": "[{match: oops"})
-    assert cfg.sampling.rules == RULES
-    assert "RAGTRACE_SAMPLING_RULES" in caplog.text and "not valid JSON or YAML" in caplog.text
+    with pytest.raises(ConfigError) as err:
+        load_config(f, env={"RAGTRACE_SAMPLING_RULES": "[{match: oops"})
+    assert "environment variable RAGTRACE_SAMPLING_RULES: sampling.rules" in str(err.value)
+    assert "not valid JSON or YAML" in str(err.value)
 
 
 def test_replace_accepts_rule_data_and_rule_values() -> None:

@@ -236,6 +236,8 @@ def test_question_scores_validation() -> None:
 
 def test_recall_definition_resolution(monkeypatch: pytest.MonkeyPatch, caplog) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv(ENV_RECALL_DEFINITION, raising=False)
+    monkeypatch.delenv("RAGTRACE_RECALL_DEFINITION", raising=False)
+    assert ENV_RECALL_DEFINITION == "RAGTRACE_SCORING_RECALL_DEFINITION"  # the service's name
     assert resolve_recall_definition() is RecallDefinition.MEAN_RECALL
     assert resolve_recall_definition("hit_rate") is RecallDefinition.HIT_RATE
     monkeypatch.setenv(ENV_RECALL_DEFINITION, "hit_rate")
@@ -247,4 +249,16 @@ def test_recall_definition_resolution(monkeypatch: pytest.MonkeyPatch, caplog) -
     monkeypatch.setenv(ENV_RECALL_DEFINITION, "bogus")
     with caplog.at_level("WARNING"):
         assert resolve_recall_definition() is RecallDefinition.MEAN_RECALL
-    assert "RAGTRACE_RECALL_DEFINITION='bogus'" in caplog.text
+    assert "RAGTRACE_SCORING_RECALL_DEFINITION='bogus'" in caplog.text
+
+
+def test_former_recall_definition_variable_still_works(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv(ENV_RECALL_DEFINITION, raising=False)
+    monkeypatch.setenv("RAGTRACE_RECALL_DEFINITION", "hit_rate")
+    with caplog.at_level("WARNING"):
+        assert resolve_recall_definition() is RecallDefinition.HIT_RATE
+    assert "RAGTRACE_RECALL_DEFINITION is deprecated" in caplog.text
+    monkeypatch.setenv(ENV_RECALL_DEFINITION, "mean_recall")  # the new name wins
+    assert resolve_recall_definition() is RecallDefinition.MEAN_RECALL

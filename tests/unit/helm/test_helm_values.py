@@ -212,6 +212,14 @@ def test_values_carry_every_key_of_the_consumer_example_file() -> None:
     assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS
 
 
+def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
+    """values.yaml is hand-written: its consumer.config holds exactly the keys the model does not
+    mark as set by the chart, and the model marks exactly the connection keys."""
+    specs = consumer_config.key_specs()
+    assert _keys(VALUES["consumer"]["config"]) == {(s.section, s.name) for s in specs if s.chart}
+    assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS
+
+
 def test_values_defaults_equal_the_consumers_defaults() -> None:
     defaults = consumer_config.ConsumerConfig.defaults().to_dict(redact=False)
     for section, body in VALUES["consumer"]["config"].items():
