@@ -25,16 +25,16 @@ def rendered(root: Path = ROOT) -> dict[Path, str]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="only report files that differ")
     args = parser.parse_args(argv)
     stale = []
-    for path, text in rendered(ROOT).items():
+    for path, text in rendered(root).items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current == text:
             continue
-        stale.append(path.relative_to(ROOT))
+        stale.append(path.relative_to(root))
         if not args.check:
             path.write_text(text, encoding="utf-8")
     if args.check and stale:

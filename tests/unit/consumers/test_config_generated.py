@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
 from ragtrace_consumers import config_docs
 from ragtrace_consumers.config import ConsumerConfig, example_path, key_specs, load_config
+from scripts import gen_config
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _gen_config() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_config", ROOT / "scripts" / "gen_config.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("path", sorted(config_docs.GENERATED))
 def test_committed_file_is_what_the_model_generates(path: str) -> None:
-    expected = _gen_config().rendered(ROOT)[ROOT / path]
+    expected = gen_config.rendered(ROOT)[ROOT / path]
     actual = (ROOT / path).read_text(encoding="utf-8")
     assert actual == expected, (
         f"{path} differs from what the settings model generates: run `make config-docs` "
@@ -38,19 +29,18 @@ def test_committed_file_is_what_the_model_generates(path: str) -> None:
 def test_check_mode_names_a_stale_file_and_how_to_regenerate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gen = _gen_config()
+    gen = gen_config
     for path in config_docs.GENERATED:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text((ROOT / path).read_text(encoding="utf-8"), encoding="utf-8")
-    gen.ROOT = tmp_path
-    assert gen.main(["--check"]) == 0
+    assert gen.main(["--check"], root=tmp_path) == 0
     stale = tmp_path / config_docs.DOCS_TABLE
     stale.write_text(stale.read_text(encoding="utf-8") + "hand edit\n", encoding="utf-8")
-    assert gen.main(["--check"]) == 1
+    assert gen.main(["--check"], root=tmp_path) == 1
     err = capsys.readouterr().err
     assert config_docs.DOCS_TABLE in err and "make config-docs" in err
-    assert gen.main([]) == 0  # regenerates
-    assert gen.main(["--check"]) == 0
+    assert gen.main([], root=tmp_path) == 0  # regenerates
+    assert gen.main(["--check"], root=tmp_path) == 0
 
 
 def test_generated_example_loads_as_exactly_the_defaults() -> None:
