@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 from urllib.parse import urlsplit, urlunsplit
 
+from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
 from ragtrace_consumers.assemble import DEFAULT_IDLE_S
 from ragtrace_consumers.sample import SamplerConfig, SamplingRule, parse_rules
 
@@ -298,11 +299,11 @@ class ScoringSettings:
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    name: str = _key(_one_of("auto", "anthropic", "lexical"))
+    name: str = _key(_one_of(*JUDGE_NAMES))
     model: str | None = _key(_non_empty)
     concurrency: int = _key(_positive)
-    attempts: int = _key(_positive)
-    retry_backoff_s: float = _key(_non_negative)
+    timeout_s: float = _key(_positive)
+    budget_s: float = _key(_positive)
     park_backoff_s: float = _key(_positive)
     park_backoff_max_s: float = _key(_positive)
     give_up_after_s: float = _key(_positive)
@@ -429,8 +430,8 @@ _DEFAULTS: dict[str, dict[str, object]] = {
         "name": "auto",
         "model": None,
         "concurrency": 8,
-        "attempts": 2,
-        "retry_backoff_s": 1.0,
+        "timeout_s": DEFAULT_TIMEOUT_S,
+        "budget_s": DEFAULT_BUDGET_S,
         "park_backoff_s": 30.0,
         "park_backoff_max_s": 600.0,
         "give_up_after_s": 86400.0,
