@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -64,9 +63,16 @@ from .prompts import (
 from .retry import CallBudget, parse_retry_after, retryable
 from .scoring import score_units
 from .segment import Unit, segment_answer
-from .spec import DEFAULT_BUDGET_S, DEFAULT_MODEL, DEFAULT_TIMEOUT_S, ENV_MODEL, JudgeSpec
+from .spec import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    ENV_MODEL,
+    JudgeSpec,
+    configured_model,
+)
 
-__all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]  # the constants live in .spec
+__all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]  # DEFAULT_MODEL, ENV_MODEL: from .spec
 
 _log = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class AnthropicJudge:
             raise ValueError("model must be a non-empty model ID")
         if not (timeout > 0 and budget_s > 0 and max_tokens > 0):
             raise ValueError("timeout, budget_s and max_tokens must be > 0")
-        self.model = model or os.environ.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
+        self.model = configured_model(model)
         self.timeout_s = float(timeout)
         self.budget_s = float(budget_s)
         """The most one judgement takes, every request and wait included (module doc)."""
@@ -338,8 +344,8 @@ class AnthropicJudge:
                 if not hasattr(response, "content"):
                     raise MalformedOutput("response body is not a Messages API message")
                 return response
+            _log.info("judge call failed (%s); retrying within the time budget", reason)
             budget.wait_to_retry(reason, retry_after)
-            _log.info("judge call failed (%s); retried", reason)
 
     # --- messages answered elsewhere (the Message Batches API) -----------------------------
     def groundedness_request(self, answer: str, context: Sequence[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ __all__ = [
     "ENV_MODEL",
     "JUDGE_NAMES",
     "JudgeSpec",
+    "configured_model",
 ]
 
 JUDGE_NAMES: tuple[str, ...] = ("auto", "lexical", "anthropic")
@@ -93,5 +94,10 @@ class JudgeSpec:
                 f"the {name} judge needs an API key: set {ENV_API_KEY} "
                 "(or use --judge lexical offline)"
             )
-        model = self.model or env.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
-        return replace(self, name=name, model=model)
+        return replace(self, name=name, model=configured_model(self.model, env))
+
+
+def configured_model(model: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """A model judge's model: ``model`` > ``RAGTRACE_JUDGE_MODEL`` > :data:`DEFAULT_MODEL`."""
+    env = os.environ if environ is None else environ
+    return model or env.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
