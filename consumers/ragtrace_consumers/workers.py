@@ -18,7 +18,7 @@ it on the ``size`` threads, then its own. A judgement takes at most the judge's 
 the trace is parked), so the lease must outlast ``depth × (budget_s + JUDGEMENT_MARGIN_S)``, or
 another replica claims the trace mid-judgement and pays the judge twice. :func:`check_lease`
 refuses a configuration that does not (both ``consume`` and ``serve`` call it at start-up).
-When that many are in flight, :attr:`ScoringWorkers.full` is true and the reader refuses
+When ``capacity`` traces are in flight, :attr:`ScoringWorkers.full` is true and the reader refuses
 more input (the Kafka runner pauses its partitions) until :meth:`wait` reports finished traces —
 no sleep loop.
 """
