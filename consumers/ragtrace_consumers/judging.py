@@ -11,9 +11,9 @@ The cache key is the SHA-256 of (answer, context texts, judge model, prompt hash
 answer over the same context costs nothing. The model in the key, and in every metric label, is
 the judge's configured model (``judge.info``, fixed for the judge's life), never the model the
 API reports having served (an alias resolves to a dated ID), which is kept on the result only.
-Only real scores are cached, never errors. A cached entry remembers the trace that paid for it, so replaying that same trace
-(after a crash) reports the original cost and yields an identical evaluation span, while another
-trace reusing it reports a cost of 0.
+Only real scores are cached, never errors. A cached entry remembers the trace that paid for it,
+so replaying that same trace (after a crash) reports the original cost and yields an identical
+evaluation span, while another trace reusing it reports a cost of 0.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = [
     "GroundednessScorer",
     "JudgeJob",
     "JudgeOutcome",
+    "JudgeSettingsLike",
     "ParkTrace",
     "cache_model",
     "is_paid",
