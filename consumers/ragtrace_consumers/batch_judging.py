@@ -281,11 +281,12 @@ class BatchJudging:
             _log.warning("polling judge batch %s failed; retrying", batch_id, exc_info=True)
             return
         entries: list[tuple[str, bytes]] = []
+        info = self._judge.judge.info  # the configured model: the served one is on the result
+        model = info.model or info.name
         for cid, result in results.items():
-            served = result.judge.model or result.judge.name
             u = result.usage
             self._metrics.judge_usage(
-                served,
+                model,
                 u.input_tokens,
                 u.output_tokens,
                 u.cache_read_input_tokens,
@@ -294,10 +295,10 @@ class BatchJudging:
                 result.latency_s,
             )
             if result.error is not None:
-                self._metrics.judge_call(served, "error")
-                self._metrics.judge_error(served, "invalid_output")
+                self._metrics.judge_call(model, "error")
+                self._metrics.judge_error(model, "invalid_output")
                 continue
-            self._metrics.judge_call(served, "ok")
+            self._metrics.judge_call(model, "ok")
             entries.append(
                 (
                     parsed[cid]["key"],

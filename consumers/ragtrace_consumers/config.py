@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import SecretStr
 
 from ragtrace._config import parse_bool
+from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
 from ragtrace_consumers.assemble import DEFAULT_IDLE_S
 from ragtrace_consumers.sample import SamplerConfig, SamplingRule, parse_rules
 
@@ -132,7 +133,6 @@ def _mapping_spec(spec: str) -> str | None:
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _RECALL_DEFINITIONS = ("mean_recall", "hit_rate")
-_JUDGE_NAMES = ("auto", "anthropic", "lexical")
 _JUDGE_MODES = ("realtime", "batch")
 
 _RULE_SCHEMA: dict[str, object] = {
@@ -609,7 +609,7 @@ class JudgeSettings:
             "Groundedness judge: anthropic, lexical (model-free), or auto (anthropic when\n"
             "ANTHROPIC_API_KEY is set, else lexical)."
         ),
-        _one_of(*_JUDGE_NAMES),
+        _one_of(*JUDGE_NAMES),
         chart=False,
     )
     model: str | None = _key(
@@ -623,15 +623,19 @@ class JudgeSettings:
         "Judge calls in flight at once; when all are busy the consumer stops reading Kafka.",
         _positive,
     )
-    attempts: int = _key(
-        2,
-        "Judge attempts per trace (on top of the client's own retries) before the trace is parked.",
+    timeout_s: float = _key(
+        DEFAULT_TIMEOUT_S,
+        "Seconds one judge request may take (capped by what is left of judge.budget_s).",
         _positive,
     )
-    retry_backoff_s: float = _key(
-        1.0,
-        "Seconds before the second attempt; doubles on each further attempt.",
-        _non_negative,
+    budget_s: float = _key(
+        DEFAULT_BUDGET_S,
+        (
+            "Total seconds one judgement may take, every request and retry wait included (the one\n"
+            "retry owner honours retry-after within it); past it the trace is parked. The start-up\n"
+            "check refuses an assembly.lease_s that a full round of judgements could outlast."
+        ),
+        _positive,
     )
     park_backoff_s: float = _key(
         30.0,

@@ -36,10 +36,11 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from typing_extensions import Self
 
-from ragtrace.evaluation.judges import Judge, make_judge
+from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
+from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
@@ -59,7 +60,7 @@ from ragtrace_consumers.sample import Sampler
 from ragtrace_consumers.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.workers import ScoringWorkers, check_lease, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = [
@@ -180,10 +181,8 @@ class EmbeddedEvaluator:
                 "judge.mode: batch is for ragtrace consume (its batches are kept "
                 "in Redis); the embedded evaluator judges in realtime"
             )
-        with_model = config.judge.model and config.judge.name != "lexical"
-        self.judge: Judge = judge or make_judge(
-            config.judge.name, **({"model": config.judge.model} if with_model else {})
-        )
+        self.judge: Judge = judge or judge_from_settings(config.judge)
+        check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
         self.state = SqliteState(settings.state_path)
         try:
             self._build(extra_metric_readers)

@@ -1,13 +1,19 @@
-"""One groundedness judgement for the consumers: cache first, then budget, then the judge with
-retries and backoff; a judge that stays unreachable asks the caller to park the trace.
+"""One groundedness judgement for the consumers: cache first, then budget, then one judge call;
+a judge that cannot answer within its time budget asks the caller to park the trace.
+
+The judge is built from the ``judge`` settings by :func:`judge_from_settings` (one
+:class:`~ragtrace.evaluation.judges.JudgeSpec`). Retries belong to the judge alone
+(:mod:`ragtrace.evaluation.judges.retry`: a total time budget per judgement): the scorer calls
+it once and parks the trace on :class:`~ragtrace.evaluation.judges.JudgeUnavailable`, so a
+judgement never takes longer than that budget (the lease is sized from it, see ``workers``).
 
 The cache key is the SHA-256 of (answer, context texts, judge model, prompt hash): a repeated
-answer over the same context costs nothing. The model in the key is the judge's configured
-model (:func:`cache_model`), the same for the life of a deployment, not the model the API
-reports (an alias resolves to a dated ID after the first call). Only real scores are cached,
-never errors. A cached entry remembers the trace that paid for it, so replaying that same trace
-(after a crash) reports the original cost and yields an identical evaluation span, while another
-trace reusing it reports a cost of 0.
+answer over the same context costs nothing. The model in the key, and in every metric label, is
+the judge's configured model (``judge.info``, fixed for the judge's life), never the model the
+API reports having served (an alias resolves to a dated ID), which is kept on the result only.
+Only real scores are cached, never errors. A cached entry remembers the trace that paid for it,
+so replaying that same trace (after a crash) reports the original cost and yields an identical
+evaluation span, while another trace reusing it reports a cost of 0.
 """
 
 from __future__ import annotations
@@ -16,11 +22,17 @@ import hashlib
 import json
 import logging
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from ragtrace.evaluation.judges import GroundednessResult, Judge, JudgeUnavailable
+from ragtrace.evaluation.judges import (
+    GroundednessResult,
+    Judge,
+    JudgeSpec,
+    JudgeUnavailable,
+    make_judge,
+)
 from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace_consumers.batching import cache_get_many, cache_put_many
 from ragtrace_consumers.metrics import ConsumerMetrics
@@ -30,16 +42,48 @@ __all__ = [
     "GroundednessScorer",
     "JudgeJob",
     "JudgeOutcome",
+    "JudgeSettingsLike",
     "ParkTrace",
     "cache_model",
     "is_paid",
     "judge_cache_key",
+    "judge_from_settings",
+    "spec_from_settings",
 ]
 
 _log = logging.getLogger(__name__)
 # Tokens of the judge's fixed instructions and tool schema, added to the content estimate.
 _PROMPT_OVERHEAD_TOKENS = 1200
 _OUTPUT_ESTIMATE_TOKENS = 400
+
+
+class JudgeSettingsLike(Protocol):
+    """The judge keys :func:`spec_from_settings` reads (the config's ``judge`` section)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def budget_s(self) -> float: ...
+
+
+def spec_from_settings(settings: JudgeSettingsLike) -> JudgeSpec:
+    """The :class:`JudgeSpec` of the ``judge`` settings (``name``, ``model``, ``timeout_s``,
+    ``budget_s``)."""
+    return JudgeSpec(
+        settings.name,
+        model=settings.model,
+        timeout_s=settings.timeout_s,
+        budget_s=settings.budget_s,
+    )
+
+
+def judge_from_settings(settings: JudgeSettingsLike) -> Judge:
+    """The judge the ``judge`` settings describe (ValueError: e.g. anthropic without a key)."""
+    return make_judge(spec_from_settings(settings))
 
 
 def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
@@ -112,23 +156,17 @@ def is_paid(judge: Judge) -> bool:
 
 
 def cache_model(judge: Judge) -> str:
-    """The model name judgements of ``judge`` are cached under: its configured ``model``
-    attribute when it has one (e.g. ``AnthropicJudge.model``, the name it was asked to use),
-    else what its info says. Read it once, before any call: ``JudgeInfo.model`` becomes the
-    served (dated) model ID after the first call."""
-    configured = getattr(judge, "model", None)
-    if isinstance(configured, str) and configured:
-        return configured
+    """The model name judgements of ``judge`` are cached and counted under: its configured
+    model (``judge.info.model``), else its name for a model-free judge."""
     return _model_of(judge)
 
 
 class GroundednessScorer:
-    """Judges one (answer, context) with the cache, the shared budget and bounded retries.
+    """Judges one (answer, context) with the cache, the shared call budget and one judge call
+    (the judge owns its retries and time budget; see the module doc).
 
-    ``attempts`` judge calls at most (the client's own retries are inside each); between them
-    it waits ``backoff_s * 2**n`` (or the API's ``retry_after``, capped at ``max_wait_s``).
-    Thread-safe as long as the judge and the stores are. The budget limits paid judges only
-    (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
+    Thread-safe as long as the judge and the stores are. The call budget limits paid judges
+    only (:func:`is_paid`): a free judge is never skipped as ``budget_exhausted``.
     """
 
     def __init__(
@@ -138,22 +176,12 @@ class GroundednessScorer:
         budget: JudgeBudget,
         metrics: ConsumerMetrics,
         *,
-        attempts: int = 2,
-        backoff_s: float = 1.0,
-        max_wait_s: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
         batch: BatchJudging | None = None,
     ) -> None:
-        if attempts < 1:
-            raise ValueError(f"attempts must be >= 1, got {attempts}")
         self._judge = judge
         self._cache = cache
         self._budget = budget
         self._metrics = metrics
-        self._attempts = attempts
-        self._backoff_s = backoff_s
-        self._max_wait_s = max_wait_s
-        self._sleep = sleep
         self._cache_model = cache_model(judge)
         self._paid = is_paid(judge)
         self._batch = batch  # judge.mode batch: misses wait in a Message Batch (batch_judging)
@@ -194,7 +222,7 @@ class GroundednessScorer:
         jobs = [j for j in jobs if j.needs_call]
         if not jobs:
             return
-        model = _model_of(self._judge)
+        model = self._cache_model
         for job, hit in zip(jobs, self._cached([j.key for j in jobs]), strict=True):
             if hit is not None:
                 result, payer = hit
@@ -231,8 +259,8 @@ class GroundednessScorer:
                 job.done.set()
 
     def run(self, job: JudgeJob) -> None:
-        """Call the judge for a planned job (blocking, with retries); never raises for the
-        judge's failures: they become ``job.park``."""
+        """Call the judge for a planned job (blocking, at most the judge's time budget); never
+        raises for the judge's failures: they become ``job.park``."""
         try:
             self._run(job)
         finally:
@@ -241,7 +269,7 @@ class GroundednessScorer:
     def _run(self, job: JudgeJob) -> None:
         if not job.needs_call:
             return
-        model = _model_of(self._judge)
+        model = self._cache_model
         leader = job.leader
         if leader is not None:
             leader.done.wait()  # started first: jobs are run in batch order
@@ -263,11 +291,9 @@ class GroundednessScorer:
         except ParkTrace as park:
             job.park = park
             return
-        # The API reports the exact model it served (an alias resolves to a dated ID): count
-        # under it; the cache key keeps the configured name (see the module doc).
-        served = result.judge.model or result.judge.name
+        # Counted under the configured model: the served one is on the result only (module doc).
         self._metrics.judge_usage(
-            served,
+            model,
             result.usage.input_tokens,
             result.usage.output_tokens,
             result.usage.cache_read_input_tokens,
@@ -276,10 +302,10 @@ class GroundednessScorer:
             result.latency_s,
         )
         if result.error is not None:
-            self._metrics.judge_call(served, "error")
-            self._metrics.judge_error(served, "invalid_output")
+            self._metrics.judge_call(model, "error")
+            self._metrics.judge_error(model, "invalid_output")
         else:
-            self._metrics.judge_call(served, "ok")
+            self._metrics.judge_call(model, "ok")
             job.payload = json.dumps(
                 {"trace_id": job.trace_id, "result": result.to_dict()}, separators=(",", ":")
             ).encode("utf-8")
@@ -324,28 +350,16 @@ class GroundednessScorer:
         return out
 
     def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
-        retry_after: float | None = None
-        reason = "judge_unavailable"
-        for attempt in range(self._attempts):
-            if attempt:
-                wait = (
-                    retry_after if retry_after is not None else self._backoff_s * 2 ** (attempt - 1)
-                )
-                self._sleep(min(wait, self._max_wait_s))
-            try:
-                return self._judge.groundedness(answer, list(context))
-            except JudgeUnavailable as exc:
-                retry_after, reason = exc.retry_after, "judge_unavailable"
-                self._metrics.judge_call(model, "unavailable")
-                self._metrics.judge_error(model, "unavailable")
-                _log.warning(
-                    "judge unavailable (attempt %d of %d): %s", attempt + 1, self._attempts, exc
-                )
-            except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
-                retry_after, reason = None, "judge_failed"
-                self._metrics.judge_call(model, "error")
-                self._metrics.judge_error(model, "exception")
-                _log.warning(
-                    "judge call failed (attempt %d of %d): %r", attempt + 1, self._attempts, exc
-                )
-        raise ParkTrace(reason, retry_after)
+        """One judge call; :class:`ParkTrace` when it fails (no second loop: module doc)."""
+        try:
+            return self._judge.groundedness(answer, list(context))
+        except JudgeUnavailable as exc:
+            self._metrics.judge_call(model, "unavailable")
+            self._metrics.judge_error(model, "unavailable")
+            _log.warning("judge unavailable, parking the trace: %s", exc)
+            raise ParkTrace("judge_unavailable", exc.retry_after) from None
+        except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
+            self._metrics.judge_call(model, "error")
+            self._metrics.judge_error(model, "exception")
+            _log.warning("judge call failed, parking the trace: %r", exc)
+            raise ParkTrace("judge_failed") from None

@@ -90,8 +90,6 @@ class PipelineSettings:
     k: int = 5
     recall_definition: RecallDefinition = RecallDefinition.MEAN_RECALL
     thresholds: Thresholds = field(default_factory=Thresholds)
-    judge_attempts: int = 2
-    judge_backoff_s: float = 1.0
     park_backoff_s: float = 30.0
     park_backoff_max_s: float = 600.0
     give_up_after_s: float = 86400.0
@@ -99,8 +97,6 @@ class PipelineSettings:
     def __post_init__(self) -> None:
         if self.quiet_s < 0 or self.lease_s <= 0 or self.claim_batch < 1 or self.k < 1:
             raise ValueError(f"invalid assembly/scoring settings: {self}")
-        if self.judge_attempts < 1 or self.judge_backoff_s < 0:
-            raise ValueError(f"invalid judge retry settings: {self}")
         if not 0 < self.park_backoff_s <= self.park_backoff_max_s or self.give_up_after_s <= 0:
             raise ValueError(f"invalid park settings: {self}")
 
@@ -115,8 +111,6 @@ class PipelineSettings:
             k=s.k,
             recall_definition=RecallDefinition(s.recall_definition),
             thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
-            judge_attempts=j.attempts,
-            judge_backoff_s=j.retry_backoff_s,
             park_backoff_s=j.park_backoff_s,
             park_backoff_max_s=j.park_backoff_max_s,
             give_up_after_s=j.give_up_after_s,
@@ -227,7 +221,6 @@ class Pipeline:
         sampler: Sampler,
         settings: PipelineSettings = PipelineSettings(),
         clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
         judge_batch: BatchJudging | None = None,
     ) -> None:
         self.traces = traces
@@ -244,16 +237,7 @@ class Pipeline:
         self._scorer = (
             None
             if judge is None
-            else GroundednessScorer(
-                judge,
-                cache,
-                budget,
-                metrics,
-                attempts=settings.judge_attempts,
-                backoff_s=settings.judge_backoff_s,
-                sleep=sleep,
-                batch=judge_batch,
-            )
+            else GroundednessScorer(judge, cache, budget, metrics, batch=judge_batch)
         )
 
     # --- intake ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
 from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.kafka_runner import KafkaRunner
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
@@ -35,7 +36,7 @@ from ragtrace_consumers.retry import (
     redis_transient_errors,
 )
 from ragtrace_consumers.startup import wait_for
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.workers import ScoringWorkers, check_lease, judgement_bound_s
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 
@@ -43,13 +44,8 @@ _log = logging.getLogger(__name__)
 
 
 def build_judge(cfg: ConsumerConfig) -> Judge:
-    """The configured judge (``judge.name``, ``judge.model``)."""
-    from ragtrace.evaluation.judges import make_judge
-
-    options: dict[str, Any] = {}
-    if cfg.judge.model and cfg.judge.name != "lexical":
-        options["model"] = cfg.judge.model
-    return make_judge(cfg.judge.name, **options)
+    """The configured judge (the ``judge`` section: :func:`judge_from_settings`)."""
+    return judge_from_settings(cfg.judge)
 
 
 @dataclass
@@ -111,6 +107,8 @@ def build_service(
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     judge = judge or build_judge(cfg)
+    if cfg.judge.mode != "batch":  # batch mode never blocks a worker on the judge
+        check_lease(cfg.assembly.lease_s, judgement_bound_s(judge))  # fails before connecting
     wait_s = cfg.health.startup_wait_s
     client = rs.connect(cfg.redis.url)
     wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)

@@ -12,8 +12,13 @@ The three stages of :class:`~ragtrace_consumers.pipeline.Pipeline` run here:
   each to mark and release. While it delivers, the next batch gathers.
 
 At most ``capacity`` (``size * depth``) traces are claimed and unfinished at once, so a claimed
-trace waits behind at most ``depth`` rounds of judge calls (keep ``assembly.lease_s`` well above
-that). When that many are in flight, :attr:`ScoringWorkers.full` is true and the reader refuses
+trace is finished within ``depth`` rounds of judgements: the ``depth - 1`` rounds queued ahead of
+it on the ``size`` threads, then its own. A judgement takes at most the judge's time budget
+(``judge.budget_s``: every request, retry and back-off wait included; the judge then gives up and
+the trace is parked), so the lease must outlast ``depth × (budget_s + JUDGEMENT_MARGIN_S)``, or
+another replica claims the trace mid-judgement and pays the judge twice. :func:`check_lease`
+refuses a configuration that does not (both ``consume`` and ``serve`` call it at start-up).
+When ``capacity`` traces are in flight, :attr:`ScoringWorkers.full` is true and the reader refuses
 more input (the Kafka runner pauses its partitions) until :meth:`wait` reports finished traces —
 no sleep loop.
 """
@@ -27,13 +32,61 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-__all__ = ["DEFAULT_DEPTH", "ScoringWorkers", "TraceProcessor"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "JUDGEMENT_MARGIN_S",
+    "ScoringWorkers",
+    "TraceProcessor",
+    "check_lease",
+    "judgement_bound_s",
+    "lease_needed_s",
+]
 
 _log = logging.getLogger(__name__)
 _SLOW_S = 10.0
 DEFAULT_DEPTH = 4
-"""Traces in flight per worker thread (see the module doc): four rounds of the slowest judge
-call (30 s timeout, two attempts) stay under the default 300 s lease."""
+"""Traces in flight per worker thread (see the module doc): four rounds of the longest
+judgement (the default 60 s budget, plus the margin) take 244 s, under the default 300 s lease."""
+JUDGEMENT_MARGIN_S = 1.0
+"""Added to each judgement's budget: the time around the judge call that the budget does not
+count (the hand-over between threads, parsing and checking the verdicts, the finishing batch's
+store round trips)."""
+
+
+def judgement_bound_s(judge: object) -> float | None:
+    """The most one judgement by ``judge`` blocks a worker: its ``budget_s`` (the Anthropic
+    judge); None for a judge without one (the lexical judge answers at once)."""
+    budget = getattr(judge, "budget_s", None)
+    return float(budget) if isinstance(budget, (int, float)) else None
+
+
+def lease_needed_s(
+    budget_s: float, depth: int = DEFAULT_DEPTH, margin_s: float = JUDGEMENT_MARGIN_S
+) -> float:
+    """The longest a claimed trace can wait to be finished (module doc)."""
+    return depth * (budget_s + margin_s)
+
+
+def check_lease(
+    lease_s: float,
+    budget_s: float | None,
+    depth: int = DEFAULT_DEPTH,
+    margin_s: float = JUDGEMENT_MARGIN_S,
+) -> None:
+    """Raise :class:`~ragtrace_consumers.config.ConfigError` when ``lease_s`` could expire
+    before a claimed trace is judged (module doc); nothing to check when ``budget_s`` is None."""
+    if budget_s is None:
+        return
+    needed = lease_needed_s(budget_s, depth, margin_s)
+    if lease_s <= needed:
+        from ragtrace_consumers.config import ConfigError
+
+        raise ConfigError(
+            f"assembly.lease_s: {lease_s:g} s can expire while a claimed trace waits for the "
+            f"judge: {depth} traces in flight per worker x (judge.budget_s {budget_s:g} s + "
+            f"{margin_s:g} s margin) = {needed:g} s; raise assembly.lease_s above {needed:g} "
+            "or lower judge.budget_s"
+        )
 
 
 class TraceProcessor(Protocol):

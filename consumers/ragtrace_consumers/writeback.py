@@ -133,7 +133,9 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
     if g is not None:
         attrs[semconv.EVAL_JUDGE_NAME] = g.judge.name
         if g.judge.model:
-            attrs[semconv.EVAL_JUDGE_MODEL] = g.judge.model
+            attrs[semconv.EVAL_JUDGE_MODEL] = g.judge.model  # configured: the judge's identity
+        if g.served_model:
+            attrs[semconv.GEN_AI_RESPONSE_MODEL] = g.served_model  # what the API served
         attrs[semconv.EVAL_JUDGE_PROMPT_SHA256] = g.judge.prompt_sha256
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
         if g.injection_suspected:

@@ -7,13 +7,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_judge_arguments", "build_judge", "judge_line", "read_text_arg", "warn"]
+from ragtrace.evaluation.judges.spec import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    ENV_MODEL,
+    JUDGE_NAMES,
+    JudgeSpec,
+)
+
+__all__ = [
+    "add_judge_arguments",
+    "build_judge",
+    "judge_line",
+    "judge_spec",
+    "read_text_arg",
+    "warn",
+]
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
-        choices=("auto", "lexical", "anthropic"),
+        choices=JUDGE_NAMES,
         default="auto",
         help="lexical: word overlap per sentence, offline; anthropic: a Claude model "
         "(needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); auto (default): "
@@ -22,22 +38,23 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         metavar="MODEL",
-        help="Claude model for the anthropic judge (default: $RAGTRACE_JUDGE_MODEL, else "
-        "claude-haiku-4-5)",
+        help=f"Claude model for the anthropic judge (default: ${ENV_MODEL}, else {DEFAULT_MODEL})",
     )
     parser.add_argument(
         "--timeout",
         type=float,
-        default=30.0,
+        default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help="per-request timeout of the anthropic judge (default: 30)",
+        help=f"per-request timeout of the anthropic judge (default: {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument(
-        "--max-retries",
-        type=int,
-        default=3,
-        metavar="N",
-        help="retries on rate limits, overload, 5xx and timeouts (default: 3)",
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help="most time one judgement may take, requests and retries (on rate limits, "
+        "overload, 5xx and timeouts, waiting what retry-after asks) included "
+        f"(default: {DEFAULT_BUDGET_S:g})",
     )
     parser.add_argument(
         "--calibration-file",
@@ -47,20 +64,23 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def judge_spec(args: argparse.Namespace) -> JudgeSpec:
+    """The :class:`JudgeSpec` the options describe; ValueError with a readable reason."""
+    return JudgeSpec(args.judge, model=args.model, timeout_s=args.timeout, budget_s=args.budget)
+
+
 def build_judge(args: argparse.Namespace) -> Any:
     """The judge the options ask for; ValueError with a readable reason otherwise."""
     from ragtrace.evaluation.judges import make_judge
 
-    options: dict[str, Any] = {}
-    if args.judge != "lexical":
-        options = {"timeout": args.timeout, "max_retries": args.max_retries}
-        if args.model:
-            options["model"] = args.model
-    return make_judge(args.judge, **options)
+    return make_judge(judge_spec(args))
 
 
-def judge_line(info: Any) -> str:
+def judge_line(info: Any, served_model: str | None = None) -> str:
+    """The judge's identity; ``served_model`` (what the API reported) when it differs."""
     model = info.model or "none (model-free)"
+    if served_model and served_model != info.model:
+        model += f" (served {served_model})"
     return f"judge: {info.name}  model: {model}  prompt sha256: {info.prompt_sha256[:12]}"
 
 

@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def format_metric(result: Any) -> str:
-    lines = [judge_line(result.judge)]
+    lines = [judge_line(result.judge, result.served_model)]
     name = result.metric.replace("_", " ")
     if result.error is not None:
         lines.append(f"{name}: n/a  (judge error: {result.error})")

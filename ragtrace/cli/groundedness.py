@@ -110,7 +110,7 @@ def _unit_lines(result: GroundednessResult) -> list[str]:
 
 
 def format_result(result: GroundednessResult) -> str:
-    lines = [judge_line(result.judge)]
+    lines = [judge_line(result.judge, result.served_model)]
     if result.error is not None:
         lines.append(f"groundedness: n/a  (judge error: {result.error})")
     elif result.no_claims:

@@ -104,7 +104,9 @@ def _consumer(
     stack: Stack, name: str, group: str, prefix: str, health_port: int | None = None
 ) -> ConsumerProcess:
     extra = {
-        "RAGTRACE_ASSEMBLY_LEASE_S": "5",
+        # 4 judgements of at most 1 s (+ 1 s margin) fit in the lease (checked at start-up)
+        "RAGTRACE_ASSEMBLY_LEASE_S": "10",
+        "RAGTRACE_JUDGE_BUDGET_S": "1",
         "RAGTRACE_ASSEMBLY_QUIET_S": "0.5",
         "RAGTRACE_JUDGE_PARK_BACKOFF_S": "1",
         "RAGTRACE_JUDGE_CALLS_PER_MINUTE": "100000",

@@ -84,7 +84,12 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             prefix=prefix,
             group=group,
             judge_url=judge.base_url,
-            extra={"RAGTRACE_ASSEMBLY_LEASE_S": "5", "RAGTRACE_JUDGE_CONCURRENCY": "2"},
+            # 4 judgements of at most 1 s (+ 1 s margin) fit in the lease (checked at start-up)
+            extra={
+                "RAGTRACE_ASSEMBLY_LEASE_S": "10",
+                "RAGTRACE_JUDGE_BUDGET_S": "1",
+                "RAGTRACE_JUDGE_CONCURRENCY": "2",
+            },
         )
         first = start_consumer(env, tmp_path / "first.log")
         second = None

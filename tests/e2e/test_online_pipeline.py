@@ -15,11 +15,12 @@ from ragtrace import semconv
 from ragtrace.evaluation.judges import PROMPT_SHA256
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from scripts.services import CollectorEndpoints, OtlpSink
-from scripts.services.prometheus import wait_for_series
+from scripts.services.prometheus import query, wait_for_series
 from tests.e2e import online_app
 from tests.e2e.online import (
     ASSIGNED,
     DLQ_TOPIC,
+    JUDGE_ALIAS,
     JUDGE_MODEL,
     OnlineRun,
     committed_offsets,
@@ -96,7 +97,8 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         semconv.RAGTRACE_PIPELINE_NAME: online_app.PIPELINE,
         semconv.EVAL_GROUNDEDNESS: groundedness,
         semconv.EVAL_JUDGE_NAME: "anthropic",
-        semconv.EVAL_JUDGE_MODEL: JUDGE_MODEL,
+        semconv.EVAL_JUDGE_MODEL: JUDGE_ALIAS,  # the configured model: the judge's identity
+        semconv.GEN_AI_RESPONSE_MODEL: JUDGE_MODEL,  # what the API served, on the span only
         semconv.EVAL_JUDGE_PROMPT_SHA256: PROMPT_SHA256,
         semconv.EVAL_GROUNDEDNESS_NO_CLAIMS: False,
     }
@@ -197,11 +199,13 @@ def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
     assert _value(url, f"sum(ragtrace_recall_sum{{{svc}}})") == 1.5
     assert _value(url, f"sum(ragtrace_hit_rate_sum{{{svc}}})") == 2
     assert _value(url, f"sum(ragtrace_reciprocal_rank_sum{{{svc}}})") == 1.5
-    model = f'{inst},judge_model="{JUDGE_MODEL}"'
+    # Judge metrics are labelled with the configured model, never the served (dated) one.
+    model = f'{inst},judge_model="{JUDGE_ALIAS}"'
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="ok"}})') == 4
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="cached"}})') == 1
     assert _value(url, f'sum(ragtrace_judge_tokens_total{{{model},token_type="input"}})') > 0
     assert _value(url, f"sum(ragtrace_judge_latency_seconds_count{{{model}}})") == 4
+    assert query(url, f'{{{inst},judge_model="{JUDGE_MODEL}"}}') == []  # exported together
     assert (
         _value(url, f'sum(ragtrace_dlq_messages_total{{{inst},reason="protobuf_parse_error"}})')
         == 1

@@ -19,6 +19,7 @@ from ragtrace.cli.output import (
     emit_json,
     error,
 )
+from ragtrace.evaluation.judges.spec import JUDGE_NAMES
 
 __all__ = ["register", "run"]
 
@@ -42,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_json_option(p, "the result (one document; on stdout the progress goes to stderr)")
     p.add_argument(
         "--judge",
-        choices=("auto", "lexical", "anthropic"),
+        choices=JUDGE_NAMES,
         default="auto",
         help="auto (default): anthropic when ANTHROPIC_API_KEY is set, else lexical",
     )

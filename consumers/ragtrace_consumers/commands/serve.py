@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_OK, error, json_safe
+from ragtrace.evaluation.judges.spec import JUDGE_NAMES
 
 __all__ = ["ENV_LABELS", "register", "run"]
 
@@ -126,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--no-metrics", action="store_true", help="serve no /metrics endpoint")
     p.add_argument(
         "--judge",
-        choices=("auto", "lexical", "anthropic"),
+        choices=JUDGE_NAMES,
         default=None,
         help="auto: anthropic when ANTHROPIC_API_KEY is set, else lexical "
         "(default: the config's judge.name, auto)",

@@ -1,12 +1,13 @@
 """Judges: groundedness (and the adjacent answer metrics) behind one small seam.
 
-``make_judge("lexical" | "anthropic" | "auto")`` — ``auto`` is the Anthropic judge when an API key
-is available (``api_key=`` or ``ANTHROPIC_API_KEY``), else the offline lexical judge.
+``make_judge(JudgeSpec(...))`` (or ``make_judge("lexical" | "anthropic" | "auto", **options)``)
+— ``auto`` is the Anthropic judge when an API key is available (``api_key=`` or
+``ANTHROPIC_API_KEY``), else the offline lexical judge (:mod:`.spec`).
 """
 
 from __future__ import annotations
 
-import os
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from .base import (
@@ -27,7 +28,9 @@ from .injection import injection_hits, reads_as_instruction, suspect_documents
 from .lexical import LexicalJudge
 from .pricing import ModelPrice, PriceTable, load_prices
 from .prompts import PROMPT_SHA256
+from .retry import CallBudget
 from .segment import Unit, segment_answer
+from .spec import JUDGE_NAMES, JudgeSpec
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicJudge
@@ -39,11 +42,13 @@ __all__ = [
     "UNIT_CHECKS",
     "AnswerJudge",
     "AnthropicJudge",
+    "CallBudget",
     "ClaimVerdict",
     "GroundednessResult",
     "Judge",
     "JudgeCapabilityError",
     "JudgeInfo",
+    "JudgeSpec",
     "JudgeUnavailable",
     "LexicalJudge",
     "MetricResult",
@@ -63,8 +68,6 @@ __all__ = [
     "suspect_documents",
 ]
 
-JUDGE_NAMES = ("auto", "lexical", "anthropic")
-
 
 def __getattr__(name: str) -> Any:
     # AnthropicJudge imports the `anthropic` package; keep it lazy for the core install.
@@ -75,24 +78,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def make_judge(name: str = "auto", **options: Any) -> LexicalJudge | AnthropicJudge:
-    """A judge by name. ``options`` go to the judge's constructor (see LexicalJudge,
-    AnthropicJudge); with ``auto`` they go to whichever judge is chosen, lexical ones ignored
-    when they do not apply."""
-    if name not in JUDGE_NAMES:
-        raise ValueError(f"unknown judge {name!r}; expected one of {', '.join(JUDGE_NAMES)}")
-    if name == "auto":
-        has_key = bool(options.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
-        name = "anthropic" if has_key else "lexical"
-        if name == "lexical":
-            options = {k: v for k, v in options.items() if k == "threshold"}
-    if name == "lexical":
-        return LexicalJudge(**options)
-    if not (options.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")):
-        raise ValueError(
-            "the anthropic judge needs an API key: set ANTHROPIC_API_KEY "
-            "(or use --judge lexical offline)"
-        )
+_SPEC_KEYS = frozenset(f.name for f in fields(JudgeSpec)) - {"name"}
+_LEXICAL_OPTIONS = frozenset({"threshold"})
+
+
+def make_judge(spec: JudgeSpec | str = "auto", /, **options: Any) -> LexicalJudge | AnthropicJudge:
+    """The judge ``spec`` describes (see :meth:`JudgeSpec.resolved`: ``auto``, the model, the API
+    key check). A name instead of a spec builds one from the :class:`JudgeSpec` fields among
+    ``options``; the other ``options`` go to the judge's constructor (``threshold`` for the
+    lexical judge, which ignores the rest; ``prices``, ``instructions``, ``sleep``, ``clock``
+    for the Anthropic judge). ValueError for an unknown name or a missing API key."""
+    if isinstance(spec, str):
+        spec = JudgeSpec(spec, **{k: options.pop(k) for k in _SPEC_KEYS & options.keys()})
+    spec = spec.resolved()
+    if spec.model_free:
+        return LexicalJudge(**{k: v for k, v in options.items() if k in _LEXICAL_OPTIONS})
     from .anthropic import AnthropicJudge
 
-    return AnthropicJudge(**options)
+    return AnthropicJudge.from_spec(spec, **options)

@@ -1,30 +1,31 @@
 """The model judge: one Messages API call per answer, verdicts through a forced tool call.
 
-Configuration (explicit argument > environment > default): ``model`` > ``RAGTRACE_JUDGE_MODEL`` >
+Configuration (explicit argument > environment > default, see
+:mod:`~ragtrace.evaluation.judges.spec`): ``model`` > ``RAGTRACE_JUDGE_MODEL`` >
 ``claude-haiku-4-5``; ``api_key``/``base_url`` > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``
 (read by the official client).
 
-Retries are ours, not the client's (it is built with ``max_retries=0``): on 408, 409, 429, any
-5xx (529 overloaded included), timeouts and connection errors we wait what ``retry-after-ms`` /
-``retry-after`` asks, else exponential backoff (0.5 s doubling, capped at 8 s, −25 % jitter), up
-to ``max_retries`` times, then raise :class:`JudgeUnavailable` carrying the last ``retry-after``.
-A ``retry-after`` longer than ``max_retry_wait`` raises at once rather than blocking the
-caller, which can park the work (the official client would sleep as long as asked).
+Identity: :attr:`AnthropicJudge.info` names the configured model and never changes; the model the
+API reports having served (an alias resolves to a dated ID) is recorded on each result only
+(``served_model``).
+
+Retries are owned by :class:`~ragtrace.evaluation.judges.retry.CallBudget` (the client is built
+with ``max_retries=0``): a judgement takes at most ``budget_s`` seconds, all requests and waits
+included, each request at most ``timeout`` seconds; when a retry no longer fits,
+:class:`JudgeUnavailable` is raised carrying the API's ``retry-after`` and the caller parks the
+work (the official client would sleep as long as asked).
 
 Malformed output (no tool call, wrong shape, truncated, unparsable body) and invalid judgements
 (a unit missing, judged twice or unknown: see :func:`~ragtrace.evaluation.judges.prompts.parse_units`)
-are retried once and then returned as a result with ``error`` set — never a score. An answer
-with no units (no words) scores 1.0 ``no_claims`` without a call. Other 4xx answers (bad request,
-authentication) are also error results: retrying cannot help.
+are sent once more (within the same budget) and then returned as a result with ``error`` set —
+never a score. An answer with no units (no words) scores 1.0 ``no_claims`` without a call. Other
+4xx answers (bad request, authentication) are also error results: retrying cannot help.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import os
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,7 +45,6 @@ from .answer_metrics import (
 from .base import (
     GroundednessResult,
     JudgeInfo,
-    JudgeUnavailable,
     MetricResult,
     Usage,
 )
@@ -60,14 +60,20 @@ from .prompts import (
     render_answer_message,
     render_claims_message,
 )
+from .retry import CallBudget, parse_retry_after, retryable
 from .scoring import score_units
 from .segment import Unit, segment_answer
+from .spec import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    ENV_MODEL,
+    JudgeSpec,
+    configured_model,
+)
 
-__all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]
+__all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]  # DEFAULT_MODEL, ENV_MODEL: from .spec
 
-DEFAULT_MODEL = "claude-haiku-4-5"
-ENV_MODEL = "RAGTRACE_JUDGE_MODEL"
-_RETRY_STATUSES = frozenset({408, 409, 429})
 _log = logging.getLogger(__name__)
 
 
@@ -77,25 +83,6 @@ class _Call:
     def __init__(self) -> None:
         self.usage = Usage()
         self.model: str | None = None
-
-
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        parsed = email.utils.parsedate_tz(value)
-        return None if parsed is None else max(email.utils.mktime_tz(parsed) - time.time(), 0.0)
 
 
 class AnthropicJudge:
@@ -109,40 +96,55 @@ class AnthropicJudge:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        budget_s: float = DEFAULT_BUDGET_S,
         prices: PriceTable | None = None,
         max_tokens: int = 4096,
-        max_retry_wait: float = 60.0,
         instructions: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         import anthropic  # the `judge` extra; imported here so the core install never needs it
 
         if model is not None and not model.strip():
             raise ValueError("model must be a non-empty model ID")
-        if timeout <= 0 or max_retry_wait < 0 or max_tokens <= 0:
-            raise ValueError("timeout and max_tokens must be > 0, max_retry_wait >= 0")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        self.model = model or os.environ.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
-        self.max_retries = max_retries
-        self.max_retry_wait = float(max_retry_wait)
+        if not (timeout > 0 and budget_s > 0 and max_tokens > 0):
+            raise ValueError("timeout, budget_s and max_tokens must be > 0")
+        self.model = configured_model(model)
+        self.timeout_s = float(timeout)
+        self.budget_s = float(budget_s)
+        """The most one judgement takes, every request and wait included (module doc)."""
         self.max_tokens = max_tokens
         self.prices = prices if prices is not None else load_prices()
         self.instructions = instructions if instructions is not None else GROUNDEDNESS_INSTRUCTIONS
         self._sleep = sleep
+        self._clock = clock
         self._anthropic = anthropic
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
-        self._prompt_sha256 = groundedness_sha256(self.instructions)
-        self._served_model: str | None = None
+        self._info = JudgeInfo(self.name, self.model, groundedness_sha256(self.instructions))
+
+    @classmethod
+    def from_spec(cls, spec: JudgeSpec, **options: Any) -> AnthropicJudge:
+        """The judge ``spec`` describes; ``options`` (``prices``, ``instructions``, ``sleep``,
+        ``clock``; a constructor argument given here wins over the spec) go to the
+        constructor."""
+        kwargs: dict[str, Any] = {
+            "api_key": spec.api_key,
+            "base_url": spec.base_url,
+            "timeout": spec.timeout_s,
+            "budget_s": spec.budget_s,
+            "max_tokens": spec.max_tokens,
+            **options,
+        }
+        return cls(spec.model, **kwargs)
 
     @property
     def info(self) -> JudgeInfo:
-        """Provenance; ``model`` is the ID the API last reported, else the requested one."""
-        return JudgeInfo(self.name, self._served_model or self.model, self._prompt_sha256)
+        """Provenance: the configured model, fixed for the judge's life (the served model is on
+        each result)."""
+        return self._info
 
     # --- groundedness ---------------------------------------------------------------------
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
@@ -177,22 +179,24 @@ class AnthropicJudge:
         except (MalformedOutput, _Rejected) as exc:
             return GroundednessResult.failed(
                 str(exc),
-                self._info(call),
+                self.info,
                 usage=call.usage,
                 cost_usd=self._cost(call),
                 latency_s=time.perf_counter() - start,
                 injection_suspected=suspect,
+                served_model=call.model,
             )
         return score_units(
             units,
             judged,
             context,
-            self._info(call),
+            self.info,
             suspect=suspect,
             answer_mode=given is None,
             usage=call.usage,
             cost_usd=self._cost(call),
             latency_s=time.perf_counter() - start,
+            served_model=call.model,
         )
 
     # --- adjacent metrics -----------------------------------------------------------------
@@ -227,36 +231,32 @@ class AnthropicJudge:
     ) -> MetricResult:
         start = time.perf_counter()
         call = _Call()
-
-        def info() -> JudgeInfo:
-            return JudgeInfo(self.name, call.model or self.model, sha)
-
+        info = JudgeInfo(self.name, self.model, sha)
         try:
             score, details = self._structured(call, instructions, tool, message, parse)
         except (MalformedOutput, _Rejected) as exc:
             return MetricResult(
                 metric,
                 None,
-                info(),
+                info,
                 usage=call.usage,
                 cost_usd=self._cost(call),
                 error=str(exc),
                 latency_s=time.perf_counter() - start,
+                served_model=call.model,
             )
         return MetricResult(
             metric,
             score,
-            info(),
+            info,
             details,
             call.usage,
             self._cost(call),
             latency_s=time.perf_counter() - start,
+            served_model=call.model,
         )
 
     # --- the call -------------------------------------------------------------------------
-    def _info(self, call: _Call) -> JudgeInfo:
-        return JudgeInfo(self.name, call.model or self.model, self._prompt_sha256)
-
     def _cost(self, call: _Call) -> float:
         return self.prices.cost(call.model or self.model, call.usage)
 
@@ -284,12 +284,14 @@ class AnthropicJudge:
         message: str,
         parse: Callable[[object], Any],
     ) -> Any:
-        """Send, parse the forced tool call; one retry on malformed output."""
+        """Send, parse the forced tool call; sent once more on malformed output, all within
+        one :class:`CallBudget`."""
         body = self.request_body(instructions, tool, message)
+        budget = CallBudget(self.budget_s, self.timeout_s, clock=self._clock, sleep=self._sleep)
         problem = MalformedOutput("no attempt made")
         for _ in range(2):
             try:
-                response = self._send(body)
+                response = self._send(body, budget)
             except MalformedOutput as exc:
                 problem = exc
                 continue
@@ -302,8 +304,6 @@ class AnthropicJudge:
                     int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
                 )
             call.model = getattr(response, "model", None) or call.model
-            if call.model:
-                self._served_model = call.model
             try:
                 return parse(self._tool_input(response, str(tool["name"])))
             except MalformedOutput as exc:
@@ -320,21 +320,21 @@ class AnthropicJudge:
                 return block.input
         raise MalformedOutput(f"no {name} tool call in the response")
 
-    def _send(self, body: dict[str, Any]) -> Any:
-        """One request with our retry policy; raises JudgeUnavailable, _Rejected, MalformedOutput."""
+    def _send(self, body: dict[str, Any], budget: CallBudget) -> Any:
+        """One request, retried as ``budget`` allows; raises JudgeUnavailable, _Rejected,
+        MalformedOutput."""
         a = self._anthropic
-        attempt = 0
         while True:
             retry_after: float | None = None
             try:
-                response = self._client.messages.create(**body)
+                response = self._client.messages.create(**body, timeout=budget.request_timeout())
             except a.APIStatusError as exc:
                 status = exc.status_code
-                if status not in _RETRY_STATUSES and status < 500:
+                if not retryable(status):
                     raise _Rejected(
                         f"judge request rejected: HTTP {status}: {exc.message}"
                     ) from None
-                retry_after = _retry_after(exc.response.headers)
+                retry_after = parse_retry_after(exc.response.headers)
                 reason = f"HTTP {status}: {exc.message}"
             except a.APIConnectionError as exc:  # includes timeouts
                 reason = f"{type(exc).__name__}: {exc}"
@@ -344,24 +344,8 @@ class AnthropicJudge:
                 if not hasattr(response, "content"):
                     raise MalformedOutput("response body is not a Messages API message")
                 return response
-            if retry_after is not None and retry_after > self.max_retry_wait:
-                raise JudgeUnavailable(
-                    f"judge asked to retry after {retry_after:g}s "
-                    f"(> {self.max_retry_wait:g}s): {reason}",
-                    retry_after,
-                )
-            if attempt >= self.max_retries:
-                raise JudgeUnavailable(
-                    f"judge unavailable after {attempt + 1} attempts: {reason}", retry_after
-                )
-            delay = (
-                retry_after
-                if retry_after is not None
-                else min(0.5 * 2.0**attempt, 8.0) * (1 - 0.25 * random.random())
-            )
-            _log.info("judge call failed (%s); retrying in %.2fs", reason, delay)
-            self._sleep(delay)
-            attempt += 1
+            _log.info("judge call failed (%s); retrying within the time budget", reason)
+            budget.wait_to_retry(reason, retry_after)
 
     # --- messages answered elsewhere (the Message Batches API) -----------------------------
     def groundedness_request(self, answer: str, context: Sequence[str]) -> dict[str, Any]:
@@ -406,22 +390,24 @@ class AnthropicJudge:
         except MalformedOutput as exc:
             return GroundednessResult.failed(
                 f"malformed judge output: {exc}",
-                self._info(call),
+                self.info,
                 usage=call.usage,
                 cost_usd=cost,
                 latency_s=latency_s,
                 injection_suspected=suspect,
+                served_model=call.model,
             )
         return score_units(
             units,
             judged,
             context,
-            self._info(call),
+            self.info,
             suspect=suspect,
             answer_mode=True,
             usage=call.usage,
             cost_usd=cost,
             latency_s=latency_s,
+            served_model=call.model,
         )
 
 

@@ -35,9 +35,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class JudgeInfo:
-    """Provenance stored with every score: which judge, which exact model, which prompt.
+    """Provenance stored with every score: which judge, which model, which prompt.
 
-    ``model`` is the model ID the API reported in its response (``None`` for model-free judges);
+    ``model`` is the model the judge was configured with (``None`` for model-free judges), the
+    same for the judge's whole life, so metric series keyed by it never split; the model the API
+    reports having served (an alias resolved to a dated ID) is the result's ``served_model``.
     ``prompt_sha256`` hashes the full prompt template (instructions, message layout, tool schema),
     so a changed prompt is visible in every stored score.
     """
@@ -289,6 +291,8 @@ class GroundednessResult:
     An answer with nothing to judge scores 1.0 with ``no_claims=True``, as the definition has it.
     ``injection_suspected`` lists the 1-based context documents flagged for a suspected prompt
     injection (:mod:`ragtrace.evaluation.judges.injection`); none of them served as evidence.
+    ``served_model`` is the model ID the API reported in its response (None: no call made, or a
+    model-free judge); ``judge.model`` is the configured one.
     """
 
     score: float | None
@@ -301,6 +305,7 @@ class GroundednessResult:
     latency_s: float = 0.0
     units: tuple[UnitVerdict, ...] = ()
     injection_suspected: tuple[int, ...] = ()
+    served_model: str | None = None
 
     def __post_init__(self) -> None:
         _check_score(self.score, self.error, "GroundednessResult")
@@ -339,6 +344,7 @@ class GroundednessResult:
         usage: Usage | None = None,
         cost_usd: float = 0.0,
         latency_s: float = 0.0,
+        served_model: str | None = None,
     ) -> GroundednessResult:
         """Score over units: supported / (units not accepted as claimless); 1.0 flagged
         ``no_claims`` when nothing is left to judge."""
@@ -358,6 +364,7 @@ class GroundednessResult:
             latency_s,
             units,
             tuple(injection_suspected),
+            served_model,
         )
 
     @classmethod
@@ -370,6 +377,7 @@ class GroundednessResult:
         cost_usd: float = 0.0,
         latency_s: float = 0.0,
         injection_suspected: Sequence[int] = (),
+        served_model: str | None = None,
     ) -> GroundednessResult:
         return cls(
             None,
@@ -381,6 +389,7 @@ class GroundednessResult:
             error,
             latency_s,
             injection_suspected=tuple(injection_suspected),
+            served_model=served_model,
         )
 
     @property
@@ -420,6 +429,8 @@ class GroundednessResult:
             d["units"] = [u.to_dict() for u in self.units]
         if self.injection_suspected:
             d["injection_suspected"] = list(self.injection_suspected)
+        if self.served_model is not None:
+            d["served_model"] = self.served_model
         return d
 
     @classmethod
@@ -438,6 +449,7 @@ class GroundednessResult:
         usage = d.get("usage") or {}
         score = d.get("score")
         error = d.get("error")
+        served = d.get("served_model")
         return cls(
             score=None if score is None else float(score),  # type: ignore[arg-type]
             claims=tuple(ClaimVerdict.from_dict(c) for c in claims),
@@ -449,6 +461,7 @@ class GroundednessResult:
             latency_s=float(d.get("latency_s", 0.0)),  # type: ignore[arg-type]
             units=tuple(UnitVerdict.from_dict(u) for u in units),
             injection_suspected=tuple(int(i) for i in suspected),
+            served_model=None if served is None else str(served),
         )
 
 
@@ -457,7 +470,8 @@ class MetricResult:
     """A judge metric other than groundedness (``answer_relevancy``, ``answer_correctness``).
 
     ``details`` holds the per-item verdicts the score was computed from (their shape is stated by
-    the method that produced them). ``score`` is ``None`` iff ``error`` is set.
+    the method that produced them). ``score`` is ``None`` iff ``error`` is set. ``served_model``
+    as on :class:`GroundednessResult`.
     """
 
     metric: str
@@ -468,6 +482,7 @@ class MetricResult:
     cost_usd: float = 0.0
     error: str | None = None
     latency_s: float = 0.0
+    served_model: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metric:
@@ -484,6 +499,7 @@ class MetricResult:
             "cost_usd": self.cost_usd,
             "error": self.error,
             "latency_s": self.latency_s,
+            "served_model": self.served_model,
         }
 
 
@@ -507,8 +523,8 @@ class AnswerJudge(Protocol):
 
 
 class JudgeUnavailable(Exception):
-    """The judge could not be reached after the client's retries (rate limit, overload, 5xx,
-    timeout). The caller should park the work and retry later, after ``retry_after`` seconds
+    """The judge could not answer within its time budget (rate limit, overload, 5xx, timeout:
+    :mod:`ragtrace.evaluation.judges.retry`). The caller should park the work and retry later, after ``retry_after`` seconds
     when the API said how long to wait."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:

@@ -93,6 +93,7 @@ def score_units(
     usage: Usage | None = None,
     cost_usd: float = 0.0,
     latency_s: float = 0.0,
+    served_model: str | None = None,
 ) -> GroundednessResult:
     """The result for ``units`` given the judge's claims per unit ID (every ID present: the
     parser has already refused a judgement that misses, repeats or invents a unit).
@@ -131,4 +132,5 @@ def score_units(
         usage=usage,
         cost_usd=cost_usd,
         latency_s=latency_s,
+        served_model=served_model,
     )

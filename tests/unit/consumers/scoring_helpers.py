@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -234,7 +234,6 @@ class Rig:
     metrics: ConsumerMetrics
     sink: OtlpScoreSink
     clock: Clock
-    sleeps: list[float] = field(default_factory=list)
 
     def spans(self) -> list[ReadableSpan]:
         """The summary evaluation spans (one per written trace)."""
@@ -282,7 +281,7 @@ def rig(
     exporter = exporter or InMemorySpanExporter()
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
-    settings = settings or PipelineSettings(quiet_s=5.0, lease_s=60.0, judge_backoff_s=0.5)
+    settings = settings or PipelineSettings(quiet_s=5.0, lease_s=60.0)
     sink = OtlpScoreSink(
         exporter,
         Resource.create({"service.name": "ragtrace-consumer"}),
@@ -290,7 +289,6 @@ def rig(
         recall_threshold=settings.thresholds.recall,
         groundedness_threshold=settings.thresholds.groundedness,
     )
-    sleeps: list[float] = []
     pipeline = Pipeline(
         traces=traces,
         labels=label_store,
@@ -303,7 +301,6 @@ def rig(
         sampler=sampler or Sampler(SamplerConfig()),
         settings=settings,
         clock=clock,
-        sleep=sleeps.append,
     )
     return Rig(
         pipeline,
@@ -318,5 +315,4 @@ def rig(
         metrics,
         sink,
         clock,
-        sleeps,
     )

@@ -35,7 +35,6 @@ def _pipeline(r: Any, judge: AnthropicJudge, batch: BatchJudging) -> Pipeline:
         sampler=p.sampler,
         settings=p.settings,
         clock=r.clock,
-        sleep=r.sleeps.append,
         judge_batch=batch,
     )
 

@@ -200,10 +200,10 @@ def test_unknown_key_in_the_file_names_the_closest_key(tmp_path: Path) -> None:
 
 def test_sources_of_each_value(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
-    f.write_text("judge:\n  concurrency: 3\n  attempts: 4\n")
-    cfg = load_config(f, env={"RAGTRACE_JUDGE_ATTEMPTS": "5", "RAGTRACE_SCORING_K": "7"})
+    f.write_text("judge:\n  concurrency: 3\n  budget_s: 40\n")
+    cfg = load_config(f, env={"RAGTRACE_JUDGE_BUDGET_S": "50", "RAGTRACE_SCORING_K": "7"})
     assert cfg.source_of("judge", "concurrency") == str(f)
-    assert cfg.source_of("judge", "attempts") == "env RAGTRACE_JUDGE_ATTEMPTS"
+    assert cfg.source_of("judge", "budget_s") == "env RAGTRACE_JUDGE_BUDGET_S"
     assert cfg.source_of("scoring", "k") == "env RAGTRACE_SCORING_K"
     assert cfg.source_of("kafka", "topic") == "default"
     assert cfg.replace(judge={"name": "lexical"}).source_of("judge", "name") == "override"

@@ -210,12 +210,13 @@ def test_a_replica_whose_lease_ran_out_cannot_release_the_new_claimants_work() -
     assert (stats["released"], stats["lease_lost"], stats["lease_expired"]) == (1, 1, 1)
 
 
-def test_unavailable_judge_parks_then_scores_on_retry() -> None:
-    r = rig(JudgeUnavailable("529"), JudgeUnavailable("529", retry_after=45.0), grounded(1, 1))
+def test_unavailable_judge_parks_at_once_then_scores_on_retry() -> None:
+    r = rig(JudgeUnavailable("529", retry_after=45.0), grounded(1, 1))
     r.pipeline.ingest(rag_spans(9), T0)
     (trace_id,) = r.pipeline.claim_due(T0)
     assert r.pipeline.process_trace(trace_id) is Outcome.PARKED
-    assert r.spans() == [] and r.sleeps == [0.5]
+    # one call: the judge owns its retries, the scorer does not loop again on top
+    assert r.spans() == [] and len(r.judge.calls) == 1
     assert r.points("ragtrace.traces.parked")[(("reason", "judge_unavailable"),)] == 1
     assert r.pipeline.process_due(T0 + 44) == 0  # retry after the API's 45 s
     assert r.pipeline.process_due(T0 + 45) == 1
@@ -224,7 +225,7 @@ def test_unavailable_judge_parks_then_scores_on_retry() -> None:
 
 
 def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
-    settings = PipelineSettings(lease_s=60.0, judge_attempts=1, give_up_after_s=100.0)
+    settings = PipelineSettings(lease_s=60.0, give_up_after_s=100.0)
     judge = ScriptedJudge(*[JudgeUnavailable("down")] * 10)
     r = rig(judge=judge, settings=settings)
     r.pipeline.ingest(rag_spans(10, end_s=T0), T0)

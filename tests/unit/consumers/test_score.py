@@ -3,6 +3,7 @@ retries and parking."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -135,20 +136,12 @@ def test_judge_cache_key_depends_on_every_input() -> None:
 
 
 def _scorer(
-    judge: ScriptedJudge, *, calls: int = 100, attempts: int = 2, sleeps: list[float] | None = None
+    judge: ScriptedJudge, *, calls: int = 100
 ) -> tuple[GroundednessScorer, MemoryJudgeResultCache, InMemoryMetricReader]:
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     cache = MemoryJudgeResultCache()
-    scorer = GroundednessScorer(
-        judge,
-        cache,
-        MemoryJudgeBudget(calls, 10**9),
-        metrics,
-        attempts=attempts,
-        backoff_s=0.5,
-        sleep=(sleeps if sleeps is not None else []).append,
-    )
+    scorer = GroundednessScorer(judge, cache, MemoryJudgeBudget(calls, 10**9), metrics)
     return scorer, cache, reader
 
 
@@ -183,32 +176,29 @@ def test_scorer_caches_real_scores_and_a_repeat_costs_nothing() -> None:
 
 
 class AliasJudge(ScriptedJudge):
-    """Like AnthropicJudge: configured with an alias, reports the dated model after a call."""
+    """Like AnthropicJudge: configured with an alias, its results report the dated model."""
 
     model = "claude-haiku-4-5"
 
     def __init__(self) -> None:
         super().__init__(model=self.model)
-        dated = JudgeInfo("anthropic", "claude-haiku-4-5-20251001", PROMPT)
-        self.default = lambda a, c: grounded(1, 1, info=dated)
-
-    def groundedness(self, answer, context):  # type: ignore[no-untyped-def]
-        result = super().groundedness(answer, context)
-        self._info = result.judge
-        return result
+        self.default = lambda a, c: dataclasses.replace(
+            grounded(1, 1, info=self.info), served_model="claude-haiku-4-5-20251001"
+        )
 
 
 def test_the_cache_key_uses_the_configured_model_before_and_after_the_first_call() -> None:
     used, fresh = AliasJudge(), AliasJudge()
     scorer, cache, _ = _scorer(used)
-    scorer.judge_trace("t" * 32, "svc", "answer", ["ctx"])
-    assert used.info.model == "claude-haiku-4-5-20251001"  # the served ID from now on
+    first = scorer.judge_trace("t" * 32, "svc", "answer", ["ctx"])
+    assert first.result is not None
+    assert first.result.served_model == "claude-haiku-4-5-20251001"  # on the result only
+    assert used.info.model == "claude-haiku-4-5"
     assert scorer.judge_trace("u" * 32, "svc", "answer", ["ctx"]).cached
-    # A fresh replica (its judge still says the alias) finds the same entry.
+    # Another replica finds the same entry.
     other = GroundednessScorer(
         fresh, cache, MemoryJudgeBudget(100, 10**9), ConsumerMetrics(MeterProvider())
     )
-    assert fresh.info.model == "claude-haiku-4-5"
     assert other.judge_trace("v" * 32, "svc", "answer", ["ctx"]).cached
     assert len(used.calls) == 1 and fresh.calls == []
     assert len(cache._items) == 1
@@ -262,33 +252,23 @@ def test_budget_exhausted_skips_the_judge_but_cache_hits_still_work() -> None:
     assert _counter(reader, "ragtrace.judge.budget.exhausted")[(("service", "svc"),)] == 1
 
 
-def test_unavailable_judge_retries_with_backoff_then_parks() -> None:
-    judge = ScriptedJudge(
-        JudgeUnavailable("overloaded"),
-        JudgeUnavailable("429", 7.0),
-        JudgeUnavailable("still 429", 9.0),
-    )
-    sleeps: list[float] = []
-    scorer, _, reader = _scorer(judge, attempts=3, sleeps=sleeps)
+def test_unavailable_judge_parks_at_once_with_the_apis_retry_after() -> None:
+    judge = ScriptedJudge(JudgeUnavailable("429", 7.0), grounded(2, 2))
+    scorer, _, reader = _scorer(judge)
     with pytest.raises(ParkTrace) as park:
         scorer.judge_trace("t" * 32, "svc", "a", ["c"])
-    assert park.value.reason == "judge_unavailable" and park.value.retry_after == 9.0
-    assert sleeps == [0.5, 7.0]  # backoff, then the API's retry-after
-    assert len(judge.calls) == 3
+    # one call: the judge owns the retries (its time budget); no second loop here
+    assert park.value.reason == "judge_unavailable" and park.value.retry_after == 7.0
+    assert len(judge.calls) == 1
     assert (
         _counter(reader, "ragtrace.judge.calls")[
             (("judge_model", MODEL), ("outcome", "unavailable"))
         ]
-        == 3
+        == 1
     )
-
-
-def test_judge_recovering_on_the_second_attempt_scores() -> None:
-    judge = ScriptedJudge(JudgeUnavailable("overloaded"), grounded(2, 2))
-    sleeps: list[float] = []
-    scorer, _, _ = _scorer(judge, sleeps=sleeps)
+    # the parked trace's retry scores
     out = scorer.judge_trace("t" * 32, "svc", "a", ["c"])
-    assert out.result is not None and out.result.score == 1.0 and sleeps == [0.5]
+    assert out.result is not None and out.result.score == 1.0 and len(judge.calls) == 2
 
 
 def test_unexpected_judge_exception_parks_as_judge_failed() -> None:
@@ -297,9 +277,10 @@ def test_unexpected_judge_exception_parks_as_judge_failed() -> None:
     with pytest.raises(ParkTrace) as park:
         scorer.judge_trace("t" * 32, "svc", "a", ["c"])
     assert park.value.reason == "judge_failed" and park.value.retry_after is None
+    assert len(judge.calls) == 1
     assert (
         _counter(reader, "ragtrace.judge.errors")[(("judge_model", MODEL), ("reason", "exception"))]
-        == 2
+        == 1
     )
 
 
@@ -310,31 +291,21 @@ def test_judge_outcome_is_validated() -> None:
         JudgeOutcome(grounded(1, 1), skipped="budget_exhausted")
 
 
-class _AliasJudge(ScriptedJudge):
-    """Reports the requested alias until the first reply names the dated model."""
-
-    def __init__(self) -> None:
-        super().__init__(model="claude-x")
-        self.served = False
-
-    @property
-    def info(self) -> JudgeInfo:
-        return JudgeInfo("anthropic", "claude-x-20250101" if self.served else "claude-x", PROMPT)
-
-    def groundedness(self, answer, context):  # type: ignore[no-untyped-def]
-        self.calls.append((answer, tuple(context)))
-        self.served = True
-        return grounded(1, 1, info=self.info)
-
-
-def test_cache_survives_an_alias_resolving_to_a_dated_model() -> None:
-    judge = _AliasJudge()
+def test_metrics_are_labelled_with_the_configured_model_never_the_served_one() -> None:
+    judge = AliasJudge()
     scorer, cache, reader = _scorer(judge)
     scorer.judge_trace("t" * 32, "svc", "a", ["c"])
     assert scorer.judge_trace("u" * 32, "svc", "a", ["c"]).cached
-    # A fresh replica still asks for the alias: found too.
-    assert cache.get(judge_cache_key("a", ["c"], "claude-x", PROMPT)) is not None
+    assert cache.get(judge_cache_key("a", ["c"], "claude-haiku-4-5", PROMPT)) is not None
     assert len(judge.calls) == 1
     calls = _counter(reader, "ragtrace.judge.calls")
-    assert calls[(("judge_model", "claude-x-20250101"), ("outcome", "ok"))] == 1
-    assert calls[(("judge_model", "claude-x-20250101"), ("outcome", "cached"))] == 1
+    assert calls[(("judge_model", "claude-haiku-4-5"), ("outcome", "ok"))] == 1
+    assert calls[(("judge_model", "claude-haiku-4-5"), ("outcome", "cached"))] == 1
+    labels = {
+        value
+        for name in ("ragtrace.judge.calls", "ragtrace.judge.tokens", "ragtrace.judge.cost")
+        for key in _counter(reader, name)
+        for attr, value in key
+        if attr == "judge_model"
+    }
+    assert labels == {"claude-haiku-4-5"}  # no series under the served (dated) model

@@ -3,6 +3,7 @@ exhaustive attributes and events), delivery before return, suppression during ex
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -209,6 +210,17 @@ def test_groundedness_only_span_and_its_id() -> None:
     assert [
         dict(e.attributes or {})[semconv.GEN_AI_EVALUATION_NAME] for e in ground_span.events
     ] == ["groundedness"]
+
+
+def test_the_served_model_is_the_response_model_and_never_the_judge_model() -> None:
+    served = dataclasses.replace(grounded(1, 1), served_model=MODEL + "-20250101")
+    attrs = evaluation_attributes(_scores(gold=None, result=served))
+    assert attrs[semconv.EVAL_JUDGE_MODEL] == MODEL  # the configured model: the identity
+    assert attrs[semconv.GEN_AI_RESPONSE_MODEL] == MODEL + "-20250101"
+    # a result with no call behind it (a model-free judge) names no response model
+    assert semconv.GEN_AI_RESPONSE_MODEL not in evaluation_attributes(
+        _scores(gold=None, result=grounded(1, 1))
+    )
 
 
 def test_no_claims_judge_error_and_unanswerable_events() -> None:

@@ -120,7 +120,7 @@ def test_seed_scenario_quotes_move_agreement_from_88_to_94_percent() -> None:
     # requiring a verified quote drops the mean score by 0.06: 34/50 -> 31/50
     assert loose.judge_entailed_rate - strict.judge_entailed_rate == pytest.approx(0.06)
     assert [d.id for d in strict.disagreements] == ["claim-29", "claim-33", "claim-34"]
-    assert strict.judge.model == "claude-haiku-4-5-20251001"
+    assert strict.judge.model == "claude-haiku-4-5"  # the configured model: the identity
 
 
 def test_calibrate_counts_judge_errors_and_keeps_going() -> None:

@@ -104,8 +104,8 @@ def test_relevancy_text_and_exit_codes(
                 "q",
                 "--answer",
                 "a",
-                "--max-retries",
-                "1",
+                "--budget",
+                "0.2",
             ]
         )
         == 3

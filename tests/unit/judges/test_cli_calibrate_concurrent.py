@@ -113,8 +113,8 @@ def test_a_judge_outage_keeps_the_partial_result(
             "anthropic",
             "--concurrency",
             "1",
-            "--max-retries",
-            "0",
+            "--budget",
+            "0.2",
             "--json",
             "partial.json",
         ]

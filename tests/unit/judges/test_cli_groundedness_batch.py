@@ -117,8 +117,8 @@ def test_an_unreachable_judge_keeps_what_was_judged(
         "out.jsonl",
         "--concurrency",
         "1",
-        "--max-retries",
-        "0",
+        "--budget",
+        "0.2",
     ]
     assert main(argv) == 3
     err = capsys.readouterr().err

@@ -68,7 +68,8 @@ def test_readme_example_runs(
     else:  # the anthropic example: run against the fake API
         result = json.loads(out)
         assert result["judge"]["name"] == "anthropic"
-        assert result["judge"]["model"] == "claude-haiku-4-5-20251001"
+        assert result["judge"]["model"] == "claude-haiku-4-5"
+        assert result["served_model"] == "claude-haiku-4-5-20251001"
         assert result["score"] == 1.0 and len(env.requests) == 1
 
 
@@ -137,7 +138,10 @@ def test_groundedness_text_names_the_downgrade(
     env.enqueue(claims_reply([("Refunds are automatic.", True, None)]))
     assert main(["groundedness", "--answer", "a", "--context", "b", "--judge", "anthropic"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("judge: anthropic  model: claude-haiku-4-5-20251001  prompt sha256: ")
+    assert out.startswith(
+        "judge: anthropic  model: claude-haiku-4-5 (served claude-haiku-4-5-20251001)  "
+        "prompt sha256: "
+    )
     assert "NOT ENTAILED (judge said entailed; downgraded: no evidence quote given)" in out
     assert "groundedness: 0.00  (0 of 1 claims entailed)" in out
 
@@ -149,8 +153,9 @@ def test_groundedness_failures_and_exit_codes(
     assert main(["groundedness", "--answer", "a", "--context", "b"]) == 1
     assert "groundedness: n/a  (judge error: malformed judge output" in capsys.readouterr().out
     env.enqueue(*[server_error()] * 2)
-    assert main(["groundedness", "--answer", "a", "--context", "b", "--max-retries", "1"]) == 3
-    assert "judge unavailable after 2 attempts: HTTP 500" in capsys.readouterr().err
+    assert main(["groundedness", "--answer", "a", "--context", "b", "--budget", "1"]) == 3
+    # 0.5 s (-25 %) before the second request; the next wait (1 s, -25 %) does not fit
+    assert "of its 1s budget (2 attempts): HTTP 500" in capsys.readouterr().err
     assert main(["groundedness", "--answer", "@missing.txt", "--context", "b"]) == 2
     assert "--answer @missing.txt: cannot read missing.txt" in capsys.readouterr().err
 
@@ -190,7 +195,7 @@ def test_calibrate_then_groundedness_warns_on_a_judge_change(
     assert report["claims"] == 10 and report["agreement"] == 0.8
     assert report["downgrades_by_check"]["unrelated"] == 2
     assert {d["id"] for d in report["disagreements"]} == {"a1-c4", "a3-c2"}
-    assert report["judge"]["model"] == "claude-haiku-4-5-20251001"
+    assert report["judge"]["model"] == "claude-haiku-4-5"  # the configured model
     assert "calibration stamp saved to" in captured.err
     assert len(env.requests) == 3  # one call per context
     stamp = json.loads((tmp_path / "calibration.json").read_text())
@@ -205,7 +210,7 @@ def test_calibrate_then_groundedness_warns_on_a_judge_change(
     err = capsys.readouterr().err
     assert (
         "warning: the judge differs from the one last calibrated (model "
-        "'claude-haiku-4-5-20251001' -> 'claude-sonnet-4-6'" in err
+        "'claude-haiku-4-5' -> 'claude-sonnet-4-6'" in err
     )
 
 

@@ -91,9 +91,11 @@ def test_seed_audit_log_answer_scores_one_with_verified_quotes(api: FakeAnthropi
     assert result.error is None and result.no_claims is False
     assert [c.entailed for c in result.claims] == [True, True, True]
     assert all(c.evidence_verified and not c.downgraded for c in result.claims)
-    # provenance: the model ID the API returned, the prompt template's hash
+    # provenance: the configured model (the judge's identity), the model ID the API returned
+    # (on the result only), the prompt template's hash
     assert result.judge.name == "anthropic"
-    assert result.judge.model == "claude-haiku-4-5-20251001"
+    assert result.judge.model == "claude-haiku-4-5"
+    assert result.served_model == "claude-haiku-4-5-20251001"
     assert result.judge.prompt_sha256 == PROMPT_SHA256
     assert result.usage.input_tokens == 3000 and result.usage.output_tokens == 200
     assert result.cost_usd == pytest.approx((3000 * 1.0 + 200 * 5.0) / 1e6)
@@ -240,43 +242,74 @@ def test_500_then_success_and_529_overloaded(api: FakeAnthropic) -> None:
     assert result.score == 1.0 and len(api.requests) == 3
 
 
-def test_persistent_5xx_raises_judge_unavailable(api: FakeAnthropic) -> None:
-    api.enqueue(*[server_error(503)] * 3)
-    sleeps: list[float] = []
-    judge = judge_for(api, max_retries=2, sleep=sleeps.append)
-    with pytest.raises(JudgeUnavailable, match="after 3 attempts: HTTP 503") as info:
+class VirtualTime:
+    """Sleeps recorded, not slept: the budget's clock is real time plus the recorded sleeps."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+        self._start = time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+    def clock(self) -> float:
+        return time.monotonic() + sum(self.sleeps)
+
+    def elapsed(self) -> float:
+        return self.clock() - self._start
+
+
+def test_persistent_5xx_backs_off_until_the_budget_is_spent(api: FakeAnthropic) -> None:
+    api.enqueue(*[server_error(503)] * 8)
+    t = VirtualTime()
+    judge = judge_for(api, budget_s=10.0, sleep=t.sleep, clock=t.clock)
+    with pytest.raises(JudgeUnavailable, match=r"10s budget \(5 attempts\): HTTP 503") as info:
         judge.groundedness(AUDIT_ANSWER, [C9930])
     assert info.value.retry_after is None
-    assert len(api.requests) == 3
-    assert 0.375 <= sleeps[0] <= 0.5 and 0.75 <= sleeps[1] <= 1.0  # 0.5 s doubling, -25% jitter
+    # 0.5 s doubling, -25 % jitter: waits of 0.5, 1, 2, 4 fit in 10 s; the next (8) does not
+    assert len(api.requests) == 5 and len(t.sleeps) == 4
+    for wait, nominal in zip(t.sleeps, (0.5, 1.0, 2.0, 4.0), strict=True):
+        assert 0.75 * nominal <= wait <= nominal
+    assert t.elapsed() <= 10.0
 
 
-def test_persistent_429_carries_retry_after(api: FakeAnthropic) -> None:
-    api.enqueue(*[rate_limited(0.05)] * 4)
-    with pytest.raises(JudgeUnavailable) as info:
-        judge_for(api, max_retries=3).groundedness(AUDIT_ANSWER, [C9930])
-    assert info.value.retry_after == pytest.approx(0.05)
-    assert len(api.requests) == 4
+def test_persistent_429_honours_retry_after_within_the_budget(api: FakeAnthropic) -> None:
+    api.enqueue(*[rate_limited(0.3)] * 8)
+    t = VirtualTime()
+    with pytest.raises(JudgeUnavailable, match="asked to retry after 0.3s") as info:
+        judge_for(api, budget_s=1.0, sleep=t.sleep, clock=t.clock).groundedness(
+            AUDIT_ANSWER, [C9930]
+        )
+    assert info.value.retry_after == pytest.approx(0.3)  # the caller parks for that long
+    assert t.sleeps == [0.3, 0.3, 0.3] and len(api.requests) == 4
+    assert t.elapsed() <= 1.0
 
 
-def test_long_retry_after_raises_at_once_for_the_caller_to_park(api: FakeAnthropic) -> None:
+def test_retry_after_beyond_the_budget_raises_at_once_for_the_caller_to_park(
+    api: FakeAnthropic,
+) -> None:
     api.enqueue(overloaded(retry_after=120))
     start = time.monotonic()
     with pytest.raises(JudgeUnavailable, match="retry after 120s") as info:
-        judge_for(api, max_retry_wait=10).groundedness(AUDIT_ANSWER, [C9930])
+        judge_for(api, budget_s=60.0).groundedness(AUDIT_ANSWER, [C9930])
     assert info.value.retry_after == 120
     assert len(api.requests) == 1 and time.monotonic() - start < 5
 
 
-def test_timeout_is_retried_then_unavailable(api: FakeAnthropic) -> None:
+def test_timeouts_are_retried_and_the_last_request_is_cut_to_the_budget(
+    api: FakeAnthropic,
+) -> None:
     slow = audit_reply()
     slow.delay = 1.5
-    api.enqueue(slow, slow)
+    api.enqueue(*[slow] * 4)
+    t = VirtualTime()
     with pytest.raises(JudgeUnavailable, match="APITimeoutError"):
-        judge_for(api, timeout=0.3, max_retries=1, sleep=lambda s: None).groundedness(
+        judge_for(api, timeout=0.3, budget_s=1.0, sleep=t.sleep, clock=t.clock).groundedness(
             AUDIT_ANSWER, [C9930]
         )
+    # 0.3 s, a 0.375-0.5 s wait, then what is left (0.2-0.325 s): never past the budget
     assert len(api.requests) == 2
+    assert t.elapsed() <= 1.0 + 0.1
 
 
 def test_malformed_json_is_retried_once(api: FakeAnthropic) -> None:
@@ -357,15 +390,15 @@ def test_environment_configures_key_url_and_model(
         api.requests[0].headers.get("authorization", "")
         + api.requests[0].headers.get("x-api-key", "")
     )
-    assert result.judge.model == "claude-sonnet-4-6-20260101"  # as the API reported it
-    assert judge.info.model == "claude-sonnet-4-6-20260101"
+    assert result.served_model == "claude-sonnet-4-6-20260101"  # as the API reported it
+    assert result.judge.model == judge.info.model == "claude-sonnet-4-6"  # identity: unchanged
     explicit = make_judge("anthropic", model="claude-opus-4-6")
     assert isinstance(explicit, AnthropicJudge) and explicit.model == "claude-opus-4-6"
 
 
 def test_bad_explicit_arguments_raise() -> None:
-    with pytest.raises(ValueError, match="max_retries"):
-        AnthropicJudge(api_key="k", max_retries=-1)
+    with pytest.raises(ValueError, match="budget_s"):
+        AnthropicJudge(api_key="k", budget_s=0)
     with pytest.raises(ValueError, match="timeout"):
         AnthropicJudge(api_key="k", timeout=0)
     with pytest.raises(ValueError, match="model"):

@@ -1,0 +1,107 @@
+"""JudgeSpec: parsed once, one list of names, the model rule in one place, make_judge(spec)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ragtrace.cli._judge_args import add_judge_arguments, judge_spec
+from ragtrace.evaluation.judges import (
+    AnthropicJudge,
+    JudgeSpec,
+    LexicalJudge,
+    make_judge,
+)
+from ragtrace.evaluation.judges.spec import DEFAULT_MODEL, JUDGE_NAMES
+from ragtrace_consumers.config import ConfigError, ConsumerConfig
+from ragtrace_consumers.judging import judge_from_settings, spec_from_settings
+
+KEY = {"ANTHROPIC_API_KEY": "k"}
+
+
+def test_auto_resolves_by_the_api_key_and_a_model_free_judge_has_no_model() -> None:
+    assert JudgeSpec("auto", model="m").resolved({}) == JudgeSpec("lexical", model=None)
+    assert JudgeSpec("lexical", model="m").resolved(KEY).model is None
+    auto = JudgeSpec("auto").resolved(KEY)
+    assert (auto.name, auto.model) == ("anthropic", DEFAULT_MODEL)
+    env = {**KEY, "RAGTRACE_JUDGE_MODEL": "claude-sonnet-4-6"}
+    assert JudgeSpec("anthropic").resolved(env).model == "claude-sonnet-4-6"
+    assert JudgeSpec("anthropic", model="claude-opus-4-6").resolved(env).model == "claude-opus-4-6"
+    assert JudgeSpec("anthropic", api_key="explicit").resolved({}).name == "anthropic"
+    with pytest.raises(ValueError, match="needs an API key"):
+        JudgeSpec("anthropic").resolved({})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": "gpt"}, "unknown judge 'gpt'; expected one of auto, lexical, anthropic"),
+        ({"model": " "}, "model must be a non-empty"),
+        ({"timeout_s": 0}, "timeout_s must be a finite number > 0"),
+        ({"budget_s": float("inf")}, "budget_s must be a finite number > 0"),
+        ({"max_tokens": 0}, "max_tokens"),
+    ],
+)
+def test_a_bad_spec_is_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JudgeSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_api_key_never_shows_in_the_repr() -> None:
+    assert "secret" not in repr(JudgeSpec("anthropic", api_key="secret"))
+
+
+def test_make_judge_builds_what_the_spec_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
+    assert isinstance(make_judge(JudgeSpec()), LexicalJudge)
+    spec = JudgeSpec("anthropic", model="claude-x", timeout_s=7, budget_s=42, api_key="k")
+    judge = make_judge(spec)
+    assert isinstance(judge, AnthropicJudge)
+    assert (judge.model, judge.timeout_s, judge.budget_s) == ("claude-x", 7.0, 42.0)
+    assert judge.info.model == "claude-x"
+    # the name form still works: spec fields and constructor options among the keywords
+    named = make_judge("anthropic", model="claude-y", budget_s=9.0, api_key="k")
+    assert isinstance(named, AnthropicJudge) and (named.model, named.budget_s) == ("claude-y", 9)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    add_judge_arguments(parser)
+    return parser
+
+
+def test_cli_options_parse_into_one_spec() -> None:
+    args = _parser().parse_args(
+        ["--judge", "anthropic", "--model", "m", "--timeout", "5", "--budget", "20"]
+    )
+    assert judge_spec(args) == JudgeSpec("anthropic", model="m", timeout_s=5.0, budget_s=20.0)
+    with pytest.raises(ValueError, match="budget_s"):
+        judge_spec(_parser().parse_args(["--budget", "0"]))
+
+
+def test_config_judge_section_parses_into_one_spec() -> None:
+    cfg = ConsumerConfig.defaults().replace(
+        judge={"name": "lexical", "model": "m", "timeout_s": 3, "budget_s": 12}
+    )
+    assert spec_from_settings(cfg.judge) == JudgeSpec(
+        "lexical", model="m", timeout_s=3.0, budget_s=12.0
+    )
+    assert isinstance(judge_from_settings(cfg.judge), LexicalJudge)
+
+
+def test_one_list_of_judge_names_everywhere() -> None:
+    from ragtrace.cli import build_parser
+
+    choices = {}
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for command, p in sub.choices.items():
+        for action in p._actions:
+            if action.dest == "judge" and action.choices is not None:
+                choices[command] = tuple(action.choices)
+    assert {"groundedness", "calibrate", "serve", "demo"} <= choices.keys()
+    assert set(choices.values()) == {JUDGE_NAMES}
+    with pytest.raises(ConfigError, match="must be one of auto, lexical, anthropic"):
+        ConsumerConfig.defaults().replace(judge={"name": "gpt"})
