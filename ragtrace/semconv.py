@@ -31,12 +31,17 @@ __all__ = [
     "ATTR_SERVICE",
     "ATTR_TOKEN_TYPE",
     "EVALUATION_SCOPE",
+    "EVAL_ANSWER_CORRECTNESS",
+    "EVAL_ANSWER_COST_USD",
+    "EVAL_ANSWER_QUESTION_ID",
+    "EVAL_ANSWER_RELEVANCY",
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
     "EVAL_GENERATOR_MODEL",
     "EVAL_GOLD_SIZE",
     "EVAL_GROUNDEDNESS",
     "EVAL_GROUNDEDNESS_CLAIMS",
+    "EVAL_GROUNDEDNESS_NA_REASON",
     "EVAL_GROUNDEDNESS_NO_CLAIMS",
     "EVAL_GROUNDEDNESS_UNSUPPORTED",
     "EVAL_HIT_RATE",
@@ -54,6 +59,7 @@ __all__ = [
     "EVAL_QUESTION_ID",
     "EVAL_RECALL",
     "EVAL_RECALL_DEFINITION",
+    "EVAL_RECALL_NA_REASON",
     "EVAL_RECIPROCAL_RANK",
     "EVAL_TARGET_SPAN_ID",
     "GEN_AI_DATA_SOURCE_ID",
@@ -76,6 +82,8 @@ __all__ = [
     "INSTRUMENTATION_SCOPE",
     "LLM_MODEL_NAME",
     "METADATA",
+    "METRIC_ANSWER_CORRECTNESS",
+    "METRIC_ANSWER_RELEVANCY",
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
     "METRIC_CONSUMER_PARTITIONS",
@@ -100,6 +108,7 @@ __all__ = [
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
     "METRIC_SDK_OVERSIZED",
+    "METRIC_SPANS_UNRECOGNISED",
     "METRIC_TRACES_SAMPLED",
     "METRIC_TRACES_SCORED",
     "METRIC_TRACES_SEEN",
@@ -267,10 +276,21 @@ EVAL_JUDGE_COST_USD: Final = "ragtrace.eval.judge.cost_usd"
 EVAL_INJECTION_SUSPECTED: Final = "ragtrace.eval.injection_suspected"
 """``True`` when a context passage addresses an evaluator or a model (a suspected prompt
 injection; never used as evidence). Written only when true."""
+EVAL_RECALL_NA_REASON: Final = "ragtrace.eval.recall.na_reason"
+"""Why recall was not computed for a trace with retrieved chunks (their IDs are content hashes)."""
+EVAL_GROUNDEDNESS_NA_REASON: Final = "ragtrace.eval.groundedness.na_reason"
+"""Why the answer was not judged (no answer text could be extracted from the output)."""
+EVAL_ANSWER_RELEVANCY: Final = "ragtrace.eval.answer_relevancy"
+EVAL_ANSWER_CORRECTNESS: Final = "ragtrace.eval.answer_correctness"
+EVAL_ANSWER_QUESTION_ID: Final = "ragtrace.eval.answer.question.id"
+"""The labelled question whose ``reference_answer`` the answer metrics were judged against."""
+EVAL_ANSWER_COST_USD: Final = "ragtrace.eval.answer.judge.cost_usd"
 
 # --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
 METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"
 METRIC_RECALL: Final = "ragtrace.recall"
+METRIC_ANSWER_RELEVANCY: Final = "ragtrace.answer_relevancy"
+METRIC_ANSWER_CORRECTNESS: Final = "ragtrace.answer_correctness"
 METRIC_HIT_RATE: Final = "ragtrace.hit_rate"
 METRIC_RECIPROCAL_RANK: Final = "ragtrace.reciprocal_rank"
 METRIC_TRACES_SEEN: Final = "ragtrace.traces.seen"
@@ -295,6 +315,8 @@ METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
 METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
 """Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka, writeback)."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
+METRIC_SPANS_UNRECOGNISED: Final = "ragtrace.spans.unrecognised"
+"""Spans no reader recognised (neither retrieval nor generation), by instrumentation ``scope``."""
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
 METRIC_SDK_OVERSIZED: Final = "ragtrace.sdk.oversized"
