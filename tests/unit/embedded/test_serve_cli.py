@@ -26,7 +26,7 @@ LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl")
 class Serve:
     """A running ``ragtrace serve --json``; lines of stdout and stderr arrive on queues."""
 
-    def __init__(self, state: Path) -> None:
+    def __init__(self, state: Path, json_args: tuple[str, ...] = ("--json",)) -> None:
         self.proc = subprocess.Popen(
             [
                 *CLI,
@@ -41,7 +41,7 @@ class Serve:
                 str(state),
                 "--judge",
                 "lexical",
-                "--json",
+                *json_args,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -176,3 +176,30 @@ def test_serve_rejects_a_bad_labels_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"ragtrace serve: error: {bad}, line 1")
+
+
+def test_serve_json_to_a_file_keeps_the_text_on_stdout(
+    tmp_path: Path, serve_factory: list[Serve]
+) -> None:
+    """``--json PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
+    banner and the text lines stay on stdout."""
+    target = tmp_path / "scored.jsonl"
+    serve = Serve(tmp_path / "state.sqlite3", json_args=("--json", str(target)))
+    serve_factory.append(serve)
+    lines: list[str] = []
+    endpoint = None
+    deadline = time.monotonic() + 30
+    while endpoint is None:
+        lines.append(serve.out.get(timeout=max(0.01, deadline - time.monotonic())))
+        found = re.search(r"receiving OTLP/HTTP on (http://127\.0\.0\.1:\d+)/v1/traces", lines[-1])
+        endpoint = found[1] if found else None
+    asked = run_app(endpoint, QUESTIONS[:2])
+    texts: list[str] = []
+    while len(texts) < 2:
+        line = serve.out.get(timeout=max(0.01, deadline + 30 - time.monotonic()))
+        if line.startswith("trace "):
+            texts.append(line)
+    rows = [json.loads(line) for line in target.read_text().splitlines()]  # flushed per trace
+    assert {r["trace_id"] for r in rows} == {a["trace_id"] for a in asked}
+    assert {t.split()[1] for t in texts} == {a["trace_id"] for a in asked}
+    assert serve.terminate() == 0
