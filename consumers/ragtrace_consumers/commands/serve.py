@@ -190,6 +190,9 @@ def _line(row: Any) -> str:
         parts.append(f"question={row.question_id}")
     parts.append(f"recall@{row.k}={num(row.recall)}" if row.k else "recall=n/a")
     parts.append(f"groundedness={num(row.groundedness)}")
+    for metric in ("answer_relevancy", "answer_correctness"):
+        if metric in row.extra:
+            parts.append(f"{metric}={num(row.extra[metric])}")
     parts.append(f"cell={row.cell}")
     text = "  ".join(parts)
     for claim in row.unsupported_claims:
