@@ -10,8 +10,9 @@ wrote a reference for. Then:
 * **answer correctness** (answer vs the reference answer; the lexical judge reports token F1).
 
 Definitions: :mod:`ragtrace.evaluation.judges.answer_metrics`. Each call goes through the judge
-result cache (a replay of the same trace re-uses the verdict and reports the cost it paid, so the
-evaluation span is identical), the shared judge budget (a paid judge only; a spent budget
+result cache (keyed by metric, question, answer, reference, judge model and prompt hash; a
+replay of the same trace re-uses the verdict and reports the cost it paid, so the evaluation
+span is identical), the shared judge budget (a paid judge only; a spent budget
 leaves the metrics out for that trace) and bounded retries; a judge that stays unreachable
 asks the pipeline to park the trace (:class:`~ragtrace_consumers.judging.ParkTrace`). Judge mode
 ``batch`` applies to groundedness only: these calls are synchronous.
@@ -34,6 +35,7 @@ from ragtrace.evaluation.judges import (
     JudgeUnavailable,
     MetricResult,
 )
+from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.answer_scores import (
     METRIC_CORRECTNESS,
@@ -50,6 +52,8 @@ __all__ = ["AnswerJob", "AnswerScorer"]
 
 _log = logging.getLogger(__name__)
 _TOKENS_OVERHEAD = 900  # the instructions and tool schema of one answer-metric call
+# A changed prompt template is a different judgement: its hash is part of the cache key.
+_PROMPTS = {METRIC_RELEVANCY: RELEVANCY_SHA256, METRIC_CORRECTNESS: CORRECTNESS_SHA256}
 
 
 @dataclass(eq=False)
@@ -154,11 +158,11 @@ class AnswerScorer:
     ) -> tuple[MetricResult | None, float]:
         """(result, what this trace paid), from the cache or one judge call; (None, 0) when
         the judge cannot compute it or the budget is spent. Raises ParkTrace."""
-        key = _cache_key(metric, (*args, self._model))
+        key = _cache_key(metric, (*args, self._model, _PROMPTS[metric]))
         hit = self._cached(key)
         if hit is not None:
             result, payer = hit
-            self._metrics.judge_call(self._model, "cached")
+            self._metrics.judge_call(self._reported_model(), "cached")
             return result, result.cost_usd if payer == job.trace_id else 0.0
         tokens = sum(len(a) for a in args) // 4 + _TOKENS_OVERHEAD
         if self._paid and not self._budget.try_acquire(1, tokens):
@@ -192,6 +196,12 @@ class AnswerScorer:
                 _log.warning("judge cache write failed", exc_info=True)
         return result, result.cost_usd
 
+    def _reported_model(self) -> str:
+        """The judge model label of calls without a result of their own (as the groundedness
+        scorer reports them: the served model once known, else the configured one)."""
+        info = getattr(self._judge, "info", None)
+        return str(getattr(info, "model", None) or getattr(info, "name", None) or self._model)
+
     def _call(self, metric: str, args: tuple[str, ...]) -> MetricResult:
         method = getattr(self._judge, metric)
         retry_after: float | None = None
@@ -209,8 +219,8 @@ class AnswerScorer:
                 raise
             except JudgeUnavailable as exc:
                 retry_after, reason = exc.retry_after, "judge_unavailable"
-                self._metrics.judge_call(self._model, "unavailable")
-                self._metrics.judge_error(self._model, "unavailable")
+                self._metrics.judge_call(self._reported_model(), "unavailable")
+                self._metrics.judge_error(self._reported_model(), "unavailable")
                 _log.warning(
                     "%s judge unavailable (attempt %d of %d): %s",
                     metric,
@@ -220,8 +230,8 @@ class AnswerScorer:
                 )
             except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
                 retry_after, reason = None, "judge_failed"
-                self._metrics.judge_call(self._model, "error")
-                self._metrics.judge_error(self._model, "exception")
+                self._metrics.judge_call(self._reported_model(), "error")
+                self._metrics.judge_error(self._reported_model(), "exception")
                 _log.warning(
                     "%s judge call failed (attempt %d of %d): %r",
                     metric,
