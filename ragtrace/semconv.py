@@ -34,6 +34,7 @@ __all__ = [
     "EVAL_ANSWER_CORRECTNESS",
     "EVAL_ANSWER_COST_USD",
     "EVAL_ANSWER_QUESTION_ID",
+    "EVAL_ANSWER_REFERENCE_SOURCE",
     "EVAL_ANSWER_RELEVANCY",
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
@@ -123,6 +124,7 @@ __all__ = [
     "RAGTRACE_PIPELINE_NAME",
     "RAGTRACE_QUERY_SHA256",
     "RAGTRACE_QUESTION_ID",
+    "RAGTRACE_REFERENCE_ANSWER",
     "RAGTRACE_RETRIEVAL_COUNT",
     "RAGTRACE_STREAMED",
     "RAGTRACE_TRUNCATED",
@@ -214,6 +216,10 @@ consumers match labelled questions even when content capture is off."""
 RAGTRACE_QUESTION_ID: Final = "ragtrace.question.id"
 RAGTRACE_PIPELINE_NAME: Final = "ragtrace.pipeline.name"
 RAGTRACE_RETRIEVAL_COUNT: Final = "ragtrace.retrieval.documents.count"
+RAGTRACE_REFERENCE_ANSWER: Final = "ragtrace.reference_answer"
+"""A reference answer for this request, set by the app on any span of the trace (e.g. replayed
+golden questions): the consumers score answer correctness against it, before any labelled
+question's ``reference_answer``."""
 RAGTRACE_CONTENT_CAPTURED: Final = "ragtrace.content.captured"
 RAGTRACE_TRUNCATED: Final = "ragtrace.truncated"
 """String array: the attribute keys whose values were cut to the size cap."""
@@ -285,6 +291,8 @@ EVAL_ANSWER_CORRECTNESS: Final = "ragtrace.eval.answer_correctness"
 EVAL_ANSWER_QUESTION_ID: Final = "ragtrace.eval.answer.question.id"
 """The labelled question whose ``reference_answer`` the answer metrics were judged against."""
 EVAL_ANSWER_COST_USD: Final = "ragtrace.eval.answer.judge.cost_usd"
+EVAL_ANSWER_REFERENCE_SOURCE: Final = "ragtrace.eval.answer.reference.source"
+"""Where the reference answer came from: ``span`` (``ragtrace.reference_answer``) or ``label``."""
 
 # --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
 METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"

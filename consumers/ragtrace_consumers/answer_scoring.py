@@ -1,9 +1,9 @@
 """Answer relevancy and answer correctness of live traces that carry a reference answer.
 
 A trace is scored for the answer metrics when it is sampled for judging (like groundedness),
-has an answer, and matches a labelled question whose label has a ``reference_answer``: the
-metrics come from the label set, so the extra judge calls are paid only for traffic someone
-wrote a reference for. Then:
+has an answer, and carries a reference answer: its own ``ragtrace.reference_answer`` (set by
+the app on any span), else the ``reference_answer`` of the labelled question it matches. The
+extra judge calls are paid only for traffic someone wrote a reference for. Then:
 
 * **answer relevancy** (question vs answer) when the trace has its query text and the judge can
   compute it (a model judge; the lexical judge cannot, and relevancy is left out);
@@ -40,6 +40,8 @@ from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.answer_scores import (
     METRIC_CORRECTNESS,
     METRIC_RELEVANCY,
+    REFERENCE_FROM_LABEL,
+    REFERENCE_FROM_SPAN,
     AnswerScores,
 )
 from ragtrace_consumers.batching import cache_get_many, cache_put_many
@@ -63,10 +65,11 @@ class AnswerJob:
 
     trace_id: str
     service: str
-    question_id: str
+    question_id: str | None
     question: str | None
     answer: str
     reference: str
+    reference_source: str
     scores: AnswerScores | None = None
     park: ParkTrace | None = None
 
@@ -112,19 +115,19 @@ class AnswerScorer:
 
     def job(self, trace: RagTrace, labels: LabelStore) -> AnswerJob | None:
         """The job for a trace sampled for judging, or None when it has nothing to score: no
-        answer, no matching label, or a label without a reference answer."""
+        answer, or no reference answer (neither its own nor its labelled question's)."""
         if not self.enabled or not trace.answer:
             return None
         question, _ = match_label(trace, labels)
-        if not isinstance(question, LabelledQuestion) or question.reference_answer is None:
+        qid = question.qid if isinstance(question, LabelledQuestion) else None
+        if trace.reference_answer:
+            reference, source = trace.reference_answer, REFERENCE_FROM_SPAN
+        elif isinstance(question, LabelledQuestion) and question.reference_answer is not None:
+            reference, source = question.reference_answer, REFERENCE_FROM_LABEL
+        else:
             return None
         return AnswerJob(
-            trace.trace_id,
-            trace.service,
-            question.qid,
-            trace.query,
-            trace.answer,
-            question.reference_answer,
+            trace.trace_id, trace.service, qid, trace.query, trace.answer, reference, source
         )
 
     def run(self, job: AnswerJob) -> None:
@@ -143,7 +146,9 @@ class AnswerScorer:
             job.park = park
             return
         if relevancy is not None or correctness is not None:
-            job.scores = AnswerScores(job.question_id, relevancy, correctness, r_cost + c_cost)
+            job.scores = AnswerScores(
+                job.question_id, relevancy, correctness, r_cost + c_cost, job.reference_source
+            )
 
     def record(self, scores: AnswerScores, service: str, pipeline: str | None) -> None:
         """The score metrics of a written trace."""

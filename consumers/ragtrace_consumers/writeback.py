@@ -140,7 +140,9 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, object]:
             attrs[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] = g.no_claims
     a = scores.answers
     if a is not None:
-        attrs[semconv.EVAL_ANSWER_QUESTION_ID] = a.question_id
+        attrs[semconv.EVAL_ANSWER_REFERENCE_SOURCE] = a.reference_source
+        if a.question_id is not None:
+            attrs[semconv.EVAL_ANSWER_QUESTION_ID] = a.question_id
         attrs[semconv.EVAL_ANSWER_COST_USD] = float(a.cost_usd)
         for key, m in (
             (semconv.EVAL_ANSWER_RELEVANCY, a.relevancy),

@@ -134,6 +134,7 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
     if answer is not None:  # the label has a reference answer
         expected[semconv.EVAL_ANSWER_RELEVANCY], expected[semconv.EVAL_ANSWER_CORRECTNESS] = answer
         expected[semconv.EVAL_ANSWER_QUESTION_ID] = online_app.QUESTION_IDS[key]
+        expected[semconv.EVAL_ANSWER_REFERENCE_SOURCE] = "label"
         answer_cost = attrs.pop(semconv.EVAL_ANSWER_COST_USD)
         assert isinstance(answer_cost, float) and answer_cost >= 0.0
     for k, v in expected.items():

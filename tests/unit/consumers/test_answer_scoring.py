@@ -4,6 +4,7 @@ written as their own family under the generation span, cached, parked on a judge
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -34,6 +35,7 @@ from ragtrace.evaluation.judges import (
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
 from ragtrace_consumers.answer_scores import FAMILY_ANSWER
 from ragtrace_consumers.labels import question_from_json, question_to_json
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.pipeline import Outcome
 from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
 
@@ -123,6 +125,7 @@ def test_reference_answer_scores_relevancy_and_correctness_under_the_generation_
     assert a[semconv.EVAL_ANSWER_RELEVANCY] == 1.0
     assert a[semconv.EVAL_ANSWER_CORRECTNESS] == 2 / 3
     assert a[semconv.EVAL_ANSWER_QUESTION_ID] == "q-audit"
+    assert a[semconv.EVAL_ANSWER_REFERENCE_SOURCE] == "label"
     assert a[semconv.EVAL_ANSWER_COST_USD] == 0.002
     assert (
         a[semconv.EVAL_CELL] == "fine"
@@ -251,3 +254,38 @@ def test_labels_file_reference_answer_round_trips_and_keeps_old_versions(tmp_pat
     old_form = json.dumps([["a", "Q a?", ["c-1"]]], separators=(",", ":"))
     assert label_set_version([a]) == hashlib.sha256(old_form.encode()).hexdigest()[:12]
     assert label_set_version([b]) != label_set_version([LabelledQuestion("b", "Q b?", frozenset())])
+
+
+def _with_root_attribute(spans: list[SpanRecord], key: str, value: str) -> list[SpanRecord]:
+    return [
+        dataclasses.replace(s, attributes={**s.attributes, key: value})
+        if s.parent_span_id is None
+        else s
+        for s in spans
+    ]
+
+
+def test_the_apps_own_reference_answer_is_used_without_a_label() -> None:
+    """``ragtrace.reference_answer`` on a span of the trace (here the root): scored although the
+    trace matches no labelled question, and before a label's reference when it does."""
+    judge = AnswerScriptedJudge(relevancy=[RELEVANT, RELEVANT], correctness=[CORRECT, CORRECT])
+    r = rig(judge=judge, labels=WITH_REFERENCE)
+    own = "Ninety days."
+    unlabelled = rag_spans(7, query="Something nobody labelled")
+    r.pipeline.ingest(_with_root_attribute(unlabelled, semconv.RAGTRACE_REFERENCE_ANSWER, own), T0)
+    labelled = rag_spans(8)
+    r.pipeline.ingest(_with_root_attribute(labelled, semconv.RAGTRACE_REFERENCE_ANSWER, own), T0)
+    assert r.pipeline.process_due(T0) == 2
+    assert [args[2] for name, args in judge.answer_calls if name == "answer_correctness"] == [
+        own,
+        own,
+    ]
+    by_trace = {
+        f"{s.get_span_context().trace_id:032x}": dict(s.attributes or {}) for s in r.spans()
+    }
+    a7, a8 = by_trace[tid(7)], by_trace[tid(8)]
+    assert a7[semconv.EVAL_ANSWER_REFERENCE_SOURCE] == "span"
+    assert semconv.EVAL_ANSWER_QUESTION_ID not in a7  # no label matched
+    assert a7[semconv.EVAL_ANSWER_CORRECTNESS] == 2 / 3
+    assert a8[semconv.EVAL_ANSWER_REFERENCE_SOURCE] == "span"
+    assert a8[semconv.EVAL_ANSWER_QUESTION_ID] == "q-audit"
