@@ -331,18 +331,19 @@ class Pipeline:
             for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
             sampled = [w for w in works if w.outcome is None and w.error is None]
+            answers = self._answers is not None and self._answers.enabled
             keys = [
                 (w.trace_id, family)
                 for w in sampled
                 for family, wanted in (
                     (FAMILY_RECALL, w.recall),
                     (FAMILY_GROUNDEDNESS, w.judge),
-                    (FAMILY_ANSWER, w.judge and self._answers is not None),
+                    (FAMILY_ANSWER, w.judge and answers),
                 )
                 if wanted
             ]
             flags = dict(zip(keys, written_many(self.idempotency, keys), strict=True))
-            if any(w.recall or w.judge for w in sampled):
+            if any(w.recall or w.judge and answers for w in sampled):
                 self._labels.refresh()
             for work in sampled:
                 work.recall_done = flags.get((work.trace_id, FAMILY_RECALL), False)
