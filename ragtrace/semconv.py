@@ -31,12 +31,18 @@ __all__ = [
     "ATTR_SERVICE",
     "ATTR_TOKEN_TYPE",
     "EVALUATION_SCOPE",
+    "EVAL_ANSWER_CORRECTNESS",
+    "EVAL_ANSWER_COST_USD",
+    "EVAL_ANSWER_QUESTION_ID",
+    "EVAL_ANSWER_REFERENCE_SOURCE",
+    "EVAL_ANSWER_RELEVANCY",
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
     "EVAL_GENERATOR_MODEL",
     "EVAL_GOLD_SIZE",
     "EVAL_GROUNDEDNESS",
     "EVAL_GROUNDEDNESS_CLAIMS",
+    "EVAL_GROUNDEDNESS_NA_REASON",
     "EVAL_GROUNDEDNESS_NO_CLAIMS",
     "EVAL_GROUNDEDNESS_UNSUPPORTED",
     "EVAL_HIT_RATE",
@@ -54,6 +60,7 @@ __all__ = [
     "EVAL_QUESTION_ID",
     "EVAL_RECALL",
     "EVAL_RECALL_DEFINITION",
+    "EVAL_RECALL_NA_REASON",
     "EVAL_RECIPROCAL_RANK",
     "EVAL_TARGET_SPAN_ID",
     "GEN_AI_DATA_SOURCE_ID",
@@ -76,6 +83,8 @@ __all__ = [
     "INSTRUMENTATION_SCOPE",
     "LLM_MODEL_NAME",
     "METADATA",
+    "METRIC_ANSWER_CORRECTNESS",
+    "METRIC_ANSWER_RELEVANCY",
     "METRIC_CELL",
     "METRIC_CONSUMER_LAG",
     "METRIC_CONSUMER_PARTITIONS",
@@ -100,6 +109,7 @@ __all__ = [
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
     "METRIC_SDK_OVERSIZED",
+    "METRIC_SPANS_UNRECOGNISED",
     "METRIC_TRACES_SAMPLED",
     "METRIC_TRACES_SCORED",
     "METRIC_TRACES_SEEN",
@@ -114,6 +124,7 @@ __all__ = [
     "RAGTRACE_PIPELINE_NAME",
     "RAGTRACE_QUERY_SHA256",
     "RAGTRACE_QUESTION_ID",
+    "RAGTRACE_REFERENCE_ANSWER",
     "RAGTRACE_RETRIEVAL_COUNT",
     "RAGTRACE_STREAMED",
     "RAGTRACE_TRUNCATED",
@@ -205,6 +216,10 @@ consumers match labelled questions even when content capture is off."""
 RAGTRACE_QUESTION_ID: Final = "ragtrace.question.id"
 RAGTRACE_PIPELINE_NAME: Final = "ragtrace.pipeline.name"
 RAGTRACE_RETRIEVAL_COUNT: Final = "ragtrace.retrieval.documents.count"
+RAGTRACE_REFERENCE_ANSWER: Final = "ragtrace.reference_answer"
+"""A reference answer for this request, set by the app on any span of the trace (e.g. replayed
+golden questions): the consumers score answer correctness against it, before any labelled
+question's ``reference_answer``."""
 RAGTRACE_CONTENT_CAPTURED: Final = "ragtrace.content.captured"
 RAGTRACE_TRUNCATED: Final = "ragtrace.truncated"
 """String array: the attribute keys whose values were cut to the size cap."""
@@ -267,10 +282,23 @@ EVAL_JUDGE_COST_USD: Final = "ragtrace.eval.judge.cost_usd"
 EVAL_INJECTION_SUSPECTED: Final = "ragtrace.eval.injection_suspected"
 """``True`` when a context passage addresses an evaluator or a model (a suspected prompt
 injection; never used as evidence). Written only when true."""
+EVAL_RECALL_NA_REASON: Final = "ragtrace.eval.recall.na_reason"
+"""Why recall was not computed for a trace with retrieved chunks (their IDs are content hashes)."""
+EVAL_GROUNDEDNESS_NA_REASON: Final = "ragtrace.eval.groundedness.na_reason"
+"""Why the answer was not judged (no answer text could be extracted from the output)."""
+EVAL_ANSWER_RELEVANCY: Final = "ragtrace.eval.answer_relevancy"
+EVAL_ANSWER_CORRECTNESS: Final = "ragtrace.eval.answer_correctness"
+EVAL_ANSWER_QUESTION_ID: Final = "ragtrace.eval.answer.question.id"
+"""The labelled question whose ``reference_answer`` the answer metrics were judged against."""
+EVAL_ANSWER_COST_USD: Final = "ragtrace.eval.answer.judge.cost_usd"
+EVAL_ANSWER_REFERENCE_SOURCE: Final = "ragtrace.eval.answer.reference.source"
+"""Where the reference answer came from: ``span`` (``ragtrace.reference_answer``) or ``label``."""
 
 # --- metrics (OTel names; Prometheus adds unit and _total suffixes) ---------------------------
 METRIC_GROUNDEDNESS: Final = "ragtrace.groundedness"
 METRIC_RECALL: Final = "ragtrace.recall"
+METRIC_ANSWER_RELEVANCY: Final = "ragtrace.answer_relevancy"
+METRIC_ANSWER_CORRECTNESS: Final = "ragtrace.answer_correctness"
 METRIC_HIT_RATE: Final = "ragtrace.hit_rate"
 METRIC_RECIPROCAL_RANK: Final = "ragtrace.reciprocal_rank"
 METRIC_TRACES_SEEN: Final = "ragtrace.traces.seen"
@@ -295,6 +323,8 @@ METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
 METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
 """Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka, writeback)."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
+METRIC_SPANS_UNRECOGNISED: Final = "ragtrace.spans.unrecognised"
+"""Spans no reader recognised (neither retrieval nor generation), by instrumentation ``scope``."""
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"
 METRIC_SDK_DROPPED: Final = "ragtrace.sdk.dropped"
 METRIC_SDK_OVERSIZED: Final = "ragtrace.sdk.oversized"

@@ -124,6 +124,13 @@ QUALITY: dict[str, str] = {
     "recall_by_data_source_n": (
         f"sum by (data_source) (increase({_M['ragtrace.recall']}_count{{{_SP}}}[{_RI}]))"
     ),
+    # Answer metrics: judged traces whose labelled question has a reference answer.
+    "answer_relevancy_mean": _mean("ragtrace.answer_relevancy"),
+    "answer_correctness_mean": _mean("ragtrace.answer_correctness"),
+    "answer_correctness_n": (
+        f"sum by (service, pipeline) "
+        f"(increase({_M['ragtrace.answer_correctness']}_count{{{_SP}}}[{_RI}]))"
+    ),
     "cells_range": (
         f"sum by (cell) (increase({_M['ragtrace.attribution']}"
         f'{{{_SP}, cell=~"fine|retrieval_failed|generation_failed|both_failed"}}[$__range]))'
@@ -193,6 +200,8 @@ OPERATIONS: dict[str, str] = {
     "receiver_rejected": (
         f"sum by (reason) (rate({APP_METRICS['ragtrace.receiver.rejected']}[{_RI}]))"
     ),
+    # Spans no reader recognised, by instrumentation scope (an instrumentor ragtrace cannot read).
+    "spans_unrecognised": (f"sum by (scope) (rate({_M['ragtrace.spans.unrecognised']}[{_RI}]))"),
     "dependency_errors": (
         f"sum by (dependency) (rate({_M['ragtrace.consumer.dependency.errors']}[{_RI}])) * 60"
     ),
@@ -496,6 +505,31 @@ def quality() -> dash.Dashboard:
                     unit_range=True,
                 ),
                 _T["recall"],
+            ),
+            "B",
+        )
+    )
+    d = d.with_row(dash.Row("Answer relevancy and correctness (reference answers)").id(ids()))
+    d = d.with_panel(
+        _sample_count_axis(
+            _ts(
+                ids,
+                "Answer relevancy and correctness",
+                "Mean answer relevancy (does the answer address the question?) and correctness "
+                "(against the labelled reference answer) of judged traces whose labelled "
+                "question has a reference_answer. Bars: traces behind each point.",
+                [
+                    _q(q["answer_relevancy_mean"], "relevancy {{service}} / {{pipeline}}", "A"),
+                    _q(
+                        q["answer_correctness_mean"],
+                        "correctness {{service}} / {{pipeline}}",
+                        "C",
+                    ),
+                    _q(q["answer_correctness_n"], "n {{service}} / {{pipeline}}", "B"),
+                ],
+                "percentunit",
+                w=24,
+                unit_range=True,
             ),
             "B",
         )
@@ -806,6 +840,18 @@ def operations() -> dash.Dashboard:
                 _q(q["sdk_dropped"], "dropped {{job}} {{reason}}", "B"),
                 _q(q["sdk_oversized"], "oversized traces {{job}}", "C"),
             ],
+            "reqps",
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        _ts(
+            ids,
+            "Unrecognised spans by instrumentation scope",
+            "Spans no reader recognised as retrieval or generation, per second, by "
+            "instrumentation scope: an instrumentor whose spans ragtrace cannot read (see "
+            "docs/runbooks.md#unrecognised-spans). Empty while every span is read.",
+            [_q(q["spans_unrecognised"], "{{scope}}")],
             "reqps",
             w=8,
         )

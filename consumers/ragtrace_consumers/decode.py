@@ -266,6 +266,8 @@ def _attribute(value: common_pb2.AnyValue) -> AttributeValue | None:
     if kind is None:
         return None
     if kind == "array_value":
+        if any(v.WhichOneof("value") in _NESTED for v in value.array_value.values):
+            return _json(value)  # e.g. structured gen_ai.retrieval.documents: a list of maps
         items = [_scalar(v) for v in value.array_value.values]
         present = [i for i in items if i is not None]
         types = {type(i) for i in present}
@@ -287,10 +289,28 @@ def _scalar(value: common_pb2.AnyValue) -> str | bool | int | float | None:
         return value.double_value
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
-    if kind in ("array_value", "kvlist_value"):
-        # Nested structures have no place in a flat attribute: keep them readable as JSON.
-        return json.dumps(json_format.MessageToDict(value), sort_keys=True)
+    if kind in _NESTED:
+        return _json(value)
     return None
+
+
+_NESTED = ("array_value", "kvlist_value")
+
+
+def _json(value: common_pb2.AnyValue) -> str:
+    """A nested value (map, list of maps, …) has no place in a flat attribute: it is kept as the
+    JSON of its plain form (maps as objects, arrays as lists), which readers parse like any
+    JSON-string attribute."""
+    return json.dumps(_plain(value), ensure_ascii=False, sort_keys=True)
+
+
+def _plain(value: common_pb2.AnyValue) -> object:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_plain(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _plain(kv.value) for kv in value.kvlist_value.values}
+    return _scalar(value)
 
 
 _ID_FIELDS = {

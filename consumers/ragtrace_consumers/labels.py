@@ -119,16 +119,20 @@ def match_label(
 
 def question_to_json(q: LabelledQuestion) -> str:
     """The storage form of one labelled question (the labels file's line format)."""
-    return json.dumps(
-        {"qid": q.qid, "question": q.question, "gold": sorted(q.gold)},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    d: dict[str, object] = {"qid": q.qid, "question": q.question, "gold": sorted(q.gold)}
+    if q.reference_answer is not None:
+        d["reference_answer"] = q.reference_answer
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
 
 def question_from_json(raw: str | bytes) -> LabelledQuestion:
     d = json.loads(raw)
-    return LabelledQuestion(qid=d["qid"], question=d["question"], gold=frozenset(d["gold"]))
+    return LabelledQuestion(
+        qid=d["qid"],
+        question=d["question"],
+        gold=frozenset(d["gold"]),
+        reference_answer=d.get("reference_answer"),
+    )
 
 
 def sorted_questions(questions: Iterable[LabelledQuestion]) -> list[LabelledQuestion]:

@@ -10,7 +10,9 @@ its target, carrying that family's events:
   retrieval span that returned the documents (``RagTrace.retrieval_span_id``);
 * ``groundedness`` → the generation span that carried the answer
   (``RagTrace.generation_span_id``), with ``gen_ai.response.id`` when that span has one and
-  ``error.type`` on a judge error (the convention's conditionally required attribute).
+  ``error.type`` on a judge error (the convention's conditionally required attribute);
+* ``answer`` (answer_relevancy, answer_correctness) → the same generation span, with the same
+  two attributes.
 
 A trace without such a span falls back to ``target_span_id``. Span IDs are functions of (trace,
 family) only and timestamps the trace's end, so a replay re-sends identical spans. Pure: the
@@ -25,7 +27,8 @@ from dataclasses import dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
-from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
+from ragtrace_consumers.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
+from ragtrace_consumers.score import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
 from ragtrace_consumers.writeback import EvaluationEvent, evaluation_events
 
 __all__ = [
@@ -42,7 +45,12 @@ ERROR_TYPE = "error.type"
 JUDGE_ERROR_TYPE = "judge_error"
 """``error.type`` of a groundedness result whose judge call failed (low cardinality: the
 message is the event's explanation)."""
-_GROUNDEDNESS_EVENTS = frozenset({"groundedness"})
+_FAMILY_OF_EVENT = {
+    "groundedness": FAMILY_GROUNDEDNESS,
+    METRIC_RELEVANCY: FAMILY_ANSWER,
+    METRIC_CORRECTNESS: FAMILY_ANSWER,
+}
+_ON_GENERATION = frozenset({FAMILY_GROUNDEDNESS, FAMILY_ANSWER})
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class MetricSpan:
     events: tuple[EvaluationEvent, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.family not in (FAMILY_RECALL, FAMILY_GROUNDEDNESS):
+        if self.family not in (FAMILY_RECALL, FAMILY_GROUNDEDNESS, FAMILY_ANSWER):
             raise ValueError(f"unknown metric family {self.family!r}")
         if len(self.span_id) != 16 or len(self.parent_span_id) != 16:
             raise ValueError(f"bad span IDs {self.span_id!r} / {self.parent_span_id!r}")
@@ -81,23 +89,28 @@ def metric_spans(
 ) -> list[MetricSpan]:
     """The evaluation span of each family written in ``scores`` (recall first)."""
     trace = scores.trace
-    by_family: dict[str, list[EvaluationEvent]] = {FAMILY_RECALL: [], FAMILY_GROUNDEDNESS: []}
+    by_family: dict[str, list[EvaluationEvent]] = {
+        FAMILY_RECALL: [],
+        FAMILY_GROUNDEDNESS: [],
+        FAMILY_ANSWER: [],
+    }
     for name, attrs in evaluation_events(
         scores, recall_threshold=recall_threshold, groundedness_threshold=groundedness_threshold
     ):
-        metric = attrs[semconv.GEN_AI_EVALUATION_NAME]
-        family = FAMILY_GROUNDEDNESS if metric in _GROUNDEDNESS_EVENTS else FAMILY_RECALL
-        if family == FAMILY_GROUNDEDNESS:
+        metric = str(attrs[semconv.GEN_AI_EVALUATION_NAME])
+        family = _FAMILY_OF_EVENT.get(metric, FAMILY_RECALL)
+        if family in _ON_GENERATION:
             attrs = dict(attrs)
             if trace.response_id:
                 attrs[GEN_AI_RESPONSE_ID] = trace.response_id
-            g = scores.groundedness
-            if g is not None and g.score is None:
+            # A judge error: no value, labelled "error" (writeback.evaluation_events).
+            if semconv.GEN_AI_EVALUATION_SCORE_VALUE not in attrs:
                 attrs[ERROR_TYPE] = JUDGE_ERROR_TYPE
         by_family[family].append((name, attrs))
     targets = {
         FAMILY_RECALL: trace.retrieval_span_id,
         FAMILY_GROUNDEDNESS: trace.generation_span_id,
+        FAMILY_ANSWER: trace.generation_span_id,
     }
     out = []
     for family in scores.families:

@@ -126,6 +126,20 @@ class ConsumerMetrics:
             "Recall@k per labelled trace",
             explicit_bucket_boundaries_advisory=score,
         )
+        self._answer = {
+            "answer_relevancy": m.create_histogram(
+                semconv.METRIC_ANSWER_RELEVANCY,
+                "1",
+                "Answer relevancy per judged trace with a reference answer",
+                explicit_bucket_boundaries_advisory=score,
+            ),
+            "answer_correctness": m.create_histogram(
+                semconv.METRIC_ANSWER_CORRECTNESS,
+                "1",
+                "Answer correctness against the labelled reference answer, per judged trace",
+                explicit_bucket_boundaries_advisory=score,
+            ),
+        }
         self._hit_rate = m.create_histogram(
             semconv.METRIC_HIT_RATE,
             "1",
@@ -402,6 +416,19 @@ class ConsumerMetrics:
         self._recall.record(recall, attrs)
         self._hit_rate.record(hit_rate, attrs)
         self._rr.record(reciprocal_rank, attrs)
+
+    def answer_metric(
+        self, metric: str, value: float, service: str, pipeline: str | None, model: str
+    ) -> None:
+        """``metric``: ``answer_relevancy`` or ``answer_correctness``; ``model`` the judge's."""
+        self._answer[metric].record(
+            value,
+            {
+                semconv.ATTR_SERVICE: service,
+                semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
+                semconv.ATTR_JUDGE_MODEL: model,
+            },
+        )
 
     # --- judge -----------------------------------------------------------------------------
     def judge_call(self, model: str, outcome: str, prompt_sha256: str | None = None) -> None:

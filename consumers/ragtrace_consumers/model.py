@@ -113,6 +113,8 @@ class RagTrace:
     response_id: str | None = None
     recall_na_reason: str | None = None
     answer_na_reason: str | None = None
+    reference_answer: str | None = None
+    """``ragtrace.reference_answer`` from any span of the trace (the app's own reference)."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Phoenix stores our evaluation spans like any other span but shows annotations, n
 events, in its evaluation columns. :class:`PhoenixSink` posts one span annotation per metric
 (``POST /v1/span_annotations?sync=true``) on the span that metric evaluates — the same targets
 as the per-family evaluation spans (:mod:`~ragtrace_consumers.metric_spans`): recall metrics
-on the retrieval span, groundedness on the generation span. ``identifier`` is derived from
+on the retrieval span, groundedness and the answer metrics on the generation span. ``identifier`` is derived from
 (trace, metric), so a replay updates the annotation instead of adding a second one.
 
 It wraps an optional ``inner`` sink (the OTLP sink): ``write`` delivers there first, then
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.metric_spans import metric_spans
-from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, TraceScores
+from ragtrace_consumers.score import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
 from ragtrace_consumers.writeback import ScoreSink, WriteBackError
 
 __all__ = ["PhoenixSink", "span_annotations"]
@@ -38,7 +38,7 @@ def span_annotations(
 ) -> list[dict[str, object]]:
     """Phoenix ``SpanAnnotationData`` for every metric of ``scores`` (pure)."""
     out: list[dict[str, object]] = []
-    g = scores.groundedness
+    g, a = scores.groundedness, scores.answers
     for m in metric_spans(
         scores, recall_threshold=recall_threshold, groundedness_threshold=groundedness_threshold
     ):
@@ -52,7 +52,13 @@ def span_annotations(
             ):
                 if key in attrs:
                     result[field] = attrs[key]
-            llm_judged = m.family == FAMILY_GROUNDEDNESS and g is not None and bool(g.judge.model)
+            llm_judged = (
+                m.family == FAMILY_GROUNDEDNESS and g is not None and bool(g.judge.model)
+            ) or (
+                m.family == FAMILY_ANSWER
+                and a is not None
+                and any(r.metric == name and r.judge.model for r in a.results)
+            )
             out.append(
                 {
                     "span_id": m.parent_span_id,

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
+from ragtrace_consumers.answer_scoring import AnswerJob, AnswerScorer
 from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
 from ragtrace_consumers.batching import (
@@ -63,6 +64,7 @@ from ragtrace_consumers.model import (
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace_consumers.score import (
+    FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
     RetrievalScores,
@@ -145,10 +147,15 @@ class TraceWork:
     retrieval: RetrievalScores | None = None
     job: JudgeJob | None = None
     judge_skip: str | None = None
+    answers_done: bool = False
+    answers: AnswerJob | None = None
+    """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.answer_scoring`)."""
 
     @property
     def needs_judge_call(self) -> bool:
-        return self.error is None and self.job is not None and self.job.needs_call
+        return self.error is None and (
+            (self.job is not None and self.job.needs_call) or self.answers is not None
+        )
 
 
 class _LabelView:
@@ -239,6 +246,7 @@ class Pipeline:
             if judge is None
             else GroundednessScorer(judge, cache, budget, metrics, batch=judge_batch)
         )
+        self._answers = None if judge is None else AnswerScorer(judge, cache, budget, metrics)
 
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
@@ -295,18 +303,24 @@ class Pipeline:
             for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
             sampled = [w for w in works if w.outcome is None and w.error is None]
+            answers = self._answers is not None and self._answers.enabled
             keys = [
                 (w.trace_id, family)
                 for w in sampled
-                for family, wanted in ((FAMILY_RECALL, w.recall), (FAMILY_GROUNDEDNESS, w.judge))
+                for family, wanted in (
+                    (FAMILY_RECALL, w.recall),
+                    (FAMILY_GROUNDEDNESS, w.judge),
+                    (FAMILY_ANSWER, w.judge and answers),
+                )
                 if wanted
             ]
             flags = dict(zip(keys, written_many(self.idempotency, keys), strict=True))
-            if any(w.recall for w in sampled):
+            if any(w.recall or w.judge and answers for w in sampled):
                 self._labels.refresh()
             for work in sampled:
                 work.recall_done = flags.get((work.trace_id, FAMILY_RECALL), False)
                 work.judge_done = flags.get((work.trace_id, FAMILY_GROUNDEDNESS), False)
+                work.answers_done = flags.get((work.trace_id, FAMILY_ANSWER), False)
                 self._guarded(work, self._plan, work)
             if self._scorer is not None:
                 self._scorer.plan([w.job for w in sampled if w.job is not None])
@@ -322,6 +336,9 @@ class Pipeline:
                     self._guarded(work, self._scorer.run, job)
             finally:
                 job.done.set()  # never leave a follower of this job waiting
+        if self._answers is not None and work.answers is not None:
+            with suppressed(), self.metrics.batch():
+                self._guarded(work, self._answers.run, work.answers)
 
     def finish(self, works: Sequence[TraceWork]) -> list[Outcome | None]:
         """Stage 3, batched: cache the fresh judgements, write every score back in one delivery,
@@ -408,6 +425,8 @@ class Pipeline:
         trace = work.trace
         assert trace is not None
         work.retrieval = self._retrieval(trace) if work.recall else None
+        if work.judge and not work.answers_done and self._answers is not None:
+            work.answers = self._answers.job(trace, self._labels)
         if not work.judge or work.judge_done or self._scorer is None:
             return
         texts = [c.text for c in trace.context]
@@ -425,11 +444,15 @@ class Pipeline:
         judged: JudgeOutcome | None = None
         judge_skip = work.judge_skip
         job = work.job
-        if job is not None and job.park is not None:
-            if self._park(work, job.park.reason, job.park.retry_after) is Outcome.PARKED:
+        park = job.park if job is not None and job.park is not None else None
+        if park is None and work.answers is not None:
+            park = work.answers.park
+        if park is not None:
+            if self._park(work, park.reason, park.retry_after) is Outcome.PARKED:
                 work.outcome = Outcome.PARKED
                 return None
-            judge_skip = "judge_gave_up"
+            if job is not None and job.park is not None:
+                judge_skip = "judge_gave_up"
         elif job is not None and job.outcome is not None:
             if job.outcome.skipped is not None:
                 judge_skip = job.outcome.skipped
@@ -445,6 +468,7 @@ class Pipeline:
             write_retrieval=retrieval is not None and not work.recall_done,
             write_groundedness=groundedness is not None,
             groundedness_cost_usd=judged.cost_usd if judged else 0.0,
+            answers=work.answers.scores if work.answers is not None else None,
         )
         if scores is None:
             done = work.recall_done or work.judge_done
@@ -514,5 +538,7 @@ class Pipeline:
                 g.judge.model or g.judge.name,
                 generator_model=trace.model,
             )
+        if scores.answers is not None and self._answers is not None:
+            self._answers.record(scores.answers, trace.service, trace.pipeline)
         if trace.ended_ns:
             m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)

@@ -76,6 +76,11 @@ def to_scored_result(
         )
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
+    if scores.answers is not None:
+        for m in scores.answers.results:
+            extra[m.metric] = m.score
+        extra["answer_question_id"] = scores.answers.question_id
+        extra["answer_reference_source"] = scores.answers.reference_source
     if r is None and trace.recall_na_reason:
         extra["recall_na_reason"] = trace.recall_na_reason
     if g is None and trace.answer_na_reason:

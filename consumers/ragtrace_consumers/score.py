@@ -20,9 +20,11 @@ from ragtrace.evaluation.retrieval import (
     context_relevancy,
     score_question,
 )
+from ragtrace_consumers.answer_scores import FAMILY_ANSWER, AnswerScores
 from ragtrace_consumers.model import RagTrace
 
 __all__ = [
+    "FAMILY_ANSWER",
     "FAMILY_GROUNDEDNESS",
     "FAMILY_RECALL",
     "RetrievalScores",
@@ -67,17 +69,19 @@ class RetrievalScores:
 
 @dataclass(frozen=True)
 class TraceScores:
-    """Everything written back for one trace. ``retrieval``/``groundedness`` are None when that
-    family is not (or no longer) to be written; ``cell`` uses both whenever they are known."""
+    """Everything written back for one trace. ``retrieval``/``groundedness``/``answers`` are None
+    when that family is not (or no longer) to be written; ``cell`` uses retrieval and
+    groundedness whenever they are known (the answer metrics do not move it)."""
 
     trace: RagTrace
     retrieval: RetrievalScores | None
     groundedness: GroundednessResult | None
     cell: Cell
     groundedness_cost_usd: float = 0.0
+    answers: AnswerScores | None = None
 
     def __post_init__(self) -> None:
-        if self.retrieval is None and self.groundedness is None:
+        if self.retrieval is None and self.groundedness is None and self.answers is None:
             raise ValueError("TraceScores needs at least one family of scores")
         if self.groundedness_cost_usd < 0:
             raise ValueError("groundedness_cost_usd must be >= 0")
@@ -90,6 +94,8 @@ class TraceScores:
             out.append(FAMILY_RECALL)
         if self.groundedness is not None:
             out.append(FAMILY_GROUNDEDNESS)
+        if self.answers is not None:
+            out.append(FAMILY_ANSWER)
         return tuple(out)
 
 
@@ -126,6 +132,7 @@ def combine(
     write_retrieval: bool = True,
     write_groundedness: bool = True,
     groundedness_cost_usd: float = 0.0,
+    answers: AnswerScores | None = None,
 ) -> TraceScores | None:
     """The cell from everything known, and the families still to write; None if none is."""
     recall = retrieval.headline if retrieval is not None and retrieval.answerable else None
@@ -133,8 +140,8 @@ def combine(
     cell = attribute(recall, g, thresholds)
     r_out = retrieval if write_retrieval else None
     g_out = groundedness if write_groundedness else None
-    if r_out is None and g_out is None:
+    if r_out is None and g_out is None and answers is None:
         return None
     return TraceScores(
-        trace, r_out, g_out, cell, groundedness_cost_usd if g_out is not None else 0.0
+        trace, r_out, g_out, cell, groundedness_cost_usd if g_out is not None else 0.0, answers
     )

@@ -2,7 +2,7 @@
 trace, parented to ``RagTrace.target_span_id``.
 
 The span carries one ``gen_ai.evaluation.result`` event per metric (name, score value, label,
-explanation) and flat ``ragtrace.eval.*`` attributes that trace search can filter on. Its span
+explanation; answer relevancy and correctness too when the trace was scored for them) and flat ``ragtrace.eval.*`` attributes that trace search can filter on. Its span
 ID is derived from (trace ID, metric families), and its timestamps and attributes from the
 scores alone, so replaying a trace after a crash re-sends an identical span instead of adding a
 second, different one. Both timestamps are the evaluated trace's end, which keeps the span
@@ -22,11 +22,11 @@ from opentelemetry import context as otel_context
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
+from ragtrace.evaluation.judges import MetricResult
+from ragtrace_consumers.answer_scores import METRIC_RELEVANCY
 from ragtrace_consumers.score import TraceScores
 
 __all__ = [
-    "EVAL_GROUNDEDNESS_NA_REASON",
-    "EVAL_RECALL_NA_REASON",
     "FAIL",
     "PASS",
     "EvaluationEvent",
@@ -38,10 +38,6 @@ __all__ = [
     "suppressed",
 ]
 
-EVAL_RECALL_NA_REASON = "ragtrace.eval.recall.na_reason"
-"""Why recall was not computed for a trace with retrieved chunks (their IDs are content hashes)."""
-EVAL_GROUNDEDNESS_NA_REASON = "ragtrace.eval.groundedness.na_reason"
-"""Why the answer was not judged (no answer text could be extracted from the output)."""
 PASS = "pass"
 FAIL = "fail"
 _EXPLANATION_MAX = 1000
@@ -126,10 +122,10 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
             if value is not None and not math.isnan(value):
                 attrs[key] = float(value)
     elif trace.recall_na_reason:
-        attrs[EVAL_RECALL_NA_REASON] = trace.recall_na_reason
+        attrs[semconv.EVAL_RECALL_NA_REASON] = trace.recall_na_reason
     g = scores.groundedness
     if g is None and trace.answer_na_reason:
-        attrs[EVAL_GROUNDEDNESS_NA_REASON] = trace.answer_na_reason
+        attrs[semconv.EVAL_GROUNDEDNESS_NA_REASON] = trace.answer_na_reason
     if g is not None:
         attrs[semconv.EVAL_JUDGE_NAME] = g.judge.name
         if g.judge.model:
@@ -145,6 +141,18 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
             attrs[semconv.EVAL_GROUNDEDNESS_CLAIMS] = len(g.claims)
             attrs[semconv.EVAL_GROUNDEDNESS_UNSUPPORTED] = g.unsupported_claims
             attrs[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] = g.no_claims
+    a = scores.answers
+    if a is not None:
+        attrs[semconv.EVAL_ANSWER_REFERENCE_SOURCE] = a.reference_source
+        if a.question_id is not None:
+            attrs[semconv.EVAL_ANSWER_QUESTION_ID] = a.question_id
+        attrs[semconv.EVAL_ANSWER_COST_USD] = float(a.cost_usd)
+        for key, m in (
+            (semconv.EVAL_ANSWER_RELEVANCY, a.relevancy),
+            (semconv.EVAL_ANSWER_CORRECTNESS, a.correctness),
+        ):
+            if m is not None and m.score is not None:
+                attrs[key] = float(m.score)
     return attrs
 
 
@@ -240,4 +248,28 @@ def evaluation_events(
             events.append(
                 _event("groundedness", g.score, _label(g.score, groundedness_threshold), why)
             )
+    if scores.answers is not None:
+        events += [_answer_event(m) for m in scores.answers.results]
     return events
+
+
+def _answer_event(m: MetricResult) -> EvaluationEvent:
+    """An answer metric's event: its score, or ``error`` with the judge's message."""
+    if m.score is None:
+        return _event(m.metric, None, "error", m.error)
+    if m.metric == METRIC_RELEVANCY:
+        needs = [d for d in m.details if "need" in d]
+        addressed = sum(bool(d.get("addressed")) for d in needs)
+        why = f"{addressed} of {len(needs)} information needs of the question addressed"
+    elif any(d.get("method") == "token_f1" for d in m.details):
+        why = "token F1 between the answer and the reference answer"
+    else:
+        claims = [d for d in m.details if "claim" in d]
+        facts = [d for d in m.details if "fact" in d]
+        supported = sum(d.get("verdict") == "supported" for d in claims)
+        covered = sum(bool(d.get("covered")) for d in facts)
+        why = (
+            f"{supported} of {len(claims)} answer claims supported by the reference answer, "
+            f"{covered} of {len(facts)} reference facts covered"
+        )
+    return _event(m.metric, m.score, None, why)

@@ -2,6 +2,8 @@
 
 Labels: one object per line, ``{"qid": "q1", "question": "…", "gold": ["chunk-id", …]}``. An
 empty ``gold`` list marks a question the corpus cannot answer (scored NaN, excluded from means).
+An optional ``"reference_answer": "…"`` (a person's answer to the question) lets the consumers
+score answer correctness on live traces that ask it.
 Run: one object per line, ``{"qid": "q1", "retrieved": ["chunk-id", …]}`` in rank order.
 
 Other keys on a line are ignored. Blank lines are skipped. Every error is an ``InputFileError``
@@ -67,11 +69,13 @@ def parse_json(text: str, path: str | Path, line: int | None = None) -> object:
 
 @dataclass(frozen=True)
 class LabelledQuestion:
-    """A question with the chunk IDs that contain its answer (empty: unanswerable)."""
+    """A question with the chunk IDs that contain its answer (empty: unanswerable) and,
+    optionally, a reference answer written by a person (None: none given)."""
 
     qid: str
     question: str
     gold: frozenset[str]
+    reference_answer: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.qid, str) or not self.qid:
@@ -82,6 +86,10 @@ class LabelledQuestion:
             object.__setattr__(self, "gold", frozenset(self.gold))
         if not all(isinstance(g, str) and g for g in self.gold):
             raise ValueError("gold must hold non-empty string chunk IDs")
+        if self.reference_answer is not None and not (
+            isinstance(self.reference_answer, str) and self.reference_answer.strip()
+        ):
+            raise ValueError("reference_answer must be a non-empty string or None")
 
     @property
     def answerable(self) -> bool:
@@ -153,7 +161,16 @@ def load_labels(path: str | Path) -> list[LabelledQuestion]:
         first_line[qid] = number
         question = _string(path, number, obj, "question")
         gold = _ids(path, number, obj, "gold")
-        questions.append(LabelledQuestion(qid=qid, question=question, gold=frozenset(gold)))
+        reference = (
+            _string(path, number, obj, "reference_answer")
+            if obj.get("reference_answer") is not None
+            else None
+        )
+        questions.append(
+            LabelledQuestion(
+                qid=qid, question=question, gold=frozenset(gold), reference_answer=reference
+            )
+        )
     if not questions:
         raise InputFileError(path, None, None, "no labelled questions")
     return questions
@@ -193,8 +210,13 @@ def load_run(
 
 
 def label_set_version(questions: Sequence[LabelledQuestion]) -> str:
-    """A short hash of the label set's content (qids, questions, gold sets), independent of
-    order: two evaluations with the same version scored against the same labels."""
-    canonical = sorted((q.qid, q.question, sorted(q.gold)) for q in questions)
+    """A short hash of the label set's content (qids, questions, gold sets, reference answers),
+    independent of order: two evaluations with the same version scored against the same labels.
+    A question without a reference answer hashes as it did before the field existed."""
+    canonical = sorted(
+        (q.qid, q.question, sorted(q.gold))
+        + (() if q.reference_answer is None else (q.reference_answer,))
+        for q in questions
+    )
     blob = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]

@@ -1,6 +1,6 @@
 """The online pipeline, end to end, as fixtures and helpers.
 
-``online_run`` (session): labels loaded with ``ragtrace labels load``, ``ragtrace consume`` running
+``online_run`` (session): labels (with reference answers) loaded with ``ragtrace labels load``, ``ragtrace consume`` running
 as a subprocess against the fake Anthropic API, the instrumented app (tests/e2e/online_app.py)
 sending its spans through the real collector into Kafka, one malformed Kafka message, and every
 evaluation span and metric arrived at the trace backend and in Prometheus; then the consumer is
@@ -33,7 +33,13 @@ from ragtrace import semconv
 from scripts.services import CollectorEndpoints, OtlpSink, ReceivedSpan
 from scripts.services.prometheus import wait_for_series
 from tests.e2e import online_app
-from tests.fakes.anthropic_server import FakeAnthropic, Reply, claims_reply, parse_user_message
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    Reply,
+    claims_reply,
+    parse_user_message,
+    tool_reply,
+)
 
 __all__ = [
     "ASSIGNED",
@@ -65,9 +71,34 @@ ASSIGNED = r"assigned partitions: [\w.-]+\[\d+\]"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+def _tagged(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    return found.group(1) if found else ""
+
+
+def _answer_metric_reply(name: str, text: str) -> Reply:
+    """Answer relevancy: addressed when the answer shares a word with the question. Answer
+    correctness: an answer sentence is supported when it is verbatim in the reference, a
+    reference sentence covered when it is verbatim in the answer."""
+    question, answer = _tagged(text, "question"), _tagged(text, "answer")
+    if name == "record_relevancy":
+        shared = set(re.findall(r"\w+", question.lower())) & set(re.findall(r"\w+", answer.lower()))
+        need = {"need": question, "addressed": bool(shared), "reason": ""}
+        return tool_reply({"needs": [need]}, tool_name=name)
+    reference = _tagged(text, "reference")
+    claims = [
+        {"claim": c, "verdict": "supported" if c in reference else "not_in_reference"}
+        for c in _SENTENCE.split(answer.strip())
+        if c
+    ]
+    facts = [{"fact": f, "covered": f in answer} for f in _SENTENCE.split(reference.strip()) if f]
+    return tool_reply({"claims": claims, "reference_facts": facts}, tool_name=name)
+
+
 def verbatim_responder(delay_s: float = 0.0) -> Callable[[Mapping[str, Any]], Reply]:
     """The judge's scripted replies: one claim per answer sentence, entailed (quoting itself)
-    exactly when the sentence appears verbatim in a context document."""
+    exactly when the sentence appears verbatim in a context document (answer metrics:
+    :func:`_answer_metric_reply`)."""
 
     def respond(request: Mapping[str, Any]) -> Reply:
         if delay_s:
@@ -78,6 +109,9 @@ def verbatim_responder(delay_s: float = 0.0) -> Callable[[Mapping[str, Any]], Re
             if isinstance(content, str)
             else "".join(b.get("text", "") for b in content if isinstance(b, dict))
         )
+        tool = str(request.get("tool_choice", {}).get("name", "record_claims"))
+        if tool in ("record_relevancy", "record_correctness"):
+            return _answer_metric_reply(tool, text)
         docs, answer, _ = parse_user_message(text)
         claims = [s for s in _SENTENCE.split((answer or "").strip()) if s]
         return claims_reply(
@@ -374,6 +408,11 @@ READY_QUERIES = (
 )
 
 
+def _reference(qid: str) -> dict[str, str]:
+    ref = online_app.REFERENCE_ANSWERS.get(qid)
+    return {} if ref is None else {"reference_answer": ref}
+
+
 def _wait_scored(
     backend: OtlpSink, requests: Sequence[Mapping[str, str]], timeout: float = 90.0
 ) -> None:
@@ -401,7 +440,9 @@ def online_run(
     prefix = f"online-{uuid.uuid4().hex[:8]}"
     group = f"ragtrace-online-{uuid.uuid4().hex[:8]}"
     labels = work / "labels.jsonl"
-    labels.write_text("".join(json.dumps(q) + "\n" for q in online_app.LABELS))
+    labels.write_text(
+        "".join(json.dumps({**q, **_reference(str(q["qid"]))}) + "\n" for q in online_app.LABELS)
+    )
     labels_output = load_labels(redis_url, prefix, labels)
     group_at_end(kafka_bootstrap, collector.topic, group)
     with FakeAnthropic(verbatim_responder()) as judge:

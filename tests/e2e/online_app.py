@@ -76,6 +76,17 @@ LABELS = (
     {"qid": "q-sso", "question": "Is SSO available on the Team plan?", "gold": ["c-sso"]},
 )
 
+# Reference answers the session run's labels carry (online.py): the audit trace is also scored
+# for answer relevancy and correctness. The fake judge (online.verbatim_responder) supports an
+# answer sentence found verbatim in the reference, covers a reference sentence found verbatim in
+# the answer, and calls the question addressed when the answer shares a word with it:
+# relevancy 1.0; correctness TP 1, FP 0, FN 1 -> 1 / (1 + 1/2) = 2/3.
+REFERENCE_ANSWERS = {
+    "q-audit": "Audit log retention on the Enterprise plan is 90 days. "
+    "Older logs are deleted nightly."
+}
+EXPECTED_ANSWER = {"audit": (1.0, 2 / 3)}
+
 # key -> (recall, hit_rate, precision@5, reciprocal_rank, groundedness, cell); None: not scored
 EXPECTED: dict[str, tuple[float | None, float | None, float | None, float | None, float, str]] = {
     "audit": (0.5, 1.0, 0.2, 0.5, 1.0, "fine"),

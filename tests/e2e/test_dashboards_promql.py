@@ -32,6 +32,8 @@ from opentelemetry.sdk.resources import Resource
 from ragtrace import semconv
 from ragtrace_consumers.lag import PartitionLag
 from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
 from scripts.services.prometheus import query, wait_for_series
@@ -44,6 +46,8 @@ CHART = ROOT / "helm" / "ragtrace"
 NAMES: dict[str, str] = yaml.safe_load((CHART / "files" / "prometheus-metrics.yaml").read_text())
 HISTOGRAMS = {
     "ragtrace.groundedness",
+    "ragtrace.answer_relevancy",
+    "ragtrace.answer_correctness",
     "ragtrace.recall",
     "ragtrace.hit_rate",
     "ragtrace.reciprocal_rank",
@@ -131,9 +135,11 @@ def test_dashboard_promql_returns_series(online_run: Any, key: str, expr: str) -
     # SDK failures, receiver rejections and collector export failures have no series until
     # something fails (the online run has no failure). Those queries must run; the SDK's names
     # are checked by test_app_metric_names below.
+    # Unrecognised spans likewise: the online app's spans are all read.
     may_be_empty = {
         *dashboards.APP_METRICS.values(),
         dashboards.COLLECTOR_METRICS["send_failed_spans"],
+        NAMES[semconv.METRIC_SPANS_UNRECOGNISED],
     }
     read = set(re.findall(r"\b((?:ragtrace|otelcol)_[a-zA-Z0-9_]+)\b", promql))
     if read and read <= may_be_empty:
@@ -198,6 +204,11 @@ def _emit_every_metric(endpoint: str) -> None:
         m.trace_skipped("shop", "qa", "not_sampled")
         m.groundedness(0.75, "shop", "qa", "probe-model")
         m.retrieval(0.5, 1.0, 0.5, "shop", "qa")
+        m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
+        m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")
+        UnrecognisedSpans(provider).observe(
+            [SpanRecord("1" * 32, "2" * 16, None, "db.query", "some.scope", "shop", 0, 1, {})]
+        )
         m.judge_call("probe-model", "ok")
         m.judge_error("probe-model", "timeout")
         m.judge_usage("probe-model", 100, 20, 5, 1, 0.001, 1.5)

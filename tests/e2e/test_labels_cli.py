@@ -189,3 +189,40 @@ def test_configuration_precedence(caplog: pytest.LogCaptureFixture) -> None:
         redis_stores.ENV_REDIS_URL,
         redis_stores.ENV_REDIS_PREFIX,
     )
+
+
+def test_load_and_clear_print_json_and_keep_reference_answers(
+    tmp_path: Path, redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(
+        tmp_path / "refs.jsonl",
+        [
+            {"qid": "a", "question": "Q a?", "gold": ["c-1"], "reference_answer": "A."},
+            {"qid": "b", "question": "Q b?", "gold": []},
+        ],
+    )
+    questions = load_labels(path)
+    version = label_set_version(questions)
+    common = ["--redis", redis_url, "--prefix", prefix]
+    assert run(["labels", "load", str(path), "--json", *common]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {
+        "version": version,
+        "questions": 2,
+        "answerable": 1,
+        "ambiguous": 0,
+        "loaded_at": doc["loaded_at"],
+        "source": "refs.jsonl",
+        "file": str(path),
+        "previous_version": None,
+        "with_reference_answer": 1,
+    }
+    # The reference answer survives the Redis round trip (what the consumers score against).
+    store = RedisLabelStore(connect(redis_url), prefix=prefix)
+    assert [q.reference_answer for q in store.questions()] == ["A.", None]
+    assert store.by_id("a") == questions[0]
+
+    out = tmp_path / "cleared.json"
+    assert run(["labels", "clear", "--json", str(out), *common]) == 0
+    assert capsys.readouterr().out == f"cleared label set {version}\n"  # text still printed
+    assert json.loads(out.read_text()) == {"cleared_version": version}

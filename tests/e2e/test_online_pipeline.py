@@ -40,7 +40,12 @@ pytestmark = pytest.mark.e2e
 
 LABELS_VERSION = label_set_version(
     [
-        LabelledQuestion(q["qid"], q["question"], frozenset(q["gold"]))  # type: ignore[arg-type]
+        LabelledQuestion(
+            q["qid"],  # type: ignore[arg-type]
+            q["question"],  # type: ignore[arg-type]
+            frozenset(q["gold"]),
+            online_app.REFERENCE_ANSWERS.get(str(q["qid"])),
+        )
         for q in online_app.LABELS
     ]
 )
@@ -63,7 +68,7 @@ def _events(run: OnlineRun, span: Any) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for m in metric_spans(run.trace_backend, {span.trace_id}):
         family = m.name.rsplit(".", 1)[-1]
-        target = app["retrieve" if family == "recall" else "generate"]
+        target = app["retrieve" if family == "recall" else "generate"]  # groundedness, answer
         assert m.parent_span_id == target and m.links == ((span.trace_id, target),)
         for name, attrs in m.events:
             assert name == semconv.GEN_AI_EVALUATION_RESULT
@@ -127,11 +132,22 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         assert 0.0 <= float(attrs.pop(semconv.EVAL_NDCG)) <= 1.0  # type: ignore[arg-type]
     cost = attrs.pop(semconv.EVAL_JUDGE_COST_USD)
     assert isinstance(cost, float) and cost >= 0.0
+    answer = online_app.EXPECTED_ANSWER.get(key)
+    if answer is not None:  # the label has a reference answer
+        expected[semconv.EVAL_ANSWER_RELEVANCY], expected[semconv.EVAL_ANSWER_CORRECTNESS] = answer
+        expected[semconv.EVAL_ANSWER_QUESTION_ID] = online_app.QUESTION_IDS[key]
+        expected[semconv.EVAL_ANSWER_REFERENCE_SOURCE] = "label"
+        answer_cost = attrs.pop(semconv.EVAL_ANSWER_COST_USD)
+        assert isinstance(answer_cost, float) and answer_cost >= 0.0
     for k, v in expected.items():
         assert attrs.pop(k) == pytest.approx(v) if isinstance(v, float) else attrs.pop(k) == v, k
     assert attrs == {}
 
     events = _events(online_run, span)
+    if answer is not None:
+        assert events.pop("answer_relevancy")[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == answer[0]
+        correctness = events.pop("answer_correctness")[semconv.GEN_AI_EVALUATION_SCORE_VALUE]
+        assert correctness == pytest.approx(answer[1])
     if recall is None:
         assert set(events) == {"groundedness"}  # unlabelled: groundedness only
     else:
@@ -149,8 +165,9 @@ def test_the_consumer_stopped_cleanly_on_sigterm(online_run: OnlineRun) -> None:
 
 
 def test_a_repeated_answer_is_judged_once(online_run: OnlineRun) -> None:
-    # audit, export, sso, forever: four judge calls; "rate" reused "sso"'s cached result.
-    assert len(online_run.judge.requests) == 4
+    # audit, export, sso, forever: four groundedness calls ("rate" reused "sso"'s cached
+    # result), and audit's answer relevancy and correctness (its label has a reference answer).
+    assert len(online_run.judge.requests) == 6
     (rate,) = evaluation_spans(online_run.trace_backend, online_run.trace_ids("rate"))
     (sso,) = evaluation_spans(online_run.trace_backend, online_run.trace_ids("sso"))
     assert rate.attributes[semconv.EVAL_JUDGE_COST_USD] == 0.0
@@ -201,11 +218,14 @@ def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
     assert _value(url, f"sum(ragtrace_reciprocal_rank_sum{{{svc}}})") == 1.5
     # Judge metrics are labelled with the configured model, never the served (dated) one.
     model = f'{inst},judge_model="{JUDGE_ALIAS}"'
-    assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="ok"}})') == 4
+    assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="ok"}})') == 6
     assert _value(url, f'sum(ragtrace_judge_calls_total{{{model},outcome="cached"}})') == 1
     assert _value(url, f'sum(ragtrace_judge_tokens_total{{{model},token_type="input"}})') > 0
-    assert _value(url, f"sum(ragtrace_judge_latency_seconds_count{{{model}}})") == 4
+    assert _value(url, f"sum(ragtrace_judge_latency_seconds_count{{{model}}})") == 6
     assert query(url, f'{{{inst},judge_model="{JUDGE_MODEL}"}}') == []  # exported together
+    assert _value(url, f"sum(ragtrace_answer_relevancy_sum{{{svc}}})") == 1.0
+    assert _value(url, f"sum(ragtrace_answer_correctness_count{{{svc}}})") == 1
+    assert _value(url, f"sum(ragtrace_answer_correctness_sum{{{svc}}})") == pytest.approx(2 / 3)
     assert (
         _value(url, f'sum(ragtrace_dlq_messages_total{{{inst},reason="protobuf_parse_error"}})')
         == 1
@@ -224,6 +244,8 @@ def test_metrics_are_queryable_in_prometheus(online_run: OnlineRun) -> None:
 PROMETHEUS_NAMES = {
     semconv.METRIC_GROUNDEDNESS: "ragtrace_groundedness_bucket",
     semconv.METRIC_RECALL: "ragtrace_recall_bucket",
+    semconv.METRIC_ANSWER_RELEVANCY: "ragtrace_answer_relevancy_bucket",
+    semconv.METRIC_ANSWER_CORRECTNESS: "ragtrace_answer_correctness_bucket",
     semconv.METRIC_HIT_RATE: "ragtrace_hit_rate_bucket",
     semconv.METRIC_RECIPROCAL_RANK: "ragtrace_reciprocal_rank_bucket",
     semconv.METRIC_TRACES_SEEN: "ragtrace_traces_seen_total",

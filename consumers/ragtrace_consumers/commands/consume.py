@@ -15,7 +15,15 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
+from ragtrace.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    add_json_option,
+    emit_json,
+    error,
+    json_to_stdout,
+)
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
@@ -54,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print the effective configuration as YAML (secrets masked), each value followed by "
         "its source (default, the file, or the environment variable), and exit",
     )
+    add_json_option(
+        p,
+        "the effective configuration of --print-config (secrets masked; the running "
+        "consumer's machine output is its evaluation spans and metrics)",
+    )
     p.add_argument(
         "--log-level",
         default="INFO",
@@ -69,6 +82,9 @@ def _dump(cfg: ConsumerConfig) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json is not None and not args.print_config:
+        error("consume", "--json goes with --print-config (the effective configuration as JSON)")
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -88,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
         error("consume", str(exc))
         return EXIT_BAD_INPUT
     if args.print_config:
-        print(_dump(cfg), end="")
+        if args.json is not None and not emit_json(
+            "consume", args.json, {"source": cfg.source, **cfg.to_dict(redact=True)}
+        ):
+            return EXIT_FAILURE
+        if not json_to_stdout(args.json):
+            print(_dump(cfg), end="")
         return EXIT_OK
 
     from ragtrace_consumers.service import build_service

@@ -16,7 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_OK, error, json_safe
+from ragtrace.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    add_json_option,
+    emit_json,
+    error,
+    json_to_stdout,
+)
 
 __all__ = ["explain", "register", "run"]
 
@@ -34,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="OTLP trace request: protobuf, JSON or JSON Lines; - for standard input",
     )
     p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
+    add_json_option(p, "the readings of every trace (one document)")
     p.set_defaults(func=run)
 
 
@@ -130,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         error("inspect", str(exc))
         return EXIT_BAD_INPUT
     traces = explain([s for s in spans if args.trace in (None, s.trace_id)])
-    if args.json:
-        print(json.dumps(json_safe(traces), ensure_ascii=False, indent=2))
-    else:
+    if args.json is not None and not emit_json("inspect", args.json, traces):
+        return EXIT_FAILURE
+    if not json_to_stdout(args.json):
         print("\n\n".join(_text(t) for t in traces) or "no spans")
     return EXIT_OK

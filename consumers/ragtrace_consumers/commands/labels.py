@@ -23,6 +23,7 @@ from ragtrace.cli.output import (
     emit_json,
     error,
     format_table,
+    json_to_stdout,
 )
 
 __all__ = ["register", "resolve_redis"]
@@ -94,6 +95,7 @@ def register(subparsers: Any) -> None:
 
     load = commands.add_parser("load", help="replace the label set with a labels file")
     load.add_argument("file", metavar="LABELS.jsonl")
+    add_json_option(load, "what was loaded (one object)")
     common(load)
     load.set_defaults(func=_load)
 
@@ -117,6 +119,7 @@ def register(subparsers: Any) -> None:
     stats.set_defaults(func=_stats)
 
     clear = commands.add_parser("clear", help="remove the label set (traces then go unlabelled)")
+    add_json_option(clear, "what was cleared (one object)")
     common(clear)
     clear.set_defaults(func=_clear)
 
@@ -165,10 +168,19 @@ def _load(args: argparse.Namespace) -> int:
             if previous and previous != version
             else ("unchanged" if previous == version else "no previous set")
         )
-        print(
-            f"loaded {s.questions} labelled questions from {args.file} as version {version} "
-            f"({before}); {s.answerable} answerable, {s.ambiguous} ambiguous by text"
-        )
+        doc = {
+            **s.to_dict(),
+            "file": args.file,
+            "previous_version": previous or None,
+            "with_reference_answer": sum(q.reference_answer is not None for q in questions),
+        }
+        if args.json is not None and not emit_json(_COMMAND, args.json, doc):
+            return EXIT_FAILURE
+        if not json_to_stdout(args.json):
+            print(
+                f"loaded {s.questions} labelled questions from {args.file} as version {version} "
+                f"({before}); {s.answerable} answerable, {s.ambiguous} ambiguous by text"
+            )
         return EXIT_OK
 
     return _run(args, action)
@@ -242,7 +254,11 @@ def _clear(args: argparse.Namespace) -> int:
     def action(store: Any) -> int:
         previous = store.version()
         store.clear()
-        print(f"cleared label set {previous}" if previous else "no label set loaded")
+        doc = {"cleared_version": previous or None}
+        if args.json is not None and not emit_json(_COMMAND, args.json, doc):
+            return EXIT_FAILURE
+        if not json_to_stdout(args.json):
+            print(f"cleared label set {previous}" if previous else "no label set loaded")
         return EXIT_OK
 
     return _run(args, action)

@@ -15,9 +15,16 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_OK, error, json_safe
+from ragtrace.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    JSON_STDOUT,
+    error,
+    json_safe,
+    json_to_stdout,
+)
 from ragtrace.evaluation.judges.spec import JUDGE_NAMES
 
 __all__ = ["ENV_LABELS", "register", "run"]
@@ -169,8 +176,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--json",
-        action="store_true",
-        help="print each scored trace as one JSON line instead of a text line",
+        nargs="?",
+        const=JSON_STDOUT,
+        default=None,
+        metavar="PATH",
+        help="each scored trace as one JSON line (JSON Lines, one object per trace as it is "
+        "scored, the --history traces first): to PATH (replaced at start, flushed per line; "
+        "the text lines still printed), or with no PATH or '-' to stdout instead of the text "
+        "(the banner then goes to stderr)",
     )
     p.set_defaults(func=run)
 
@@ -184,6 +197,9 @@ def _line(row: Any) -> str:
         parts.append(f"question={row.question_id}")
     parts.append(f"recall@{row.k}={num(row.recall)}" if row.k else "recall=n/a")
     parts.append(f"groundedness={num(row.groundedness)}")
+    for metric in ("answer_relevancy", "answer_correctness"):
+        if metric in row.extra:
+            parts.append(f"{metric}={num(row.extra[metric])}")
     parts.append(f"cell={row.cell}")
     text = "  ".join(parts)
     for claim in row.unsupported_claims:
@@ -196,11 +212,29 @@ def _line(row: Any) -> str:
     return text
 
 
-def _emit(row: Any, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(json_safe(row.to_dict()), ensure_ascii=False), flush=True)
-    else:
-        print(_line(row), flush=True)
+class _Output:
+    """Where scored traces go: text lines on stdout, and/or JSON Lines (``--json``)."""
+
+    def __init__(self, target: str | None) -> None:
+        self.text = not json_to_stdout(target)
+        self._file: TextIO | None = None
+        if target is None:
+            self._json: TextIO | None = None
+        elif json_to_stdout(target):
+            self._json = sys.stdout
+        else:
+            self._file = self._json = open(target, "w", encoding="utf-8")  # noqa: SIM115
+
+    def emit(self, row: Any) -> None:
+        if self.text:
+            print(_line(row), flush=True)
+        if self._json is not None:
+            self._json.write(json.dumps(json_safe(row.to_dict()), ensure_ascii=False) + "\n")
+            self._json.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         default_state_path,
     )
 
-    info = sys.stderr if args.json else sys.stdout
+    info = sys.stderr if json_to_stdout(args.json) else sys.stdout
     try:
         config = load_config(args.config)
         if args.judge is not None:
@@ -238,6 +272,11 @@ def run(args: argparse.Namespace) -> int:
         evaluator = EmbeddedEvaluator(settings, config=config)
     except (ConfigError, InputFileError, ValueError, OSError) as exc:
         error("serve", str(exc))
+        return EXIT_BAD_INPUT
+    try:
+        out = _Output(args.json)
+    except OSError as exc:
+        error("serve", f"cannot write {args.json}: {exc}")
         return EXIT_BAD_INPUT
 
     stop = threading.Event()
@@ -281,14 +320,15 @@ def run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
                 for _, row in rows[-args.history :]:
-                    _emit(row, args.json)
+                    out.emit(row)
             while not stop.is_set():
                 evaluator.sink.wait_for_change(1.0)
                 for seq, row in evaluator.state.results.all(after_seq=last):
-                    _emit(row, args.json)
+                    out.emit(row)
                     last = seq
             print("ragtrace serve: stopping", file=info, flush=True)
     finally:
+        out.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
     return EXIT_OK

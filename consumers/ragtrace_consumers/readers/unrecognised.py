@@ -23,7 +23,7 @@ from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is
 
 __all__ = ["METRIC_SPANS_UNRECOGNISED", "UnrecognisedSpans"]
 
-METRIC_SPANS_UNRECOGNISED = "ragtrace.spans.unrecognised"
+METRIC_SPANS_UNRECOGNISED = semconv.METRIC_SPANS_UNRECOGNISED
 ATTR_SCOPE = "scope"
 _log = logging.getLogger(__name__)
 

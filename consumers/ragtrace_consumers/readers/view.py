@@ -9,7 +9,8 @@
 * ``context``: the generation's listed documents with texts recovered by ID from
   ``retrieved``; ``retrieved`` when it lists none.
 * ``query``: the first retrieval's, else the generation's, else the pipeline's;
-  ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included).
+  ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
+  ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
 * ``recall_na_reason``: set when a retrieved chunk's ID is a content hash.
 * ``target_span_id``: the outermost pipeline span, else the generation, else the retrieval.
@@ -242,4 +243,5 @@ def to_rag_trace(
         response_id=response_id,
         recall_na_reason=_hash_reason(retrieved),
         answer_na_reason=answer_na,
+        reference_answer=_first_attr(ordered, semconv.RAGTRACE_REFERENCE_ANSWER),
     )

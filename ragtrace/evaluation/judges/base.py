@@ -502,6 +502,24 @@ class MetricResult:
             "served_model": self.served_model,
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> MetricResult:
+        details = d.get("details") or []
+        if not isinstance(details, list) or not all(isinstance(x, dict) for x in details):
+            raise TypeError("MetricResult.from_dict: details must be a list of objects")
+        score = d.get("score")
+        error = d.get("error")
+        return cls(
+            metric=str(d["metric"]),
+            score=None if score is None else float(score),  # type: ignore[arg-type]
+            judge=JudgeInfo.from_dict(d["judge"]),  # type: ignore[arg-type]
+            details=tuple(details),
+            usage=Usage.from_dict(d.get("usage") or {}),  # type: ignore[arg-type]
+            cost_usd=float(d.get("cost_usd", 0.0)),  # type: ignore[arg-type]
+            error=None if error is None else str(error),
+            latency_s=float(d.get("latency_s", 0.0)),  # type: ignore[arg-type]
+        )
+
 
 @runtime_checkable
 class Judge(Protocol):

@@ -13,7 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragtrace_consumers.lag import PartitionLag
 from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.prometheus_exposition import prometheus_exposition
+from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMES: dict[str, str] = yaml.safe_load(
@@ -22,6 +24,8 @@ NAMES: dict[str, str] = yaml.safe_load(
 HISTOGRAMS = {
     "ragtrace.groundedness",
     "ragtrace.recall",
+    "ragtrace.answer_relevancy",
+    "ragtrace.answer_correctness",
     "ragtrace.hit_rate",
     "ragtrace.reciprocal_rank",
     "ragtrace.judge.latency",
@@ -29,6 +33,10 @@ HISTOGRAMS = {
     "gen_ai.client.token.usage",
     "gen_ai.client.operation.duration",
 }
+
+
+def _unreadable_span() -> SpanRecord:
+    return SpanRecord("1" * 32, "2" * 16, None, "db.query", "some.scope", "shop", 0, 1, {"k": 1})
 
 
 def test_scraped_names_are_the_charts() -> None:
@@ -42,6 +50,10 @@ def test_scraped_names_are_the_charts() -> None:
     m.trace_skipped("shop", "qa", "not_sampled")
     m.groundedness(0.75, "shop", "qa", "probe-model")
     m.retrieval(0.5, 1.0, 0.5, "shop", "qa")
+    m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
+    m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")
+    # The unrecognised-span counter shares the consumers' meter provider (pipeline.py).
+    UnrecognisedSpans(provider).observe([_unreadable_span()])
     m.judge_call("probe-model", "ok")
     m.judge_error("probe-model", "timeout")
     m.judge_usage("probe-model", 100, 20, 5, 1, 0.001, 1.5)

@@ -83,3 +83,14 @@ def test_inspect_text_names_unrecognised_spans(
         "http.route" in out
     )
     assert "(hashed: no ID field or metadata ID)" in out
+
+
+def test_inspect_json_to_a_file_keeps_the_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, trace_id = _request(tmp_path, as_json=True)
+    target = tmp_path / "readings.json"
+    assert main(["inspect", str(path), "--json", str(target)]) == 0
+    assert capsys.readouterr().out.startswith(f"trace {trace_id}\n")
+    (trace,) = json.loads(target.read_text())
+    assert trace["trace_id"] == trace_id and trace["rag"]["answer"] == "Kept 90 days."

@@ -19,15 +19,19 @@ from typing import IO
 
 import pytest
 
+from ragtrace.evaluation.judges.answer_metrics import token_f1
 from tests.unit.embedded.demo_client import CLI, QUESTIONS, clean_env, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
+REFERENCE = "Audit logs are kept for 90 days on the Enterprise plan and 30 days on the Team plan."
 
 
 class Serve:
     """A running ``ragtrace serve --json``; lines of stdout and stderr arrive on queues."""
 
-    def __init__(self, state: Path) -> None:
+    def __init__(
+        self, state: Path, json_args: tuple[str, ...] = ("--json",), labels: str = LABELS
+    ) -> None:
         self.proc = subprocess.Popen(
             [
                 *CLI,
@@ -37,12 +41,12 @@ class Serve:
                 "--metrics-port",
                 "0",
                 "--labels",
-                LABELS,
+                labels,
                 "--state",
                 str(state),
                 "--judge",
                 "lexical",
-                "--json",
+                *json_args,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -177,3 +181,43 @@ def test_serve_rejects_a_bad_labels_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"ragtrace serve: error: {bad}, line 1")
+
+
+def test_serve_json_to_a_file_keeps_the_text_on_stdout(
+    tmp_path: Path, serve_factory: list[Serve]
+) -> None:
+    """``--json PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
+    banner and the text lines stay on stdout. The audit question's label carries a reference
+    answer: its trace is also scored for answer correctness (the lexical judge: token F1)."""
+    target = tmp_path / "scored.jsonl"
+    labels = tmp_path / "labels.jsonl"
+    rows_in = [json.loads(line) for line in Path(LABELS).read_text().splitlines() if line]
+    rows_in[0]["reference_answer"] = REFERENCE
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows_in))
+    serve = Serve(tmp_path / "state.sqlite3", json_args=("--json", str(target)), labels=str(labels))
+    serve_factory.append(serve)
+    lines: list[str] = []
+    endpoint = None
+    deadline = time.monotonic() + 30
+    while endpoint is None:
+        lines.append(serve.out.get(timeout=max(0.01, deadline - time.monotonic())))
+        found = re.search(r"receiving OTLP/HTTP on (http://127\.0\.0\.1:\d+)/v1/traces", lines[-1])
+        endpoint = found[1] if found else None
+    asked = run_app(endpoint, QUESTIONS[:2])
+    texts: list[str] = []
+    while len(texts) < 2:
+        line = serve.out.get(timeout=max(0.01, deadline + 30 - time.monotonic()))
+        if line.startswith("trace "):
+            texts.append(line)
+    rows = [json.loads(line) for line in target.read_text().splitlines()]  # flushed per trace
+    assert {r["trace_id"] for r in rows} == {a["trace_id"] for a in asked}
+    assert {t.split()[1] for t in texts} == {a["trace_id"] for a in asked}
+    audit = next(r for r in rows if r["question_id"] == rows_in[0]["qid"])
+    extra = audit["extra"]
+    assert extra["answer_question_id"] == rows_in[0]["qid"]
+    assert extra["answer_correctness"] == token_f1(str(audit["answer"]), REFERENCE) > 0
+    assert "answer_relevancy" not in extra  # needs a model judge
+    other = next(r for r in rows if r is not audit)
+    assert "answer_correctness" not in other["extra"]  # its label has no reference answer
+    assert any("answer_correctness=" in t for t in texts)
+    assert serve.terminate() == 0
