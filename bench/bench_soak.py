@@ -242,6 +242,10 @@ class _CountingSink:
     def write(self, scores: Any) -> None:
         self.written += 1
 
+    def write_many(self, batch: Any) -> list[None]:
+        self.written += len(batch)
+        return [None] * len(batch)
+
 
 def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, float]]:
     from opentelemetry.sdk.metrics import MeterProvider

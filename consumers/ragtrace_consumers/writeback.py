@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
@@ -31,6 +31,7 @@ __all__ = [
     "EvaluationEvent",
     "ScoreSink",
     "WriteBackError",
+    "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
     "evaluation_span_id",
@@ -54,11 +55,30 @@ class WriteBackError(Exception):
 
 class ScoreSink(Protocol):
     """Where scores go. ``write`` returns only once the span is delivered (durable enough to
-    record the idempotency keys); it raises :class:`WriteBackError` otherwise."""
+    record the idempotency keys); it raises :class:`WriteBackError` otherwise. ``write_many``
+    delivers a batch (together where the sink can) and reports per item, in input order, None
+    (delivered) or the :class:`WriteBackError`; it raises only for a failure of the whole call."""
 
     def write(self, scores: TraceScores) -> None: ...
 
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]: ...
+
     def shutdown(self) -> None: ...
+
+
+def deliver_each(
+    write: Callable[[TraceScores], None], batch: Sequence[TraceScores]
+) -> list[WriteBackError | None]:
+    """``write_many`` for a sink that delivers one item at a time: ``write`` each in turn."""
+    out: list[WriteBackError | None] = []
+    for scores in batch:
+        try:
+            write(scores)
+        except WriteBackError as exc:
+            out.append(exc)
+        else:
+            out.append(None)
+    return out
 
 
 class suppressed:
