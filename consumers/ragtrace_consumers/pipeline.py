@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
+from ragtrace.suppression import suppressed
 from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
 from ragtrace_consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
@@ -63,7 +64,7 @@ from ragtrace_consumers.score import (
     combine,
     score_retrieval,
 )
-from ragtrace_consumers.writeback import ScoreSink, suppressed
+from ragtrace_consumers.writeback import ScoreSink
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig

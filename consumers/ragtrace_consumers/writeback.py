@@ -18,8 +18,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from opentelemetry import context as otel_context
-
 from ragtrace import semconv
 from ragtrace_consumers.score import TraceScores
 
@@ -35,7 +33,6 @@ __all__ = [
     "evaluation_attributes",
     "evaluation_events",
     "evaluation_span_id",
-    "suppressed",
 ]
 
 EVAL_RECALL_NA_REASON = "ragtrace.eval.recall.na_reason"
@@ -79,19 +76,6 @@ def deliver_each(
         else:
             out.append(None)
     return out
-
-
-class suppressed:
-    """Context manager: OpenTelemetry instrumentation suppressed in the current context, so our
-    own scoring and write-back never produce spans that loop back into the span stream."""
-
-    def __enter__(self) -> None:
-        self._token = otel_context.attach(
-            otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-        )
-
-    def __exit__(self, *exc: object) -> None:
-        otel_context.detach(self._token)
 
 
 def evaluation_span_id(trace_id: str, families: Sequence[str]) -> str:
