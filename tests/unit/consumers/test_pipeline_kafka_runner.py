@@ -229,7 +229,7 @@ def test_failed_ingest_commits_nothing_and_rereads() -> None:
 
     r.traces.append = down  # type: ignore[method-assign]
     runner, _ = _runner(r, consumer, FakeProducer())
-    import ragtrace_consumers.kafka_runner as kr
+    import ragtrace_consumers.kafka_runner.ingest as kr
 
     kr_sleep = kr._RETRY_INGEST_S
     kr._RETRY_INGEST_S = 0.0
