@@ -1,7 +1,7 @@
 """The embedded evaluator: one process, no Kafka and no Redis (``ragtrace serve``, ``ragtrace demo``).
 
-It wires the SAME :class:`~ragtrace_consumers.pipeline.Pipeline` the Kafka consumer runs to
-different seams:
+It builds the SAME scoring side the Kafka consumer runs, through the same wiring root
+(:func:`~ragtrace_consumers.wiring.build_scoring`), over different seams:
 
 * spans come from an :class:`~ragtrace_consumers.otlp_http.OtlpHttpReceiver` instead of Kafka;
 * the label store and judge budget live in process memory (labels from a JSONL file), while the
