@@ -242,7 +242,8 @@ def build_service(
         admission=scoring.admission,
     )
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
-    # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner.membership).
+    # without it is followed by a re-join that kafka-python can leave hanging; see
+    # kafka_runner.membership).
     runner.subscribe(k.topic)
     _log.info(
         "ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",

@@ -4,8 +4,8 @@
 Both intakes hand :func:`build_scoring` what differs between them — the stores (Redis behind
 retries, or in-process and SQLite), a sink factory, the judge, the span readers and the meter
 provider — and get back the same :class:`Scoring`: the metrics, the sink, the
-:class:`~ragtrace_consumers.pipeline.Pipeline`, its :class:`~ragtrace_consumers.workers.ScoringWorkers`
-and the sampling at decode. Every setting of the ``assembly``, ``scoring``, ``sampling`` and
+:class:`~ragtrace_consumers.pipeline.Pipeline`, its
+:class:`~ragtrace_consumers.workers.ScoringWorkers` and the sampling at decode. Every setting of the ``assembly``, ``scoring``, ``sampling`` and
 ``judge`` sections is read here once; the pass/fail thresholds go both to the pipeline (the
 attribution cell) and to the sink (the labels written back) from the same value.
 """
