@@ -245,6 +245,10 @@ class _CountingSink:
     def shutdown(self) -> None:
         pass
 
+    def write_many(self, batch: Any) -> list[Any]:
+        self.written += len(batch)
+        return [None] * len(batch)
+
 
 def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, float]]:
     from opentelemetry.sdk.metrics import MeterProvider

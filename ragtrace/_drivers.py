@@ -21,11 +21,7 @@ from opentelemetry import context as otel_context
 
 from ragtrace import _config, _health
 from ragtrace._kinds import Active, Spec
-
-try:
-    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as SUPPRESS_KEY
-except ImportError:  # pragma: no cover - older API versions used a plain string key
-    SUPPRESS_KEY = "suppress_instrumentation"
+from ragtrace.suppression import SUPPRESS_KEY, is_suppressed
 
 __all__ = ["SUPPRESS_KEY", "wrap_async", "wrap_async_generator", "wrap_generator", "wrap_sync"]
 
@@ -51,7 +47,7 @@ def wrap_sync(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
         settings = _config.current()
-        if not settings.enabled or otel_context.get_value(SUPPRESS_KEY):
+        if not settings.enabled or is_suppressed():
             return fn(*args, **kwargs)
         active = _start(spec, args, kwargs, settings)
         if active is None:
@@ -74,7 +70,7 @@ def wrap_async(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def traced(*args: Any, **kwargs: Any) -> Any:
         settings = _config.current()
-        if not settings.enabled or otel_context.get_value(SUPPRESS_KEY):
+        if not settings.enabled or is_suppressed():
             return await fn(*args, **kwargs)
         active = _start(spec, args, kwargs, settings)
         if active is None:
@@ -97,7 +93,7 @@ def wrap_generator(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
         settings = _config.current()
-        if not settings.enabled or otel_context.get_value(SUPPRESS_KEY):
+        if not settings.enabled or is_suppressed():
             return fn(*args, **kwargs)
         inner = fn(*args, **kwargs)  # argument errors surface here, as without the decorator
         return _drive(inner, spec, args, kwargs, settings, otel_context.get_current())
@@ -150,7 +146,7 @@ def wrap_async_generator(fn: Callable[..., Any], spec: Spec) -> Callable[..., An
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
         settings = _config.current()
-        if not settings.enabled or otel_context.get_value(SUPPRESS_KEY):
+        if not settings.enabled or is_suppressed():
             return fn(*args, **kwargs)
         inner = fn(*args, **kwargs)
         return _adrive(inner, spec, args, kwargs, settings, otel_context.get_current())

@@ -43,11 +43,10 @@ from ragtrace_consumers.answer_scores import (
     REFERENCE_FROM_SPAN,
     AnswerScores,
 )
-from ragtrace_consumers.batching import cache_get_many, cache_put_many
 from ragtrace_consumers.judging import ParkTrace, cache_model, is_paid
-from ragtrace_consumers.labels import match_label
+from ragtrace_consumers.labels import LabelLookup, match_label
 from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, LabelStore, RagTrace
+from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
 
 __all__ = ["AnswerJob", "AnswerScorer"]
 
@@ -101,7 +100,7 @@ class AnswerScorer:
         )
         self._relevancy_possible = True
 
-    def job(self, trace: RagTrace, labels: LabelStore) -> AnswerJob | None:
+    def job(self, trace: RagTrace, labels: LabelLookup) -> AnswerJob | None:
         """The job for a trace sampled for judging, or None when it has nothing to score: no
         answer, or no reference answer (neither its own nor its labelled question's)."""
         if not self.enabled or not trace.answer:
@@ -184,7 +183,7 @@ class AnswerScorer:
             self._metrics.judge_call(served, "ok")
             payload = {"trace_id": job.trace_id, "result": result.to_dict()}
             try:
-                cache_put_many(self._cache, [(key, json.dumps(payload).encode("utf-8"))])
+                self._cache.put_many([(key, json.dumps(payload).encode("utf-8"))])
             except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
                 _log.warning("judge cache write failed", exc_info=True)
         return result, result.cost_usd
@@ -218,7 +217,7 @@ class AnswerScorer:
 
     def _cached(self, key: str) -> tuple[MetricResult, str | None] | None:
         try:
-            (raw,) = cache_get_many(self._cache, [key])
+            (raw,) = self._cache.get_many([key])
             if raw is None:
                 return None
             payload = json.loads(raw)

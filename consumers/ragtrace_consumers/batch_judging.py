@@ -30,7 +30,6 @@ from ragtrace.evaluation.judges.anthropic_batch import (
     BatchNotFound,
     BatchRequest,
 )
-from ragtrace_consumers.batching import cache_put_many
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeResultCache
 
@@ -308,7 +307,8 @@ class BatchJudging:
                     ).encode(),
                 )
             )
-        cache_put_many(self._cache, entries)
+        if entries:
+            self._cache.put_many(entries)
         self._store.finish_batch(batch_id)
         _log.info(
             "judge batch %s ended: %d results cached, %d failed",

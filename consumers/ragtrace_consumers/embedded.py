@@ -1,7 +1,7 @@
 """The embedded evaluator: one process, no Kafka and no Redis (``ragtrace serve``, ``ragtrace demo``).
 
-It wires the SAME :class:`~ragtrace_consumers.pipeline.Pipeline` the Kafka consumer runs to
-different seams:
+It builds the SAME scoring side the Kafka consumer runs, through the same wiring root
+(:func:`~ragtrace_consumers.wiring.build_scoring`), over different seams:
 
 * spans come from an :class:`~ragtrace_consumers.otlp_http.OtlpHttpReceiver` instead of Kafka;
 * the label store and judge budget live in process memory (labels from a JSONL file), while the
@@ -36,13 +36,12 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from typing_extensions import Self
 
+from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
 from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
-from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_http import (
     DEFAULT_HOST,
@@ -53,14 +52,12 @@ from ragtrace_consumers.otlp_http import (
     ReceiverBusy,
     RequestTooLarge,
 )
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace_consumers.readers import use_readers
 from ragtrace_consumers.recording_sink import RecordingSink
-from ragtrace_consumers.sample import Sampler
 from ragtrace_consumers.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
-from ragtrace_consumers.workers import ScoringWorkers, check_lease, judgement_bound_s
+from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging
+from ragtrace_consumers.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = [
@@ -174,13 +171,7 @@ class EmbeddedEvaluator:
     ) -> None:
         self.settings = settings = settings or EmbeddedSettings()
         self.config = config = config or ConsumerConfig.defaults()
-        if config.judge.mode != "realtime":
-            from ragtrace_consumers.config import ConfigError
-
-            raise ConfigError(
-                "judge.mode: batch is for ragtrace consume (its batches are kept "
-                "in Redis); the embedded evaluator judges in realtime"
-            )
+        require_realtime_judging(config)
         self.judge: Judge = judge or judge_from_settings(config.judge)
         check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
         self.state = SqliteState(settings.state_path)
@@ -201,9 +192,9 @@ class EmbeddedEvaluator:
         from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 
         s, cfg = self.settings, self.config
-        self.labels = MemoryLabelStore()
+        labels = MemoryLabelStore()
         if s.labels_path is not None:
-            self.labels.load(load_labels(s.labels_path), source=str(s.labels_path))
+            labels.load(load_labels(s.labels_path), source=str(s.labels_path))
         readers = list(extra_readers)
         self.prometheus_registry = None
         if s.metrics_port is not None:
@@ -223,29 +214,31 @@ class EmbeddedEvaluator:
             timeout_s=cfg.export.timeout_s,
             readers=readers,
         )
-        self.metrics = ConsumerMetrics(
-            self.meter_provider, judge_prompt_sha256=self.judge.info.prompt_sha256
-        )
-        inner: ScoreSink | None = None
-        if traces_to is not None:
-            inner = OtlpScoreSink.to_collector(
-                traces_to,
-                resource,
-                timeout_s=cfg.export.timeout_s,
-                recall_threshold=cfg.scoring.recall_threshold,
-                groundedness_threshold=cfg.scoring.groundedness_threshold,
-            )
-        if s.phoenix_endpoint is not None:
-            from ragtrace_consumers.phoenix_sink import PhoenixSink
+        state = self.state
 
-            inner = PhoenixSink(
-                s.phoenix_endpoint,
-                inner,
-                timeout_s=cfg.export.timeout_s,
-                recall_threshold=cfg.scoring.recall_threshold,
-                groundedness_threshold=cfg.scoring.groundedness_threshold,
-            )
-        self.sink = RecordingSink(self.state.results, inner)
+        def sink(thresholds: Thresholds) -> RecordingSink:
+            inner: ScoreSink | None = None
+            if traces_to is not None:
+                inner = OtlpScoreSink.to_collector(
+                    traces_to,
+                    resource,
+                    timeout_s=cfg.export.timeout_s,
+                    recall_threshold=thresholds.recall,
+                    groundedness_threshold=thresholds.groundedness,
+                )
+            if s.phoenix_endpoint is not None:
+                from ragtrace_consumers.phoenix_sink import PhoenixSink
+
+                inner = PhoenixSink(
+                    s.phoenix_endpoint,
+                    inner,
+                    timeout_s=cfg.export.timeout_s,
+                    recall_threshold=thresholds.recall,
+                    groundedness_threshold=thresholds.groundedness,
+                )
+            return RecordingSink(state.results, inner)
+
+        self.labels = labels
         self.traces = SqliteTraceStore(
             s.state_path,
             ttl_s=cfg.assembly.ttl_s,
@@ -253,25 +246,27 @@ class EmbeddedEvaluator:
             max_traces=s.max_pending_traces,
             max_bytes=s.max_pending_bytes,
         )
-        use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
-        self.pipeline = Pipeline(
-            traces=self.traces,
-            labels=self.labels,
-            cache=self.state.judge_cache,
-            idempotency=self.state.idempotency,
-            budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
-            judge=self.judge,
-            sink=self.sink,
-            metrics=self.metrics,
-            sampler=Sampler(cfg.sampling.sampler_config()),
-            settings=PipelineSettings.from_config(cfg),
+        scoring = build_scoring(
+            cfg,
+            Stores(
+                traces=self.traces,
+                labels=labels,
+                cache=state.judge_cache,
+                idempotency=state.idempotency,
+                budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
+            ),
+            sink,
+            self.judge,
+            cfg.mapping.readers(),
+            meter_provider=self.meter_provider,
+            workers=s.workers,
         )
-        self.early = EarlySampler(
-            cfg.sampling.sampler_config(),
-            LabelDigests(self.labels),
-            report=self.metrics.traces_sampled_out,
+        self.metrics, self.sink = scoring.metrics, scoring.sink
+        self.pipeline, self.workers, self.early = (
+            scoring.pipeline,
+            scoring.workers,
+            scoring.admission,
         )
-        self.workers = ScoringWorkers(self.pipeline, s.workers or cfg.judge.concurrency)
         self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
         self.receiver = OtlpHttpReceiver(
             self._accept,

@@ -34,7 +34,6 @@ from ragtrace.evaluation.judges import (
     make_judge,
 )
 from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
-from ragtrace_consumers.batching import cache_get_many, cache_put_many
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 
@@ -322,7 +321,8 @@ class GroundednessScorer:
         """Cache the fresh real scores of ``jobs`` (one write for all)."""
         items = [(j.key, j.payload) for j in jobs if j.payload is not None]
         try:
-            cache_put_many(self._cache, items)
+            if items:
+                self._cache.put_many(items)
         except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
             _log.warning("judge cache write failed", exc_info=True)
         for job in jobs:
@@ -330,7 +330,7 @@ class GroundednessScorer:
 
     def _cached(self, keys: Sequence[str]) -> list[tuple[GroundednessResult, str | None] | None]:
         try:
-            raws = cache_get_many(self._cache, keys)
+            raws = self._cache.get_many(keys) if keys else []
         except Exception:  # noqa: BLE001 - a cache outage costs money, not correctness
             _log.warning("judge cache read failed", exc_info=True)
             return [None] * len(keys)

@@ -15,17 +15,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.model import LabelStore, RagTrace
+from ragtrace_consumers.model import RagTrace
 
 __all__ = [
     "EMPTY_QUESTION_SHA256",
     "MATCHED_BY_ID",
     "MATCHED_BY_TEXT",
     "LabelIndex",
+    "LabelLookup",
     "LabelStats",
     "MatchedBy",
     "match_label",
@@ -101,8 +102,16 @@ class LabelIndex:
         )
 
 
+class LabelLookup(Protocol):
+    """The two lookups matching needs (a label store, or the pipeline's indexed view of one)."""
+
+    def by_id(self, qid: str) -> object | None: ...
+
+    def by_question_sha256(self, digest: str) -> object | None: ...
+
+
 def match_label(
-    trace: RagTrace, store: LabelStore
+    trace: RagTrace, store: LabelLookup
 ) -> tuple[LabelledQuestion | None, MatchedBy | None]:
     """The labelled question ``trace`` asks and how it was matched, or ``(None, None)``."""
     if trace.question_id:

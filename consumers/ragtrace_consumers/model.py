@@ -4,16 +4,20 @@ The Kafka consumer (``ragtrace consume``) and the embedded evaluator (``ragtrace
 same steps over these types; they differ only in which implementation sits behind each seam
 (Redis or in-process/SQLite) and where spans come from (Kafka or an OTLP/HTTP receiver).
 
-The seams are per item. An implementation may also offer the batched forms the pipeline uses
-when present (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``,
-``get_many``, ``put_many``: same results, one round trip; see ``consumers/ragtrace_consumers/batching.py``).
+Each seam declares its per-item methods and the batched forms the pipeline calls
+(``load_many``, ``release_many``, ``written_many``, ``mark_written_many``, ``get_many``,
+``put_many``): the same results as one call per item, in input order, in one round trip where the
+backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
     "AttributeValue",
@@ -133,19 +137,26 @@ class TraceStore(Protocol):
     a fresh token; a trace whose lease runs out (its claimant died or was too slow) becomes due
     again and the next claim gets a new token. ``release`` and ``park`` act only for the current
     token and return whether they did: a claimant whose lease was taken over can never delete or
-    reschedule the new claimant's work. (``token=None`` acts unconditionally, for tools and
-    callers of the older ``claim_due``, which returns bare trace IDs.)
+    reschedule the new claimant's work. (``token=None`` acts unconditionally, for tools; the
+    stores also keep ``claim_due``, a claim returning bare trace IDs for such tools, which is
+    not part of this seam.)
     """
 
     def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None: ...
 
     def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]: ...
 
-    def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]: ...
-
     def load(self, trace_id: str) -> list[SpanRecord]: ...
 
+    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
+        """:meth:`load` for each ID (an empty list for a trace no longer stored)."""
+        ...
+
     def release(self, trace_id: str, token: str | None = None) -> bool: ...
+
+    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
+        """:meth:`release` for each (trace ID, token) pair."""
+        ...
 
     def park(
         self, trace_id: str, retry_at: float, reason: str, token: str | None = None
@@ -161,6 +172,10 @@ class LabelStore(Protocol):
 
     def version(self) -> str: ...
 
+    def questions(self) -> Sequence[LabelledQuestion]:
+        """Every labelled question of the current version (the pipeline indexes them itself)."""
+        ...
+
 
 class JudgeResultCache(Protocol):
     """Judge results keyed by (answer, context, judge model, prompt hash) digests."""
@@ -169,6 +184,10 @@ class JudgeResultCache(Protocol):
 
     def put(self, key: str, value: bytes) -> None: ...
 
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None: ...
+
 
 class IdempotencyStore(Protocol):
     """Remembers which (trace, metric) scores were already written back."""
@@ -176,6 +195,10 @@ class IdempotencyStore(Protocol):
     def written(self, trace_id: str, metric: str) -> bool: ...
 
     def mark_written(self, trace_id: str, metric: str) -> None: ...
+
+    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]: ...
+
+    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None: ...
 
 
 class JudgeBudget(Protocol):

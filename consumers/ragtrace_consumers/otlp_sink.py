@@ -25,7 +25,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
@@ -36,6 +35,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link
 
 from ragtrace import semconv
+from ragtrace.suppression import suppressed
 from ragtrace_consumers.metric_spans import metric_spans
 from ragtrace_consumers.score import TraceScores
 from ragtrace_consumers.writeback import (
@@ -103,17 +103,13 @@ class _Delivery:
                 if not self._queue and self._closed:
                     return
                 batch, self._queue = self._queue[:_BATCH_MAX], self._queue[_BATCH_MAX:]
-            token = otel_context.attach(
-                otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-            )
             started = time.monotonic()
             try:
-                ok = self._exporter.export([s for s, _ in batch]) is SpanExportResult.SUCCESS
+                with suppressed():
+                    ok = self._exporter.export([s for s, _ in batch]) is SpanExportResult.SUCCESS
             except Exception:  # noqa: BLE001 - reported to the writers as a failed delivery
                 _log.warning("exporting evaluation spans failed", exc_info=True)
                 ok = False
-            finally:
-                otel_context.detach(token)
             took = time.monotonic() - started
             if not ok or took > 1.0:
                 _log.warning(

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ragtrace import semconv
 from ragtrace_consumers.metric_spans import metric_spans
 from ragtrace_consumers.score import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
-from ragtrace_consumers.writeback import ScoreSink, WriteBackError
+from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["PhoenixSink", "span_annotations"]
 
@@ -122,6 +122,9 @@ class PhoenixSink:
             raise WriteBackError(
                 f"Phoenix annotations of trace {scores.trace.trace_id} not delivered: {exc}"
             ) from None
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        return deliver_each(self.write, batch)
 
     def shutdown(self) -> None:
         if self._inner is not None:

@@ -38,16 +38,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
+from ragtrace.suppression import suppressed
 from ragtrace_consumers.answer_scoring import AnswerJob, AnswerScorer
 from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
-from ragtrace_consumers.batching import (
-    load_many,
-    mark_written_many,
-    release_many,
-    write_many,
-    written_many,
-)
 from ragtrace_consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.labels import LabelIndex, match_label
 from ragtrace_consumers.metrics import SKIP_REASONS, ConsumerMetrics
@@ -72,7 +66,7 @@ from ragtrace_consumers.score import (
     combine,
     score_retrieval,
 )
-from ragtrace_consumers.writeback import ScoreSink, suppressed
+from ragtrace_consumers.writeback import ScoreSink
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
@@ -160,38 +154,28 @@ class TraceWork:
 
 class _LabelView:
     """The label set as the pipeline reads it: indexed in process, reloaded from the store only
-    when the store's version changes (checked once per batch with :meth:`refresh`). A store
-    without ``questions()`` is read through as is."""
+    when the store's version changes (checked once per batch with :meth:`refresh`)."""
 
     def __init__(self, store: LabelStore) -> None:
         self._store = store
-        self._questions = getattr(store, "questions", None)
         self._index: LabelIndex | None = None
         self._version = ""
 
     def refresh(self) -> None:
-        if self._questions is None:
-            return
         version = self._store.version()
         if version == self._version:
             return
-        questions = self._questions() if version else []
+        questions = self._store.questions() if version else []
         # Indexed from what was read, with its own version: a reload between the two reads is
         # picked up at the next batch, never mixed.
         self._index = LabelIndex.build(questions) if questions else None
         self._version = self._index.version if self._index is not None else ""
 
     def by_id(self, qid: str) -> object | None:
-        if self._questions is None:
-            direct: object | None = self._store.by_id(qid)
-            return direct
         found: object | None = self._index.by_id.get(qid) if self._index is not None else None
         return found
 
     def by_question_sha256(self, digest: str) -> object | None:
-        if self._questions is None:
-            direct: object | None = self._store.by_question_sha256(digest)
-            return direct
         index = self._index
         if index is None or digest not in index.by_sha256:
             return None
@@ -199,7 +183,7 @@ class _LabelView:
         return found
 
     def version(self) -> str:
-        return self._store.version() if self._questions is None else self._version
+        return self._version
 
 
 class Sampler(Protocol):
@@ -299,7 +283,7 @@ class Pipeline:
             for lease in leases
         ]
         with suppressed(), self.metrics.batch():
-            loaded = load_many(self.traces, [w.trace_id for w in works])
+            loaded = self.traces.load_many([w.trace_id for w in works])
             for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
             sampled = [w for w in works if w.outcome is None and w.error is None]
@@ -314,7 +298,7 @@ class Pipeline:
                 )
                 if wanted
             ]
-            flags = dict(zip(keys, written_many(self.idempotency, keys), strict=True))
+            flags = dict(zip(keys, self.idempotency.written_many(keys), strict=True))
             if any(w.recall or w.judge and answers for w in sampled):
                 self._labels.refresh()
             for work in sampled:
@@ -354,7 +338,7 @@ class Pipeline:
                     scores = self._guarded(work, self._combine, work)
                     if scores is not None:
                         to_write.append((work, scores))
-            errors = write_many(self.sink, [scores for _, scores in to_write])
+            errors = self.sink.write_many([scores for _, scores in to_write])
             marks: list[tuple[str, str]] = []
             written: list[TraceScores] = []
             for (work, scores), error in zip(to_write, errors, strict=True):
@@ -366,11 +350,11 @@ class Pipeline:
                 written.append(scores)
                 work.outcome = Outcome.SCORED
             # Marked only after delivery: a crash in between re-sends the identical span.
-            mark_written_many(self.idempotency, marks)
+            self.idempotency.mark_written_many(marks)
             for scores in written:
                 self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
             done = [w for w in works if w.outcome in _RELEASED]
-            released = release_many(self.traces, [(w.trace_id, w.token) for w in done])
+            released = self.traces.release_many([(w.trace_id, w.token) for w in done])
             for work, ok in zip(done, released, strict=True):
                 if not ok:
                     _log.warning(

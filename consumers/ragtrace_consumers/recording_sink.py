@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace_consumers.score import TraceScores
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback import ScoreSink, WriteBackError
+from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result"]
 
@@ -148,6 +148,9 @@ class RecordingSink:
         """Block until the table holds at least ``count`` rows; False on timeout."""
         with self._recorded:
             return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        return deliver_each(self.write, batch)
 
     def shutdown(self) -> None:
         if self._inner is not None:

@@ -21,9 +21,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ragtrace_consumers.score import TraceScores
+    from ragtrace_consumers.writeback import ScoreSink, WriteBackError
 
 __all__ = [
     "Backoff",
@@ -188,14 +192,12 @@ class WatchedSink:
 
     name = "writeback"
 
-    def __init__(self, sink: Any, dependencies: Dependencies) -> None:
+    def __init__(self, sink: ScoreSink, dependencies: Dependencies) -> None:
         self._sink = sink
         self._dependencies = dependencies
 
-    def write_many(self, batch: Any) -> list[Any]:
-        from ragtrace_consumers.batching import write_many
-
-        errors: list[Any] = list(write_many(self._sink, batch))
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        errors = self._sink.write_many(batch)
         failed = [e for e in errors if e is not None]
         if failed and len(failed) == len(errors):
             self._dependencies.failed(self.name, failed[0])
@@ -203,7 +205,7 @@ class WatchedSink:
             self._dependencies.recovered(self.name)
         return errors
 
-    def write(self, scores: Any) -> None:
+    def write(self, scores: TraceScores) -> None:
         (error,) = self.write_many([scores])
         if error is not None:
             raise error

@@ -1,5 +1,6 @@
-"""Wire one ``ragtrace consume`` replica from its :class:`ConsumerConfig`: Redis stores, the
-judge, the OTLP sink and metrics, the Pipeline, the scoring workers and the Kafka client.
+"""Wire one ``ragtrace consume`` replica from its :class:`ConsumerConfig`: Redis stores behind
+retries, the judge, the OTLP sink and the metrics' meter provider, handed to the one wiring root
+(:func:`~ragtrace_consumers.wiring.build_scoring`), then the Kafka client and its runner.
 
 :func:`build_service` is what the CLI, the end-to-end tests and the benchmark call; anything
 passed explicitly (a judge, a meter reader) replaces what the configuration would build.
@@ -17,16 +18,15 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 
+from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
 from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.kafka_runner import KafkaRunner
-from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.pipeline import Pipeline
 from ragtrace_consumers.prometheus_exposition import prometheus_exposition
-from ragtrace_consumers.readers import use_readers
 from ragtrace_consumers.retry import (
     Dependencies,
     Retrier,
@@ -36,7 +36,9 @@ from ragtrace_consumers.retry import (
     redis_transient_errors,
 )
 from ragtrace_consumers.startup import wait_for
+from ragtrace_consumers.wiring import Stores, build_scoring
 from ragtrace_consumers.workers import ScoringWorkers, check_lease, judgement_bound_s
+from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 
@@ -56,7 +58,7 @@ class ConsumerService:
     runner: KafkaRunner
     pipeline: Pipeline
     workers: ScoringWorkers
-    sink: OtlpScoreSink
+    sink: ScoreSink
     meter_provider: MeterProvider
     redis_client: Any
     health: HealthServer | None = None
@@ -102,8 +104,6 @@ def build_service(
     from kafka import KafkaConsumer, KafkaProducer
 
     from ragtrace_consumers import redis_stores as rs
-    from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
-    from ragtrace_consumers.sample import Sampler
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     judge = judge or build_judge(cfg)
@@ -188,39 +188,34 @@ def build_service(
         timeout_s=cfg.export.timeout_s,
         readers=readers,
     )
-    metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
+
+    def sink(thresholds: Thresholds) -> WatchedSink:
+        return WatchedSink(
+            OtlpScoreSink.to_collector(
+                cfg.export.otlp_endpoint,
+                resource,
+                timeout_s=cfg.export.timeout_s,
+                recall_threshold=thresholds.recall,
+                groundedness_threshold=thresholds.groundedness,
+            ),
+            dependencies,
+        )
+
+    from ragtrace_consumers.batch_judging import RedisBatchStore
+
+    scoring = build_scoring(
+        cfg,
+        Stores(traces=traces, labels=labels, cache=cache, idempotency=idempotency, budget=budget),
+        sink,
+        judge,
+        cfg.mapping.readers(),
+        meter_provider=meter_provider,
+        batch_store=RedisBatchStore(client, prefix=prefix) if cfg.judge.mode == "batch" else None,
+    )
+    metrics, pipeline, workers = scoring.metrics, scoring.pipeline, scoring.workers
     for name in ("redis", "kafka", WatchedSink.name):
         metrics.dependency_known(name)
     dependencies.on_error = metrics.dependency_error
-    sink = OtlpScoreSink.to_collector(
-        cfg.export.otlp_endpoint,
-        resource,
-        timeout_s=cfg.export.timeout_s,
-        recall_threshold=cfg.scoring.recall_threshold,
-        groundedness_threshold=cfg.scoring.groundedness_threshold,
-    )
-    use_readers(cfg.mapping.readers())  # the config's in-house mapping, process-wide
-    judge_batch = None
-    if cfg.judge.mode == "batch":
-        from ragtrace_consumers.batch_judging import RedisBatchStore, build_batch_judging
-
-        judge_batch = build_batch_judging(
-            judge, RedisBatchStore(client, prefix=prefix), cache, metrics
-        ).start()
-    pipeline = Pipeline(
-        traces=traces,
-        labels=labels,
-        cache=cache,
-        idempotency=idempotency,
-        budget=budget,
-        judge=judge,
-        sink=WatchedSink(sink, dependencies),
-        metrics=metrics,
-        sampler=Sampler(cfg.sampling.sampler_config()),
-        settings=PipelineSettings.from_config(cfg),
-        judge_batch=judge_batch,
-    )
-    workers = ScoringWorkers(pipeline, cfg.judge.concurrency)
 
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
     kafka_retry = Retrier(
@@ -242,12 +237,11 @@ def build_service(
         max_poll_records=k.max_poll_records,
         kafka_retry=kafka_retry,
         dependencies=dependencies,
-        admission=EarlySampler(
-            cfg.sampling.sampler_config(), LabelDigests(labels), report=metrics.traces_sampled_out
-        ),
+        admission=scoring.admission,
     )
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
-    # without it is followed by a re-join that kafka-python can leave hanging; see kafka_runner).
+    # without it is followed by a re-join that kafka-python can leave hanging; see
+    # kafka_runner.membership).
     runner.subscribe(k.topic)
     _log.info(
         "ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",
@@ -273,5 +267,5 @@ def build_service(
             metrics=exposition.render if exposition else None,
         )
     return ConsumerService(
-        cfg, runner, pipeline, workers, sink, meter_provider, client, health, halt
+        cfg, runner, pipeline, workers, scoring.sink, meter_provider, client, health, halt
     )

@@ -200,6 +200,17 @@ class SqliteState:
         with self._lock:
             return self._conn.execute(sql, tuple(params)).fetchall()
 
+    def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run one statement per row in one transaction, under the lock."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(sql, [tuple(r) for r in rows])
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -214,6 +225,10 @@ class SqliteState:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+_IN_CHUNK = 500
+"""Keys per ``IN (...)`` query (SQLite's default limit is 999 bound parameters)."""
 
 
 class SqliteJudgeResultCache:
@@ -231,6 +246,24 @@ class SqliteJudgeResultCache:
         self._state.execute(
             "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)", (key, bytes(value))
         )
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        found: dict[str, bytes] = {}
+        for i in range(0, len(keys), _IN_CHUNK):
+            chunk = list(keys[i : i + _IN_CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for key, value in self._state.execute(
+                f"SELECT key, value FROM judge_cache WHERE key IN ({marks})", chunk
+            ):
+                found[key] = bytes(value)
+        return [found.get(k) for k in keys]
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if items:
+            self._state.execute_many(
+                "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)",
+                [(k, bytes(v)) for k, v in items],
+            )
 
     def __len__(self) -> int:
         return int(self._state.execute("SELECT COUNT(*) FROM judge_cache")[0][0])
@@ -252,6 +285,24 @@ class SqliteIdempotencyStore:
         self._state.execute(
             "INSERT OR IGNORE INTO written (trace_id, metric) VALUES (?, ?)", (trace_id, metric)
         )
+
+    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        found: set[tuple[str, str]] = set()
+        ids = sorted({t for t, _ in keys})
+        for i in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[i : i + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._state.execute(
+                f"SELECT trace_id, metric FROM written WHERE trace_id IN ({marks})", chunk
+            )
+            found.update((t, m) for t, m in rows)
+        return [k in found for k in keys]
+
+    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
+        if keys:
+            self._state.execute_many(
+                "INSERT OR IGNORE INTO written (trace_id, metric) VALUES (?, ?)", keys
+            )
 
 
 class SqliteScoredResults:

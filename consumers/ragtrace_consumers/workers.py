@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from ragtrace_consumers.model import Lease
+
 __all__ = [
     "DEFAULT_DEPTH",
     "JUDGEMENT_MARGIN_S",
@@ -92,9 +94,9 @@ def check_lease(
 class TraceProcessor(Protocol):
     """What the workers drive (a :class:`~ragtrace_consumers.pipeline.Pipeline`)."""
 
-    def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Any]: ...
+    def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Lease]: ...
 
-    def prepare(self, leases: Sequence[Any]) -> Sequence[Any]: ...
+    def prepare(self, leases: Sequence[Lease]) -> Sequence[Any]: ...
 
     def judge(self, work: Any) -> None: ...
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from opentelemetry import context as otel_context
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
@@ -32,10 +31,10 @@ __all__ = [
     "EvaluationEvent",
     "ScoreSink",
     "WriteBackError",
+    "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
     "evaluation_span_id",
-    "suppressed",
 ]
 
 PASS = "pass"
@@ -51,24 +50,30 @@ class WriteBackError(Exception):
 
 class ScoreSink(Protocol):
     """Where scores go. ``write`` returns only once the span is delivered (durable enough to
-    record the idempotency keys); it raises :class:`WriteBackError` otherwise."""
+    record the idempotency keys); it raises :class:`WriteBackError` otherwise. ``write_many``
+    delivers a batch (together where the sink can) and reports per item, in input order, None
+    (delivered) or the :class:`WriteBackError`; it raises only for a failure of the whole call."""
 
     def write(self, scores: TraceScores) -> None: ...
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]: ...
 
     def shutdown(self) -> None: ...
 
 
-class suppressed:
-    """Context manager: OpenTelemetry instrumentation suppressed in the current context, so our
-    own scoring and write-back never produce spans that loop back into the span stream."""
-
-    def __enter__(self) -> None:
-        self._token = otel_context.attach(
-            otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-        )
-
-    def __exit__(self, *exc: object) -> None:
-        otel_context.detach(self._token)
+def deliver_each(
+    write: Callable[[TraceScores], None], batch: Sequence[TraceScores]
+) -> list[WriteBackError | None]:
+    """``write_many`` for a sink that delivers one item at a time: ``write`` each in turn."""
+    out: list[WriteBackError | None] = []
+    for scores in batch:
+        try:
+            write(scores)
+        except WriteBackError as exc:
+            out.append(exc)
+        else:
+            out.append(None)
+    return out
 
 
 def evaluation_span_id(trace_id: str, families: Sequence[str]) -> str:

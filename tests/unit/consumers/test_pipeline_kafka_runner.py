@@ -230,7 +230,7 @@ def test_failed_ingest_commits_nothing_and_rereads(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(r.traces, "append", down)
     runner, _ = _runner(r, consumer, FakeProducer())
-    import ragtrace_consumers.kafka_runner as kr
+    import ragtrace_consumers.kafka_runner.ingest as kr
 
     kr_sleep = kr._RETRY_INGEST_S
     kr._RETRY_INGEST_S = 0.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -349,25 +350,29 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
             self.up = False
             self.closed = False
 
-        def write_many(self, batch: list[str]) -> list[WriteBackError | None]:
+        def write_many(self, batch: Sequence[Any]) -> list[WriteBackError | None]:
             return [None if self.up else WriteBackError(f"{b} not delivered") for b in batch]
+
+        def write(self, scores: Any) -> None:
+            raise AssertionError("WatchedSink delivers through write_many")
 
         def shutdown(self) -> None:
             self.closed = True
 
+    names: list[Any] = ["t1", "t2", "t3", "t4"]  # stand-ins for scores: the sink only names them
     errors: list[str] = []
     deps = Dependencies(on_error=errors.append)
     inner = Sink()
     sink = WatchedSink(inner, deps)
-    assert [str(e) for e in sink.write_many(["t1", "t2"])] == [
+    assert [str(e) for e in sink.write_many(names[:2])] == [
         "t1 not delivered",
         "t2 not delivered",
     ]
     assert set(deps.down()) == {"writeback"} and errors == ["writeback"]
     with pytest.raises(WriteBackError):
-        sink.write("t3")
+        sink.write(names[2])
     inner.up = True
-    assert sink.write_many(["t4"]) == [None]
+    assert sink.write_many(names[3:]) == [None]
     assert deps.down() == {} and errors == ["writeback", "writeback"]
     sink.shutdown()
     assert inner.closed

@@ -52,6 +52,24 @@ def test_judge_cache_get_put_and_overwrite(tmp_path: Path) -> None:
         assert len(cache) == 1
 
 
+def test_batched_cache_and_idempotency_calls_match_the_per_item_ones(tmp_path: Path) -> None:
+    with SqliteState(tmp_path / "s.db") as state:
+        cache, marks = state.judge_cache, state.idempotency
+        assert cache.get_many([]) == [] and marks.written_many([]) == []
+        cache.put_many([("k1", b"one"), ("k2", b"\x00two")])
+        cache.put_many([])
+        assert cache.get_many(["k2", "nope", "k1"]) == [b"\x00two", None, b"one"]
+        keys = [f"k{i}" for i in range(1200)]  # more than one IN (...) query
+        cache.put_many([(k, k.encode()) for k in keys])
+        assert cache.get_many(keys) == [k.encode() for k in keys]
+        marks.mark_written_many([(TRACE_A, "recall"), (TRACE_B, "groundedness")])
+        marks.mark_written_many([(TRACE_A, "recall")])  # a second mark is harmless
+        assert marks.written_many(
+            [(TRACE_A, "recall"), (TRACE_A, "groundedness"), (TRACE_B, "groundedness")]
+        ) == [True, False, True]
+        assert marks.written(TRACE_B, "groundedness") and not marks.written(TRACE_B, "recall")
+
+
 def test_idempotency_is_per_trace_and_metric(tmp_path: Path) -> None:
     with SqliteState(tmp_path / "s.db") as state:
         store = state.idempotency

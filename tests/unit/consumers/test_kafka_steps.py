@@ -1,0 +1,130 @@
+"""The Kafka runner's steps on their own: each does its one job against the in-process
+stand-ins for KafkaConsumer/KafkaProducer (the composed behaviour is in
+test_pipeline_kafka_runner.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragtrace_consumers.decode import DLQ_HEADER_REASON
+from ragtrace_consumers.kafka_runner import (
+    DeadLetters,
+    Ingest,
+    Intake,
+    LagProbe,
+    Membership,
+    Offsets,
+)
+from ragtrace_consumers.kafka_runner.calls import kafka_call
+from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
+from tests.unit.consumers.test_pipeline_kafka_runner import (
+    TP,
+    FakeConsumer,
+    FakeProducer,
+    Msg,
+    encode,
+)
+
+
+class _Unacked:
+    def __init__(self, failed: bool) -> None:
+        self._failed = failed
+
+    def failed(self) -> bool:
+        return self._failed
+
+
+class _LossyProducer(FakeProducer):
+    def send(self, topic: str, value: Any = None, key: Any = None, headers: Any = None) -> Any:
+        super().send(topic, value, key, headers)
+        return _Unacked(len(self.sent) == 1)
+
+
+def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer(
+        [
+            {
+                p0: [
+                    Msg("spans", 0, 4, None, encode(rag_spans(1))),
+                    Msg("spans", 0, 5, b"k", b"\xff\x00garbage"),
+                ]
+            }
+        ]
+    )
+    producer = FakeProducer()
+    dead = DeadLetters(producer, "spans.dlq", r.metrics, kafka_call(None))
+    intake = Intake(consumer, dead, kafka_call(None), max_poll_records=10)
+    decoded = intake.poll(0)
+    assert decoded is not None and decoded.spans and intake.messages == 2
+    assert decoded.first == {p0: 4} and decoded.last == {p0: 5}
+    assert dead.sent == 1 and producer.sent[0][0] == "spans.dlq"
+    assert dict(producer.sent[0][3])[DLQ_HEADER_REASON]
+    assert intake.poll(0) is None  # nothing more to read
+
+
+def test_dead_letters_are_acknowledged_only_once_the_broker_took_every_one() -> None:
+    r = rig()
+    producer = _LossyProducer()
+    dead = DeadLetters(producer, "spans.dlq", r.metrics, kafka_call(None))
+    assert dead.acknowledged()  # nothing sent
+    dead.send(Msg("spans", 0, 0, None, b"x"), "decode_error", "bad")
+    assert not dead.acknowledged() and len(producer.sent) == 2  # the lost one is sent again
+    assert dead.acknowledged()
+
+
+def test_offsets_advance_only_after_ingest_and_commit_when_due() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer([])
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
+    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    ingest = Ingest(consumer, r.pipeline, offsets, r.clock)
+    intake = Intake(consumer, dead, kafka_call(None), max_poll_records=10)
+    ingest(intake.decode({p0: [Msg("spans", 0, 7, None, encode(rag_spans(2)))]}))
+    assert ingest.spans > 0
+    r.clock.now = T0
+    assert offsets.due(r.clock.now)
+    offsets.commit()
+    assert consumer.commits == [{p0: 8}] and offsets.committed == {p0: 8}
+    assert not offsets.due(r.clock.now + 0.5) and offsets.due(r.clock.now + 1.0)
+    offsets.commit()  # nothing new: no commit call
+    assert consumer.commits == [{p0: 8}]
+    offsets.forget([p0])
+    assert offsets.committed == {}
+
+
+def test_membership_pauses_new_partitions_while_paused_and_commits_revoked_ones() -> None:
+    r = rig()
+    p0, p1 = TP("spans", 0), TP("spans", 1)
+    consumer = FakeConsumer([])
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
+    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    lag = LagProbe(consumer, r.metrics, r.clock)
+    membership = Membership(consumer, offsets, lag, kafka_call(None), stall_timeout_s=10.0)
+    membership.pause()
+    assert consumer.paused == {p0, p1}
+    membership.on_partitions_assigned([TP("spans", 2)])
+    assert TP("spans", 2) in consumer.paused
+    membership.resume()
+    assert consumer.paused == {TP("spans", 2)}  # resumes what it holds
+    offsets.advance({p0: 3})
+    membership.on_partitions_revoked([p0])
+    assert consumer.commits == [{p0: 4}] and offsets.committed == {}
+
+
+def test_lag_is_measured_at_most_once_a_second() -> None:
+    r = rig()
+    consumer = FakeConsumer([])
+    lag = LagProbe(consumer, r.metrics, r.clock)
+    assert lag.total is None
+    r.clock.now = T0
+    lag.tick(T0, {})
+    assert lag.total == 2 * (10 - 2)  # two partitions, nothing committed: end - beginning
+    caught_up = {TP("spans", 0): 10, TP("spans", 1): 10}
+    r.clock.now = T0 + 5  # the tracker's own interval has passed
+    lag.tick(T0 + 0.5, caught_up)
+    assert lag.total == 16  # the probe's second has not: not measured again
+    lag.tick(T0 + 5, caught_up)
+    assert lag.total == 0

@@ -1,0 +1,104 @@
+"""The one wiring root: the thresholds reach the pipeline and the sink from one value, the
+settings sections reach their steps, and an intake without a batch store refuses batch mode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import make_judge
+from ragtrace_consumers.config import ConfigError, load_config
+from ragtrace_consumers.memory_stores import (
+    MemoryIdempotencyStore,
+    MemoryJudgeBudget,
+    MemoryJudgeResultCache,
+    MemoryLabelStore,
+    MemoryTraceStore,
+)
+from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.wiring import Stores, build_scoring
+from ragtrace_consumers.writeback import WriteBackError
+
+
+class _Sink:
+    def __init__(self, thresholds: Thresholds) -> None:
+        self.thresholds = thresholds
+
+    def write(self, scores: Any) -> None:
+        pass
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        return [None] * len(batch)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _stores() -> Stores:
+    return Stores(
+        traces=MemoryTraceStore(),
+        labels=MemoryLabelStore(),
+        cache=MemoryJudgeResultCache(),
+        idempotency=MemoryIdempotencyStore(),
+        budget=MemoryJudgeBudget(10, 1000),
+    )
+
+
+def test_settings_are_read_once_and_the_thresholds_go_to_pipeline_and_sink_alike() -> None:
+    cfg = load_config(
+        None,
+        env={
+            "RAGTRACE_SCORING_RECALL_THRESHOLD": "0.25",
+            "RAGTRACE_SCORING_GROUNDEDNESS_THRESHOLD": "0.75",
+            "RAGTRACE_JUDGE_CONCURRENCY": "3",
+            "RAGTRACE_ASSEMBLY_QUIET_S": "2",
+        },
+    )
+    scoring = build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        make_judge("lexical"),
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(),
+    )
+    try:
+        expected = Thresholds(recall=0.25, groundedness=0.75)
+        assert scoring.sink.thresholds == expected
+        assert scoring.pipeline.settings.thresholds == expected
+        assert scoring.pipeline.sink is scoring.sink
+        assert scoring.pipeline.settings.quiet_s == 2.0
+        assert scoring.workers.size == 3
+        assert scoring.pipeline.metrics is scoring.metrics
+        assert scoring.judge_batch is None
+    finally:
+        scoring.workers.shutdown()
+
+
+def test_the_workers_override_and_batch_mode_without_a_batch_store() -> None:
+    cfg = load_config(None, env={})
+    scoring = build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        make_judge("lexical"),
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(),
+        workers=5,
+    )
+    assert scoring.workers.size == 5
+    scoring.workers.shutdown()
+    batch = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
+    with pytest.raises(ConfigError, match="judge.mode"):
+        build_scoring(
+            batch,
+            _stores(),
+            _Sink,
+            make_judge("lexical"),
+            batch.mapping.readers(),
+            meter_provider=MeterProvider(),
+        )
