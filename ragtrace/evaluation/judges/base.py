@@ -33,6 +33,24 @@ __all__ = [
 ]
 
 
+def _number(value: object, field: str) -> float:
+    """A stored number (JSON int, float or numeric string) as float; TypeError names ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{field} must be a number, got {value!r}")
+    return float(value)
+
+
+def _optional_number(value: object, field: str) -> float | None:
+    return None if value is None else _number(value, field)
+
+
+def _object(value: object, field: str) -> Mapping[str, object]:
+    """A stored JSON object; TypeError names ``field``."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{field} must be an object, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class JudgeInfo:
     """Provenance stored with every score: which judge, which model, which prompt.
@@ -212,8 +230,8 @@ class ClaimVerdict:
             judge_entailed=bool(judge_entailed),
             evidence=None if evidence is None else str(evidence),
             evidence_verified=bool(d.get("evidence_verified", False)),
-            support=None if support is None else float(support),  # type: ignore[arg-type]
-            unit=None if unit is None else int(unit),  # type: ignore[call-overload]
+            support=_optional_number(support, "support"),
+            unit=None if unit is None else int(_number(unit, "unit")),
             check=None if check is None else str(check),
         )
 
@@ -451,14 +469,14 @@ class GroundednessResult:
         error = d.get("error")
         served = d.get("served_model")
         return cls(
-            score=None if score is None else float(score),  # type: ignore[arg-type]
+            score=_optional_number(score, "score"),
             claims=tuple(ClaimVerdict.from_dict(c) for c in claims),
-            judge=JudgeInfo.from_dict(d["judge"]),  # type: ignore[arg-type]
-            usage=Usage.from_dict(usage),  # type: ignore[arg-type]
-            cost_usd=float(d.get("cost_usd", 0.0)),  # type: ignore[arg-type]
+            judge=JudgeInfo.from_dict(_object(d["judge"], "judge")),
+            usage=Usage.from_dict(_object(usage, "usage")),
+            cost_usd=_number(d.get("cost_usd", 0.0), "cost_usd"),
             no_claims=bool(d.get("no_claims", False)),
             error=None if error is None else str(error),
-            latency_s=float(d.get("latency_s", 0.0)),  # type: ignore[arg-type]
+            latency_s=_number(d.get("latency_s", 0.0), "latency_s"),
             units=tuple(UnitVerdict.from_dict(u) for u in units),
             injection_suspected=tuple(int(i) for i in suspected),
             served_model=None if served is None else str(served),
@@ -511,13 +529,13 @@ class MetricResult:
         error = d.get("error")
         return cls(
             metric=str(d["metric"]),
-            score=None if score is None else float(score),  # type: ignore[arg-type]
-            judge=JudgeInfo.from_dict(d["judge"]),  # type: ignore[arg-type]
+            score=_optional_number(score, "score"),
+            judge=JudgeInfo.from_dict(_object(d["judge"], "judge")),
             details=tuple(details),
-            usage=Usage.from_dict(d.get("usage") or {}),  # type: ignore[arg-type]
-            cost_usd=float(d.get("cost_usd", 0.0)),  # type: ignore[arg-type]
+            usage=Usage.from_dict(_object(d.get("usage") or {}, "usage")),
+            cost_usd=_number(d.get("cost_usd", 0.0), "cost_usd"),
             error=None if error is None else str(error),
-            latency_s=float(d.get("latency_s", 0.0)),  # type: ignore[arg-type]
+            latency_s=_number(d.get("latency_s", 0.0), "latency_s"),
         )
 
 
