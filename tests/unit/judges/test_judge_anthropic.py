@@ -243,17 +243,20 @@ def test_500_then_success_and_529_overloaded(api: FakeAnthropic) -> None:
 
 
 class VirtualTime:
-    """Sleeps recorded, not slept: the budget's clock is real time plus the recorded sleeps."""
+    """Sleeps recorded, not slept: the budget's clock is real time plus the recorded sleeps, or
+    (``real=False``) the recorded sleeps alone, for tests whose arithmetic must not depend on how
+    fast a loaded machine answers the fake's requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, real: bool = True) -> None:
         self.sleeps: list[float] = []
+        self._real = real
         self._start = time.monotonic()
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
 
     def clock(self) -> float:
-        return time.monotonic() + sum(self.sleeps)
+        return (time.monotonic() if self._real else self._start) + sum(self.sleeps)
 
     def elapsed(self) -> float:
         return self.clock() - self._start
@@ -261,7 +264,7 @@ class VirtualTime:
 
 def test_persistent_5xx_backs_off_until_the_budget_is_spent(api: FakeAnthropic) -> None:
     api.enqueue(*[server_error(503)] * 8)
-    t = VirtualTime()
+    t = VirtualTime(real=False)
     judge = judge_for(api, budget_s=10.0, sleep=t.sleep, clock=t.clock)
     with pytest.raises(JudgeUnavailable, match=r"10s budget \(5 attempts\): HTTP 503") as info:
         judge.groundedness(AUDIT_ANSWER, [C9930])
@@ -275,7 +278,7 @@ def test_persistent_5xx_backs_off_until_the_budget_is_spent(api: FakeAnthropic) 
 
 def test_persistent_429_honours_retry_after_within_the_budget(api: FakeAnthropic) -> None:
     api.enqueue(*[rate_limited(0.3)] * 8)
-    t = VirtualTime()
+    t = VirtualTime(real=False)
     with pytest.raises(JudgeUnavailable, match="asked to retry after 0.3s") as info:
         judge_for(api, budget_s=1.0, sleep=t.sleep, clock=t.clock).groundedness(
             AUDIT_ANSWER, [C9930]
