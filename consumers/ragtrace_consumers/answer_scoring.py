@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.evaluation.judges import (
+    Judge,
     JudgeCapabilityError,
     JudgeUnavailable,
     MetricResult,
@@ -84,7 +85,7 @@ class AnswerScorer:
 
     def __init__(
         self,
-        judge: object,
+        judge: Judge,
         cache: JudgeResultCache,
         budget: JudgeBudget,
         metrics: ConsumerMetrics,
@@ -93,8 +94,8 @@ class AnswerScorer:
         self._cache = cache
         self._budget = budget
         self._metrics = metrics
-        self._model = cache_model(judge)  # type: ignore[arg-type]
-        self._paid = is_paid(judge)  # type: ignore[arg-type]
+        self._model = cache_model(judge)
+        self._paid = is_paid(judge)
         self.enabled = callable(getattr(judge, "answer_relevancy", None)) and callable(
             getattr(judge, "answer_correctness", None)
         )
