@@ -44,7 +44,7 @@ from ragtrace_consumers.answer_scores import (
     REFERENCE_FROM_SPAN,
     AnswerScores,
 )
-from ragtrace_consumers.judging import ParkTrace, cache_model, is_paid
+from ragtrace_consumers.judging import ParkTrace, cache_model, is_paid, record_judge_result
 from ragtrace_consumers.labels import LabelLookup, match_label
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
@@ -167,21 +167,7 @@ class AnswerScorer:
             self._relevancy_possible = metric != METRIC_RELEVANCY
             return None, 0.0
         served = result.judge.model or result.judge.name
-        if self._paid:
-            self._metrics.judge_usage(
-                served,
-                result.usage.input_tokens,
-                result.usage.output_tokens,
-                result.usage.cache_read_input_tokens,
-                result.usage.cache_creation_input_tokens,
-                result.cost_usd,
-                result.latency_s,
-            )
-        if result.error is not None:
-            self._metrics.judge_call(served, "error")
-            self._metrics.judge_error(served, "invalid_output")
-        else:
-            self._metrics.judge_call(served, "ok")
+        if record_judge_result(self._metrics, served, result, usage=self._paid):
             payload = {"trace_id": job.trace_id, "result": result.to_dict()}
             try:
                 self._cache.put_many([(key, json.dumps(payload).encode("utf-8"))])

@@ -31,6 +31,7 @@ from ragtrace.evaluation.judges import (
     Judge,
     JudgeSpec,
     JudgeUnavailable,
+    MetricResult,
     make_judge,
 )
 from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
@@ -47,6 +48,7 @@ __all__ = [
     "is_paid",
     "judge_cache_key",
     "judge_from_settings",
+    "record_judge_result",
     "spec_from_settings",
 ]
 
@@ -83,6 +85,33 @@ def spec_from_settings(settings: JudgeSettingsLike) -> JudgeSpec:
 def judge_from_settings(settings: JudgeSettingsLike) -> Judge:
     """The judge the ``judge`` settings describe (ValueError: e.g. anthropic without a key)."""
     return make_judge(spec_from_settings(settings))
+
+
+def record_judge_result(
+    metrics: ConsumerMetrics,
+    model: str,
+    result: GroundednessResult | MetricResult,
+    *,
+    usage: bool = True,
+) -> bool:
+    """Count one judge result under ``model``: its usage (tokens, cost, latency; unless
+    ``usage`` is False) and the call's outcome. True when the result is usable (no error)."""
+    if usage:
+        metrics.judge_usage(
+            model,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+            result.usage.cache_read_input_tokens,
+            result.usage.cache_creation_input_tokens,
+            result.cost_usd,
+            result.latency_s,
+        )
+    if result.error is not None:
+        metrics.judge_call(model, "error")
+        metrics.judge_error(model, "invalid_output")
+        return False
+    metrics.judge_call(model, "ok")
+    return True
 
 
 def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
@@ -291,20 +320,7 @@ class GroundednessScorer:
             job.park = park
             return
         # Counted under the configured model: the served one is on the result only (module doc).
-        self._metrics.judge_usage(
-            model,
-            result.usage.input_tokens,
-            result.usage.output_tokens,
-            result.usage.cache_read_input_tokens,
-            result.usage.cache_creation_input_tokens,
-            result.cost_usd,
-            result.latency_s,
-        )
-        if result.error is not None:
-            self._metrics.judge_call(model, "error")
-            self._metrics.judge_error(model, "invalid_output")
-        else:
-            self._metrics.judge_call(model, "ok")
+        if record_judge_result(self._metrics, model, result):
             job.payload = json.dumps(
                 {"trace_id": job.trace_id, "result": result.to_dict()}, separators=(",", ":")
             ).encode("utf-8")
