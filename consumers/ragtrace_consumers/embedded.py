@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from wsgiref.simple_server import WSGIServer
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -186,7 +187,7 @@ class EmbeddedEvaluator:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
-        self._metrics_server: object | None = None
+        self._metrics_server: WSGIServer | None = None
 
     def _build(self, extra_readers: Sequence[MetricReader]) -> None:
         from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
@@ -289,7 +290,9 @@ class EmbeddedEvaluator:
         server = self._metrics_server
         if server is None:
             return None
-        host, port = server.server_address[:2]  # type: ignore[attr-defined]
+        host, port = server.server_address[:2]
+        if isinstance(host, bytes):  # the socket API's type; a TCP server's host is text
+            host = host.decode()
         return f"http://{host}:{port}/metrics"
 
     def start(self) -> Self:
@@ -328,8 +331,8 @@ class EmbeddedEvaluator:
         self.workers.shutdown()
         server = self._metrics_server
         if server is not None:
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
+            server.shutdown()
+            server.server_close()
             self._metrics_server = None
         self.sink.shutdown()
         self.early.flush()

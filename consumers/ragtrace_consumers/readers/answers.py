@@ -42,8 +42,9 @@ def _parts_text(parts: list[object]) -> str | None:
 
 
 def _message_text(message: Mapping[str, object]) -> str | None:
-    if isinstance(message.get("kwargs"), Mapping):  # LangChain's serialised AIMessage
-        message = message["kwargs"]  # type: ignore[assignment]
+    kwargs = message.get("kwargs")
+    if isinstance(kwargs, Mapping):  # LangChain's serialised AIMessage
+        message = kwargs
     content = message.get("content")
     if isinstance(content, str):
         return content
