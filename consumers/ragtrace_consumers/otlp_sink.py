@@ -4,9 +4,12 @@ Its own span exporter and MeterProvider (never the global ones, so write-back ca
 an application's span stream), scope ``semconv.EVALUATION_SCOPE``, exporting over OTLP/HTTP to
 the collector's evaluation receiver. Every export runs with instrumentation suppressed.
 
-Evaluation spans are built as finished SDK spans (``ReadableSpan``) directly: their IDs,
-timestamps and attributes are all known in advance (deterministic span ID, the evaluated trace's
-end), so there is nothing for a tracer to decide, and skipping it halves the cost of a span.
+Evaluation spans are built without a tracer: their IDs, timestamps and attributes are all
+known in advance (deterministic span ID, the evaluated trace's end), so there is nothing for a
+tracer to decide. Towards the collector (:meth:`OtlpScoreSink.to_collector`) they are encoded
+straight into OTLP protobuf (:mod:`~ragtrace_consumers.otlp_encode`: the same request the SDK's
+exporter would send, at a fraction of its CPU); given an SDK ``SpanExporter`` (tests, other
+backends) the sink builds finished SDK spans (``ReadableSpan``) for it instead.
 
 Delivery is synchronous for the caller but batched on the wire: ``write_many`` ends one span per
 scored trace, and a single exporter thread ships everything queued in one request (up to 512
@@ -37,6 +40,11 @@ from opentelemetry.trace import Link
 from ragtrace import semconv
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.metric_spans import metric_spans
+from ragtrace_consumers.otlp_encode import (
+    OtlpRequestExporter,
+    SpanMessageExporter,
+    evaluation_span_messages,
+)
 from ragtrace_consumers.score import TraceScores
 from ragtrace_consumers.writeback import (
     WriteBackError,
@@ -48,6 +56,7 @@ __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 
 _log = logging.getLogger(__name__)
 _BATCH_MAX = 512
+_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the SDK exporter's default limit
 _SCOPE = InstrumentationScope(semconv.EVALUATION_SCOPE)
 _SAMPLED = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED)
 
@@ -71,13 +80,28 @@ class _Pending:
         self.ok = False
 
 
-class _Delivery:
-    """Queues finished spans; one thread exports them in batches and reports back per span."""
+class _SdkExporter:
+    """A :class:`~ragtrace_consumers.otlp_encode.SpanMessageExporter`-like adapter for an SDK
+    ``SpanExporter`` (its items are ``ReadableSpan``)."""
 
     def __init__(self, exporter: SpanExporter) -> None:
         self._exporter = exporter
+
+    def export(self, spans: Sequence[ReadableSpan]) -> bool:
+        return self._exporter.export(spans) is SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+
+class _Delivery:
+    """Queues finished spans (SDK spans or protobuf messages, as ``exporter`` takes them); one
+    thread exports them in batches and reports back per span."""
+
+    def __init__(self, exporter: _SdkExporter | SpanMessageExporter) -> None:
+        self._exporter = exporter
         self._cond = threading.Condition()
-        self._queue: list[tuple[ReadableSpan, _Pending]] = []
+        self._queue: list[tuple[Any, _Pending]] = []
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="ragtrace-writeback", daemon=True)
         self._thread.start()
@@ -88,7 +112,7 @@ class _Delivery:
         with self._cond:
             yield
 
-    def submit(self, span: ReadableSpan) -> _Pending:
+    def submit(self, span: Any) -> _Pending:
         pending = _Pending()
         with self._cond:
             self._queue.append((span, pending))
@@ -106,7 +130,7 @@ class _Delivery:
             started = time.monotonic()
             try:
                 with suppressed():
-                    ok = self._exporter.export([s for s, _ in batch]) is SpanExportResult.SUCCESS
+                    ok = self._exporter.export([s for s, _ in batch])
             except Exception:  # noqa: BLE001 - reported to the writers as a failed delivery
                 _log.warning("exporting evaluation spans failed", exc_info=True)
                 ok = False
@@ -131,20 +155,24 @@ class _Delivery:
 
 
 class OtlpScoreSink:
-    """A :class:`~ragtrace_consumers.writeback.ScoreSink` sending evaluation spans through the
-    OTel SDK to ``exporter`` (an ``OTLPSpanExporter`` in production, an in-memory one in tests).
-    """
+    """A :class:`~ragtrace_consumers.writeback.ScoreSink` sending evaluation spans to
+    ``exporter``: a :class:`~ragtrace_consumers.otlp_encode.SpanMessageExporter` (protobuf
+    messages; :meth:`to_collector`) or an SDK ``SpanExporter`` (``ReadableSpan``; an in-memory
+    one in tests)."""
 
     def __init__(
         self,
-        exporter: SpanExporter,
+        exporter: SpanExporter | SpanMessageExporter,
         resource: Resource,
         *,
         timeout_s: float = 30.0,
         recall_threshold: float | None = None,
         groundedness_threshold: float | None = None,
     ) -> None:
-        self._delivery = _Delivery(exporter)
+        self._direct = not isinstance(exporter, SpanExporter)
+        self._delivery = _Delivery(
+            _SdkExporter(exporter) if isinstance(exporter, SpanExporter) else exporter
+        )
         self._resource = resource
         self._timeout_s = timeout_s
         self._thresholds = (recall_threshold, groundedness_threshold)
@@ -165,7 +193,7 @@ class OtlpScoreSink:
         url = endpoint.rstrip("/") + "/v1/traces"
         exporter = OTLPSpanExporter(endpoint=url, timeout=timeout_s, session=_session(url))
         return cls(
-            exporter,
+            OtlpRequestExporter(exporter, resource, max_request_bytes=_MAX_REQUEST_BYTES),
             resource,
             timeout_s=timeout_s * 3,
             recall_threshold=recall_threshold,
@@ -182,7 +210,7 @@ class OtlpScoreSink:
         :class:`WriteBackError` (not delivered within the timeout, or refused)."""
         with self._delivery.holding():
             pending = [
-                [self._delivery.submit(span) for span in self._spans(scores)] for scores in batch
+                [self._delivery.submit(span) for span in self._encode(scores)] for scores in batch
             ]
         deadline = time.monotonic() + self._timeout_s
         out: list[WriteBackError | None] = []
@@ -196,6 +224,18 @@ class OtlpScoreSink:
                     )
                 )
         return out
+
+    def _encode(self, scores: TraceScores) -> Sequence[Any]:
+        if not self._direct:
+            return self._spans(scores)
+        recall_t, ground_t = self._thresholds
+        messages = evaluation_span_messages(
+            scores,
+            at_ns=scores.trace.ended_ns or time.time_ns(),
+            recall_threshold=recall_t,
+            groundedness_threshold=ground_t,
+        )
+        return [m.SerializePartialToString() for m in messages]
 
     def _spans(self, scores: TraceScores) -> list[ReadableSpan]:
         """The summary span (flat ``ragtrace.eval.*`` attributes, child of the target span)

@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from ragtrace_consumers.model import Lease
+from ragtrace_consumers.model import Lease, SpanRecord
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -96,7 +96,9 @@ class TraceProcessor(Protocol):
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Lease]: ...
 
-    def prepare(self, leases: Sequence[Lease]) -> Sequence[Any]: ...
+    def prepare(
+        self, leases: Sequence[Lease], spans: Sequence[list[SpanRecord]] | None = None
+    ) -> Sequence[Any]: ...
 
     def judge(self, work: Any) -> None: ...
 
@@ -104,9 +106,20 @@ class TraceProcessor(Protocol):
 
 
 class ScoringWorkers:
-    """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher."""
+    """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher.
 
-    def __init__(self, processor: TraceProcessor, size: int, *, depth: int = DEFAULT_DEPTH) -> None:
+    ``bounded_judgement=False`` (a judge without a time budget, :func:`judgement_bound_s`: it
+    answers at once) lets a reader hand over more traces adopted from a batch than there is
+    room for (:attr:`adoption_room`): no lease can run out while they wait."""
+
+    def __init__(
+        self,
+        processor: TraceProcessor,
+        size: int,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        bounded_judgement: bool = True,
+    ) -> None:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if depth < 1:
@@ -114,6 +127,7 @@ class ScoringWorkers:
         self._processor = processor
         self._size = size
         self._capacity = size * depth
+        self._bounded = bounded_judgement
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ragtrace-score")
         self._lock = threading.Lock()
         self._has_ready = threading.Condition(self._lock)
@@ -146,6 +160,11 @@ class ScoringWorkers:
     def full(self) -> bool:
         return self.in_flight >= self._capacity
 
+    @property
+    def adoption_room(self) -> int | None:
+        """How many adopted traces :meth:`submit` may take now; None: any number."""
+        return max(0, self._capacity - self.in_flight) if self._bounded else None
+
     def fill(self, now: float | None = None) -> int:
         """Claim and prepare due traces for the free room, start their judge calls; returns
         how many were claimed."""
@@ -167,6 +186,38 @@ class ScoringWorkers:
             )
             self._done(len(leases), len(leases))
             return len(leases)
+        self._start(works)
+        return len(leases)
+
+    def submit(
+        self,
+        adopted: Sequence[tuple[Lease, list[SpanRecord]]],
+        settled: Callable[[bool], None],
+    ) -> None:
+        """Score traces adopted from a batch (leased, their spans in memory only): like
+        :meth:`fill`, on top of the room it had (the caller sizes the batch to it).
+        ``settled(ok)`` is called once per trace, from the finisher: True once it is finished
+        (released, or its spans stored), False when it may be lost (preparing or finishing its
+        batch failed): its messages must be read again."""
+        if not adopted:
+            return
+        with self._lock:
+            self._in_flight += len(adopted)
+        try:
+            works = self._processor.prepare(
+                [lease for lease, _ in adopted], [spans for _, spans in adopted]
+            )
+        except Exception:  # noqa: BLE001 - a store outage: the batch is read again
+            _log.error("preparing %d adopted traces failed", len(adopted), exc_info=True)
+            self._done(len(adopted), len(adopted))
+            for _ in adopted:
+                settled(False)
+            return
+        for work in works:
+            work.settled = settled
+        self._start(works)
+
+    def _start(self, works: Sequence[Any]) -> None:
         ready = []
         for work in works:
             if getattr(work, "needs_judge_call", False):
@@ -174,7 +225,6 @@ class ScoringWorkers:
             else:
                 ready.append(work)
         self._enqueue(ready)
-        return len(leases)
 
     def _judge(self, work: Any) -> None:
         started = time.monotonic()
@@ -202,6 +252,7 @@ class ScoringWorkers:
                 if not self._ready:
                     return
                 batch, self._ready = self._ready, []
+            ok = True
             try:
                 failed = sum(1 for outcome in self._processor.finish(batch) if outcome is None)
             except Exception:  # noqa: BLE001 - a store or sink outage: leases run out, retried
@@ -212,8 +263,12 @@ class ScoringWorkers:
                     len(batch),
                     exc_info=True,
                 )
-                failed = len(batch)
+                failed, ok = len(batch), False
             self._done(len(batch), failed)
+            for work in batch:
+                settled = getattr(work, "settled", None)
+                if settled is not None:
+                    settled(ok)
 
     def _done(self, n: int, failed: int) -> None:
         with self._lock:
