@@ -84,11 +84,15 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
             prefix=prefix,
             group=group,
             judge_url=judge.base_url,
-            # 4 judgements of at most 1 s (+ 1 s margin) fit in the lease (checked at start-up)
+            # 4 judgements of at most 5 s (+ 1 s margin) fit in the lease (checked at start-up);
+            # a judgement the loaded machine still makes miss its budget is parked for seconds,
+            # not the default half minute and more, so every trace lands within the wait below.
             extra={
-                "RAGTRACE_ASSEMBLY_LEASE_S": "10",
-                "RAGTRACE_JUDGE_BUDGET_S": "1",
+                "RAGTRACE_ASSEMBLY_LEASE_S": "30",
+                "RAGTRACE_JUDGE_BUDGET_S": "5",
                 "RAGTRACE_JUDGE_CONCURRENCY": "2",
+                "RAGTRACE_JUDGE_PARK_BACKOFF_S": "1",
+                "RAGTRACE_JUDGE_PARK_BACKOFF_MAX_S": "5",
             },
         )
         first = start_consumer(env, tmp_path / "first.log")
