@@ -48,7 +48,6 @@ STORE_STATS: tuple[str, ...] = (
     "dead",  # traces given up after max_attempts parks (kept in the dead set)
     "released",  # traces scored and deleted
     "lease_lost",  # release/park by a claimant whose lease had run out and moved on: ignored
-    "adopted",  # traces leased straight from their batch, spans never stored (AdoptingTraceStore)
 )
 """Counters every TraceStore implementation keeps (``stats()``), cumulative since creation."""
 

@@ -284,7 +284,6 @@ class MemoryTraceStore:
                     continue
                 lease = Lease(trace_id, f"{batch}:a{n}")
                 self._set_lease(trace_id, now + lease_s, lease.token)
-                self._stats["adopted"] += 1
                 out.append(lease)
         return out
 

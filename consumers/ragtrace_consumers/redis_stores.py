@@ -211,7 +211,6 @@ for i = 4, #ARGV do
     local token = prefix .. ':a' .. (i - 4)
     redis.call('ZADD', lease_key, lease_until, tid)
     redis.call('HSET', tokens, tid, token)
-    redis.call('HINCRBY', p .. ':stats', 'adopted', 1)
     table.insert(out, token)
   end
 end
