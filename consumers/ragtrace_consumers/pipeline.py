@@ -255,11 +255,11 @@ class Pipeline:
         return len(kept)
 
     def admit(
-        self, spans: Sequence[SpanRecord], now: float | None = None, room: int | None = 0
+        self, spans: Sequence[SpanRecord], now: float | None = None, room: int = 0
     ) -> list[tuple[Lease, list[SpanRecord]]]:
-        """:meth:`ingest`, except that up to ``room`` (None: all) traces complete in ``spans``
-        (a RAG span and the root span, the completion rule's "due at once") are adopted instead
-        of stored when the trace store can (:class:`~ragtrace_consumers.model.AdoptingTraceStore`: it
+        """:meth:`ingest`, except that up to ``room`` traces complete in ``spans`` (a RAG span
+        and the root span, the completion rule's "due at once") are adopted instead of stored
+        when the trace store can (:class:`~ragtrace_consumers.model.AdoptingTraceStore`: it
         leases a trace it knows nothing of). Returns the adopted traces' leases and spans, for
         :meth:`prepare`; the caller acknowledges ``spans`` only once each of them is finished
         or its spans stored (:meth:`finish` stores them when it cannot release it)."""
@@ -270,13 +270,13 @@ class Pipeline:
         now = self._clock() if now is None else now
         adopted: list[tuple[Lease, list[SpanRecord]]] = []
         adopt = getattr(self.traces, "adopt", None)
-        if (room is None or room > 0) and adopt is not None:
+        if room > 0 and adopt is not None:
             groups = group_by_trace(kept)
             complete = [
                 trace_id
                 for trace_id, group in groups.items()
                 if creates_trace(group) and any(s.parent_span_id is None for s in group)
-            ][:room]  # [:None] is all of them
+            ][:room]
             if complete:
                 leases: list[Lease | None] = adopt(complete, now, self.settings.lease_s)
                 adopted = [(lease, groups[lease.trace_id]) for lease in leases if lease]

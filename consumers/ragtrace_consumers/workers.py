@@ -106,20 +106,9 @@ class TraceProcessor(Protocol):
 
 
 class ScoringWorkers:
-    """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher.
+    """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher."""
 
-    ``bounded_judgement=False`` (a judge without a time budget, :func:`judgement_bound_s`: it
-    answers at once) lets a reader hand over more traces adopted from a batch than there is
-    room for (:attr:`adoption_room`): no lease can run out while they wait."""
-
-    def __init__(
-        self,
-        processor: TraceProcessor,
-        size: int,
-        *,
-        depth: int = DEFAULT_DEPTH,
-        bounded_judgement: bool = True,
-    ) -> None:
+    def __init__(self, processor: TraceProcessor, size: int, *, depth: int = DEFAULT_DEPTH) -> None:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if depth < 1:
@@ -127,7 +116,6 @@ class ScoringWorkers:
         self._processor = processor
         self._size = size
         self._capacity = size * depth
-        self._bounded = bounded_judgement
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ragtrace-score")
         self._lock = threading.Lock()
         self._has_ready = threading.Condition(self._lock)
@@ -159,11 +147,6 @@ class ScoringWorkers:
     @property
     def full(self) -> bool:
         return self.in_flight >= self._capacity
-
-    @property
-    def adoption_room(self) -> int | None:
-        """How many adopted traces :meth:`submit` may take now; None: any number."""
-        return max(0, self._capacity - self.in_flight) if self._bounded else None
 
     def fill(self, now: float | None = None) -> int:
         """Claim and prepare due traces for the free room, start their judge calls; returns

@@ -189,7 +189,7 @@ class Ingest:
 
     def __call__(self, decoded: Decoded) -> None:
         workers = self._workers
-        room = 0 if workers is None else workers.adoption_room
+        room = 0 if workers is None else max(0, workers.capacity - workers.in_flight)
         try:
             adopted = self._pipeline.admit(decoded.spans, self._clock(), room)
         except Exception:  # noqa: BLE001 - a store outage must not kill the loop

@@ -267,16 +267,3 @@ def test_without_room_the_runner_stores_complete_traces_as_before() -> None:
         gate.set()
         runner.close()
     assert len(r.spans()) == 3 and consumer.commits[-1] == {P0: 3}
-
-
-def test_a_judge_without_a_time_budget_adopts_the_whole_batch() -> None:
-    r = rig()
-    bounded = ScoringWorkers(r.pipeline, 1, depth=1)
-    unbounded = ScoringWorkers(r.pipeline, 1, depth=1, bounded_judgement=False)
-    try:
-        assert bounded.adoption_room == 1 and unbounded.adoption_room is None
-    finally:
-        bounded.shutdown()
-        unbounded.shutdown()
-    adopted = r.pipeline.admit([*rag_spans(1), *rag_spans(2), *rag_spans(3)], T0, room=None)
-    assert len(adopted) == 3 and all(not r.traces.load(tid(i)) for i in (1, 2, 3))
