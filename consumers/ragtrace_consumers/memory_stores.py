@@ -264,29 +264,6 @@ class MemoryTraceStore:
             self._due_heap.compact(self._due)
             return claimed
 
-    def adopt(self, trace_ids: Sequence[str], now: float, lease_s: float) -> list[Lease | None]:
-        """See :class:`~ragtrace_consumers.model.AdoptingTraceStore`."""
-        _check_positive("lease_s", lease_s)
-        clock_now = self._clock()
-        batch = uuid.uuid4().hex
-        out: list[Lease | None] = []
-        with self._lock:
-            self._sweep(clock_now)
-            for n, trace_id in enumerate(trace_ids):
-                known = (
-                    self._done.get(trace_id, -1.0) > clock_now
-                    or trace_id in self._dead
-                    or trace_id in self._leases
-                    or self._live(trace_id, clock_now) is not None
-                )
-                if known:
-                    out.append(None)
-                    continue
-                lease = Lease(trace_id, f"{batch}:a{n}")
-                self._set_lease(trace_id, now + lease_s, lease.token)
-                out.append(lease)
-        return out
-
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
         """:meth:`claim` without the tokens (release/park them with ``token=None``)."""
         return [lease.trace_id for lease in self.claim(now, limit, lease_s)]

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
-    "AdoptingTraceStore",
     "AttributeValue",
     "Chunk",
     "IdempotencyStore",
@@ -162,24 +161,6 @@ class TraceStore(Protocol):
     def park(
         self, trace_id: str, retry_at: float, reason: str, token: str | None = None
     ) -> bool: ...
-
-
-class AdoptingTraceStore(TraceStore, Protocol):
-    """A :class:`TraceStore` that can lease a trace it does not hold: one complete in the batch
-    that brought it, scored from that batch without storing its spans.
-
-    ``adopt`` returns per trace ID a fresh :class:`Lease` for ``lease_s`` when the store knows
-    nothing of the trace (no spans, no lease, not done, not dead), else None: the caller then
-    ``append``s its spans as usual (the store decides there, as for any span, whether they are
-    assembled, counted late or dropped). While the lease is held, spans appended for the trace
-    are stored but not scheduled (``late_spans``, as during any lease); ``release`` ends it as
-    for a claimed trace (the done tombstone makes later spans late). A lease that runs out with
-    no spans stored lets the trace go: the caller must store the spans of an adopted trace it
-    cannot release (``append``, then ``park`` or let the lease run out) before it
-    acknowledges them.
-    """
-
-    def adopt(self, trace_ids: Sequence[str], now: float, lease_s: float) -> list[Lease | None]: ...
 
 
 class LabelStore(Protocol):

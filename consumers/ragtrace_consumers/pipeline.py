@@ -40,12 +40,7 @@ from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.answer_scoring import AnswerJob, AnswerScorer
-from ragtrace_consumers.assemble import (
-    completion_due,
-    creates_trace,
-    group_by_trace,
-    select_spans,
-)
+from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
 from ragtrace_consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.labels import LabelIndex, match_label
@@ -149,11 +144,6 @@ class TraceWork:
     answers_done: bool = False
     answers: AnswerJob | None = None
     """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.answer_scoring`)."""
-    unstored: list[SpanRecord] | None = None
-    """An adopted trace's spans (:meth:`Pipeline.admit`), held here only: stored before the
-    trace is parked or left to its lease."""
-    settled: Callable[[bool], None] | None = None
-    """Told when an adopted trace is settled (set by the workers that score it)."""
 
     @property
     def needs_judge_call(self) -> bool:
@@ -254,38 +244,6 @@ class Pipeline:
             self.traces.append(kept, completion_due(kept, now, self.settings.quiet_s))
         return len(kept)
 
-    def admit(
-        self, spans: Sequence[SpanRecord], now: float | None = None, room: int = 0
-    ) -> list[tuple[Lease, list[SpanRecord]]]:
-        """:meth:`ingest`, except that up to ``room`` traces complete in ``spans`` (a RAG span
-        and the root span, the completion rule's "due at once") are adopted instead of stored
-        when the trace store can (:class:`~ragtrace_consumers.model.AdoptingTraceStore`: it
-        leases a trace it knows nothing of). Returns the adopted traces' leases and spans, for
-        :meth:`prepare`; the caller acknowledges ``spans`` only once each of them is finished
-        or its spans stored (:meth:`finish` stores them when it cannot release it)."""
-        self._unrecognised.observe(spans)
-        kept = select_spans(spans)
-        if not kept:
-            return []
-        now = self._clock() if now is None else now
-        adopted: list[tuple[Lease, list[SpanRecord]]] = []
-        adopt = getattr(self.traces, "adopt", None)
-        if room > 0 and adopt is not None:
-            groups = group_by_trace(kept)
-            complete = [
-                trace_id
-                for trace_id, group in groups.items()
-                if creates_trace(group) and any(s.parent_span_id is None for s in group)
-            ][:room]
-            if complete:
-                leases: list[Lease | None] = adopt(complete, now, self.settings.lease_s)
-                adopted = [(lease, groups[lease.trace_id]) for lease in leases if lease]
-                taken = {lease.trace_id for lease, _ in adopted}
-                kept = [s for s in kept if s.trace_id not in taken]
-        if kept:
-            self.traces.append(kept, completion_due(kept, now, self.settings.quiet_s))
-        return adopted
-
     def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
         """Claim due traces (at most ``limit``, default ``claim_batch``) for ``lease_s``."""
         now = self._clock() if now is None else now
@@ -313,14 +271,11 @@ class Pipeline:
         self.judge(work)
         return self.finish([work])[0]
 
-    def prepare(
-        self, leases: Sequence[Lease | str], spans: Sequence[list[SpanRecord]] | None = None
-    ) -> list[TraceWork]:
+    def prepare(self, leases: Sequence[Lease | str]) -> list[TraceWork]:
         """Stage 1, batched: load the claimed traces, recognise, sample, check what was already
         written, score retrieval, look the judgements up in the cache and reserve the judge
         budget, with one store round trip per step for the whole batch. A failure of one
-        trace's own steps marks that trace (it is left to its lease); a store outage raises.
-        ``spans`` (per lease): traces adopted by :meth:`admit`, not loaded from the store."""
+        trace's own steps marks that trace (it is left to its lease); a store outage raises."""
         works = [
             TraceWork(lease.trace_id, lease.token)
             if isinstance(lease, Lease)
@@ -328,14 +283,9 @@ class Pipeline:
             for lease in leases
         ]
         with suppressed(), self.metrics.batch():
-            if spans is None:
-                loaded = self.traces.load_many([w.trace_id for w in works])
-            else:
-                loaded = list(spans)
-                for work, held in zip(works, loaded, strict=True):
-                    work.unstored = held
-            for work, trace_spans in zip(works, loaded, strict=True):
-                self._guarded(work, self._recognise, work, trace_spans)
+            loaded = self.traces.load_many([w.trace_id for w in works])
+            for work, spans in zip(works, loaded, strict=True):
+                self._guarded(work, self._recognise, work, spans)
             sampled = [w for w in works if w.outcome is None and w.error is None]
             answers = self._answers is not None and self._answers.enabled
             keys = [
@@ -403,9 +353,6 @@ class Pipeline:
             self.idempotency.mark_written_many(marks)
             for scores in written:
                 self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
-            # An adopted trace left to its lease: its spans stored, so that it is due again
-            # when the lease runs out (as a claimed trace would be).
-            self._store_unstored([w for w in works if w.error is not None or w.outcome is None])
             done = [w for w in works if w.outcome in _RELEASED]
             released = self.traces.release_many([(w.trace_id, w.token) for w in done])
             for work, ok in zip(done, released, strict=True):
@@ -417,13 +364,6 @@ class Pipeline:
                         work.trace_id,
                     )
         return [w.outcome if w.error is None else None for w in works]
-
-    def _store_unstored(self, works: Sequence[TraceWork]) -> None:
-        spans = [s for w in works if w.unstored is not None for s in w.unstored]
-        if spans:
-            self.traces.append(spans, {})
-        for work in works:
-            work.unstored = None
 
     def _guarded(self, work: TraceWork, step: Callable[..., Any], *args: Any) -> Any:
         """Run one trace's own step. An unexpected failure there (a bug, not a store outage:
@@ -549,7 +489,6 @@ class Pipeline:
         if give_up and age >= s.give_up_after_s:
             return None
         delay = min(max(s.park_backoff_s, retry_after or 0.0, age / 2), s.park_backoff_max_s)
-        self._store_unstored([work])  # an adopted trace: parked only once its spans are stored
         if self.traces.park(trace.trace_id, now + delay, reason, work.token):
             self.metrics.parked(reason)
         else:

@@ -195,28 +195,6 @@ end
 return out
 """
 
-# ARGV: prefix, lease_until, token prefix, then trace IDs. Returns per trace its token, or ''
-# when the store knows the trace (spans, lease, done or dead): the caller appends it instead.
-_ADOPT = """
-local p, lease_until, prefix = ARGV[1], ARGV[2], ARGV[3]
-local lease_key, tokens = p .. ':leases', p .. ':lease_tokens'
-local out = {}
-for i = 4, #ARGV do
-  local tid = ARGV[i]
-  if redis.call('EXISTS', p .. ':done:' .. tid) == 1 or redis.call('ZSCORE', p .. ':dead', tid)
-      or redis.call('ZSCORE', lease_key, tid)
-      or redis.call('EXISTS', p .. ':trace:' .. tid .. ':spans') == 1 then
-    table.insert(out, '')
-  else
-    local token = prefix .. ':a' .. (i - 4)
-    redis.call('ZADD', lease_key, lease_until, tid)
-    redis.call('HSET', tokens, tid, token)
-    table.insert(out, token)
-  end
-end
-return out
-"""
-
 # ARGV: prefix, done_ms, then (trace_id, token) pairs; an empty token releases unconditionally.
 # Returns one 1 (released) or 0 (the lease was no longer the caller's) per pair.
 _RELEASE = """
@@ -311,7 +289,6 @@ class RedisTraceStore:
         self._clock = clock
         self._append = client.register_script(_APPEND)
         self._claim = client.register_script(_CLAIM)
-        self._adopt = client.register_script(_ADOPT)
         self._release = client.register_script(_RELEASE)
         self._park = client.register_script(_PARK)
 
@@ -348,19 +325,6 @@ class RedisTraceStore:
             ],
         )
         return [Lease(_text(out[i]), _text(out[i + 1])) for i in range(0, len(out), 2)]
-
-    def adopt(self, trace_ids: Sequence[str], now: float, lease_s: float) -> list[Lease | None]:
-        """See :class:`~ragtrace_consumers.model.AdoptingTraceStore`; one script call."""
-        if not lease_s > 0:
-            raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
-        if not trace_ids:
-            return []
-        args: list[str] = [self._p, repr(float(now + lease_s)), uuid.uuid4().hex, *trace_ids]
-        tokens = [_text(t) for t in self._adopt(keys=[], args=args)]
-        return [
-            Lease(trace_id, token) if token else None
-            for trace_id, token in zip(trace_ids, tokens, strict=True)
-        ]
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
         """:meth:`claim` without the tokens (release/park them with ``token=None``)."""

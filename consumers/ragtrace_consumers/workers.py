@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from ragtrace_consumers.model import Lease, SpanRecord
+from ragtrace_consumers.model import Lease
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -96,9 +96,7 @@ class TraceProcessor(Protocol):
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Lease]: ...
 
-    def prepare(
-        self, leases: Sequence[Lease], spans: Sequence[list[SpanRecord]] | None = None
-    ) -> Sequence[Any]: ...
+    def prepare(self, leases: Sequence[Lease]) -> Sequence[Any]: ...
 
     def judge(self, work: Any) -> None: ...
 
@@ -169,38 +167,6 @@ class ScoringWorkers:
             )
             self._done(len(leases), len(leases))
             return len(leases)
-        self._start(works)
-        return len(leases)
-
-    def submit(
-        self,
-        adopted: Sequence[tuple[Lease, list[SpanRecord]]],
-        settled: Callable[[bool], None],
-    ) -> None:
-        """Score traces adopted from a batch (leased, their spans in memory only): like
-        :meth:`fill`, on top of the room it had (the caller sizes the batch to it).
-        ``settled(ok)`` is called once per trace, from the finisher: True once it is finished
-        (released, or its spans stored), False when it may be lost (preparing or finishing its
-        batch failed): its messages must be read again."""
-        if not adopted:
-            return
-        with self._lock:
-            self._in_flight += len(adopted)
-        try:
-            works = self._processor.prepare(
-                [lease for lease, _ in adopted], [spans for _, spans in adopted]
-            )
-        except Exception:  # noqa: BLE001 - a store outage: the batch is read again
-            _log.error("preparing %d adopted traces failed", len(adopted), exc_info=True)
-            self._done(len(adopted), len(adopted))
-            for _ in adopted:
-                settled(False)
-            return
-        for work in works:
-            work.settled = settled
-        self._start(works)
-
-    def _start(self, works: Sequence[Any]) -> None:
         ready = []
         for work in works:
             if getattr(work, "needs_judge_call", False):
@@ -208,6 +174,7 @@ class ScoringWorkers:
             else:
                 ready.append(work)
         self._enqueue(ready)
+        return len(leases)
 
     def _judge(self, work: Any) -> None:
         started = time.monotonic()
@@ -235,7 +202,6 @@ class ScoringWorkers:
                 if not self._ready:
                     return
                 batch, self._ready = self._ready, []
-            ok = True
             try:
                 failed = sum(1 for outcome in self._processor.finish(batch) if outcome is None)
             except Exception:  # noqa: BLE001 - a store or sink outage: leases run out, retried
@@ -246,12 +212,8 @@ class ScoringWorkers:
                     len(batch),
                     exc_info=True,
                 )
-                failed, ok = len(batch), False
+                failed = len(batch)
             self._done(len(batch), failed)
-            for work in batch:
-                settled = getattr(work, "settled", None)
-                if settled is not None:
-                    settled(ok)
 
     def _done(self, n: int, failed: int) -> None:
         with self._lock:

@@ -40,8 +40,7 @@ class KafkaRunner:
     """One replica's main loop. ``consumer`` is a ``KafkaConsumer`` (auto-commit off),
     ``producer`` a ``KafkaProducer`` for the dead-letter topic. Call :meth:`subscribe`, then
     :meth:`run` with an event; setting it (SIGTERM) drains in-flight scoring, commits and
-    returns. ``score_from_batch=False`` stores every trace before scoring it (each batch's
-    offsets committable as soon as it is stored)."""
+    returns."""
 
     def __init__(
         self,
@@ -60,7 +59,6 @@ class KafkaRunner:
         kafka_retry: Retrier | None = None,
         dependencies: Dependencies | None = None,
         admission: Admission | None = None,
-        score_from_batch: bool = True,
     ) -> None:
         call = kafka_call(kafka_retry)
         self._consumer: Any = consumer
@@ -84,10 +82,7 @@ class KafkaRunner:
             clock=clock,
             dependencies=dependencies,
         )
-        # Traces complete in their batch are scored from it, never stored (ingest.py).
-        self.ingest = Ingest(
-            consumer, pipeline, self.offsets, clock, workers if score_from_batch else None
-        )
+        self.ingest = Ingest(consumer, pipeline, self.offsets, clock)
         self.lag = LagProbe(consumer, metrics, clock)
         self.membership = Membership(
             consumer, self.offsets, self.lag, call, stall_timeout_s=stall_timeout_s
@@ -171,7 +166,6 @@ class KafkaRunner:
         if decoded is not None:
             self.ingest(decoded)
             self._fill(True)  # traces whose root just arrived are due at once
-        self.ingest.settle()
         now = self._clock()
         if self.offsets.due(now):
             self.offsets.commit()
@@ -216,7 +210,6 @@ class KafkaRunner:
         if self._consumer is None:
             return
         drained = self._workers.drain(self._drain_timeout_s)
-        self.ingest.settle()
         if not drained:
             _log.warning(
                 "shutting down with traces still being scored; their leases will "

@@ -19,7 +19,6 @@ from ragtrace_consumers.assemble import (
     select_spans,
 )
 from ragtrace_consumers.memory_stores import MemoryTraceStore
-from tests.e2e.test_store_adopt import *  # noqa: F403 - the adoption contract, memory side
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, record

@@ -1,7 +1,5 @@
 """The Kafka runner against an in-process stand-in for KafkaConsumer/KafkaProducer: offsets
-only after durable ingest, the dead-letter topic, backpressure, draining on stop. Tests of the
-store path's timing (a batch committable as soon as it is stored) run with
-``score_from_batch=False``; test_score_from_batch.py covers traces scored from their batch."""
+only after durable ingest, the dead-letter topic, backpressure, draining on stop."""
 
 from __future__ import annotations
 
@@ -136,8 +134,6 @@ def _runner(
     consumer: FakeConsumer,
     producer: FakeProducer,
     workers: int = 2,
-    *,
-    score_from_batch: bool = True,
 ) -> tuple[KafkaRunner, ScoringWorkers]:
     w = ScoringWorkers(r.pipeline, workers, depth=1)  # in flight = judge threads
     runner = KafkaRunner(
@@ -150,7 +146,6 @@ def _runner(
         commit_interval_s=1.0,
         drain_timeout_s=5.0,
         clock=r.clock,
-        score_from_batch=score_from_batch,
     )
     return runner, w
 
@@ -164,7 +159,7 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
             {p1: [Msg("spans", 1, 9, b"k", encode(rag_spans(2)))]},
         ]
     )
-    runner, workers = _runner(r, consumer, FakeProducer(), score_from_batch=False)
+    runner, workers = _runner(r, consumer, FakeProducer())
     r.clock.now = T0 + 10
     runner.step()  # first step commits (interval elapsed since 0)
     assert consumer.commits == [{p0: 6}]
@@ -196,7 +191,7 @@ def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -
         [{p0: [Msg("spans", 0, 0, b"k1", b"\xff\x00garbage"), Msg("spans", 0, 1, b"k2", good)]}]
     )
     producer = FakeProducer()
-    runner, _ = _runner(r, consumer, producer, score_from_batch=False)
+    runner, _ = _runner(r, consumer, producer)
     r.clock.now = T0 + 10
     runner.step()
     ((topic, value, key, headers),) = producer.sent
@@ -234,7 +229,7 @@ def test_failed_ingest_commits_nothing_and_rereads(monkeypatch: pytest.MonkeyPat
         raise ConnectionError("redis down")
 
     monkeypatch.setattr(r.traces, "append", down)
-    runner, _ = _runner(r, consumer, FakeProducer(), score_from_batch=False)
+    runner, _ = _runner(r, consumer, FakeProducer())
     import ragtrace_consumers.kafka_runner.ingest as kr
 
     kr_sleep = kr._RETRY_INGEST_S
@@ -310,7 +305,7 @@ def test_revoked_partitions_are_committed_first() -> None:
             }
         ]
     )
-    runner, _ = _runner(r, consumer, FakeProducer(), score_from_batch=False)
+    runner, _ = _runner(r, consumer, FakeProducer())
     runner._last_commit = r.clock.now
     runner.step()
     runner.on_partitions_revoked([p1])
@@ -361,8 +356,6 @@ def _group_runner(
     r: Rig,
     consumer: GroupConsumer,
     stall_s: float = 30.0,
-    *,
-    score_from_batch: bool = True,
 ) -> KafkaRunner:
     return KafkaRunner(
         consumer,
@@ -373,7 +366,6 @@ def _group_runner(
         dlq_topic="spans.dlq",
         stall_timeout_s=stall_s,
         clock=r.clock,
-        score_from_batch=score_from_batch,
     )
 
 
@@ -396,7 +388,7 @@ def test_listener_revocation_commits_without_blocking_the_io_thread() -> None:
     p0 = TP("spans", 0)
     consumer = GroupConsumer({0})
     consumer.batches = [{p0: [Msg("spans", 0, 4, None, encode(rag_spans(90)))]}]
-    runner = _group_runner(r, consumer, score_from_batch=False)
+    runner = _group_runner(r, consumer)
     runner.subscribe("spans")
     runner._last_commit = r.clock.now
     runner.step()

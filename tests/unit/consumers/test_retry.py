@@ -249,7 +249,6 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
         workers,
         r.metrics,
         dlq_topic="spans.dlq",
-        score_from_batch=False,  # the store path: committable once stored
         clock=r.clock,
         dependencies=deps,
     )
@@ -329,7 +328,6 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
         ScoringWorkers(r.pipeline, 1),
         r.metrics,
         dlq_topic="spans.dlq",
-        score_from_batch=False,  # the store path: committable once stored
         clock=r.clock,
         dependencies=deps,
     )
@@ -424,7 +422,6 @@ def test_a_poll_that_fails_on_a_broker_outage_is_retried() -> None:
         ScoringWorkers(r.pipeline, 1),
         r.metrics,
         dlq_topic="spans.dlq",
-        score_from_batch=False,  # the store path: committable once stored
         clock=r.clock,
         dependencies=deps,
         kafka_retry=kafka_retry,
