@@ -61,6 +61,11 @@ ENV_CALIBRATION_FILE = "RAGTRACE_CALIBRATION_FILE"
 _log = logging.getLogger(__name__)
 
 
+def _or_null(x: float) -> float | None:
+    """A rate for JSON: NaN (nothing to rate) as null."""
+    return None if math.isnan(x) else x
+
+
 class ClaimJudge(Protocol):
     """A judge that can give verdicts on claims already split (both built-in judges can)."""
 
@@ -192,16 +197,13 @@ class CalibrationReport:
         )
 
     def to_dict(self) -> dict[str, object]:
-        def num(x: float) -> float | None:
-            return None if math.isnan(x) else x
-
         return {
             "judge": self.judge.to_dict(),
             "claims": len(self.items),
             "errors": self.errors,
             "require_verified_evidence": self.require_verified_evidence,
-            "agreement": num(self.agreement),
-            "kappa": num(self.kappa),
+            "agreement": _or_null(self.agreement),
+            "kappa": _or_null(self.kappa),
             "confusion": self.confusion.to_dict(),
             "downgrades_by_check": self.downgrades_by_check,
             "disagreements": [i.to_dict() for i in self.disagreements],
@@ -359,13 +361,10 @@ def default_stamp_path() -> Path:
 
 
 def save_stamp(report: CalibrationReport, path: str | Path | None = None) -> CalibrationStamp:
-    def finite(x: float) -> float | None:
-        return None if math.isnan(x) else x
-
     stamp = CalibrationStamp(
         report.judge,
-        finite(report.agreement),
-        finite(report.kappa),
+        _or_null(report.agreement),
+        _or_null(report.kappa),
         len(report.items),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
