@@ -9,7 +9,15 @@ from typing import Protocol
 
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 
-__all__ = ["Reader", "Role", "SpanReading", "json_or_none", "model_of", "text_attr"]
+__all__ = [
+    "Reader",
+    "Role",
+    "SpanReading",
+    "json_or_none",
+    "model_of",
+    "query_field",
+    "text_attr",
+]
 
 
 class Role(str, Enum):
@@ -82,6 +90,15 @@ class Reader(Protocol):
 def text_attr(attributes: Mapping[str, AttributeValue], key: str) -> str | None:
     value = attributes.get(key)
     return value if isinstance(value, str) and value else None
+
+
+def query_field(value: Mapping[str, object]) -> str | None:
+    """The question in a JSON input object: its first text field among ``query``, ``question``,
+    ``input`` and ``query_str``."""
+    for key in ("query", "question", "input", "query_str"):
+        if isinstance(value.get(key), str):
+            return str(value[key])
+    return None
 
 
 def json_or_none(text: str | None) -> object | None:

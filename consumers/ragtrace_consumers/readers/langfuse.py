@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
-from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers._reading import (
+    Role,
+    SpanReading,
+    json_or_none,
+    query_field,
+    text_attr,
+)
 from ragtrace_consumers.readers.answers import extract_answer
 
 __all__ = ["LangfuseReader"]
@@ -32,9 +38,7 @@ def _query(raw: str | None) -> str | None:
     if isinstance(parsed, str):
         return parsed
     if isinstance(parsed, Mapping):
-        for key in ("query", "question", "input", "query_str"):
-            if isinstance(parsed.get(key), str):
-                return str(parsed[key])
+        return query_field(parsed)
     return None
 
 

@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
-from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers._reading import (
+    Role,
+    SpanReading,
+    json_or_none,
+    query_field,
+    text_attr,
+)
 from ragtrace_consumers.readers.genai import GENERATION_OPERATIONS, generation_reading
 
 __all__ = ["TraceloopReader"]
@@ -36,17 +42,10 @@ def _query(raw: str | None) -> str | None:
             if isinstance(value, str):
                 return value
             if isinstance(value, Mapping):
-                nested = _query_of(value)
+                nested = query_field(value)
                 if nested:
                     return nested
     return raw if parsed is None else None
-
-
-def _query_of(value: Mapping[str, object]) -> str | None:
-    for key in ("query", "question", "input", "query_str"):
-        if isinstance(value.get(key), str):
-            return str(value[key])
-    return None
 
 
 class TraceloopReader:
