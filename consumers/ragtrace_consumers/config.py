@@ -620,7 +620,10 @@ class JudgeSettings:
     )
     concurrency: int = _key(
         8,
-        "Judge calls in flight at once; when all are busy the consumer stops reading Kafka.",
+        (
+            "Judge calls in flight at once; when all are busy the consumer stops reading Kafka. The\n"
+            "lexical judge answers in process instead (up to 512 traces in flight, no judge threads)."
+        ),
         _positive,
     )
     timeout_s: float = _key(

@@ -245,11 +245,13 @@ class Pipeline:
         return len(kept)
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
-        """Claim due traces (at most ``limit``, default ``claim_batch``) for ``lease_s``."""
+        """Claim due traces (at most ``claim_batch``, and at most ``limit`` when given) for
+        ``lease_s``."""
         now = self._clock() if now is None else now
-        return list(
-            self.traces.claim(now, limit or self.settings.claim_batch, self.settings.lease_s)
+        batch = (
+            self.settings.claim_batch if limit is None else min(limit, self.settings.claim_batch)
         )
+        return list(self.traces.claim(now, batch, self.settings.lease_s))
 
     def process_due(self, now: float | None = None, limit: int | None = None) -> int:
         """Claim due traces and process them in this thread (as one batch); returns how many

@@ -34,7 +34,7 @@ from ragtrace_consumers.model import (
 from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.readers import SpanReaders, use_readers
 from ragtrace_consumers.sample import Sampler
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.workers import ScoringWorkers, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = ["Scoring", "SinkFactory", "Stores", "build_scoring", "require_realtime_judging"]
@@ -122,7 +122,11 @@ def build_scoring(
         metrics=metrics,
         sink=score_sink,
         pipeline=pipeline,
-        workers=ScoringWorkers(pipeline, workers or settings.judge.concurrency),
+        workers=ScoringWorkers(
+            pipeline,
+            workers or settings.judge.concurrency,
+            budgeted=judgement_bound_s(judge) is not None,
+        ),
         admission=EarlySampler(
             settings.sampling.sampler_config(),
             LabelDigests(stores.labels),

@@ -18,6 +18,12 @@ it on the ``size`` threads, then its own. A judgement takes at most the judge's 
 the trace is parked), so the lease must outlast ``depth × (budget_s + JUDGEMENT_MARGIN_S)``, or
 another replica claims the trace mid-judgement and pays the judge twice. :func:`check_lease`
 refuses a configuration that does not (both ``consume`` and ``serve`` call it at start-up).
+A judge without a time budget (:func:`judgement_bound_s` is None: it answers in process at once,
+like the lexical judge) cannot keep a trace waiting past its lease, so its in-flight bound is
+:data:`UNBUDGETED_CAPACITY` traces instead (memory, not the lease, is what it bounds): the
+claims then fill whole ``assembly.claim_batch`` batches and the stages overlap instead of
+waiting on each other's round trips; and such a judge is called on the thread that prepared the
+batch (handing an instant call to another thread costs more than the call).
 When ``capacity`` traces are in flight, :attr:`ScoringWorkers.full` is true and the reader refuses
 more input (the Kafka runner pauses its partitions) until :meth:`wait` reports finished traces —
 no sleep loop.
@@ -38,6 +44,7 @@ __all__ = [
     "DEFAULT_DEPTH",
     "JUDGEMENT_MARGIN_S",
     "ScoringWorkers",
+    "UNBUDGETED_CAPACITY",
     "TraceProcessor",
     "check_lease",
     "judgement_bound_s",
@@ -49,6 +56,8 @@ _SLOW_S = 10.0
 DEFAULT_DEPTH = 4
 """Traces in flight per worker thread (see the module doc): four rounds of the longest
 judgement (the default 60 s budget, plus the margin) take 244 s, under the default 300 s lease."""
+UNBUDGETED_CAPACITY = 512
+"""Traces in flight with a judge that has no time budget (module doc): eight claim batches."""
 JUDGEMENT_MARGIN_S = 1.0
 """Added to each judgement's budget: the time around the judge call that the budget does not
 count (the hand-over between threads, parsing and checking the verdicts, the finishing batch's
@@ -106,14 +115,25 @@ class TraceProcessor(Protocol):
 class ScoringWorkers:
     """Drives ``processor`` (module doc) with ``size`` judge threads and one finisher."""
 
-    def __init__(self, processor: TraceProcessor, size: int, *, depth: int = DEFAULT_DEPTH) -> None:
+    def __init__(
+        self,
+        processor: TraceProcessor,
+        size: int,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        budgeted: bool = True,
+    ) -> None:
+        """``budgeted=False``: the judge has no time budget (module doc): at most
+        ``max(size * depth, UNBUDGETED_CAPACITY)`` traces in flight, each judged on the thread
+        that prepared it."""
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
         self._processor = processor
         self._size = size
-        self._capacity = size * depth
+        self._budgeted = budgeted
+        self._capacity = size * depth if budgeted else max(size * depth, UNBUDGETED_CAPACITY)
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ragtrace-score")
         self._lock = threading.Lock()
         self._has_ready = threading.Condition(self._lock)
@@ -169,14 +189,17 @@ class ScoringWorkers:
             return len(leases)
         ready = []
         for work in works:
-            if getattr(work, "needs_judge_call", False):
+            if not getattr(work, "needs_judge_call", False):
+                ready.append(work)
+            elif self._budgeted:
                 self._pool.submit(self._judge, work)
-            else:
+            else:  # answers at once, in process: a thread hop would cost more than the call
+                self._judge(work, enqueue=False)
                 ready.append(work)
         self._enqueue(ready)
         return len(leases)
 
-    def _judge(self, work: Any) -> None:
+    def _judge(self, work: Any, *, enqueue: bool = True) -> None:
         started = time.monotonic()
         try:
             self._processor.judge(work)
@@ -186,7 +209,8 @@ class ScoringWorkers:
             took = time.monotonic() - started
             if took > _SLOW_S:
                 _log.warning("trace %s took %.1f s to judge", getattr(work, "trace_id", work), took)
-            self._enqueue([work])
+            if enqueue:
+                self._enqueue([work])
 
     def _enqueue(self, works: Sequence[Any]) -> None:
         if works:

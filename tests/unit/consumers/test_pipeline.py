@@ -16,7 +16,7 @@ from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.pipeline import Outcome, PipelineSettings
 from ragtrace_consumers.sample import Sampler, SamplerConfig
 from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.workers import UNBUDGETED_CAPACITY, ScoringWorkers
 from ragtrace_consumers.writeback import evaluation_span_id
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
@@ -366,6 +366,27 @@ def test_workers_bound_concurrency_and_report_backpressure() -> None:
     finally:
         gate.set()
         workers.shutdown()
+
+
+def test_a_judge_without_a_time_budget_is_called_on_the_preparing_thread_in_whole_claims() -> None:
+    threads: set[str] = set()
+
+    def judged(answer: str, context: object) -> GroundednessResult:
+        threads.add(threading.current_thread().name)
+        return grounded(1, 1)
+
+    r = rig(judge=ScriptedJudge(default=judged))
+    for n in range(100, 110):  # ten distinct answers: ten judge calls
+        r.pipeline.ingest(rag_spans(n, answer=f"answer {n}"), T0)
+    workers = ScoringWorkers(r.pipeline, 2, depth=1, budgeted=False)
+    try:
+        assert workers.capacity == UNBUDGETED_CAPACITY  # not 2 x 1: no lease to outlast
+        assert workers.fill(T0) == 10  # one claim, not two traces
+        assert workers.drain(5.0)
+    finally:
+        workers.shutdown()
+    assert threads == {threading.current_thread().name}
+    assert workers.completed == 10 and len(r.spans()) == 10 and r.traces.pending() == 0
 
 
 class CountingExporter(InMemorySpanExporter):

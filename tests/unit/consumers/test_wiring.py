@@ -21,6 +21,7 @@ from ragtrace_consumers.memory_stores import (
 )
 from ragtrace_consumers.score import TraceScores
 from ragtrace_consumers.wiring import Stores, build_scoring
+from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from ragtrace_consumers.writeback import WriteBackError
 
 
@@ -102,3 +103,33 @@ def test_the_workers_override_and_batch_mode_without_a_batch_store() -> None:
             batch.mapping.readers(),
             meter_provider=MeterProvider(),
         )
+
+
+def test_in_flight_traces_are_bounded_by_the_lease_only_for_a_judge_with_a_time_budget() -> None:
+    """A judge with a time budget (the Anthropic judge) keeps ``concurrency x depth`` traces in
+    flight, which the lease check covers; one without (the lexical judge answers at once) keeps
+    whole claim batches in flight instead."""
+    cfg = load_config(None, env={"RAGTRACE_JUDGE_CONCURRENCY": "3"})
+    lexical = build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        make_judge("lexical"),
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(),
+    )
+    anthropic = build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        make_judge("anthropic", api_key="test", budget_s=5.0),
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(),
+    )
+    try:
+        assert anthropic.workers.capacity == 3 * DEFAULT_DEPTH
+        assert lexical.workers.capacity == UNBUDGETED_CAPACITY
+        assert 2 * cfg.assembly.claim_batch <= UNBUDGETED_CAPACITY
+    finally:
+        lexical.workers.shutdown()
+        anthropic.workers.shutdown()
