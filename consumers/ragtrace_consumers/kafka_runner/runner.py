@@ -88,6 +88,7 @@ class KafkaRunner:
             consumer, self.offsets, self.lag, call, stall_timeout_s=stall_timeout_s
         )
         self._last_claim = 0.0
+        self._backlog = False
         self._last_status = 0.0
         self._done_seen = 0
 
@@ -157,11 +158,13 @@ class KafkaRunner:
             workers.wait(_POLL_MS / 1000)  # woken by a finished trace
         if membership.paused and not workers.full:
             membership.resume()
-        self._fill(False)
-        # Short polls while traces are being scored, so a freed worker gets its next trace soon.
+        self._fill(self._backlog)
+        # Short polls while traces are being scored, so a freed worker gets its next trace soon;
+        # none while due traces are waiting (the last claim found some: there may be more), so
+        # a backlog is scored back to back instead of one claim per poll timeout.
         busy = workers.in_flight > 0
         decoded = self.intake.poll(
-            0 if membership.paused else (_BUSY_POLL_MS if busy else _POLL_MS)
+            0 if membership.paused or self._backlog else (_BUSY_POLL_MS if busy else _POLL_MS)
         )
         if decoded is not None:
             self.ingest(decoded)
@@ -176,7 +179,8 @@ class KafkaRunner:
             self._status()
 
     def _fill(self, force: bool) -> None:
-        """Claim due traces for free workers: after a change, else at most every 100 ms."""
+        """Claim due traces for free workers: after a change or while the last claim found
+        some (``_backlog``), else at most every 100 ms."""
         now = self._clock()
         if self._workers.full:
             return
@@ -184,8 +188,9 @@ class KafkaRunner:
         if force or done != self._done_seen or now - self._last_claim >= _CLAIM_EVERY_S:
             self._last_claim, self._done_seen = now, done
             try:  # store calls retry an outage themselves (retry.py); this is the last guard
-                self._workers.fill(now)
+                self._backlog = self._workers.fill(now) > 0
             except Exception:  # noqa: BLE001 - claiming failed: the traces stay due, try later
+                self._backlog = False
                 _log.warning("claiming due traces failed; retrying", exc_info=True)
 
     def _status(self) -> None:

@@ -21,6 +21,7 @@ from ragtrace_consumers.kafka_runner import (
     KafkaRunner,
 )
 from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.pipeline import PipelineSettings
 from ragtrace_consumers.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
 
@@ -73,8 +74,10 @@ class FakeConsumer:
         self.seeks: list[tuple[Any, int]] = []
         self.closed = False
         self.assigned = {TP("spans", 0), TP("spans", 1)}
+        self.timeouts: list[int] = []
 
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Msg]]:
+        self.timeouts.append(timeout_ms)
         if self.paused or not self.batches:
             return {}
         return self.batches.pop(0)
@@ -274,6 +277,31 @@ def test_backpressure_pauses_partitions_while_every_worker_is_busy() -> None:
         gate.set()
         runner.close()
     assert len(r.spans()) == 4
+
+
+def test_a_backlog_of_due_traces_is_claimed_back_to_back_without_waiting_in_poll() -> None:
+    r = rig(settings=PipelineSettings(quiet_s=5.0, lease_s=60.0, claim_batch=2))
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer(
+        [{p0: [Msg("spans", 0, i, None, encode(rag_spans(70 + i))) for i in range(5)]}]
+    )
+    w = ScoringWorkers(r.pipeline, 1, budgeted=False)  # room for all five: claims of two
+    runner = KafkaRunner(
+        consumer, FakeProducer(), r.pipeline, w, r.metrics, dlq_topic="spans.dlq", clock=r.clock
+    )
+    try:
+        r.clock.now = T0
+        runner.step()  # reads the five, claims two of them
+        consumer.timeouts.clear()
+        runner.step()  # two more due: the poll does not wait for new messages
+        runner.step()  # the last one
+        assert consumer.timeouts == [0, 0]
+        assert w.drain(5.0) and r.traces.pending() == 0  # all five claimed in three steps
+        runner.step()  # the claim found nothing: polls wait again
+        assert consumer.timeouts[-1] > 0
+    finally:
+        runner.close()
+    assert len(r.spans()) == 5
 
 
 def test_stop_drains_in_flight_scoring_then_commits_and_leaves() -> None:
