@@ -56,7 +56,7 @@ from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace_consumers.decode import decode_request
-from ragtrace_consumers.workers import DEFAULT_DEPTH
+from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from scripts.services import (
     OtlpSink,
     create_topic,
@@ -208,6 +208,103 @@ class InstantJudge:
         return GroundednessResult.from_claims(
             (ClaimVerdict(answer, True, quote, quote is not None),), self._info
         )
+
+
+class _EncodeOnly:
+    """A write-back exporter that builds the OTLP request and sends it nowhere."""
+
+    def __init__(self, resource: Any) -> None:
+        self._resource = resource
+        self.requests = 0
+
+    def export(self, spans: Any) -> bool:
+        from ragtrace_consumers.otlp_encode import export_request
+
+        export_request(spans, self._resource)
+        self.requests += 1
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+
+def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, float]:
+    """CPU seconds per message, in this process, of decoding only (the plain loop's work without
+    the Kafka fetch) and of decoding and scoring the traces as the consumer does at
+    ``judge_rate`` (sampling at decode included), minus every dependency: in-memory stores
+    instead of Redis, the instant judge, the write-back request encoded but not sent, no
+    Kafka. Best of six and of three, interleaved."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+
+    from ragtrace.evaluation.labels import LabelledQuestion
+    from ragtrace_consumers.config import load_config
+    from ragtrace_consumers.memory_stores import (
+        MemoryIdempotencyStore,
+        MemoryJudgeBudget,
+        MemoryJudgeResultCache,
+        MemoryLabelStore,
+        MemoryTraceStore,
+    )
+    from ragtrace_consumers.otlp_sink import OtlpScoreSink
+    from ragtrace_consumers.wiring import Stores, build_scoring
+
+    def decode_only() -> float:
+        start = time.process_time()
+        for value in messages:
+            decode_request(value)
+        return time.process_time() - start
+
+    def scored() -> float:
+        cfg = load_config(None, env={"RAGTRACE_SAMPLING_JUDGE_RATE": str(judge_rate)})
+        labels = [
+            LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))
+            for q in range(LABELS)
+        ]
+        stores = Stores(
+            traces=MemoryTraceStore(),
+            labels=MemoryLabelStore(labels),
+            cache=MemoryJudgeResultCache(),
+            idempotency=MemoryIdempotencyStore(),
+            budget=MemoryJudgeBudget(10**9, 10**12),
+        )
+        resource = Resource.create({"service.name": "ragtrace-consumer"})
+
+        def sink(thresholds: Any) -> OtlpScoreSink:
+            return OtlpScoreSink(
+                _EncodeOnly(resource),
+                resource,
+                recall_threshold=thresholds.recall,
+                groundedness_threshold=thresholds.groundedness,
+            )
+
+        scoring = build_scoring(
+            cfg, stores, sink, InstantJudge(), cfg.mapping.readers(), meter_provider=MeterProvider()
+        )
+        pipeline, admission = scoring.pipeline, scoring.admission
+        try:
+            start = time.process_time()
+            for at in range(0, len(messages), 500):
+                spans = [
+                    s for value in messages[at : at + 500] for s in decode_request(value, admission)
+                ]
+                pipeline.ingest(spans)
+                while pipeline.process_due():
+                    pass
+            took = time.process_time() - start
+        finally:
+            scoring.workers.shutdown()
+            scoring.sink.shutdown()
+        released = stores.traces.stats()["released"]  # type: ignore[attr-defined]
+        assert released == admission.kept and admission.kept + admission.dropped == len(messages)
+        return took
+
+    n = len(messages)
+    decode, score = float("inf"), float("inf")
+    for _ in range(3):  # interleaved, so one stall of the shared machine cannot favour either
+        decode = min(decode, decode_only(), decode_only())
+        score = min(score, scored())
+    return decode / n, score / n
 
 
 def consume_main(profile: str | None) -> int:
@@ -504,8 +601,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--runs",
-        default="instant,replicas,http,sampled,lag",
-        help="comma-separated subset of instant,http,sampled,lag (the plain "
+        default="floor,instant,replicas,http,sampled,sampled_replicas,lag",
+        help="comma-separated subset of floor,instant,replicas,http,sampled,sampled_replicas,lag "
+        "(the plain "
         "loop always runs); the docs are written only when all run",
     )
     parser.add_argument(
@@ -546,6 +644,10 @@ def main() -> int:
         try:
             create_topic(kafka.bootstrap, TOPIC, 3)
             r["kept"] = fill_topic(kafka.bootstrap, n, SAMPLED_RATE)
+            if "floor" in runs:
+                messages = [trace_message(i)[1] for i in range(n)]
+                r["floor"] = floor_run(messages)
+                r["floor_sampled"] = floor_run(messages, SAMPLED_RATE)
             with FakeAnthropic(entail_all) as judge:
                 for _ in range(args.rounds):  # interleaved: each ratio within one round
                     # The plain loop takes well under a second: best of three per round, so
@@ -576,20 +678,22 @@ def main() -> int:
                                 replicas=2,
                             )
                         )
-                    if "sampled" in runs:
-                        r.setdefault("sampled", []).append(
-                            consumer_run(
-                                kafka.bootstrap,
-                                redis.url,
-                                sink,
-                                judge,
-                                n,
-                                work,
-                                SAMPLED_RATE,
-                                instant=True,
-                                kept=r["kept"],
+                    for key, replicas in (("sampled", 1), ("sampled_replicas", 2)):
+                        if key in runs:
+                            r.setdefault(key, []).append(
+                                consumer_run(
+                                    kafka.bootstrap,
+                                    redis.url,
+                                    sink,
+                                    judge,
+                                    n,
+                                    work,
+                                    SAMPLED_RATE,
+                                    instant=True,
+                                    kept=r["kept"],
+                                    replicas=replicas,
+                                )
                             )
-                        )
                 if profile:
                     stats = os.environ.get("RAGTRACE_BENCH_PSTAT") or str(work / "consumer.pstat")
                     consumer_run(
@@ -616,13 +720,13 @@ def main() -> int:
             sink.stop()
             kafka.stop()
             redis.stop()
-    for key in ("plain", "instant", "replicas", "sampled", "http"):
+    for key in ("plain", "instant", "replicas", "sampled", "sampled_replicas", "http"):
         for took, cpu in r.get(key, ()):
             print(
                 f"{key}: {n * SPANS_PER_TRACE / took:,.0f} spans/s ({n / took:,.0f} traces/s)"
                 f", CPU {cpu / n * 1000:.2f} ms per offered trace"
             )
-    for key in ("instant", "replicas", "sampled"):
+    for key in ("instant", "replicas", "sampled", "sampled_replicas"):
         if key in r:
             print(
                 f"{key} / plain per round: "
@@ -632,7 +736,14 @@ def main() -> int:
         print(f"lag p50 {_pct(r['lags'], 50):.3f} s, p95 {_pct(r['lags'], 95):.3f} s")
     for label, share in r.get("breakdown", ()):
         print(f"{share:6.1%}  {label}")
-    if runs >= {"instant", "replicas", "http", "sampled", "lag"}:
+    for key in ("floor", "floor_sampled"):
+        if key in r:
+            decode, scored = r[key]
+            print(
+                f"{key}: decode {decode * 1e6:.1f} µs, scored {scored * 1e6:.1f} µs per trace, "
+                f"ratio {decode / scored:.3f}"
+            )
+    if runs >= {"floor", "instant", "replicas", "http", "sampled", "sampled_replicas", "lag"}:
         md = render(r)
         print(md)
         write_section("consumer", md)
@@ -652,18 +763,24 @@ def render(r: dict[str, Any]) -> str:
     def cpu_ms(key: str) -> float:
         return float(statistics.median(cpu for _, cpu in r[key])) / float(n) * 1000
 
+    def ratio(key: str) -> float:
+        return float(statistics.median(ratios(key)))
+
     plain = spans_per_s("plain")
-    inst, samp = ratios("instant"), ratios("sampled")
+    (decode_s, floor_s), (_, floor_sampled_s) = r["floor"], r["floor_sampled"]
+    floor_ratio, floor_sampled_ratio = decode_s / floor_s, decode_s / floor_sampled_s
     http = spans_per_s("http")
-    ratio, sratio = statistics.median(inst), statistics.median(samp)
+    inst, samp = ratio("instant"), ratio("sampled")
+    best = max(inst, ratio("replicas"))
+    best_sampled = max(samp, ratio("sampled_replicas"))
     spread = (
-        f"per-round ratios {', '.join(f'{x:.2f}' for x in inst)} (instant) and "
-        f"{', '.join(f'{x:.2f}' for x in samp)} (sampled)"
+        f"per-round ratios {', '.join(f'{x:.2f}' for x in ratios('instant'))} (instant) and "
+        f"{', '.join(f'{x:.2f}' for x in ratios('sampled'))} (sampled)"
     )
     verdict = (
-        f"Goals: instant judge ≥ 0.20 — **{ratio:.2f}** "
-        f"({'met' if ratio >= 0.2 else 'not met'}); 10 % judged with 1 % labelled "
-        f"≥ 0.6 — **{sratio:.2f}** ({'met' if sratio >= 0.6 else 'not met'}). "
+        f"Goals: every trace judged ≥ 0.20 — **{best:.2f}** at best "
+        f"({'met' if best >= 0.2 else 'not met'}); 10 % judged with 1 % labelled ≥ 0.6 — "
+        f"**{best_sampled:.2f}** at best ({'met' if best_sampled >= 0.6 else 'not met'}). "
         f"Noise: {spread}."
     )
     breakdown = ""
@@ -681,40 +798,55 @@ clock; shares of the consumer's total, rows nest where marked):
     return f"""## Consumer (`bench/bench_consumer.py`)
 
 {machine_line()}; Kafka 4.1 (one broker), Redis, all on the
-same machine (2 cores, shared with other work while this ran); one consumer process (8 judge
-threads, up to {8 * DEFAULT_DEPTH} traces in flight), write-back to a local OTLP/HTTP receiver.
-Run: `python bench/bench_consumer.py` (needs `make provision`).
+same machine (2 cores, shared with other work while this ran); one consumer process unless
+marked, write-back to a local OTLP/HTTP receiver. The instant judge has no time budget (like the
+lexical judge), so up to {UNBUDGETED_CAPACITY} traces are in flight and each is judged on the
+thread that prepared it; the Anthropic judge runs on 8 judge threads, {8 * DEFAULT_DEPTH} traces
+in flight. Run: `python bench/bench_consumer.py` (needs `make provision`).
 
 Throughput over {n:,} traces ({n * SPANS_PER_TRACE:,} spans, one message per trace, 1 % naming a
 labelled question), {rounds} interleaved rounds of plain loop (best of three reads per round)
-and consumer runs (medians; each consumer run timed from its first finished trace to its last). The plain loop uses
-kafka-python's C CRC32C (`crc32c`, in the consumer extra), as the consumer does:
+and consumer runs (medians; each consumer run timed from its first finished trace to its last).
+The plain loop uses kafka-python's C CRC32C (`crc32c`, in the consumer extra), as the consumer
+does:
 
-| reader | spans/s | traces/s | / plain loop | consumer CPU per offered trace |
+| reader | spans/s | traces/s | / plain loop | CPU per offered trace |
 |---|---:|---:|---:|---:|
 | plain kafka-python loop with `crc32c`: read + decode only | {plain:,.0f} | {plain / 3:,.0f} | 1 | |
-| **consumer, in-process instant judge, every trace judged**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {spans_per_s("instant"):,.0f} | {spans_per_s("instant") / 3:,.0f} | **{ratio:.2f}** | {cpu_ms("instant"):.2f} ms |
-| same, **two replicas** (two processes in one group, sharing Redis; 3 partitions split 2 + 1) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {statistics.median(ratios("replicas")):.2f} | {cpu_ms("replicas"):.2f} ms |
-| **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{sratio:.2f}** | {cpu_ms("sampled"):.2f} ms |
+| **consumer, instant judge, every trace judged**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {spans_per_s("instant"):,.0f} | {spans_per_s("instant") / 3:,.0f} | **{inst:.2f}** | {cpu_ms("instant"):.2f} ms |
+| same, **two replicas** (two processes in one group, sharing Redis; 3 partitions split 2 + 1) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {ratio("replicas"):.2f} | {cpu_ms("replicas"):.2f} ms |
+| **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{samp:.2f}** | {cpu_ms("sampled"):.2f} ms |
+| same, 10 % judged, two replicas | {spans_per_s("sampled_replicas"):,.0f} | {spans_per_s("sampled_replicas") / 3:,.0f} | {ratio("sampled_replicas"):.2f} | {cpu_ms("sampled_replicas"):.2f} ms |
 | `ragtrace consume`, Anthropic judge against the fake API over HTTP ({r["judge_calls"]:,} calls through the real client) | {http:,.0f} | {http / 3:,.0f} | {http / plain:.2f} | {cpu_ms("http"):.2f} ms |
 
 {verdict}
 
-The consumer's CPU per trace is spread over many steps of similar size (the breakdown below):
-batching the per-trace counters (one `add(n)` per batch), orjson for the spans kept in Redis, the
-question normaliser's ASCII fast path and a write-back session that no longer re-reads the
-environment per request took it from 0.58–0.68 ms to about 0.45 ms per trace on this machine;
-the 0.20 goal needs the structural steps not taken yet (scoring a trace that is complete in its
-message without the Redis round trip, encoding the write-back request without the SDK's span
-objects). With 10 % judged, the 10 % kept still cost that much each: the dropped 90 % cost less
-than the kept 10 %.
+**What one process can reach at all.** The same {n:,} messages decoded and scored in one thread of
+this process with every dependency taken away — in-memory stores instead of Redis, the instant
+judge, the write-back request encoded but not sent, no Kafka — cost {floor_s * 1e6:.0f} µs of CPU
+per trace, against {decode_s * 1e6:.1f} µs to decode one (best of interleaved runs):
 
-CPU per offered trace at 10 % judged is {cpu_ms("sampled") / cpu_ms("instant"):.2f} of the
-every-trace figure: the 90 % dropped at decode cost their Kafka fetch and protobuf parse only.
-One consumer process is CPU-bound on one core (the interpreter lock); the way past it is
-replicas, which share nothing but Redis: two of them scored
-{spans_per_s("replicas") / spans_per_s("instant"):.2f}× one (on 2 cores shared with the broker,
-Redis, the benchmark and other work, with 3 partitions split 2 + 1).
+| in one thread, no Kafka, Redis or network | CPU per offered trace | decode-only ÷ this |
+|---|---:|---:|
+| decode only (the plain loop's work without the fetch) | {decode_s * 1e6:.1f} µs | 1 |
+| decode and score every trace | {floor_s * 1e6:.0f} µs | **{floor_ratio:.2f}** |
+| decode, sample at 10 % at decode, score the kept | {floor_sampled_s * 1e6:.1f} µs | **{floor_sampled_ratio:.2f}** |
+
+So no tuning of the consumer's Kafka, Redis or write-back I/O can lift one process above
+{floor_ratio:.2f} of the plain loop with every trace judged, or above {floor_sampled_ratio:.2f} at
+10 % judged: the scoring itself (reading the spans' dialects, sampling, retrieval metrics, the
+judge's bookkeeping and its metric points, the evaluation spans and their encoding) costs more
+than the goals allow. The 0.20 goal needs that work spread over more cores than this machine has
+(replicas scale it; they share only Redis), or a scoring path several times cheaper than this
+Python one.
+
+The consumer's own CPU per trace is about twice the floor's: the Redis round trips (store, claim,
+load, marks, release, each one script or pipeline per batch of up to
+64 traces), the spans' JSON in Redis, the Kafka fetch and the HTTP write-back. While due traces
+wait, the runner claims them back to back (a claim that found some is followed by a poll that
+does not wait), so the scoring thread, not the poll timeout, sets the pace. With 10 % judged, the
+90 % dropped at decode cost their Kafka fetch and protobuf parse only; CPU per offered trace is
+{cpu_ms("sampled") / cpu_ms("instant"):.2f} of the every-trace figure.
 The HTTP row adds the real Anthropic client's CPU per call (request building, response parsing
 and validation); against the real API a judge call takes seconds, so `judge.concurrency` (calls
 in flight), not CPU, bounds the judged rate.
