@@ -40,7 +40,10 @@ _KIND_ROLE = {
     semconv.SpanKind.LLM: Role.GENERATION,
     semconv.SpanKind.CHAIN: Role.PIPELINE,
 }
-_RETRIEVAL_KEY = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
+_RETRIEVAL_PREFIX = "retrieval.documents."
+_RETRIEVAL_KEY = re.compile(
+    "^" + re.escape(_RETRIEVAL_PREFIX) + r"(\d+)\.document\.(id|content|score|metadata)$"
+)
 _OUTPUT_MESSAGE = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
 
 
@@ -51,11 +54,16 @@ def kind_role(attrs: Mapping[str, AttributeValue]) -> Role | None:
 
 def indexed_documents(
     attrs: Mapping[str, AttributeValue],
+    prefix: str,
     pattern: re.Pattern[str],
     keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
 ) -> tuple[Chunk, ...]:
+    """The documents of the keys ``pattern`` matches (group 1 the index, group 2 the field), in
+    index order; every such key starts with ``prefix`` (checked first: most keys fail there)."""
     found: dict[int, dict[str, AttributeValue]] = {}
     for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
         m = pattern.match(key)
         if m:
             found.setdefault(int(m.group(1)), {})[m.group(2)] = value
@@ -69,7 +77,7 @@ def indexed_documents(
 def retrieval_documents(
     attrs: Mapping[str, AttributeValue], keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
 ) -> tuple[Chunk, ...]:
-    return indexed_documents(attrs, _RETRIEVAL_KEY, keys)
+    return indexed_documents(attrs, _RETRIEVAL_PREFIX, _RETRIEVAL_KEY, keys)
 
 
 def _query(attrs: Mapping[str, AttributeValue]) -> str | None:

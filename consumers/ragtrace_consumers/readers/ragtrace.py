@@ -22,7 +22,10 @@ _NAME_ROLE = {
     semconv.SPAN_GENERATE: Role.GENERATION,
     semconv.SPAN_PIPELINE: Role.PIPELINE,
 }
-_CONTEXT_KEY = re.compile(r"^ragtrace\.context\.documents\.(\d+)\.document\.(id|content|score)$")
+_CONTEXT_PREFIX = "ragtrace.context.documents."
+_CONTEXT_KEY = re.compile(
+    "^" + re.escape(_CONTEXT_PREFIX) + r"(\d+)\.document\.(id|content|score)$"
+)
 
 
 class RagtraceReader:
@@ -50,7 +53,7 @@ class RagtraceReader:
                 chunks=openinference.retrieval_documents(attrs),
             )
         if role is Role.GENERATION:
-            context = openinference.indexed_documents(attrs, _CONTEXT_KEY)
+            context = openinference.indexed_documents(attrs, _CONTEXT_PREFIX, _CONTEXT_KEY)
             listed = context if context else None
             count = attrs.get(semconv.RAGTRACE_CONTEXT_COUNT)
             if (
