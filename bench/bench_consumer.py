@@ -1,20 +1,24 @@
 """Throughput of ``ragtrace consume`` against a plain Kafka read-and-decode loop, and the
 end-to-end scoring lag at a fixed offered load.
 
-Throughput: one topic (3 partitions) is filled with N traces, one Kafka message per trace as the
-collector's kafka exporter writes them (an OTLP ``ExportTraceServiceRequest``: a pipeline, a
-retrieval and a generation span). Every trace has its own answer and context, so each one costs
+Throughput: one topic (6 partitions, so two replicas split it evenly) is filled with N traces,
+one Kafka message per trace as the collector's kafka exporter writes them (an OTLP
+``ExportTraceServiceRequest``: a pipeline, a retrieval and a generation span). Every trace has its own answer and context, so each one costs
 a judge call; one in a hundred names a labelled question (loaded into Redis). The baseline is a
 plain kafka-python loop reading the same topic from the start and decoding every message with
 the same decoder, nothing else, with kafka-python's C CRC32C (the ``crc32c`` package of the
 consumer extra; the run refuses to start without it). Baseline and consumer runs are
 interleaved over ``--rounds`` rounds; each ratio is the median of the per-round ratios. The consumer runs as a
-subprocess with its defaults (8 scoring workers): the service ``ragtrace consume`` builds
-(``build_service``) with an in-process judge that answers at once (``InstantJudge``), so the
-figure measures ragtrace's own pipeline; and, for comparison, the real ``ragtrace consume``
+subprocess with its defaults: the service ``ragtrace consume`` builds (``build_service``) with an
+in-process judge that answers at once (``InstantJudge``, no time budget, as the lexical judge),
+so the figure measures ragtrace's own pipeline; one and two replicas, every trace judged and
+10 % judged; and, for comparison, the real ``ragtrace consume``
 command with the Anthropic judge against the fake Anthropic API (tests/fakes) over HTTP, where
 the real client runs. Each run is timed from its first finished trace to its N-th (the store's
 ``released`` counter), write-back going to an OTLP/HTTP sink standing in for the collector.
+
+Floor: the same work in one thread of this process without Kafka, Redis or the network
+(:func:`floor_run`), the most any tuning of the consumer's I/O could reach.
 
 Lag: the real collector in front of Kafka, an app instrumented with the ragtrace SDK sending
 traces at a fixed rate, and the lag of each trace measured from its root span's end to the arrival
@@ -72,6 +76,7 @@ SPANS_PER_TRACE = 3
 LABELLED_EVERY = 100  # 1 % of the traffic names a labelled question
 LABELS = 10
 SAMPLED_RATE = 0.1
+PARTITIONS = 6
 
 
 def _kv(key: str, value: object) -> common_pb2.KeyValue:
@@ -642,7 +647,7 @@ def main() -> int:
         kafka = start_kafka(work / "kafka")
         sink = OtlpSink().start()
         try:
-            create_topic(kafka.bootstrap, TOPIC, 3)
+            create_topic(kafka.bootstrap, TOPIC, PARTITIONS)
             r["kept"] = fill_topic(kafka.bootstrap, n, SAMPLED_RATE)
             if "floor" in runs:
                 messages = [trace_message(i)[1] for i in range(n)]
@@ -814,7 +819,7 @@ does:
 |---|---:|---:|---:|---:|
 | plain kafka-python loop with `crc32c`: read + decode only | {plain:,.0f} | {plain / 3:,.0f} | 1 | |
 | **consumer, instant judge, every trace judged**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {spans_per_s("instant"):,.0f} | {spans_per_s("instant") / 3:,.0f} | **{inst:.2f}** | {cpu_ms("instant"):.2f} ms |
-| same, **two replicas** (two processes in one group, sharing Redis; 3 partitions split 2 + 1) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {ratio("replicas"):.2f} | {cpu_ms("replicas"):.2f} ms |
+| same, **two replicas** (two processes in one group, sharing Redis; {PARTITIONS} partitions split evenly) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {ratio("replicas"):.2f} | {cpu_ms("replicas"):.2f} ms |
 | **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{samp:.2f}** | {cpu_ms("sampled"):.2f} ms |
 | same, 10 % judged, two replicas | {spans_per_s("sampled_replicas"):,.0f} | {spans_per_s("sampled_replicas") / 3:,.0f} | {ratio("sampled_replicas"):.2f} | {cpu_ms("sampled_replicas"):.2f} ms |
 | `ragtrace consume`, Anthropic judge against the fake API over HTTP ({r["judge_calls"]:,} calls through the real client) | {http:,.0f} | {http / 3:,.0f} | {http / plain:.2f} | {cpu_ms("http"):.2f} ms |
