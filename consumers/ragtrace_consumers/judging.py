@@ -320,7 +320,8 @@ class GroundednessScorer:
             job.park = park
             return
         # Counted under the configured model: the served one is on the result only (module doc).
-        if record_judge_result(self._metrics, model, result):
+        # A free judge (the lexical one) calls no model: no tokens, cost or GenAI client metrics.
+        if record_judge_result(self._metrics, model, result, usage=self._paid):
             job.payload = json.dumps(
                 {"trace_id": job.trace_id, "result": result.to_dict()}, separators=(",", ":")
             ).encode("utf-8")

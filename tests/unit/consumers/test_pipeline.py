@@ -287,6 +287,24 @@ def test_unlabelled_and_budget_exhausted_means_skipped() -> None:
     )
 
 
+def test_a_free_judge_calls_no_model_so_records_no_usage_or_genai_client_metrics() -> None:
+    class FreeJudge(ScriptedJudge):
+        paid = False  # as the lexical judge declares
+
+    paid, free = rig(), rig(judge=FreeJudge())
+    for r in (paid, free):
+        r.pipeline.ingest(rag_spans(17), T0)
+        assert r.pipeline.process_due(T0) == 1
+        assert r.points("ragtrace.judge.calls")[(("judge_model", MODEL), ("outcome", "ok"))] == 1
+    usage = (
+        "gen_ai.client.token.usage",
+        "gen_ai.client.operation.duration",
+        "ragtrace.judge.latency",
+    )
+    assert all(paid.points(name) for name in usage)
+    assert not any(free.points(name) for name in usage)
+
+
 def test_one_judge_call_for_a_repeated_answer() -> None:
     r = rig()
     for n in (14, 15, 16):
