@@ -157,6 +157,8 @@ def spans_from_request(
     """Turn a parsed request into :class:`SpanRecord` values (of the traces ``admission``
     admits, when given); bad IDs raise :class:`DecodeError`."""
     keep = None if admission is None else _admitted(request, admission)
+    if keep is not None and not keep:
+        return []  # every trace dropped at decode: no span to build
     records: list[SpanRecord] = []
     for ri, resource_spans in enumerate(request.resource_spans):
         service = _service(resource_spans)
