@@ -41,10 +41,11 @@ class SpanReaders:
 
     def __init__(self, readers: Sequence[Reader], *, memo_size: int = 4096) -> None:
         self.readers = tuple(readers)
-        # Ingestion asks about the same span objects several times (count unrecognised, select,
-        # schedule): the latest readings are remembered by object identity (the span is held,
-        # so its id cannot be reused while remembered).
-        self._memo: dict[int, tuple[SpanRecord, SpanReading | None]] = {}
+        # The same span is read several times: at ingest (count unrecognised, select, schedule)
+        # and again when its trace is scored, by then often a copy loaded from the trace store.
+        # The latest readings are remembered by span ID; one is reused only for a span equal to
+        # the one it was read from (a reading depends on the span's content alone).
+        self._memo: dict[tuple[str, str], tuple[SpanRecord, SpanReading | None]] = {}
         self._memo_size = memo_size
 
     @classmethod
@@ -67,13 +68,14 @@ class SpanReaders:
         return cls(readers)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
-        hit = self._memo.get(id(span))
-        if hit is not None and hit[0] is span:
+        key = (span.trace_id, span.span_id)
+        hit = self._memo.get(key)
+        if hit is not None and (hit[0] is span or hit[0] == span):
             return hit[1]
         reading = self._read(span)
         if len(self._memo) >= self._memo_size:
             self._memo = {}
-        self._memo[id(span)] = (span, reading)
+        self._memo[key] = (span, reading)
         return reading
 
     def _read(self, span: SpanRecord) -> SpanReading | None:
