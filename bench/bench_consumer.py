@@ -72,6 +72,8 @@ from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 
 RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))
 TOPIC = "bench_spans"
+SAMPLED_TOPIC = "bench_spans_sampled"
+SAMPLED_SCALE = 5  # the sampled runs read 5 x N traces: long enough to time at their rate
 SPANS_PER_TRACE = 3
 LABELLED_EVERY = 100  # 1 % of the traffic names a labelled question
 LABELS = 10
@@ -131,9 +133,9 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     return trace_id.hex().encode(), req.SerializeToString()
 
 
-def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
-    """Write ``n`` trace messages; returns how many of them sampling at decode keeps at
-    ``judge_rate`` (recall rate 1)."""
+def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
+    """Write ``n`` trace messages to ``topic``; returns how many of them sampling at decode
+    keeps at ``judge_rate`` (recall rate 1)."""
     from kafka import KafkaProducer
 
     from ragtrace_consumers.early_sample import EarlySampler
@@ -147,7 +149,7 @@ def fill_topic(bootstrap: str, n: int, judge_rate: float) -> int:
     for i in range(n):
         key, value = trace_message(i)
         kept += bool(decode_request(value, early))
-        producer.send(TOPIC, key=key, value=value)
+        producer.send(topic, key=key, value=value)
     producer.flush()
     producer.close()
     return kept
@@ -175,14 +177,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def plain_loop(bootstrap: str, n: int) -> tuple[float, int]:
-    """Seconds to read and decode ``n`` messages from the start; spans decoded."""
+def plain_loop(bootstrap: str, n: int, topic: str = TOPIC) -> tuple[float, int]:
+    """Seconds to read and decode ``n`` messages of ``topic`` from the start; spans decoded."""
     from kafka import KafkaConsumer, TopicPartition
 
+    # A fetch the broker holds open on a drained partition (up to fetch.max.wait, 500 ms by
+    # default) blocks the next fetch for the others: near the end of the topic it can stall this
+    # sub-second loop for half its time and flatter every ratio. 10 ms keeps the baseline at
+    # its best.
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        max_poll_records=500,
+        fetch_max_wait_ms=10,
     )
-    tps = [TopicPartition(TOPIC, p) for p in sorted(consumer.partitions_for_topic(TOPIC))]
+    tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
     seen = spans = 0
@@ -408,18 +417,19 @@ def consumer_run(
     profile: str | None = None,
     kept: int | None = None,
     replicas: int = 1,
+    topic: str = TOPIC,
 ) -> tuple[float, float]:
     """(seconds, CPU seconds) the consumer takes for n offered traces, extrapolated from its
     rate between its first finished trace and its last (process start and group join
     excluded). ``kept``: how many traces reach the store (the rest are dropped at decode and
     never released); the run ends when the last of them is released (only the few dropped
     messages after it are left). ``replicas`` processes share the group and the store (CPU
-    seconds summed over them)."""
+    seconds summed over them). ``topic`` holds the n traces."""
     import redis
 
     sink.clear()
     env = consumer_env(
-        bootstrap, redis_url, sink.endpoint, judge.base_url, TOPIC, judge_rate=judge_rate
+        bootstrap, redis_url, sink.endpoint, judge.base_url, topic, judge_rate=judge_rate
     )
     prefix = env["RAGTRACE_REDIS_KEY_PREFIX"]
     load_labels(redis_url, prefix)
@@ -565,7 +575,7 @@ _ROOTS = (
     "KafkaRunner.run",
     "ScoringWorkers._finish_loop",
     "_Delivery._run",
-    "ScoringWorkers._judge",
+    "_worker",  # the judge threads' pool (idle with the instant judge: it is called inline)
     "NetworkSelector.run_forever",
 )
 _BREAKDOWN = (
@@ -640,7 +650,18 @@ def main() -> int:
         )
     n = args.traces or (600 if args.quick else 3000)
     rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
-    r: dict[str, Any] = {"n": n, "rate": rate, "seconds": seconds, "rounds": args.rounds}
+    n_sampled = n * SAMPLED_SCALE
+    r: dict[str, Any] = {
+        "n": n,
+        "n_sampled": n_sampled,
+        "rate": rate,
+        "seconds": seconds,
+        "rounds": args.rounds,
+    }
+    if "floor" in runs:  # in this process alone, before any service starts
+        messages = [trace_message(i)[1] for i in range(n)]
+        r["floor"] = floor_run(messages)
+        r["floor_sampled"] = floor_run(messages, SAMPLED_RATE)
     with tempfile.TemporaryDirectory(prefix="ragtrace-bench-") as tmp:
         work = Path(tmp)
         redis = start_redis(work / "redis")
@@ -648,21 +669,26 @@ def main() -> int:
         sink = OtlpSink().start()
         try:
             create_topic(kafka.bootstrap, TOPIC, PARTITIONS)
-            r["kept"] = fill_topic(kafka.bootstrap, n, SAMPLED_RATE)
-            if "floor" in runs:
-                messages = [trace_message(i)[1] for i in range(n)]
-                r["floor"] = floor_run(messages)
-                r["floor_sampled"] = floor_run(messages, SAMPLED_RATE)
+            fill_topic(kafka.bootstrap, TOPIC, n, SAMPLED_RATE)
+            sampled = {"sampled", "sampled_replicas"} & runs
+            if sampled:
+                create_topic(kafka.bootstrap, SAMPLED_TOPIC, PARTITIONS)
+                r["kept"] = fill_topic(kafka.bootstrap, SAMPLED_TOPIC, n_sampled, SAMPLED_RATE)
             with FakeAnthropic(entail_all) as judge:
                 for _ in range(args.rounds):  # interleaved: each ratio within one round
                     # The plain loop takes well under a second: best of three per round, so
                     # one stall of the shared machine does not make the consumer look good.
-                    took = float("inf")
-                    for _ in range(3):
-                        t, spans = plain_loop(kafka.bootstrap, n)
-                        assert spans == n * SPANS_PER_TRACE, spans
-                        took = min(took, t)
-                    r.setdefault("plain", []).append((took, float("nan")))
+                    for key, topic, count in (
+                        ("plain", TOPIC, n),
+                        ("plain_sampled", SAMPLED_TOPIC, n_sampled if sampled else 0),
+                    ):
+                        took = float("inf")
+                        for _ in range(3 if count else 0):
+                            t, spans = plain_loop(kafka.bootstrap, count, topic)
+                            assert spans == count * SPANS_PER_TRACE, spans
+                            took = min(took, t)
+                        if count:
+                            r.setdefault(key, []).append((took, float("nan")))
                     if "instant" in runs:
                         r.setdefault("instant", []).append(
                             consumer_run(
@@ -691,12 +717,13 @@ def main() -> int:
                                     redis.url,
                                     sink,
                                     judge,
-                                    n,
+                                    n_sampled,
                                     work,
                                     SAMPLED_RATE,
                                     instant=True,
                                     kept=r["kept"],
                                     replicas=replicas,
+                                    topic=SAMPLED_TOPIC,
                                 )
                             )
                 if profile:
@@ -725,18 +752,16 @@ def main() -> int:
             sink.stop()
             kafka.stop()
             redis.stop()
-    for key in ("plain", "instant", "replicas", "sampled", "sampled_replicas", "http"):
+    for key in ("plain", "plain_sampled", "instant", "replicas", "sampled", "sampled_replicas"):
+        count = _count(r, key)
         for took, cpu in r.get(key, ()):
             print(
-                f"{key}: {n * SPANS_PER_TRACE / took:,.0f} spans/s ({n / took:,.0f} traces/s)"
-                f", CPU {cpu / n * 1000:.2f} ms per offered trace"
+                f"{key}: {count * SPANS_PER_TRACE / took:,.0f} spans/s ({count / took:,.0f} "
+                f"traces/s), CPU {cpu / count * 1000:.2f} ms per offered trace"
             )
     for key in ("instant", "replicas", "sampled", "sampled_replicas"):
         if key in r:
-            print(
-                f"{key} / plain per round: "
-                + ", ".join(f"{p[0] / c[0]:.3f}" for p, c in zip(r["plain"], r[key], strict=False))
-            )
+            print(f"{key} / plain per round: " + ", ".join(f"{x:.3f}" for x in _ratios(r, key)))
     if "lags" in r:
         print(f"lag p50 {_pct(r['lags'], 50):.3f} s, p95 {_pct(r['lags'], 95):.3f} s")
     for label, share in r.get("breakdown", ()):
@@ -755,18 +780,36 @@ def main() -> int:
     return 0
 
 
+def _count(r: dict[str, Any], key: str) -> int:
+    """Traces offered in one run of ``key``: the sampled runs read the larger topic."""
+    return int(r["n_sampled"] if key in _SAMPLED_KEYS else r["n"])
+
+
+def _ratios(r: dict[str, Any], key: str) -> list[float]:
+    """Per round, the run's rate over the plain loop's on the same topic."""
+    base = "plain_sampled" if key in _SAMPLED_KEYS else "plain"
+    count, base_count = _count(r, key), _count(r, base)
+    return [
+        float((count / c[0]) / (base_count / p[0])) for p, c in zip(r[base], r[key], strict=False)
+    ]
+
+
+_SAMPLED_KEYS = frozenset({"sampled", "sampled_replicas", "plain_sampled"})
+
+
 def render(r: dict[str, Any]) -> str:
     """The docs section from one run's results."""
     n, lags, rounds = r["n"], r["lags"], r["rounds"]
 
     def ratios(key: str) -> list[float]:
-        return [float(p[0] / c[0]) for p, c in zip(r["plain"], r[key], strict=False)]
+        return _ratios(r, key)
 
     def spans_per_s(key: str) -> float:
-        return float(statistics.median(n * SPANS_PER_TRACE / took for took, _ in r[key]))
+        count = _count(r, key)
+        return float(statistics.median(count * SPANS_PER_TRACE / took for took, _ in r[key]))
 
     def cpu_ms(key: str) -> float:
-        return float(statistics.median(cpu for _, cpu in r[key])) / float(n) * 1000
+        return float(statistics.median(cpu for _, cpu in r[key])) / float(_count(r, key)) * 1000
 
     def ratio(key: str) -> float:
         return float(statistics.median(ratios(key)))
@@ -778,9 +821,22 @@ def render(r: dict[str, Any]) -> str:
     inst, samp = ratio("instant"), ratio("sampled")
     best = max(inst, ratio("replicas"))
     best_sampled = max(samp, ratio("sampled_replicas"))
+    plain_rates = [n / took for took, _ in r["plain"]]
+    n_sampled = r["n_sampled"]
+    plain_sampled = spans_per_s("plain_sampled") / SPANS_PER_TRACE
+    per_round = "; ".join(
+        f"{', '.join(f'{x:.2f}' for x in ratios(key))} ({label})"
+        for key, label in (
+            ("instant", "every trace"),
+            ("replicas", "two replicas"),
+            ("sampled", "10 %"),
+            ("sampled_replicas", "10 %, two replicas"),
+        )
+    )
     spread = (
-        f"per-round ratios {', '.join(f'{x:.2f}' for x in ratios('instant'))} (instant) and "
-        f"{', '.join(f'{x:.2f}' for x in ratios('sampled'))} (sampled)"
+        f"per-round ratios {per_round}; the plain loop itself "
+        f"ran at {min(plain_rates):,.0f}–{max(plain_rates):,.0f} traces/s across the rounds on "
+        f"the {n:,}-trace topic"
     )
     verdict = (
         f"Goals: every trace judged ≥ 0.20 — **{best:.2f}** at best "
@@ -812,15 +868,19 @@ in flight. Run: `python bench/bench_consumer.py` (needs `make provision`).
 Throughput over {n:,} traces ({n * SPANS_PER_TRACE:,} spans, one message per trace, 1 % naming a
 labelled question), {rounds} interleaved rounds of plain loop (best of three reads per round)
 and consumer runs (medians; each consumer run timed from its first finished trace to its last).
+The 10 % judged rows read a topic of {n_sampled:,} such traces, long enough to time at their
+rate, and are compared with the plain loop on that topic ({plain_sampled:,.0f} traces/s).
 The plain loop uses kafka-python's C CRC32C (`crc32c`, in the consumer extra), as the consumer
-does:
+does, and a 10 ms `fetch_max_wait_ms` (with the default 500 ms a fetch held open on a drained
+partition stalled some runs' loop at the end of the topic, halving its rate and doubling every
+ratio):
 
 | reader | spans/s | traces/s | / plain loop | CPU per offered trace |
 |---|---:|---:|---:|---:|
 | plain kafka-python loop with `crc32c`: read + decode only | {plain:,.0f} | {plain / 3:,.0f} | 1 | |
 | **consumer, instant judge, every trace judged**: decode, store in Redis, assemble, sample, score, write back over OTLP, commit | {spans_per_s("instant"):,.0f} | {spans_per_s("instant") / 3:,.0f} | **{inst:.2f}** | {cpu_ms("instant"):.2f} ms |
 | same, **two replicas** (two processes in one group, sharing Redis; {PARTITIONS} partitions split evenly) | {spans_per_s("replicas"):,.0f} | {spans_per_s("replicas") / 3:,.0f} | {ratio("replicas"):.2f} | {cpu_ms("replicas"):.2f} ms |
-| **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{samp:.2f}** | {cpu_ms("sampled"):.2f} ms |
+| **same, 10 % judged** (`sampling.judge_rate: 0.1`; {r["kept"]:,} of {n_sampled:,} traces kept at decode) | {spans_per_s("sampled"):,.0f} | {spans_per_s("sampled") / 3:,.0f} | **{samp:.2f}** | {cpu_ms("sampled"):.2f} ms |
 | same, 10 % judged, two replicas | {spans_per_s("sampled_replicas"):,.0f} | {spans_per_s("sampled_replicas") / 3:,.0f} | {ratio("sampled_replicas"):.2f} | {cpu_ms("sampled_replicas"):.2f} ms |
 | `ragtrace consume`, Anthropic judge against the fake API over HTTP ({r["judge_calls"]:,} calls through the real client) | {http:,.0f} | {http / 3:,.0f} | {http / plain:.2f} | {cpu_ms("http"):.2f} ms |
 
@@ -845,12 +905,14 @@ than the goals allow. The 0.20 goal needs that work spread over more cores than 
 (replicas scale it; they share only Redis), or a scoring path several times cheaper than this
 Python one.
 
-The consumer's own CPU per trace is about twice the floor's: the Redis round trips (store, claim,
-load, marks, release, each one script or pipeline per batch of up to
-64 traces), the spans' JSON in Redis, the Kafka fetch and the HTTP write-back. While due traces
+The consumer's own CPU per trace is {cpu_ms("instant") / (floor_s * 1000):.1f}× the floor's
+every trace judged and {cpu_ms("sampled") / (floor_sampled_s * 1000):.1f}× at 10 % judged: the
+Redis round trips (store, claim, load, marks, release, each one script or pipeline per batch of
+up to 64 traces), the spans' JSON in Redis, the Kafka fetch and the HTTP write-back. While due traces
 wait, the runner claims them back to back (a claim that found some is followed by a poll that
 does not wait), so the scoring thread, not the poll timeout, sets the pace. With 10 % judged, the
-90 % dropped at decode cost their Kafka fetch and protobuf parse only; CPU per offered trace is
+90 % dropped at decode cost their Kafka fetch, protobuf parse and the sampling decision (their
+attributes read for a question ID or a labelled query's digest); CPU per offered trace is
 {cpu_ms("sampled") / cpu_ms("instant"):.2f} of the every-trace figure.
 The HTTP row adds the real Anthropic client's CPU per call (request building, response parsing
 and validation); against the real API a judge call takes seconds, so `judge.concurrency` (calls
