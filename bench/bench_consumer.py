@@ -905,7 +905,7 @@ than the goals allow. The 0.20 goal needs that work spread over more cores than 
 (replicas scale it; they share only Redis), or a scoring path several times cheaper than this
 Python one.
 
-The consumer's own CPU per trace is {cpu_ms("instant") / (floor_s * 1000):.1f}× the floor's
+The consumer's own CPU per trace is {cpu_ms("instant") / (floor_s * 1000):.1f}× the floor's with
 every trace judged and {cpu_ms("sampled") / (floor_sampled_s * 1000):.1f}× at 10 % judged: the
 Redis round trips (store, claim, load, marks, release, each one script or pipeline per batch of
 up to 64 traces), the spans' JSON in Redis, the Kafka fetch and the HTTP write-back. While due traces

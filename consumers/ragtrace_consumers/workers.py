@@ -43,8 +43,8 @@ from ragtrace_consumers.model import Lease
 __all__ = [
     "DEFAULT_DEPTH",
     "JUDGEMENT_MARGIN_S",
-    "ScoringWorkers",
     "UNBUDGETED_CAPACITY",
+    "ScoringWorkers",
     "TraceProcessor",
     "check_lease",
     "judgement_bound_s",

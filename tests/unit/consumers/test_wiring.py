@@ -10,8 +10,8 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 
 from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.judges import make_judge
-from ragtrace_consumers.config import ConfigError, load_config
+from ragtrace.evaluation.judges import Judge, make_judge
+from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -20,7 +20,7 @@ from ragtrace_consumers.memory_stores import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.score import TraceScores
-from ragtrace_consumers.wiring import Stores, build_scoring
+from ragtrace_consumers.wiring import Scoring, Stores, build_scoring
 from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from ragtrace_consumers.writeback import WriteBackError
 
@@ -49,6 +49,18 @@ def _stores() -> Stores:
     )
 
 
+def _scoring(cfg: ConsumerConfig, judge: Judge | None = None, **options: Any) -> Scoring[_Sink]:
+    return build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        judge or make_judge("lexical"),
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(),
+        **options,
+    )
+
+
 def test_settings_are_read_once_and_the_thresholds_go_to_pipeline_and_sink_alike() -> None:
     cfg = load_config(
         None,
@@ -59,14 +71,7 @@ def test_settings_are_read_once_and_the_thresholds_go_to_pipeline_and_sink_alike
             "RAGTRACE_ASSEMBLY_QUIET_S": "2",
         },
     )
-    scoring = build_scoring(
-        cfg,
-        _stores(),
-        _Sink,
-        make_judge("lexical"),
-        cfg.mapping.readers(),
-        meter_provider=MeterProvider(),
-    )
+    scoring = _scoring(cfg)
     try:
         expected = Thresholds(recall=0.25, groundedness=0.75)
         assert scoring.sink.thresholds == expected
@@ -82,27 +87,12 @@ def test_settings_are_read_once_and_the_thresholds_go_to_pipeline_and_sink_alike
 
 def test_the_workers_override_and_batch_mode_without_a_batch_store() -> None:
     cfg = load_config(None, env={})
-    scoring = build_scoring(
-        cfg,
-        _stores(),
-        _Sink,
-        make_judge("lexical"),
-        cfg.mapping.readers(),
-        meter_provider=MeterProvider(),
-        workers=5,
-    )
+    scoring = _scoring(cfg, workers=5)
     assert scoring.workers.size == 5
     scoring.workers.shutdown()
     batch = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
     with pytest.raises(ConfigError, match="judge.mode"):
-        build_scoring(
-            batch,
-            _stores(),
-            _Sink,
-            make_judge("lexical"),
-            batch.mapping.readers(),
-            meter_provider=MeterProvider(),
-        )
+        _scoring(batch)
 
 
 def test_in_flight_traces_are_bounded_by_the_lease_only_for_a_judge_with_a_time_budget() -> None:
@@ -110,22 +100,8 @@ def test_in_flight_traces_are_bounded_by_the_lease_only_for_a_judge_with_a_time_
     flight, which the lease check covers; one without (the lexical judge answers at once) keeps
     whole claim batches in flight instead."""
     cfg = load_config(None, env={"RAGTRACE_JUDGE_CONCURRENCY": "3"})
-    lexical = build_scoring(
-        cfg,
-        _stores(),
-        _Sink,
-        make_judge("lexical"),
-        cfg.mapping.readers(),
-        meter_provider=MeterProvider(),
-    )
-    anthropic = build_scoring(
-        cfg,
-        _stores(),
-        _Sink,
-        make_judge("anthropic", api_key="test", budget_s=5.0),
-        cfg.mapping.readers(),
-        meter_provider=MeterProvider(),
-    )
+    lexical = _scoring(cfg)
+    anthropic = _scoring(cfg, make_judge("anthropic", api_key="test", budget_s=5.0))
     try:
         assert anthropic.workers.capacity == 3 * DEFAULT_DEPTH
         assert lexical.workers.capacity == UNBUDGETED_CAPACITY
