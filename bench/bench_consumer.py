@@ -752,7 +752,8 @@ def main() -> int:
             sink.stop()
             kafka.stop()
             redis.stop()
-    for key in ("plain", "plain_sampled", "instant", "replicas", "sampled", "sampled_replicas"):
+    keys = ("plain", "plain_sampled", "instant", "replicas", "sampled", "sampled_replicas", "http")
+    for key in keys:
         count = _count(r, key)
         for took, cpu in r.get(key, ()):
             print(
