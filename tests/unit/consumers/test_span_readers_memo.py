@@ -22,7 +22,7 @@ class CountingReader:
         return SpanReading(self.name, Role.RETRIEVAL, query=str(query)) if query else None
 
 
-def _span(**attributes: object) -> SpanRecord:
+def _span(**attributes: str) -> SpanRecord:
     return SpanRecord("a" * 32, "b" * 16, None, "retrieve", "s", "svc", 1, 2, dict(attributes))
 
 
