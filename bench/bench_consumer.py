@@ -781,6 +781,9 @@ def main() -> int:
     return 0
 
 
+_SAMPLED_KEYS = frozenset({"sampled", "sampled_replicas", "plain_sampled"})
+
+
 def _count(r: dict[str, Any], key: str) -> int:
     """Traces offered in one run of ``key``: the sampled runs read the larger topic."""
     return int(r["n_sampled"] if key in _SAMPLED_KEYS else r["n"])
@@ -793,9 +796,6 @@ def _ratios(r: dict[str, Any], key: str) -> list[float]:
     return [
         float((count / c[0]) / (base_count / p[0])) for p, c in zip(r[base], r[key], strict=False)
     ]
-
-
-_SAMPLED_KEYS = frozenset({"sampled", "sampled_replicas", "plain_sampled"})
 
 
 def render(r: dict[str, Any]) -> str:

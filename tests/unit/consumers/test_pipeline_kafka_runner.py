@@ -137,8 +137,11 @@ def _runner(
     consumer: FakeConsumer,
     producer: FakeProducer,
     workers: int = 2,
+    *,
+    budgeted: bool = True,
 ) -> tuple[KafkaRunner, ScoringWorkers]:
-    w = ScoringWorkers(r.pipeline, workers, depth=1)  # in flight = judge threads
+    # In flight = judge threads (or whole claim batches for a judge without a time budget).
+    w = ScoringWorkers(r.pipeline, workers, depth=1, budgeted=budgeted)
     runner = KafkaRunner(
         consumer,
         producer,
@@ -285,10 +288,7 @@ def test_a_backlog_of_due_traces_is_claimed_back_to_back_without_waiting_in_poll
     consumer = FakeConsumer(
         [{p0: [Msg("spans", 0, i, None, encode(rag_spans(70 + i))) for i in range(5)]}]
     )
-    w = ScoringWorkers(r.pipeline, 1, budgeted=False)  # room for all five: claims of two
-    runner = KafkaRunner(
-        consumer, FakeProducer(), r.pipeline, w, r.metrics, dlq_topic="spans.dlq", clock=r.clock
-    )
+    runner, w = _runner(r, consumer, FakeProducer(), 1, budgeted=False)  # room for all five
     try:
         r.clock.now = T0
         runner.step()  # reads the five, claims two of them
