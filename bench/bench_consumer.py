@@ -46,17 +46,15 @@ import textwrap
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
-
 from bench._report import machine_line, write_section
+from bench._traces import TraceShape, export_request
 from ragtrace import semconv as sc
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace_consumers.decode import decode_request
@@ -81,56 +79,14 @@ SAMPLED_RATE = 0.1
 PARTITIONS = 6
 
 
-def _kv(key: str, value: object) -> common_pb2.KeyValue:
-    if isinstance(value, int):
-        return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(int_value=value))
-    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=str(value)))
+BENCH_TRACE = TraceShape(pipeline="bench", labelled_every=LABELLED_EVERY, labels=LABELS)
 
 
 def trace_message(n: int) -> tuple[bytes, bytes]:
-    """(key, value) of one trace's Kafka message, as the collector writes it."""
-    trace_id = os.urandom(16)
-    ids = [os.urandom(8) for _ in range(3)]
-    now = time.time_ns()
-    docs = [
-        (f"kb-{n}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
-        for i in range(3)
-    ]
-    ret = [
-        _kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-        _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?"),
-    ]
-    for i, (cid, text) in enumerate(docs):
-        ret += [_kv(sc.retrieval_document_id(i), cid), _kv(sc.retrieval_document_content(i), text)]
-    gen = [
-        _kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
-        _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days."),
-    ]
-    root = [_kv(sc.OPENINFERENCE_SPAN_KIND, "CHAIN"), _kv(sc.RAGTRACE_PIPELINE_NAME, "bench")]
-    if n % LABELLED_EVERY == 0:
-        root.append(_kv(sc.RAGTRACE_QUESTION_ID, f"q-{n % LABELS}"))
-    req = trace_service_pb2.ExportTraceServiceRequest()
-    rs = req.resource_spans.add()
-    rs.resource.attributes.append(_kv("service.name", "bench-app"))
-    ss = rs.scope_spans.add()
-    ss.scope.name = sc.INSTRUMENTATION_SCOPE
-    for span_id, parent, name, attrs in (
-        (ids[1], ids[0], "retrieve", ret),
-        (ids[2], ids[0], "generate", gen),
-        (ids[0], b"", "rag.pipeline", root),
-    ):
-        ss.spans.append(
-            trace_pb2.Span(
-                trace_id=trace_id,
-                span_id=span_id,
-                parent_span_id=parent,
-                name=name,
-                start_time_unix_nano=now - 1000,
-                end_time_unix_nano=now,
-                attributes=attrs,
-            )
-        )
-    return trace_id.hex().encode(), req.SerializeToString()
+    """(key, value) of trace ``n``'s Kafka message, as the collector writes it: one trace per
+    message, keyed by its trace ID in hex."""
+    request, (trace_id,) = export_request("bench-app", (n,), BENCH_TRACE)
+    return trace_id.hex().encode(), request.SerializeToString()
 
 
 def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
@@ -609,16 +565,18 @@ def cpu_breakdown(path: str) -> list[tuple[str, float]]:
     ]
 
 
-def main() -> int:
+ALL_RUNS = ("floor", "instant", "replicas", "http", "sampled", "sampled_replicas", "lag")
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--traces", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--runs",
-        default="floor,instant,replicas,http,sampled,sampled_replicas,lag",
-        help="comma-separated subset of floor,instant,replicas,http,sampled,sampled_replicas,lag "
-        "(the plain "
+        default=",".join(ALL_RUNS),
+        help=f"comma-separated subset of {','.join(ALL_RUNS)} (the plain "
         "loop always runs); the docs are written only when all run",
     )
     parser.add_argument(
@@ -631,16 +589,11 @@ def main() -> int:
     parser.add_argument("--profile-consumer", metavar="FILE", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--consume-instant", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--app", nargs=3, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.app:
-        app_main(args.app[0], float(args.app[1]), float(args.app[2]))
-        return 0
-    if args.consume_instant:
-        return consume_main(args.profile_consumer)
-    runs = set(args.runs.split(","))
-    profile = args.profile == "yes" or (
-        args.profile == "auto" and importlib.util.find_spec("yappi") is not None
-    )
+    return parser.parse_args()
+
+
+def require_crc32c() -> None:
+    """The plain loop and the consumer both use kafka-python's C CRC32C: refuse to run without."""
     from kafka.record import util as kafka_util
 
     if kafka_util.crc32c_c is None:
@@ -648,20 +601,74 @@ def main() -> int:
             "the crc32c package is missing: install the consumer extra "
             "(pip install ./consumers (the ragtrace-consumers distribution))"
         )
-    n = args.traces or (600 if args.quick else 3000)
-    rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
-    n_sampled = n * SAMPLED_SCALE
-    r: dict[str, Any] = {
-        "n": n,
-        "n_sampled": n_sampled,
-        "rate": rate,
-        "seconds": seconds,
-        "rounds": args.rounds,
-    }
-    if "floor" in runs:  # in this process alone, before any service starts
-        messages = [trace_message(i)[1] for i in range(n)]
-        r["floor"] = floor_run(messages)
-        r["floor_sampled"] = floor_run(messages, SAMPLED_RATE)
+
+
+@dataclass(frozen=True)
+class Services:
+    """The running services one benchmark run shares, and where the consumers log."""
+
+    bootstrap: str
+    redis_url: str
+    sink: OtlpSink
+    judge: FakeAnthropic
+    work: Path
+
+    def consumer(self, n: int, judge_rate: float = 1.0, **options: Any) -> tuple[float, float]:
+        """:func:`consumer_run` on these services."""
+        return consumer_run(
+            self.bootstrap,
+            self.redis_url,
+            self.sink,
+            self.judge,
+            n,
+            self.work,
+            judge_rate,
+            **options,
+        )
+
+
+def plain_round(r: dict[str, Any], bootstrap: str, sampled: bool) -> None:
+    """One round of the plain loop on each topic. It takes well under a second: best of three
+    per round, so one stall of the shared machine does not make the consumer look good."""
+    for key, topic, count in (
+        ("plain", TOPIC, r["n"]),
+        ("plain_sampled", SAMPLED_TOPIC, r["n_sampled"] if sampled else 0),
+    ):
+        if not count:
+            continue
+        took = float("inf")
+        for _ in range(3):
+            t, spans = plain_loop(bootstrap, count, topic)
+            assert spans == count * SPANS_PER_TRACE, spans
+            took = min(took, t)
+        r.setdefault(key, []).append((took, float("nan")))
+
+
+def consumer_round(r: dict[str, Any], services: Services, runs: set[str]) -> None:
+    """One round of each instant-judge consumer run asked for."""
+    n, n_sampled = r["n"], r["n_sampled"]
+    if "instant" in runs:
+        r.setdefault("instant", []).append(services.consumer(n, instant=True))
+    if "replicas" in runs:
+        r.setdefault("replicas", []).append(services.consumer(n, instant=True, replicas=2))
+    for key, replicas in (("sampled", 1), ("sampled_replicas", 2)):
+        if key in runs:
+            run = services.consumer(
+                n_sampled,
+                SAMPLED_RATE,
+                instant=True,
+                kept=r["kept"],
+                replicas=replicas,
+                topic=SAMPLED_TOPIC,
+            )
+            r.setdefault(key, []).append(run)
+
+
+def service_runs(r: dict[str, Any], runs: set[str], profile: bool) -> None:
+    """Start Kafka, Redis, the write-back sink and the fake judge; fill the topics; run the
+    rounds (plain loop and consumer interleaved, so each ratio is within one round), then the
+    profiled run, the HTTP-judge run and the lag run asked for."""
+    n, sampled = r["n"], bool({"sampled", "sampled_replicas"} & runs)
     with tempfile.TemporaryDirectory(prefix="ragtrace-bench-") as tmp:
         work = Path(tmp)
         redis = start_redis(work / "redis")
@@ -670,88 +677,34 @@ def main() -> int:
         try:
             create_topic(kafka.bootstrap, TOPIC, PARTITIONS)
             fill_topic(kafka.bootstrap, TOPIC, n, SAMPLED_RATE)
-            sampled = {"sampled", "sampled_replicas"} & runs
             if sampled:
                 create_topic(kafka.bootstrap, SAMPLED_TOPIC, PARTITIONS)
-                r["kept"] = fill_topic(kafka.bootstrap, SAMPLED_TOPIC, n_sampled, SAMPLED_RATE)
+                r["kept"] = fill_topic(kafka.bootstrap, SAMPLED_TOPIC, r["n_sampled"], SAMPLED_RATE)
             with FakeAnthropic(entail_all) as judge:
-                for _ in range(args.rounds):  # interleaved: each ratio within one round
-                    # The plain loop takes well under a second: best of three per round, so
-                    # one stall of the shared machine does not make the consumer look good.
-                    for key, topic, count in (
-                        ("plain", TOPIC, n),
-                        ("plain_sampled", SAMPLED_TOPIC, n_sampled if sampled else 0),
-                    ):
-                        took = float("inf")
-                        for _ in range(3 if count else 0):
-                            t, spans = plain_loop(kafka.bootstrap, count, topic)
-                            assert spans == count * SPANS_PER_TRACE, spans
-                            took = min(took, t)
-                        if count:
-                            r.setdefault(key, []).append((took, float("nan")))
-                    if "instant" in runs:
-                        r.setdefault("instant", []).append(
-                            consumer_run(
-                                kafka.bootstrap, redis.url, sink, judge, n, work, 1.0, instant=True
-                            )
-                        )
-                    if "replicas" in runs:
-                        r.setdefault("replicas", []).append(
-                            consumer_run(
-                                kafka.bootstrap,
-                                redis.url,
-                                sink,
-                                judge,
-                                n,
-                                work,
-                                1.0,
-                                instant=True,
-                                replicas=2,
-                            )
-                        )
-                    for key, replicas in (("sampled", 1), ("sampled_replicas", 2)):
-                        if key in runs:
-                            r.setdefault(key, []).append(
-                                consumer_run(
-                                    kafka.bootstrap,
-                                    redis.url,
-                                    sink,
-                                    judge,
-                                    n_sampled,
-                                    work,
-                                    SAMPLED_RATE,
-                                    instant=True,
-                                    kept=r["kept"],
-                                    replicas=replicas,
-                                    topic=SAMPLED_TOPIC,
-                                )
-                            )
+                services = Services(kafka.bootstrap, redis.url, sink, judge, work)
+                for _ in range(r["rounds"]):
+                    plain_round(r, kafka.bootstrap, sampled)
+                    consumer_round(r, services, runs)
                 if profile:
                     stats = os.environ.get("RAGTRACE_BENCH_PSTAT") or str(work / "consumer.pstat")
-                    consumer_run(
-                        kafka.bootstrap,
-                        redis.url,
-                        sink,
-                        judge,
-                        n,
-                        work,
-                        1.0,
-                        instant=True,
-                        profile=stats,
-                    )
+                    services.consumer(n, instant=True, profile=stats)
                     r["breakdown"] = cpu_breakdown(stats)
                 if "http" in runs:
                     before = len(judge.requests)
-                    r["http"] = [
-                        consumer_run(kafka.bootstrap, redis.url, sink, judge, n, work, 1.0)
-                    ]
+                    r["http"] = [services.consumer(n)]
                     r["judge_calls"] = len(judge.requests) - before
                 if "lag" in runs:
-                    r["lags"] = lag_run(work, kafka.bootstrap, redis.url, judge, rate, seconds)
+                    r["lags"] = lag_run(
+                        work, kafka.bootstrap, redis.url, judge, r["rate"], r["seconds"]
+                    )
         finally:
             sink.stop()
             kafka.stop()
             redis.stop()
+
+
+def print_results(r: dict[str, Any]) -> None:
+    """Every measured figure, one line each."""
     keys = ("plain", "plain_sampled", "instant", "replicas", "sampled", "sampled_replicas", "http")
     for key in keys:
         count = _count(r, key)
@@ -774,7 +727,36 @@ def main() -> int:
                 f"{key}: decode {decode * 1e6:.1f} µs, scored {scored * 1e6:.1f} µs per trace, "
                 f"ratio {decode / scored:.3f}"
             )
-    if runs >= {"floor", "instant", "replicas", "http", "sampled", "sampled_replicas", "lag"}:
+
+
+def main() -> int:
+    args = parse_args()
+    if args.app:
+        app_main(args.app[0], float(args.app[1]), float(args.app[2]))
+        return 0
+    if args.consume_instant:
+        return consume_main(args.profile_consumer)
+    runs = set(args.runs.split(","))
+    profile = args.profile == "yes" or (
+        args.profile == "auto" and importlib.util.find_spec("yappi") is not None
+    )
+    require_crc32c()
+    n = args.traces or (600 if args.quick else 3000)
+    rate, seconds = (10.0, 10.0) if args.quick else (20.0, 30.0)
+    r: dict[str, Any] = {
+        "n": n,
+        "n_sampled": n * SAMPLED_SCALE,
+        "rate": rate,
+        "seconds": seconds,
+        "rounds": args.rounds,
+    }
+    if "floor" in runs:  # in this process alone, before any service starts
+        messages = [trace_message(i)[1] for i in range(n)]
+        r["floor"] = floor_run(messages)
+        r["floor_sampled"] = floor_run(messages, SAMPLED_RATE)
+    service_runs(r, runs, profile)
+    print_results(r)
+    if runs >= set(ALL_RUNS):
         md = render(r)
         print(md)
         write_section("consumer", md)

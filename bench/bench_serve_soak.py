@@ -17,7 +17,6 @@ import argparse
 import http.client
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._report import machine_line, write_section
+from bench._serve import free_port, rss_kib, start_serve
 from tests.e2e.chaos import trace_request
 
 RESETS = (
@@ -39,13 +39,6 @@ RESETS = (
     http.client.RemoteDisconnected,
     ConnectionAbortedError,
 )
-
-
-def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 class Client(threading.Thread):
@@ -98,46 +91,17 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=180.0)
     parser.add_argument("--clients", type=int, default=50)
     args = parser.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="ragtrace-soak-"))
     state = tmp / "state.sqlite3"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGTRACE_", "ANTHROPIC_"))}
-    ragtrace = str(Path(sys.executable).with_name("ragtrace"))
     config = tmp / "serve.yaml"  # no judge budget: every trace is judged (lexical, offline)
     config.write_text("judge:\n  calls_per_minute: 100000000\n  tokens_per_minute: 100000000000\n")
-    log = (tmp / "serve.log").open("wb")
-    serve = subprocess.Popen(
-        [
-            ragtrace,
-            "serve",
-            "--port",
-            str(port),
-            "--state",
-            str(state),
-            "--no-metrics",
-            "--judge",
-            "lexical",
-            "--config",
-            str(config),
-            "--json",
-            "--history",
-            "0",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
+    options = ["--state", str(state), "--config", str(config), "--json", "--history", "0"]
+    serve = start_serve(
+        port, options, env=env, log=tmp / "serve.log", stdout=subprocess.DEVNULL, timeout_s=30
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and serve.poll() is None, "serve did not start"
-                time.sleep(0.1)
         started = time.monotonic()
         until = started + args.seconds
         clients = [Client(port, i + 1, until) for i in range(args.clients)]
@@ -146,17 +110,16 @@ def main() -> int:
         samples: list[tuple[float, int]] = []
         while time.monotonic() < until:
             time.sleep(5.0)
-            samples.append((time.monotonic() - started, _rss_kib(serve.pid)))
+            samples.append((time.monotonic() - started, rss_kib(serve.pid)))
         for c in clients:
             c.join(60)
         time.sleep(5.0)
-        samples.append((time.monotonic() - started, _rss_kib(serve.pid)))
+        samples.append((time.monotonic() - started, rss_kib(serve.pid)))
         serve.send_signal(signal.SIGTERM)
         rc = serve.wait(60)
     finally:
         if serve.poll() is None:
             serve.kill()
-        log.close()
     with sqlite3.connect(state) as db:
         scored = int(db.execute("SELECT COUNT(*) FROM scored").fetchone()[0])
         held = int(db.execute("SELECT COUNT(*) FROM traces").fetchone()[0])

@@ -27,7 +27,6 @@ import http.client
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,70 +37,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
-
 from bench._report import machine_line, write_section
-from ragtrace import semconv as sc
+from bench._serve import free_port, rss_kib, start_serve
+from bench._traces import TraceShape, export_request
 
-RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))
 TRACES_PER_REQUEST = 20
 LABELS = 50
 
 
-def _kv(key: str, value: object) -> common_pb2.KeyValue:
-    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=str(value)))
-
-
-def _add_trace(ss: Any, n: int) -> None:
-    trace_id = os.urandom(16)
-    ids = [os.urandom(8) for _ in range(3)]
-    now = time.time_ns()
-    docs = [
-        (f"kb-{n % 997}-{i}", f"Chunk {i} of request {n} says the retention is {n % 90} days.")
-        for i in range(3)
-    ]
-    ret = [
-        _kv(sc.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-        _kv(sc.INPUT_VALUE, f"How long are logs kept for tenant {n}?"),
-    ]
-    for i, (cid, text) in enumerate(docs):
-        ret += [_kv(sc.retrieval_document_id(i), cid), _kv(sc.retrieval_document_content(i), text)]
-    gen = [
-        _kv(sc.OPENINFERENCE_SPAN_KIND, "LLM"),
-        _kv(sc.OUTPUT_VALUE, f"Chunk 0 of request {n} says the retention is {n % 90} days."),
-    ]
-    root = [_kv(sc.OPENINFERENCE_SPAN_KIND, "CHAIN"), _kv(sc.RAGTRACE_PIPELINE_NAME, "soak")]
-    if n % 10 == 0:
-        root.append(_kv(sc.RAGTRACE_QUESTION_ID, f"q-{n % LABELS}"))
-    for span_id, parent, name, attrs in (
-        (ids[1], ids[0], "retrieve", ret),
-        (ids[2], ids[0], "generate", gen),
-        (ids[0], b"", "rag.pipeline", root),
-    ):
-        ss.spans.append(
-            trace_pb2.Span(
-                trace_id=trace_id,
-                span_id=span_id,
-                parent_span_id=parent,
-                name=name,
-                start_time_unix_nano=now - 1000,
-                end_time_unix_nano=now,
-                attributes=attrs,
-            )
-        )
+# Chunk IDs repeat after 997 traces.
+SOAK_TRACE = TraceShape(pipeline="soak", labelled_every=10, labels=LABELS, chunk_ids_every=997)
 
 
 def request(first: int, count: int) -> bytes:
     """One OTLP request holding traces ``first`` .. ``first + count - 1``."""
-    req = trace_service_pb2.ExportTraceServiceRequest()
-    rs = req.resource_spans.add()
-    rs.resource.attributes.append(_kv("service.name", "soak-app"))
-    ss = rs.scope_spans.add()
-    ss.scope.name = sc.INSTRUMENTATION_SCOPE
-    for n in range(first, first + count):
-        _add_trace(ss, n)
+    req, _ = export_request("soak-app", range(first, first + count), SOAK_TRACE)
     return req.SerializeToString()
 
 
@@ -115,22 +65,7 @@ def labels_file(path: Path) -> Path:
     return path
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 # -- serve ------------------------------------------------------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _feed(port: int, n: int, stop: threading.Event, sent: list[int]) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     i = 0
@@ -164,40 +99,19 @@ def _scored(db: Path) -> int:
 
 
 def serve_soak(n: int, window: int, work: Path) -> list[dict[str, float]]:
-    port = _free_port()
+    port = free_port()
     db = work / "state.sqlite3"
-    log = (work / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            RAGTRACE,
-            "serve",
-            "--port",
-            str(port),
-            "--no-metrics",
-            "--judge",
-            "lexical",
-            "--state",
-            str(db),
-            "--labels",
-            str(labels_file(work / "labels.jsonl")),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    labels = labels_file(work / "labels.jsonl")
+    proc = start_serve(
+        port,
+        ["--state", str(db), "--labels", str(labels)],
         env={k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")},
+        log=work / "serve.log",
+        cwd=ROOT,
     )
     stop = threading.Event()
     sent = [0]
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=1).connect()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((work / "serve.log").read_text()[-3000:]) from None
-                time.sleep(0.1)
         feeder = threading.Thread(target=_feed, args=(port, n, stop, sent), daemon=True)
         feeder.start()
         rows: list[dict[str, float]] = []
@@ -214,7 +128,7 @@ def serve_soak(n: int, window: int, work: Path) -> list[dict[str, float]]:
                         "traces": next_mark,
                         "seconds": now - last,
                         "rate": window / (now - last),
-                        "rss_mib": rss_mib(proc.pid),
+                        "rss_mib": rss_kib(proc.pid) / 1024,
                         "elapsed": now - start,
                     }
                 )
@@ -231,7 +145,6 @@ def serve_soak(n: int, window: int, work: Path) -> list[dict[str, float]]:
         stop.set()
         proc.terminate()
         proc.wait(60)
-        log.close()
 
 
 # -- redis ------------------------------------------------------------------------------------
