@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from ragtrace.errors import RagtraceError
+
+from ._codec import Serialised, Wire, omitted_at_default
 from .checks import CHECKS as _CHECK_NAMES
 from .checks import UNIT_CHECKS as _UNIT_CHECKS
 from .checks import describe as _describe
@@ -33,26 +36,8 @@ __all__ = [
 ]
 
 
-def _number(value: object, field: str) -> float:
-    """A stored number (JSON int, float or numeric string) as float; TypeError names ``field``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"{field} must be a number, got {value!r}")
-    return float(value)
-
-
-def _optional_number(value: object, field: str) -> float | None:
-    return None if value is None else _number(value, field)
-
-
-def _object(value: object, field: str) -> Mapping[str, object]:
-    """A stored JSON object; TypeError names ``field``."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{field} must be an object, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True)
-class JudgeInfo:
+class JudgeInfo(Serialised):
     """Provenance stored with every score: which judge, which model, which prompt.
 
     ``model`` is the model the judge was configured with (``None`` for model-free judges), the
@@ -74,17 +59,9 @@ class JudgeInfo:
                 f"JudgeInfo.prompt_sha256 must be 64 hex chars: {self.prompt_sha256!r}"
             )
 
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "model": self.model, "prompt_sha256": self.prompt_sha256}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> JudgeInfo:
-        model = d.get("model")
-        return cls(str(d["name"]), None if model is None else str(model), str(d["prompt_sha256"]))
-
 
 @dataclass(frozen=True)
-class Usage:
+class Usage(Serialised):
     """Tokens billed for one judge call (or a sum of calls), as the Messages API reports them.
 
     ``input_tokens`` excludes the cached tokens, which are counted in the two cache fields.
@@ -123,32 +100,9 @@ class Usage:
             + self.cache_creation_input_tokens
         )
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> Usage:
-        def get(key: str) -> int:
-            value = d.get(key, 0)
-            return (
-                int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-            )
-
-        return cls(
-            get("input_tokens"),
-            get("output_tokens"),
-            get("cache_read_input_tokens"),
-            get("cache_creation_input_tokens"),
-        )
-
 
 @dataclass(frozen=True)
-class ClaimVerdict:
+class ClaimVerdict(Serialised):
     """One atomic claim of the answer and what became of it.
 
     ``judge_entailed`` is the judge's own verdict; ``evidence_verified`` says whether the quote it
@@ -163,9 +117,28 @@ class ClaimVerdict:
     judge_entailed: bool
     evidence: str | None
     evidence_verified: bool
-    support: float | None = None
-    unit: int | None = None
-    check: str | None = None
+    support: float | None = omitted_at_default(None)
+    unit: int | None = omitted_at_default(None)
+    check: str | None = omitted_at_default(None)
+
+    # Stored with the verdicts it derives (for readers of the JSON); claims stored before
+    # ``judge_entailed`` existed carry the judge's verdict as ``entailed``.
+    WIRE = Wire(
+        order=(
+            "claim",
+            "entailed",
+            "judge_entailed",
+            "evidence",
+            "evidence_verified",
+            "downgraded",
+            "downgrade_reason",
+            "check",
+            "unit",
+            "support",
+        ),
+        derived=("entailed", "downgraded", "downgrade_reason"),
+        fallback={"judge_entailed": "entailed"},
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.claim, str):
@@ -199,45 +172,9 @@ class ClaimVerdict:
             return "no evidence quote given"
         return "evidence quote not found in the context"
 
-    def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {
-            "claim": self.claim,
-            "entailed": self.entailed,
-            "judge_entailed": self.judge_entailed,
-            "evidence": self.evidence,
-            "evidence_verified": self.evidence_verified,
-            "downgraded": self.downgraded,
-        }
-        if self.downgraded:
-            d["downgrade_reason"] = self.downgrade_reason
-        if self.check is not None:
-            d["check"] = self.check
-        if self.unit is not None:
-            d["unit"] = self.unit
-        if self.support is not None:
-            d["support"] = self.support
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> ClaimVerdict:
-        evidence = d.get("evidence")
-        support = d.get("support")
-        unit = d.get("unit")
-        check = d.get("check")
-        judge_entailed = d.get("judge_entailed", d.get("entailed"))
-        return cls(
-            claim=str(d["claim"]),
-            judge_entailed=bool(judge_entailed),
-            evidence=None if evidence is None else str(evidence),
-            evidence_verified=bool(d.get("evidence_verified", False)),
-            support=_optional_number(support, "support"),
-            unit=None if unit is None else int(_number(unit, "unit")),
-            check=None if check is None else str(check),
-        )
-
 
 @dataclass(frozen=True)
-class UnitVerdict:
+class UnitVerdict(Serialised):
     """One answer unit (:mod:`ragtrace.evaluation.judges.segment`) and what became of it.
 
     ``claimless``: the judge gave the unit no claims and the code accepted that (a short unit
@@ -250,7 +187,9 @@ class UnitVerdict:
     text: str
     supported: bool
     claimless: bool = False
-    check: str | None = None
+    check: str | None = omitted_at_default(None)
+
+    WIRE = Wire(derived=("reason",))
 
     def __post_init__(self) -> None:
         if self.id < 1:
@@ -263,30 +202,10 @@ class UnitVerdict:
                 f"unsupported unit, got {self.check!r}"
             )
 
-    def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {
-            "id": self.id,
-            "text": self.text,
-            "supported": self.supported,
-            "claimless": self.claimless,
-        }
-        if self.check is not None:
-            d["check"] = self.check
-            d["reason"] = _describe(self.check)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> UnitVerdict:
-        check, unit_id = d.get("check"), d["id"]
-        if not isinstance(unit_id, (int, str)):
-            raise TypeError(f"unit id must be an integer, got {unit_id!r}")
-        return cls(
-            int(unit_id),
-            str(d["text"]),
-            bool(d.get("supported")),
-            bool(d.get("claimless", False)),
-            None if check is None else str(check),
-        )
+    @property
+    def reason(self) -> str | None:
+        """What the failed unit check means (``None``: no check failed)."""
+        return None if self.check is None else _describe(self.check)
 
 
 def _check_score(score: float | None, error: str | None, owner: str) -> None:
@@ -299,7 +218,7 @@ def _check_score(score: float | None, error: str | None, owner: str) -> None:
 
 
 @dataclass(frozen=True)
-class GroundednessResult:
+class GroundednessResult(Serialised):
     """Groundedness of one answer.
 
     With ``units`` (both built-in judges): supported units / units, accepted claimless units left
@@ -321,9 +240,9 @@ class GroundednessResult:
     no_claims: bool = False
     error: str | None = None
     latency_s: float = 0.0
-    units: tuple[UnitVerdict, ...] = ()
-    injection_suspected: tuple[int, ...] = ()
-    served_model: str | None = None
+    units: tuple[UnitVerdict, ...] = omitted_at_default(())
+    injection_suspected: tuple[int, ...] = omitted_at_default(())
+    served_model: str | None = omitted_at_default(None)
 
     def __post_init__(self) -> None:
         _check_score(self.score, self.error, "GroundednessResult")
@@ -432,59 +351,9 @@ class GroundednessResult:
             counts[name] = counts.get(name, 0) + 1
         return counts
 
-    def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {
-            "score": self.score,
-            "claims": [c.to_dict() for c in self.claims],
-            "judge": self.judge.to_dict(),
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "no_claims": self.no_claims,
-            "error": self.error,
-            "latency_s": self.latency_s,
-        }
-        if self.units:
-            d["units"] = [u.to_dict() for u in self.units]
-        if self.injection_suspected:
-            d["injection_suspected"] = list(self.injection_suspected)
-        if self.served_model is not None:
-            d["served_model"] = self.served_model
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> GroundednessResult:
-        claims = d.get("claims") or []
-        units = d.get("units") or []
-        suspected = d.get("injection_suspected") or []
-        if (
-            not isinstance(claims, list)
-            or not isinstance(units, list)
-            or not isinstance(suspected, list)
-        ):
-            raise TypeError(
-                "GroundednessResult.from_dict: claims, units and injection_suspected must be lists"
-            )
-        usage = d.get("usage") or {}
-        score = d.get("score")
-        error = d.get("error")
-        served = d.get("served_model")
-        return cls(
-            score=_optional_number(score, "score"),
-            claims=tuple(ClaimVerdict.from_dict(c) for c in claims),
-            judge=JudgeInfo.from_dict(_object(d["judge"], "judge")),
-            usage=Usage.from_dict(_object(usage, "usage")),
-            cost_usd=_number(d.get("cost_usd", 0.0), "cost_usd"),
-            no_claims=bool(d.get("no_claims", False)),
-            error=None if error is None else str(error),
-            latency_s=_number(d.get("latency_s", 0.0), "latency_s"),
-            units=tuple(UnitVerdict.from_dict(u) for u in units),
-            injection_suspected=tuple(int(i) for i in suspected),
-            served_model=None if served is None else str(served),
-        )
-
 
 @dataclass(frozen=True)
-class MetricResult:
+class MetricResult(Serialised):
     """A judge metric other than groundedness (``answer_relevancy``, ``answer_correctness``).
 
     ``details`` holds the per-item verdicts the score was computed from (their shape is stated by
@@ -502,41 +371,12 @@ class MetricResult:
     latency_s: float = 0.0
     served_model: str | None = None
 
+    WIRE = Wire(order=("metric", "score", "details"))
+
     def __post_init__(self) -> None:
         if not self.metric:
             raise ValueError("MetricResult.metric must be non-empty")
         _check_score(self.score, self.error, "MetricResult")
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "metric": self.metric,
-            "score": self.score,
-            "details": [dict(x) for x in self.details],
-            "judge": self.judge.to_dict(),
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "error": self.error,
-            "latency_s": self.latency_s,
-            "served_model": self.served_model,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> MetricResult:
-        details = d.get("details") or []
-        if not isinstance(details, list) or not all(isinstance(x, dict) for x in details):
-            raise TypeError("MetricResult.from_dict: details must be a list of objects")
-        score = d.get("score")
-        error = d.get("error")
-        return cls(
-            metric=str(d["metric"]),
-            score=_optional_number(score, "score"),
-            judge=JudgeInfo.from_dict(_object(d["judge"], "judge")),
-            details=tuple(details),
-            usage=Usage.from_dict(_object(d.get("usage") or {}, "usage")),
-            cost_usd=_number(d.get("cost_usd", 0.0), "cost_usd"),
-            error=None if error is None else str(error),
-            latency_s=_number(d.get("latency_s", 0.0), "latency_s"),
-        )
 
 
 @runtime_checkable
@@ -558,7 +398,7 @@ class AnswerJudge(Protocol):
     def answer_correctness(self, question: str, answer: str, reference: str) -> MetricResult: ...
 
 
-class JudgeUnavailable(Exception):
+class JudgeUnavailable(RagtraceError):
     """The judge could not answer within its time budget (rate limit, overload, 5xx, timeout:
     :mod:`ragtrace.evaluation.judges.retry`). The caller should park the work and retry later, after ``retry_after`` seconds
     when the API said how long to wait."""
@@ -568,5 +408,5 @@ class JudgeUnavailable(Exception):
         self.retry_after = retry_after
 
 
-class JudgeCapabilityError(NotImplementedError):
+class JudgeCapabilityError(RagtraceError, NotImplementedError):
     """This judge cannot compute the requested metric (e.g. answer relevancy offline)."""
