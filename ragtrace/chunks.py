@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.errors import RagtraceError
+
 __all__ = ["ChunkExtractionError", "ExtractedChunk", "Extractor", "extract_chunks"]
 
 Extractor = Callable[[Any], object]
@@ -70,7 +72,7 @@ class ExtractedChunk:
             raise ValueError(f"ExtractedChunk.score must be a number or None, got {self.score!r}")
 
 
-class ChunkExtractionError(ValueError):
+class ChunkExtractionError(RagtraceError, ValueError):
     """An item could not be read as a chunk. ``index`` is its position (``None``: the whole input)."""
 
     def __init__(self, index: int | None, reason: str) -> None:

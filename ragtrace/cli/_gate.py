@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragtrace.cli.output import fmt_num
+from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.compare import Comparison
 
 __all__ = ["Gate", "GateError", "parse_gates"]
@@ -32,7 +33,7 @@ _CONDITION = re.compile(
 )
 
 
-class GateError(ValueError):
+class GateError(RagtraceError, ValueError):
     """A condition that does not parse, or names a metric the reports do not have."""
 
 

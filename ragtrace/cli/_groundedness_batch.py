@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ragtrace.errors import RagtraceError
+
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import GroundednessResult, Judge
 
 __all__ = ["BatchItem", "BatchTotals", "judge_batch", "read_done_ids", "read_items"]
 
 
-class BatchInputError(ValueError):
+class BatchInputError(RagtraceError, ValueError):
     """A line of the input file is not a valid item (the message names file and line)."""
 
 

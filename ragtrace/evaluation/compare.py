@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
+from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.report import RetrievalReport, per_question_key
 from ragtrace.evaluation.retrieval import RecallDefinition
 
@@ -32,7 +33,7 @@ DEFAULT_CONFIDENCE = 0.95
 _EPS = 1e-12
 
 
-class IncomparableReportsError(ValueError):
+class IncomparableReportsError(RagtraceError, ValueError):
     """The two reports do not measure the same thing (recall definition or labels differ)."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragtrace._nesting import DEFAULT_MAX_DEPTH, too_deep_at
+from ragtrace.errors import RagtraceError
 from ragtrace.normalize import question_sha256
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class InputFileError(ValueError):
+class InputFileError(RagtraceError, ValueError):
     """A problem in an input file, with where it is: ``path``, ``line`` (1-based, or None when the
     problem is not on one line) and ``field`` (or None when no single field is at fault)."""
 

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace.errors import RagtraceError
+
 from .anthropic import AnthropicJudge
 from .base import GroundednessResult, JudgeUnavailable
 
@@ -37,7 +39,7 @@ BATCH_PRICE_FACTOR = 0.5
 _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class BatchNotFound(LookupError):
+class BatchNotFound(RagtraceError, LookupError):
     """The API does not know the batch (deleted, or older than its retention)."""
 
 

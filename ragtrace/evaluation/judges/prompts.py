@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragtrace.errors import RagtraceError
+
 from .checks import checks_fingerprint
 from .scoring import JudgedClaim
 from .segment import Unit
@@ -182,7 +184,7 @@ def groundedness_sha256(instructions: str = GROUNDEDNESS_INSTRUCTIONS) -> str:
 PROMPT_SHA256 = groundedness_sha256()
 
 
-class MalformedOutput(ValueError):
+class MalformedOutput(RagtraceError, ValueError):
     """The judge's tool input does not have the documented shape."""
 
 
