@@ -11,9 +11,9 @@ Reading is by the field's type: ``str`` (any JSON scalar, as text), ``bool``, ``
 ``float`` (numbers or numeric strings), ``X | None``, a nested result (an object),
 ``tuple[X, ...]`` (a list; each item read as ``X``) and ``Mapping[str, object]`` (an object,
 kept as is). A missing key reads as the field's default (without one: ``False`` for a bool,
-``None`` for an optional field, ``()`` for a tuple); a
-``null`` tuple or nested result as its default too. A bad value raises ``TypeError`` naming
-its path (``GroundednessResult.claims[2].support must be a number, got 'x'``).
+``None`` for an optional field, ``()`` for a tuple); a ``null`` tuple or nested result as its
+default too. A bad value raises ``TypeError`` naming its path
+(``GroundednessResult.claims[2].support must be a number, got 'x'``).
 """
 
 from __future__ import annotations
