@@ -111,6 +111,8 @@ class Annotation:
 
 @dataclass(frozen=True)
 class Board:
+    """One dashboard: its identity, variables (in picker order), annotations and sections."""
+
     title: str
     uid: str
     description: str

@@ -6,6 +6,10 @@ says, a claim counts as *entailed* only when the judge marked it so **and** its 
 passed every check of :mod:`ragtrace.evaluation.judges.checks` (verbatim in one document, not an
 instruction, not from an injected passage, long enough, sharing the claim's key terms): the
 quote is what makes the verdict checkable. The score is computed over units.
+
+Each result's stored JSON form (``to_dict`` / ``from_dict``) is generated from its dataclass
+fields (:mod:`ragtrace.evaluation.judges._codec`); a class states only where its form departs
+from one key per field (``WIRE``, :func:`~ragtrace.evaluation.judges._codec.omitted_at_default`).
 """
 
 from __future__ import annotations
