@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragtrace_consumers import config_docs
 from ragtrace_consumers.config import ConsumerConfig, example_path, load_config
-from ragtrace_consumers.config_docs import key_specs
+from ragtrace_consumers.config import docs as config_docs
+from ragtrace_consumers.config.docs import key_specs
 from scripts import gen_config
 
 ROOT = Path(__file__).resolve().parents[3]

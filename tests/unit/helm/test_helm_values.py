@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from ragtrace_consumers import config as consumer_config
-from ragtrace_consumers import config_docs
 from ragtrace_consumers.commands.labels import resolve_redis
+from ragtrace_consumers.config import docs as config_docs
 from ragtrace_consumers.sample import SamplingRule
 from tests.unit.helm.conftest import (
     CHART,
