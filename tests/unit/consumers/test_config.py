@@ -13,6 +13,7 @@ from ragtrace_consumers.config import (
     ENV_CONFIG_FILE,
     ConfigError,
     ConsumerConfig,
+    ScoringSettings,
     env_var,
     example_path,
     load_config,
@@ -321,7 +322,7 @@ def test_the_settings_class_reads_the_environment_and_the_file_itself(
     f.write_text("judge:\n  concurrency: 3\n  budget_s: 40\nscoring:\n  k: 4\n")
     monkeypatch.setenv(ENV_CONFIG_FILE, str(f))
     monkeypatch.setenv("RAGTRACE_JUDGE_BUDGET_S", "50")
-    cfg = ConsumerConfig(scoring={"k": 9})
+    cfg = ConsumerConfig(scoring=ScoringSettings(k=9))
     assert (cfg.judge.concurrency, cfg.judge.budget_s, cfg.scoring.k) == (3, 50.0, 9)
     assert cfg.source == str(f)
     assert cfg.source_of("judge", "concurrency") == str(f)
