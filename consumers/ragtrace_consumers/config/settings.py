@@ -557,8 +557,10 @@ class ConsumerConfig(BaseSettings):
 def load_config(
     path: str | Path | None = None, env: Mapping[str, str] | None = None
 ) -> ConsumerConfig:
-    """Defaults, overlaid by the file, overlaid by environment variables (default: os.environ);
-    validated. Raises :class:`ConfigError` naming the key, the value and its source."""
+    """Defaults, overlaid by the file, overlaid by environment variables (default: os.environ),
+    merged key by key and then validated: a file value its variable overrides is never read.
+    Raises :class:`ConfigError` naming the key, the value and its source (of several bad values,
+    the first in the model's order)."""
     env = os.environ if env is None else env
     if path is None and env.get(ENV_CONFIG_FILE):
         path = env[ENV_CONFIG_FILE]
