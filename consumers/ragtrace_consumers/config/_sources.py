@@ -4,7 +4,8 @@
 mapping of keys); :class:`EnvironmentSource` reads ``RAGTRACE_<SECTION>_<KEY>`` variables (and a
 deprecated name), and reports any other ``RAGTRACE_*`` variable with the closest known name. Each
 source records where every key it sets came from (``sources``) and returns it with its values, so
-pydantic-settings merges the provenance by the same precedence as the values.
+the merge (pydantic-settings' in ``ConsumerConfig()``, :func:`load_config`'s) keeps each key's
+provenance by the same precedence as its value.
 :func:`key_error` and :func:`with_sources` turn a validation error into the message
 :class:`ConfigError` carries: ``<file or environment variable>: section.key: problem, got value``.
 """

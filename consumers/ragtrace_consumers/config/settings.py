@@ -566,9 +566,11 @@ def load_config(
         path = env[ENV_CONFIG_FILE]
     file = FileSource(ConsumerConfig, None if path is None else Path(path))
     environ = EnvironmentSource(ConsumerConfig, env)
+    data = file()
+    for name, values in environ().items():  # sections and sources, key by key
+        data[name] = {**data.get(name, {}), **values}
     try:
-        # (a BaseSettings parameter the dataclass transform does not show to the type checker)
-        return ConsumerConfig(_build_sources=((environ, file), {}))  # type: ignore[call-arg]
+        return ConsumerConfig.model_validate(data)
     except ValidationError as exc:
         sources = {**file.sources, **environ.sources}
         raise ConfigError(
