@@ -492,8 +492,8 @@ class ConsumerConfig(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """``ConsumerConfig(**values)``: the values > ``os.environ`` > ``$RAGTRACE_CONSUMER_CONFIG``
-        (:func:`load_config` names the file and the environment, and words errors by key)."""
+        """``ConsumerConfig(**values)``: the values (not kept in ``sources``) > ``os.environ`` > the
+        file ``$RAGTRACE_CONSUMER_CONFIG``. :func:`load_config` words errors by key and source."""
         path = os.environ.get(ENV_CONFIG_FILE)
         file = FileSource(settings_cls, Path(path) if path else None)
         return init_settings, EnvironmentSource(settings_cls, os.environ), file
