@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ragtrace_consumers import config_docs
+from ragtrace_consumers.config import docs as config_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """``ragtrace consume``: the Kafka consumer-group service that scores RAG traces online.
 
 Configured by one YAML file (``--config`` or ``$RAGTRACE_CONSUMER_CONFIG``; the documented
-example is ``consumers/ragtrace_consumers/ragtrace-consumer.yaml``) plus ``RAGTRACE_<SECTION>_<KEY>``
+example is ``consumers/ragtrace_consumers/config/ragtrace-consumer.yaml``) plus ``RAGTRACE_<SECTION>_<KEY>``
 environment variables. SIGTERM or Ctrl-C drains the traces being scored, commits and exits 0.
 """
 

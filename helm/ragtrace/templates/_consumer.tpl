@@ -1,5 +1,5 @@
 {{/*
-The consumer's configuration file: the keys of consumers/ragtrace_consumers/ragtrace-consumer.yaml. Tuning keys come
+The consumer's configuration file: the keys of consumers/ragtrace_consumers/config/ragtrace-consumer.yaml. Tuning keys come
 from .Values.consumer.config; connection keys from the chart's top-level values, which win.
 */}}
 {{- define "ragtrace.consumer.configFile" -}}

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import logging
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from ragtrace_consumers.config import (
     ENV_CONFIG_FILE,
     ConfigError,
     ConsumerConfig,
+    ScoringSettings,
     env_var,
     example_path,
     load_config,
@@ -20,7 +21,7 @@ from ragtrace_consumers.config import (
 
 
 def _without_source(cfg: ConsumerConfig) -> ConsumerConfig:
-    return dataclasses.replace(cfg, source="x")
+    return cfg.model_copy(update={"source": "x"})
 
 
 def test_example_is_package_data_next_to_the_module() -> None:
@@ -264,8 +265,8 @@ def test_replace_validates() -> None:
 
 def test_config_is_frozen() -> None:
     cfg = ConsumerConfig.defaults()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.kafka = cfg.kafka  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.kafka = cfg.kafka
 
 
 def test_serve_prints_the_config_with_sources(
@@ -296,3 +297,33 @@ def test_other_readers_of_redis_keys_use_the_models_names_and_defaults() -> None
         assert env_var("redis", "key_prefix") == module.ENV_REDIS_PREFIX
         assert RedisSettings().url == module.DEFAULT_REDIS_URL
         assert RedisSettings().key_prefix == module.DEFAULT_PREFIX
+
+
+@pytest.mark.parametrize("key", ["attempts", "retry_backoff_s"])
+def test_removed_judge_keys_are_refused_by_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, key: str
+) -> None:
+    """judge.attempts and judge.retry_backoff_s gave way to judge.budget_s (one retry owner)."""
+    f = tmp_path / "c.yaml"
+    f.write_text(f"judge:\n  {key}: 3\n")
+    with pytest.raises(ConfigError, match=rf"^{f}: judge\.{key}: unknown key \(known: name, "):
+        load_config(f, env={})
+    with caplog.at_level(logging.WARNING):
+        load_config(None, env={env_var("judge", key): "3"})
+    assert f"unknown environment variable {env_var('judge', key)} is ignored" in caplog.text
+
+
+def test_the_settings_class_reads_the_environment_and_the_file_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ConsumerConfig(**values) is a BaseSettings: the values > os.environ > the file named by
+    $RAGTRACE_CONSUMER_CONFIG > the defaults, each key's source kept."""
+    f = tmp_path / "c.yaml"
+    f.write_text("judge:\n  concurrency: 3\n  budget_s: 40\nscoring:\n  k: 4\n")
+    monkeypatch.setenv(ENV_CONFIG_FILE, str(f))
+    monkeypatch.setenv("RAGTRACE_JUDGE_BUDGET_S", "50")
+    cfg = ConsumerConfig(scoring=ScoringSettings(k=9))
+    assert (cfg.judge.concurrency, cfg.judge.budget_s, cfg.scoring.k) == (3, 50.0, 9)
+    assert cfg.source == str(f)
+    assert cfg.source_of("judge", "concurrency") == str(f)
+    assert cfg.source_of("judge", "budget_s") == "env RAGTRACE_JUDGE_BUDGET_S"

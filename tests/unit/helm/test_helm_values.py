@@ -5,7 +5,6 @@ dashboards for Grafana's sidecar."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import os
 import re
@@ -20,6 +19,7 @@ import yaml
 
 from ragtrace_consumers import config as consumer_config
 from ragtrace_consumers.commands.labels import resolve_redis
+from ragtrace_consumers.config import docs as config_docs
 from ragtrace_consumers.sample import SamplingRule
 from tests.unit.helm.conftest import (
     CHART,
@@ -215,7 +215,7 @@ def test_values_carry_every_key_of_the_consumer_example_file() -> None:
 def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
     """values.yaml is hand-written: its consumer.config holds exactly the keys the model does not
     mark as set by the chart, and the model marks exactly the connection keys."""
-    specs = consumer_config.key_specs()
+    specs = config_docs.key_specs()
     assert _keys(VALUES["consumer"]["config"]) == {(s.section, s.name) for s in specs if s.chart}
     assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS
 
@@ -321,9 +321,9 @@ _SECTIONS = ("kafka", "redis", "export", "assembly", "sampling", "scoring", "jud
 def _config_env_vars() -> set[str]:
     defaults = consumer_config.ConsumerConfig.defaults()
     return {
-        consumer_config.env_var(s, f.name)
+        consumer_config.env_var(s, name)
         for s in _SECTIONS
-        for f in dataclasses.fields(getattr(defaults, s))
+        for name in type(getattr(defaults, s)).model_fields
     }
 
 

@@ -1,37 +1,124 @@
-"""Files generated from the settings model: the documented example configuration, the consumer
-section of the Helm chart's ``values.schema.json`` and the tables of ``docs/configuration.md``.
+"""Files generated from the settings model's JSON schema (``ConsumerConfig.model_json_schema()``):
+the documented example configuration, the consumer section of the Helm chart's
+``values.schema.json`` and the tables of ``docs/configuration.md``.
 
-Each ``render_*`` function returns a file's whole text; ``scripts/gen_config.py`` writes them
-(``make config-docs``) and a unit test fails when a committed file differs from its rendering.
+:func:`key_specs` reads every key off the schema; each ``render_*`` function returns a file's whole
+text; ``scripts/gen_config.py`` writes them (``make config-docs``) and a unit test fails when a
+committed file differs from its rendering.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from ragtrace._config import env_settings
-from ragtrace_consumers.config import ENV_CONFIG_FILE, SECTIONS, KeySpec, env_var, key_specs
+from ragtrace_consumers.config import ENV_CONFIG_FILE, SECTIONS, ConsumerConfig, env_var
 
 __all__ = [
     "CHART_SCHEMA",
     "DOCS_TABLE",
     "EXAMPLE",
     "GENERATED",
+    "SET_BY_CHART",
+    "KeySpec",
+    "key_specs",
     "render_chart_schema",
     "render_docs",
     "render_example",
 ]
 
-EXAMPLE = "consumers/ragtrace_consumers/ragtrace-consumer.yaml"
+EXAMPLE = "consumers/ragtrace_consumers/config/ragtrace-consumer.yaml"
 CHART_SCHEMA = "helm/ragtrace/values.schema.json"
 DOCS_TABLE = "docs/configuration.md"
+
+SET_BY_CHART: frozenset[str] = frozenset(
+    {
+        *("kafka.bootstrap_servers", "kafka.topic", "kafka.group_id", "kafka.dlq_topic"),
+        *("kafka.security_protocol", "kafka.sasl_mechanism", "kafka.sasl_username"),
+        *("kafka.sasl_password", "kafka.ssl_cafile", "kafka.ssl_certfile", "kafka.ssl_keyfile"),
+        *("kafka.ssl_check_hostname", "redis.url", "export.otlp_endpoint"),
+        *("judge.name", "judge.model", "health.enabled", "health.host", "health.port"),
+    }
+)
+"""Keys the Helm chart sets from its own top-level values (helm/ragtrace/templates), so they are
+not under ``consumer.config`` in values.yaml or its schema."""
+_NOT_RULES = ("type", "title", "default", "description", "anyOf", "format", "writeOnly")
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One configuration key as the model's JSON schema declares it."""
+
+    section: str
+    name: str
+    env: str
+    kind: str
+    """JSON type: string, integer, number, boolean or array."""
+    optional: bool
+    default: object
+    doc: str
+    secret: bool
+    chart: bool
+    """False: the chart sets it from its own values (so it is not in ``consumer.config``)."""
+    schema: Mapping[str, object]
+    """The key's JSON schema as the chart validates it: type, then its rules."""
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.section}.{self.name}"
+
+
+def _key_spec(section: str, name: str, prop: Mapping[str, Any]) -> KeySpec:
+    variants = prop.get("anyOf", [prop])
+    kinds = [v["type"] for v in variants if v["type"] != "null"]
+    optional = len(kinds) < len(variants)
+    rules = {k: v for k, v in prop.items() if k not in _NOT_RULES}
+    for variant in variants:  # a check inside an optional type
+        rules.update({k: v for k, v in variant.items() if k not in _NOT_RULES})
+    if optional and "enum" in rules:
+        rules["enum"] = [*rules["enum"], None]
+    return KeySpec(
+        section=section,
+        name=name,
+        env=env_var(section, name),
+        kind=kinds[0],
+        optional=optional,
+        default=prop["default"],
+        doc=prop["description"],
+        secret=any(v.get("format") == "password" for v in variants),
+        chart=f"{section}.{name}" not in SET_BY_CHART,
+        schema={"type": [kinds[0], "null"] if optional else kinds[0], **rules},
+    )
+
+
+class _InOrder(GenerateJsonSchema):
+    """Keywords in the order the model writes them (pydantic sorts them by default)."""
+
+    def sort(self, value: JsonSchemaValue, parent_key: str | None = None) -> JsonSchemaValue:
+        return value
+
+
+def key_specs() -> tuple[KeySpec, ...]:
+    """Every key of every section, in declaration order, from ``model_json_schema()``."""
+    schema = ConsumerConfig.model_json_schema(schema_generator=_InOrder)
+    out: list[KeySpec] = []
+    for section in SECTIONS:
+        ref = schema["properties"][section]["$ref"].rsplit("/", 1)[-1]
+        props = schema["$defs"][ref]["properties"]
+        out += [_key_spec(section, name, prop) for name, prop in props.items()]
+    return tuple(out)
+
 
 _EXAMPLE_HEADER = f"""\
 # Configuration of `ragtrace consume`, the Kafka consumer that scores RAG traces (`ragtrace serve`
 # reads its assembly, sampling, scoring, judge and mapping sections).
 #
-# GENERATED from the settings model (consumers/ragtrace_consumers/config.py) by
+# GENERATED from the settings model (consumers/ragtrace_consumers/config/) by
 # `make config-docs`: edit the model, not this file.
 #
 # Use it with `ragtrace consume --config FILE` (or {ENV_CONFIG_FILE}=FILE). Every key below
@@ -54,8 +141,6 @@ def _yaml_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    if isinstance(value, tuple):
-        return json.dumps(list(value))
     return json.dumps(value)
 
 
@@ -123,12 +208,12 @@ def render_docs() -> str:
         "# Configuration",
         "",
         "<!-- GENERATED by `make config-docs` (scripts/gen_config.py) from the settings models:",
-        "     consumers/ragtrace_consumers/config.py and ragtrace/_config.py. Do not edit. -->",
+        "     consumers/ragtrace_consumers/config/ and ragtrace/_config.py. Do not edit. -->",
         "",
         "## The service: `ragtrace consume` and `ragtrace serve`",
         "",
         f"One YAML file (`--config FILE` or `${ENV_CONFIG_FILE}`; the documented example is",
-        "`consumers/ragtrace_consumers/ragtrace-consumer.yaml`) plus one environment variable per",
+        "`consumers/ragtrace_consumers/config/ragtrace-consumer.yaml`) plus one environment variable per",
         "key. Precedence: environment variable > file > default. Every bad value, from the file or",
         "from the environment, stops the command with exit status 2 and an error naming the key and",
         "its source (the file's path or the variable's name); an unknown key in the file is an error,",

@@ -1,0 +1,59 @@
+"""The configuration of ``ragtrace consume`` and ``ragtrace serve``, in one room.
+
+- :mod:`.settings`: the pydantic-settings model (:class:`ConsumerConfig`, its sections) and
+  :func:`load_config`, with the precedence environment variable > file > default;
+- :mod:`._values`: the value types of its keys, each with its reader, check and JSON schema;
+- :mod:`._sources`: the YAML file and ``RAGTRACE_*`` environment sources, and the wording of errors;
+- :mod:`.docs`: the files generated from ``ConsumerConfig.model_json_schema()`` (the example
+  ``ragtrace-consumer.yaml`` beside this module, the chart's schema, docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+from ragtrace_consumers.config.settings import (
+    DEFAULT_SOURCE,
+    ENV_CONFIG_FILE,
+    OTHER_ENV_VARS,
+    REDACTED,
+    SECTIONS,
+    AssemblySettings,
+    ConfigError,
+    ConsumerConfig,
+    ExportSettings,
+    HealthSettings,
+    JudgeSettings,
+    KafkaSettings,
+    MappingSettings,
+    RedisSettings,
+    SamplingSettings,
+    ScoringSettings,
+    Secret,
+    env_var,
+    example_path,
+    load_config,
+    redact_url,
+)
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "ENV_CONFIG_FILE",
+    "OTHER_ENV_VARS",
+    "REDACTED",
+    "SECTIONS",
+    "AssemblySettings",
+    "ConfigError",
+    "ConsumerConfig",
+    "ExportSettings",
+    "HealthSettings",
+    "JudgeSettings",
+    "KafkaSettings",
+    "MappingSettings",
+    "RedisSettings",
+    "SamplingSettings",
+    "ScoringSettings",
+    "Secret",
+    "env_var",
+    "example_path",
+    "load_config",
+    "redact_url",
+]
