@@ -59,12 +59,15 @@ class JudgeInfo:
     same for the judge's whole life, so metric series keyed by it never split; the model the API
     reports having served (an alias resolved to a dated ID) is the result's ``served_model``.
     ``prompt_sha256`` hashes the full prompt template (instructions, message layout, tool schema),
-    so a changed prompt is visible in every stored score.
+    so a changed prompt is visible in every stored score. ``provider`` is the API the model was
+    reached through (``anthropic``, ``bedrock``, ``vertex``, ``openai``; ``None`` for model-free
+    judges and for results stored before it was recorded).
     """
 
     name: str
     model: str | None
     prompt_sha256: str
+    provider: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -75,12 +78,22 @@ class JudgeInfo:
             )
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "model": self.model, "prompt_sha256": self.prompt_sha256}
+        return {
+            "name": self.name,
+            "model": self.model,
+            "prompt_sha256": self.prompt_sha256,
+            "provider": self.provider,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> JudgeInfo:
-        model = d.get("model")
-        return cls(str(d["name"]), None if model is None else str(model), str(d["prompt_sha256"]))
+        model, provider = d.get("model"), d.get("provider")
+        return cls(
+            str(d["name"]),
+            None if model is None else str(model),
+            str(d["prompt_sha256"]),
+            None if provider is None else str(provider),
+        )
 
 
 @dataclass(frozen=True)
