@@ -42,6 +42,7 @@ from ragtrace.evaluation.judges.text import words
 from tests.fakes.anthropic_batches import BatchEndpoints
 from tests.fakes.platforms import (
     AwsAccount,
+    Route,
     VertexProject,
     bedrock_error,
     chat_as_messages,
@@ -471,6 +472,12 @@ class FakeAnthropic:
             reply = error_reply(*problem)
         elif not isinstance(body, dict):
             reply = error_reply(400, "invalid_request_error", "fake: body is not JSON")
+        elif where.wire in ("bedrock", "vertex") and not body.get("anthropic_version"):
+            reply = error_reply(400, "invalid_request_error", "anthropic_version: Field required")
+        elif where.wire in ("bedrock", "vertex") and "model" in body:
+            reply = error_reply(
+                400, "invalid_request_error", "model: Extra inputs are not permitted"
+            )
         else:
             reply = self._next_reply(request)
         payload = self._finish(reply, request)
@@ -493,7 +500,7 @@ class FakeAnthropic:
 
     def _auth_problem(
         self,
-        where: Any,
+        where: Route,
         handler: BaseHTTPRequestHandler,
         headers: Mapping[str, str],
         raw: bytes,

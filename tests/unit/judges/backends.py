@@ -19,7 +19,7 @@ from ragtrace.evaluation.judges.model_judge import ModelJudge
 from ragtrace.evaluation.judges.spec import JudgeSpec
 from tests.fakes.anthropic_server import FakeAnthropic
 
-__all__ = ["BACKENDS", "OPENAI_MODEL", "Backend", "backend"]
+__all__ = ["BACKENDS", "OPENAI_MODEL", "Backend", "aws_env", "backend"]
 
 BACKENDS = ("anthropic", "bedrock", "vertex", "openai", "openai-json")
 OPENAI_MODEL = "qwen2.5-7b-instruct"
@@ -67,14 +67,21 @@ class Backend:
         return judge
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
-    """Each backend in turn; AWS credentials in the environment, as the AWS chain reads them."""
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake account's AWS credentials in the environment, as the AWS chain reads them (no
+    profile, no config files, no instance metadata)."""
     for name in _AWS_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", FakeAnthropic().aws.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FakeAnthropic().aws.secret_key)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, aws_env: None) -> Backend:
+    """Each backend in turn."""
     return Backend(str(request.param))

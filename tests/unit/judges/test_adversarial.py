@@ -19,7 +19,7 @@ import pytest
 from ragtrace.evaluation.judges import GroundednessResult, LexicalJudge
 from ragtrace.evaluation.judges.model_judge import ModelJudge
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, lexical_responder, units_reply
-from tests.unit.judges.backends import Backend, backend  # noqa: F401  (the fixture)
+from tests.unit.judges.backends import Backend
 
 ROOT = Path(__file__).resolve().parents[3]
 
