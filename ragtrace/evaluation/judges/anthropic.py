@@ -25,7 +25,7 @@ from .base import GroundednessResult, Usage
 from .caching import should_cache
 from .claude_clients import CLAUDE_PROVIDERS, claude_client
 from .injection import suspect_documents
-from .model_judge import ModelJudge, _Call
+from .model_judge import CallRecord, ModelJudge
 from .pricing import PriceTable
 from .prompts import (
     GROUNDEDNESS_TOOL,
@@ -183,7 +183,7 @@ class AnthropicJudge(ModelJudge):
         output is an error result (no retry)."""
         units = segment_answer(answer)
         suspect = suspect_documents(context)
-        call = _Call()
+        call = CallRecord()
         call.usage = self._usage(message) or Usage()
         call.model = getattr(message, "model", None)
         cost = self._cost(call) * price_factor

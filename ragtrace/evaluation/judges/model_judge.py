@@ -62,7 +62,7 @@ from .scoring import score_units
 from .segment import Unit, segment_answer
 from .spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 
-__all__ = ["ModelJudge", "Rejected"]
+__all__ = ["CallRecord", "ModelJudge", "Rejected"]
 
 _log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Rejected(Exception):
     """A non-retryable 4xx from the API: reported as an error result."""
 
 
-class _Call:
+class CallRecord:
     """What one logical call (possibly two requests) produced."""
 
     def __init__(self) -> None:
@@ -176,7 +176,7 @@ class ModelJudge:
             return score_units(
                 (), {}, context, self.info, suspect=suspect, latency_s=time.perf_counter() - start
             )
-        call = _Call()
+        call = CallRecord()
         ids = [u.id for u in units]
         try:
             judged = self._structured(
@@ -240,7 +240,7 @@ class ModelJudge:
         parse: Callable[[object], tuple[float, tuple[Mapping[str, object], ...]]],
     ) -> MetricResult:
         start = time.perf_counter()
-        call = _Call()
+        call = CallRecord()
         info = self._judge_info(sha)
         try:
             score, details = self._structured(call, instructions, tool, message, parse)
@@ -267,12 +267,12 @@ class ModelJudge:
         )
 
     # --- the call -------------------------------------------------------------------------
-    def _cost(self, call: _Call) -> float:
+    def _cost(self, call: CallRecord) -> float:
         return self.prices.cost(call.model or self.model, call.usage)
 
     def _structured(
         self,
-        call: _Call,
+        call: CallRecord,
         instructions: str,
         tool: Mapping[str, Any],
         message: str,
