@@ -40,7 +40,6 @@ __all__ = [
 
 ENV_PRICES = "RAGTRACE_JUDGE_PRICES"
 _log = logging.getLogger(__name__)
-_warned: set[str] = set()
 # Bedrock: an optional inference-profile scope ("us.", "global." ...), "anthropic.", the model,
 # a version suffix ("-v1:0"). Vertex AI: "claude-haiku-4-5@20251001".
 _BEDROCK_ID = re.compile(r"^(?:[a-z]{2,8}\.)?anthropic\.(claude-[a-z0-9.-]+?)(?:-v\d+(?::\d+)?)?$")
@@ -104,6 +103,8 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = {
 @dataclass(frozen=True)
 class PriceTable:
     prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    _warned: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """Models already warned about as unpriced (once per table, so once per judge)."""
 
     def lookup(self, model: str | None) -> ModelPrice | None:
         """The longest key prefixing ``model``, else prefixing its Claude name (module doc)."""
@@ -120,11 +121,12 @@ class PriceTable:
         return self.lookup(model) is not None
 
     def cost(self, model: str | None, usage: Usage) -> float:
-        """Cost in USD; 0.0 for a model the table does not know (warned once per model)."""
+        """Cost in USD; 0.0 for a model the table does not know (warned once per model and
+        table)."""
         price = self.lookup(model)
         if price is None:
-            if usage.total_tokens and str(model) not in _warned:
-                _warned.add(str(model))
+            if usage.total_tokens and str(model) not in self._warned:
+                self._warned.add(str(model))
                 _log.warning(
                     "no price for judge model %r: its cost is unknown and reported as 0 "
                     "(set %s to price it)",

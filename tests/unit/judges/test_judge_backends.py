@@ -333,3 +333,17 @@ def test_answer_metrics_carry_the_provider(api: FakeAnthropic, backend: Backend)
     result = backend.judge(api).answer_relevancy("How long are logs kept?", ANSWER)
     assert result.score == 1.0 and result.judge.provider == backend.provider
     assert result.judge.prompt_sha256 != PROMPT_SHA256
+
+
+@pytest.mark.usefixtures("aws_env")
+def test_the_message_batches_api_is_the_anthropic_apis_only(api: FakeAnthropic) -> None:
+    from ragtrace.evaluation.judges.anthropic import AnthropicJudge
+    from ragtrace.evaluation.judges.anthropic_batch import AnthropicBatchJudge
+
+    judge = Backend("bedrock").judge(api)
+    assert isinstance(judge, AnthropicJudge)
+    with pytest.raises(ValueError, match="not available on bedrock"):
+        AnthropicBatchJudge(judge)
+    anthropic_judge = Backend("anthropic").judge(api)
+    assert isinstance(anthropic_judge, AnthropicJudge)
+    assert AnthropicBatchJudge(anthropic_judge).judge is anthropic_judge
