@@ -48,6 +48,7 @@ from tests.fakes.platforms import (
     chat_as_messages,
     check_sigv4,
     check_vertex,
+    google_token,
     messages_as_chat,
     route,
 )
@@ -459,6 +460,10 @@ class FakeAnthropic:
             self._handle_batches(handler, body, headers)
             return
         where = route(handler.command, handler.path)
+        if where is not None and where.wire == "google_token":
+            status, token = google_token(self.vertex, raw)
+            self._send_json(handler, status, json.dumps(token).encode("utf-8"))
+            return
         # What the responders read: a Messages API request (the model from the path on
         # Bedrock and Vertex AI; a Chat Completions request translated).
         request: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
@@ -497,6 +502,17 @@ class FakeAnthropic:
             handler.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
+
+    @staticmethod
+    def _send_json(handler: BaseHTTPRequestHandler, status: int, payload: bytes) -> None:
+        try:
+            handler.send_response(status)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("content-length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _auth_problem(
         self,

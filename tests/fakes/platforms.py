@@ -12,6 +12,9 @@ judge backend).
 - Vertex AI: ``POST /v1/projects/{project}/locations/{region}/publishers/anthropic/models/
   {model}:rawPredict`` with ``Authorization: Bearer {token}``; wrong project, region or token
   are refused as Vertex refuses them.
+- Google's OAuth token endpoint (``POST /token``): a service account's signed JWT grant for the
+  cloud-platform scope gets the project's access token, so Application Default Credentials
+  whose ``token_uri`` points here run for real.
 - Chat Completions: ``POST /v1/chat/completions``; a forced function call becomes the
   ``tool_choice`` the Messages-side responders read, a ``tool_use`` reply becomes
   ``tool_calls`` (or, in JSON mode, the message content), usage becomes ``prompt_tokens`` /
@@ -20,6 +23,7 @@ judge backend).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import urllib.parse
@@ -35,6 +39,7 @@ __all__ = [
     "chat_as_messages",
     "check_sigv4",
     "check_vertex",
+    "google_token",
     "messages_as_chat",
     "route",
 ]
@@ -89,6 +94,8 @@ def route(method: str, path: str) -> Route | None:
         return Route("anthropic")
     if path == "/v1/chat/completions":
         return Route("openai")
+    if path == "/token":
+        return Route("google_token")
     bedrock = _BEDROCK.match(path)
     if bedrock:
         return Route("bedrock", urllib.parse.unquote(bedrock["model"]))
@@ -140,6 +147,19 @@ def check_vertex(project: VertexProject, where: Route, headers: Mapping[str, str
     if (where.project, where.region) != (project.project, project.region):
         return f"Permission denied on projects/{where.project}/locations/{where.region}"
     return None
+
+
+def google_token(project: VertexProject, form: bytes) -> tuple[int, dict[str, Any]]:
+    """Google's answer to a service account's JWT grant (the project's token when the JWT asks
+    for the cloud-platform scope; its signature is not checked)."""
+    fields = urllib.parse.parse_qs(form.decode("utf-8"))
+    if fields.get("grant_type") != ["urn:ietf:params:oauth:grant-type:jwt-bearer"]:
+        return 400, {"error": "unsupported_grant_type"}
+    payload = fields["assertion"][0].split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    if "https://www.googleapis.com/auth/cloud-platform" not in str(claims.get("scope")):
+        return 400, {"error": "invalid_scope", "error_description": str(claims.get("scope"))}
+    return 200, {"access_token": project.token, "expires_in": 3599, "token_type": "Bearer"}
 
 
 def bedrock_error(body: Any) -> tuple[Any, dict[str, str]]:

@@ -9,6 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -182,6 +183,48 @@ def test_vertex_wire_is_the_raw_predict_path_with_a_bearer_token(api: FakeAnthro
     other = backend.judge(api, project="someone-else").groundedness(ANSWER, [C9930])
     assert other.error is not None and "Permission denied" in other.error
     assert len(api.requests) == 3
+
+
+def test_vertex_with_application_default_credentials(
+    api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No token, no project given: google-auth reads a service account key file (its project
+    too), gets a token at its ``token_uri`` (the fake's) and the request carries it."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    adc = tmp_path / "service-account.json"
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": api.vertex.project,
+                "private_key_id": "fake-key-id",
+                "private_key": pem,
+                "client_email": "judge@fake-project.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": f"{api.base_url}/token",
+            }
+        )
+    )
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    monkeypatch.delenv("ANTHROPIC_VERTEX_PROJECT_ID", raising=False)
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    api.enqueue(VERDICT)
+    spec = Backend("vertex").spec(api, api_key=None, project=None)
+    from ragtrace.evaluation.judges import make_judge
+
+    result = make_judge(spec, prices=PriceTable()).groundedness(ANSWER, [C9930])
+    assert result.score == 1.0, result.error
+    assert [r.path for r in api.requests][0] == "/token"
+    assert api.requests[1].path.startswith(f"/v1/projects/{api.vertex.project}/locations/")
+    assert api.requests[1].headers["authorization"] == f"Bearer {api.vertex.token}"
 
 
 def test_vertex_needs_a_region_and_a_project(monkeypatch: pytest.MonkeyPatch) -> None:
