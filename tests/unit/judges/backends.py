@@ -18,6 +18,7 @@ from ragtrace.evaluation.judges import PriceTable, make_judge
 from ragtrace.evaluation.judges.model_judge import ModelJudge
 from ragtrace.evaluation.judges.spec import JudgeSpec
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.platforms import AwsAccount
 
 __all__ = ["BACKENDS", "OPENAI_MODEL", "Backend", "aws_env", "backend"]
 
@@ -73,8 +74,8 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     profile, no config files, no instance metadata)."""
     for name in _AWS_ENV:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FakeAnthropic().aws.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FakeAnthropic().aws.secret_key)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AwsAccount().access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AwsAccount().secret_key)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
