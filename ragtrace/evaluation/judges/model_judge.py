@@ -323,7 +323,8 @@ class ModelJudge:
             else:
                 if not self._well_formed(response):
                     raise MalformedOutput(
-                        f"response body is not a {self.provider} API response: {response!r:.200}"
+                        f"response body is not the {self.provider} API's response shape: "
+                        f"{response!r:.200}"
                     )
                 return response
             _log.info("judge call failed (%s); retrying within the time budget", reason)
