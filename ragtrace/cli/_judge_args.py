@@ -9,10 +9,14 @@ from typing import Any
 
 from ragtrace.evaluation.judges.spec import (
     DEFAULT_BUDGET_S,
-    DEFAULT_MODEL,
+    DEFAULT_MODELS,
     DEFAULT_TIMEOUT_S,
     ENV_MODEL,
+    ENV_OPENAI_BASE_URL,
+    ENV_VERTEX_PROJECT,
+    ENV_VERTEX_REGION,
     JUDGE_NAMES,
+    OUTPUT_MODES,
     JudgeSpec,
 )
 
@@ -31,21 +35,52 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
         "--judge",
         choices=JUDGE_NAMES,
         default="auto",
-        help="lexical: word overlap per sentence, offline; anthropic: a Claude model "
-        "(needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); auto (default): "
-        "anthropic when ANTHROPIC_API_KEY is set, else lexical",
+        help="lexical: word overlap per sentence, offline; anthropic: Claude on the Anthropic "
+        "API (needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); bedrock: Claude on "
+        "Amazon Bedrock (AWS credentials and region from the usual AWS settings); vertex: "
+        "Claude on Google Vertex AI (Application Default Credentials); openai: any "
+        "OpenAI-compatible endpoint — vLLM, Ollama, llama.cpp, TGI, OpenAI (--base-url, "
+        "--model; OPENAI_API_KEY if it needs one); auto (default): anthropic when "
+        "ANTHROPIC_API_KEY is set, else lexical",
     )
+    defaults = ", ".join(f"{k}: {v}" for k, v in DEFAULT_MODELS.items() if v)
     parser.add_argument(
         "--model",
         metavar="MODEL",
-        help=f"Claude model for the anthropic judge (default: ${ENV_MODEL}, else {DEFAULT_MODEL})",
+        help=f"the model judge's model (default: ${ENV_MODEL}, else per judge — {defaults}; "
+        "the openai judge has none)",
+    )
+    parser.add_argument(
+        "--region",
+        metavar="REGION",
+        help="bedrock: AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, the profile's); "
+        f"vertex: Google Cloud region (default: ${ENV_VERTEX_REGION})",
+    )
+    parser.add_argument(
+        "--project",
+        metavar="PROJECT",
+        help=f"vertex: Google Cloud project (default: ${ENV_VERTEX_PROJECT}, else the "
+        "credentials')",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help=f"the model API's base URL, e.g. http://localhost:8000/v1 for a vLLM server "
+        f"(default: per judge; openai: ${ENV_OPENAI_BASE_URL}, else OpenAI's)",
+    )
+    parser.add_argument(
+        "--output-mode",
+        choices=OUTPUT_MODES,
+        default="tools",
+        help="openai: how verdicts come back — a forced function call (default), or JSON mode "
+        "for servers without tool calling",
     )
     parser.add_argument(
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help=f"per-request timeout of the anthropic judge (default: {DEFAULT_TIMEOUT_S:g})",
+        help=f"per-request timeout of a model judge (default: {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument(
         "--budget",
@@ -66,7 +101,16 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
 
 def judge_spec(args: argparse.Namespace) -> JudgeSpec:
     """The :class:`JudgeSpec` the options describe; ValueError with a readable reason."""
-    return JudgeSpec(args.judge, model=args.model, timeout_s=args.timeout, budget_s=args.budget)
+    return JudgeSpec(
+        args.judge,
+        model=args.model,
+        timeout_s=args.timeout,
+        budget_s=args.budget,
+        region=getattr(args, "region", None),
+        project=getattr(args, "project", None),
+        base_url=getattr(args, "base_url", None),
+        output_mode=getattr(args, "output_mode", "tools"),
+    )
 
 
 def build_judge(args: argparse.Namespace) -> Any:

@@ -1,5 +1,7 @@
 """A local HTTP server speaking the Anthropic Messages API wire format, so the real ``anthropic``
-client (and everything built on it) runs in tests and benchmarks.
+client (and everything built on it) runs in tests and benchmarks — also as Claude on Amazon
+Bedrock (SigV4 checked) and Vertex AI, and as an OpenAI-compatible Chat Completions endpoint,
+every reply scripted once in the Messages API's shape (:mod:`tests.fakes.platforms`).
 
     with FakeAnthropic() as api:                      # default responder answers every call
         os.environ["ANTHROPIC_BASE_URL"] = api.base_url
@@ -38,6 +40,18 @@ from typing_extensions import Self
 from ragtrace.evaluation.judges.lexical import LexicalJudge
 from ragtrace.evaluation.judges.text import words
 from tests.fakes.anthropic_batches import BatchEndpoints
+from tests.fakes.platforms import (
+    AwsAccount,
+    Route,
+    VertexProject,
+    bedrock_error,
+    chat_as_messages,
+    check_sigv4,
+    check_vertex,
+    google_token,
+    messages_as_chat,
+    route,
+)
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -63,6 +77,7 @@ DEFAULT_ALIASES: Mapping[str, str] = {
     "claude-haiku-4-5": "claude-haiku-4-5-20251001",
     "claude-sonnet-4-5": "claude-sonnet-4-5-20250929",
     "claude-opus-4-5": "claude-opus-4-5-20251101",
+    "claude-haiku-4-5@20251001": "claude-haiku-4-5-20251001",
 }
 _ids = itertools.count(1)
 
@@ -95,14 +110,18 @@ class RecordedRequest:
 
     @property
     def user_text(self) -> str:
-        content = self.body["messages"][0]["content"]
+        """The user message (of a Messages or a Chat Completions request)."""
+        content = next(m for m in self.body["messages"] if m["role"] == "user")["content"]
         if isinstance(content, str):
             return content
         return "".join(part.get("text", "") for part in content)
 
     @property
     def system_blocks(self) -> list[dict[str, Any]]:
-        system = self.body.get("system", [])
+        if "system" not in self.body:  # Chat Completions: the system message
+            chat = [m["content"] for m in self.body.get("messages", []) if m["role"] == "system"]
+            return [{"type": "text", "text": text} for text in chat]
+        system = self.body["system"]
         return [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
 
 
@@ -349,8 +368,12 @@ class FakeAnthropic:
         responder: Callable[[Mapping[str, Any]], Reply] | None = entail_all,
         *,
         model_aliases: Mapping[str, str] | None = None,
+        aws: AwsAccount | None = None,
+        vertex: VertexProject | None = None,
     ) -> None:
         self.responder = responder
+        self.aws = aws or AwsAccount()
+        self.vertex = vertex or VertexProject()
         self.model_aliases = dict(DEFAULT_ALIASES if model_aliases is None else model_aliases)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque()
@@ -436,28 +459,94 @@ class FakeAnthropic:
         if BatchEndpoints.handles(handler.path):
             self._handle_batches(handler, body, headers)
             return
-        if handler.command != "POST" or handler.path.split("?")[0] != "/v1/messages":
+        where = route(handler.command, handler.path)
+        if where is not None and where.wire == "google_token":
+            status, token = google_token(self.vertex, raw)
+            self._send_json(handler, status, json.dumps(token).encode("utf-8"))
+            return
+        # What the responders read: a Messages API request (the model from the path on
+        # Bedrock and Vertex AI; a Chat Completions request translated).
+        request: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+        if where is not None and where.wire == "openai":
+            request = chat_as_messages(request)
+        elif where is not None and where.model is not None:
+            request["model"] = where.model
+        if where is None:
             reply = error_reply(404, "not_found_error", f"fake: no route {handler.path}")
-        elif "x-api-key" not in headers and "authorization" not in headers:
-            reply = error_reply(401, "authentication_error", "fake: no API key sent")
+        elif (problem := self._auth_problem(where, handler, headers, raw)) is not None:
+            reply = error_reply(*problem)
         elif not isinstance(body, dict):
             reply = error_reply(400, "invalid_request_error", "fake: body is not JSON")
+        elif where.wire in ("bedrock", "vertex") and not body.get("anthropic_version"):
+            reply = error_reply(400, "invalid_request_error", "anthropic_version: Field required")
+        elif where.wire in ("bedrock", "vertex") and "model" in body:
+            reply = error_reply(
+                400, "invalid_request_error", "model: Extra inputs are not permitted"
+            )
         else:
-            reply = self._next_reply(body)
-        payload = self._finish(reply, body if isinstance(body, dict) else {})
+            reply = self._next_reply(request)
+        payload = self._finish(reply, request)
+        extra: dict[str, str] = {}
+        if where is not None and where.wire in ("openai", "bedrock"):
+            payload, extra = self._translate(where.wire, payload, body)
         if reply.delay:
             time.sleep(reply.delay)
         try:
             handler.send_response(reply.status)
             handler.send_header("content-type", "application/json")
             handler.send_header("request-id", f"req_fake_{next(_ids):06d}")
-            for key, value in reply.headers.items():
+            for key, value in {**reply.headers, **extra}.items():
                 handler.send_header(key, value)
             handler.send_header("content-length", str(len(payload)))
             handler.end_headers()
             handler.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
+
+    @staticmethod
+    def _send_json(handler: BaseHTTPRequestHandler, status: int, payload: bytes) -> None:
+        try:
+            handler.send_response(status)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("content-length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _auth_problem(
+        self,
+        where: Route,
+        handler: BaseHTTPRequestHandler,
+        headers: Mapping[str, str],
+        raw: bytes,
+    ) -> tuple[int, str, str] | None:
+        """(status, error type, message) refusing the request's credentials, else None."""
+        if where.wire == "bedrock":
+            if headers.get("authorization", "").startswith("Bearer "):
+                return None  # a Bedrock API key
+            url = f"http://{headers.get('host', '')}{handler.path}"
+            why = check_sigv4(self.aws, handler.command, url, headers, raw)
+            return None if why is None else (403, "authentication_error", why)
+        if where.wire == "vertex":
+            why = check_vertex(self.vertex, where, headers)
+            return None if why is None else (401, "authentication_error", why)
+        if "x-api-key" not in headers and "authorization" not in headers:
+            return (401, "authentication_error", "fake: no API key sent")
+        return None
+
+    @staticmethod
+    def _translate(wire: str, payload: bytes, body: Any) -> tuple[bytes, dict[str, str]]:
+        """A Messages API response body as ``wire`` sends it (bytes that are not JSON pass)."""
+        try:
+            message = json.loads(payload)
+        except json.JSONDecodeError:
+            return payload, {}
+        if wire == "bedrock":
+            translated, headers = bedrock_error(message)
+            return json.dumps(translated).encode("utf-8"), headers
+        json_mode = isinstance(body, dict) and "tools" not in body
+        return json.dumps(messages_as_chat(message, json_mode=json_mode)).encode("utf-8"), {}
 
     def _answer_params(self, params: Mapping[str, Any]) -> tuple[int, Any]:
         """What ``POST /v1/messages`` answers for ``params`` (status, parsed body)."""

@@ -1,8 +1,10 @@
 """Judges: groundedness (and the adjacent answer metrics) behind one small seam.
 
-``make_judge(JudgeSpec(...))`` (or ``make_judge("lexical" | "anthropic" | "auto", **options)``)
-— ``auto`` is the Anthropic judge when an API key is available (``api_key=`` or
-``ANTHROPIC_API_KEY``), else the offline lexical judge (:mod:`.spec`).
+``make_judge(JudgeSpec(...))`` (or ``make_judge(name, **options)``, a name of
+:data:`JUDGE_NAMES`) — ``auto`` is the Anthropic judge when an API key is available (``api_key=``
+or ``ANTHROPIC_API_KEY``), else the offline lexical judge; ``anthropic``, ``bedrock``, ``vertex``
+are the Claude judge on that provider, ``openai`` the judge over an OpenAI-compatible endpoint
+(:mod:`.spec`).
 """
 
 from __future__ import annotations
@@ -30,15 +32,17 @@ from .pricing import ModelPrice, PriceTable, load_prices
 from .prompts import PROMPT_SHA256
 from .retry import CallBudget
 from .segment import Unit, segment_answer
-from .spec import JUDGE_NAMES, JudgeSpec
+from .spec import JUDGE_NAMES, PROVIDERS, JudgeSpec
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicJudge
+    from .openai_compat import OpenAICompatibleJudge
 
 __all__ = [
     "CHECKS",
     "JUDGE_NAMES",
     "PROMPT_SHA256",
+    "PROVIDERS",
     "UNIT_CHECKS",
     "AnswerJudge",
     "AnthropicJudge",
@@ -53,6 +57,7 @@ __all__ = [
     "LexicalJudge",
     "MetricResult",
     "ModelPrice",
+    "OpenAICompatibleJudge",
     "PriceTable",
     "Unit",
     "UnitVerdict",
@@ -70,11 +75,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # AnthropicJudge imports the `anthropic` package; keep it lazy for the core install.
+    # The model judges import their SDKs (the `judge` extra); keep them lazy for the core install.
     if name == "AnthropicJudge":
         from .anthropic import AnthropicJudge
 
         return AnthropicJudge
+    if name == "OpenAICompatibleJudge":
+        from .openai_compat import OpenAICompatibleJudge
+
+        return OpenAICompatibleJudge
     raise AttributeError(name)
 
 
@@ -82,17 +91,24 @@ _SPEC_KEYS = frozenset(f.name for f in fields(JudgeSpec)) - {"name"}
 _LEXICAL_OPTIONS = frozenset({"threshold"})
 
 
-def make_judge(spec: JudgeSpec | str = "auto", /, **options: Any) -> LexicalJudge | AnthropicJudge:
-    """The judge ``spec`` describes (see :meth:`JudgeSpec.resolved`: ``auto``, the model, the API
-    key check). A name instead of a spec builds one from the :class:`JudgeSpec` fields among
-    ``options``; the other ``options`` go to the judge's constructor (``threshold`` for the
-    lexical judge, which ignores the rest; ``prices``, ``instructions``, ``sleep``, ``clock``
-    for the Anthropic judge). ValueError for an unknown name or a missing API key."""
+def make_judge(
+    spec: JudgeSpec | str = "auto", /, **options: Any
+) -> LexicalJudge | AnthropicJudge | OpenAICompatibleJudge:
+    """The judge ``spec`` describes (see :meth:`JudgeSpec.resolved`: ``auto``, the model, the
+    provider's required settings). A name instead of a spec builds one from the
+    :class:`JudgeSpec` fields among ``options``; the other ``options`` go to the judge's
+    constructor (``threshold`` for the lexical judge, which ignores the rest; ``prices``,
+    ``instructions``, ``sleep``, ``clock``, ``client`` for a model judge). ValueError for an
+    unknown name or a missing setting."""
     if isinstance(spec, str):
         spec = JudgeSpec(spec, **{k: options.pop(k) for k in _SPEC_KEYS & options.keys()})
     spec = spec.resolved()
     if spec.model_free:
         return LexicalJudge(**{k: v for k, v in options.items() if k in _LEXICAL_OPTIONS})
+    if spec.provider == "openai":
+        from .openai_compat import OpenAICompatibleJudge
+
+        return OpenAICompatibleJudge.from_spec(spec, **options)
     from .anthropic import AnthropicJudge
 
     return AnthropicJudge.from_spec(spec, **options)

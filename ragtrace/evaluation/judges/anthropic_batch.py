@@ -73,6 +73,10 @@ class AnthropicBatchJudge:
     :class:`BatchNotFound`."""
 
     def __init__(self, judge: AnthropicJudge) -> None:
+        if judge.provider != "anthropic":
+            raise ValueError(
+                f"the Message Batches API is the Anthropic API's: not available on {judge.provider}"
+            )
         self.judge = judge
         self._anthropic = judge._anthropic
         self._batches = judge._client.messages.batches

@@ -48,12 +48,15 @@ class JudgeInfo(Serialised):
     same for the judge's whole life, so metric series keyed by it never split; the model the API
     reports having served (an alias resolved to a dated ID) is the result's ``served_model``.
     ``prompt_sha256`` hashes the full prompt template (instructions, message layout, tool schema),
-    so a changed prompt is visible in every stored score.
+    so a changed prompt is visible in every stored score. ``provider`` is the API the model was
+    reached through (``anthropic``, ``bedrock``, ``vertex``, ``openai``; ``None`` for model-free
+    judges and for results stored before it was recorded).
     """
 
     name: str
     model: str | None
     prompt_sha256: str
+    provider: str | None = omitted_at_default(None)
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -8,6 +8,8 @@ instructions — reaches that minimum, so a marker is never sent that cannot tak
 
 from __future__ import annotations
 
+from .pricing import claude_model_name
+
 __all__ = ["estimate_tokens", "min_cacheable_tokens", "should_cache"]
 
 # Longest matching prefix wins; unknown models get the largest known minimum.
@@ -33,6 +35,8 @@ _CHARS_PER_TOKEN_LOW = 5
 
 
 def min_cacheable_tokens(model: str) -> int:
+    """The model's minimum cacheable prefix (a Bedrock or Vertex AI ID by its Claude name)."""
+    model = claude_model_name(model)
     keys = [k for k in _MINIMUMS if model.startswith(k)]
     return _MINIMUMS[max(keys, key=len)] if keys else _UNKNOWN_MINIMUM
 

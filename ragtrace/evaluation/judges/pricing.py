@@ -1,7 +1,12 @@
 """What a judge call costs: USD per million tokens per model, with cache multipliers.
 
 A model ID is priced by the longest table key that is a prefix of it, so the dated ID the API
-returns (``claude-haiku-4-5-20251001``) finds ``claude-haiku-4-5``. Cached tokens are billed at
+returns (``claude-haiku-4-5-20251001``) finds ``claude-haiku-4-5``. Claude on Bedrock and Vertex
+AI is priced as on the Anthropic API: when the ID itself has no entry, its Claude name
+(:func:`claude_model_name`: ``global.anthropic.claude-haiku-4-5-20251001-v1:0`` and
+``claude-haiku-4-5@20251001`` are both ``claude-haiku-4-5-20251001``) is looked up. A model the
+table does not know (an OpenAI-compatible server's) costs 0.0 and :meth:`PriceTable.known` says
+so; a warning names it once, with the variable that prices it. Cached tokens are billed at
 ``input × cache_write_multiplier`` (5-minute cache writes) and ``input × cache_read_multiplier``
 (cache hits).
 
@@ -17,16 +22,36 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import Usage
 
-__all__ = ["DEFAULT_PRICES", "ENV_PRICES", "ModelPrice", "PriceTable", "load_prices"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "ENV_PRICES",
+    "ModelPrice",
+    "PriceTable",
+    "claude_model_name",
+    "load_prices",
+]
 
 ENV_PRICES = "RAGTRACE_JUDGE_PRICES"
 _log = logging.getLogger(__name__)
+# Bedrock: an optional inference-profile scope ("us.", "global." ...), "anthropic.", the model,
+# a version suffix ("-v1:0"). Vertex AI: "claude-haiku-4-5@20251001".
+_BEDROCK_ID = re.compile(r"^(?:[a-z]{2,8}\.)?anthropic\.(claude-[a-z0-9.-]+?)(?:-v\d+(?::\d+)?)?$")
+
+
+def claude_model_name(model: str) -> str:
+    """The Anthropic API's name of a Claude model as Bedrock or Vertex AI spells it (the ID
+    unchanged when it is neither)."""
+    bedrock = _BEDROCK_ID.match(model)
+    if bedrock:
+        return bedrock.group(1)
+    return model.replace("@", "-") if model.startswith("claude-") else model
 
 
 @dataclass(frozen=True)
@@ -78,20 +103,35 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = {
 @dataclass(frozen=True)
 class PriceTable:
     prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    _warned: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """Models already warned about as unpriced (once per table, so once per judge)."""
 
     def lookup(self, model: str | None) -> ModelPrice | None:
+        """The longest key prefixing ``model``, else prefixing its Claude name (module doc)."""
         if not model:
             return None
-        keys = [k for k in self.prices if model.startswith(k)]
-        return self.prices[max(keys, key=len)] if keys else None
+        for name in (model, claude_model_name(model)):
+            keys = [k for k in self.prices if name.startswith(k)]
+            if keys:
+                return self.prices[max(keys, key=len)]
+        return None
+
+    def known(self, model: str | None) -> bool:
+        """The table prices ``model`` (else its cost is reported as 0.0: unknown)."""
+        return self.lookup(model) is not None
 
     def cost(self, model: str | None, usage: Usage) -> float:
-        """Cost in USD; 0.0 with a warning for a model the table does not know."""
+        """Cost in USD; 0.0 for a model the table does not know (warned once per model and
+        table)."""
         price = self.lookup(model)
         if price is None:
-            if usage.total_tokens:
+            if usage.total_tokens and str(model) not in self._warned:
+                self._warned.add(str(model))
                 _log.warning(
-                    "no price for judge model %r: cost reported as 0 (set %s)", model, ENV_PRICES
+                    "no price for judge model %r: its cost is unknown and reported as 0 "
+                    "(set %s to price it)",
+                    model,
+                    ENV_PRICES,
                 )
             return 0.0
         return price.cost(usage)

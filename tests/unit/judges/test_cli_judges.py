@@ -126,7 +126,8 @@ def test_groundedness_json_shape_with_a_downgraded_claim(
         },
     ]
     assert out["claims"][1]["downgrade_reason"] == "evidence quote not found in the context"
-    assert set(out["judge"]) == {"name", "model", "prompt_sha256"}
+    assert out["judge"]["provider"] == "anthropic"
+    assert set(out["judge"]) == {"name", "model", "prompt_sha256", "provider"}
     assert out["usage"]["input_tokens"] == 1000
     assert out["cost_usd"] == pytest.approx((1000 * 1 + 100 * 5) / 1e6)
     assert out["calibration_warning"] is None

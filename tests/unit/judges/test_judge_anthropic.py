@@ -261,6 +261,12 @@ class VirtualTime:
     def elapsed(self) -> float:
         return self.clock() - self._start
 
+    def restart(self) -> None:
+        """Measure from now (after building the judge: its client and imports are not part of
+        a judgement's budget)."""
+        self.sleeps.clear()
+        self._start = time.monotonic()
+
 
 def test_persistent_5xx_backs_off_until_the_budget_is_spent(api: FakeAnthropic) -> None:
     api.enqueue(*[server_error(503)] * 8)
@@ -306,10 +312,10 @@ def test_timeouts_are_retried_and_the_last_request_is_cut_to_the_budget(
     slow.delay = 1.5
     api.enqueue(*[slow] * 4)
     t = VirtualTime()
+    judge = judge_for(api, timeout=0.3, budget_s=1.0, sleep=t.sleep, clock=t.clock)
+    t.restart()
     with pytest.raises(JudgeUnavailable, match="APITimeoutError"):
-        judge_for(api, timeout=0.3, budget_s=1.0, sleep=t.sleep, clock=t.clock).groundedness(
-            AUDIT_ANSWER, [C9930]
-        )
+        judge.groundedness(AUDIT_ANSWER, [C9930])
     # 0.3 s, a 0.375-0.5 s wait, then what is left (0.2-0.325 s): never past the budget
     assert len(api.requests) == 2
     assert t.elapsed() <= 1.0 + 0.1

@@ -93,3 +93,33 @@ def test_cache_minimums_per_model_family() -> None:
     assert should_cache("claude-sonnet-4-5", "x" * (5 * 1024))
     assert not should_cache("claude-haiku-4-5", "x" * (5 * 1024))
     assert should_cache("claude-haiku-4-5", "x" * (5 * 4096))
+
+
+@pytest.mark.parametrize(
+    ("model", "claude", "price"),
+    [
+        ("global.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5-20251001", (1, 5)),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929", (3, 15)),
+        ("anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku-20240307", (0.25, 1.25)),
+        ("claude-opus-4-1@20250805", "claude-opus-4-1-20250805", (15, 75)),
+        ("claude-haiku-4-5@20251001", "claude-haiku-4-5-20251001", (1, 5)),
+    ],
+)
+def test_bedrock_and_vertex_ids_are_priced_as_claude(
+    model: str, claude: str, price: tuple[float, float]
+) -> None:
+    from ragtrace.evaluation.judges.pricing import claude_model_name
+
+    assert claude_model_name(model) == claude
+    assert PriceTable().lookup(model) == ModelPrice(*price)
+    assert min_cacheable_tokens(model) == min_cacheable_tokens(claude)
+
+
+def test_an_explicit_entry_for_a_platform_id_wins_and_other_models_are_unknown() -> None:
+    bedrock = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    table = PriceTable(
+        {**PriceTable().prices, "us.anthropic.claude-sonnet-4-5": ModelPrice(3.3, 16.5)}
+    )
+    assert table.lookup(bedrock) == ModelPrice(3.3, 16.5)
+    assert not PriceTable().known("qwen2.5:7b") and PriceTable().known(bedrock)
+    assert PriceTable().cost("qwen2.5:7b", Usage(1000, 100)) == 0.0

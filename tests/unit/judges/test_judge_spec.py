@@ -105,3 +105,51 @@ def test_one_list_of_judge_names_everywhere() -> None:
     assert set(choices.values()) == {JUDGE_NAMES}
     with pytest.raises(ConfigError, match="must be one of auto, lexical, anthropic"):
         ConsumerConfig.defaults().replace(judge={"name": "gpt"})
+
+
+def test_a_provider_names_the_model_judge_and_its_default_model() -> None:
+    from ragtrace.evaluation.judges.spec import DEFAULT_MODELS, PROVIDERS
+
+    assert PROVIDERS == ("anthropic", "bedrock", "vertex", "openai")
+    assert tuple(JUDGE_NAMES) == ("auto", "lexical", "anthropic", "bedrock", "vertex", "openai")
+    assert JudgeSpec("bedrock").provider == "bedrock"
+    assert JudgeSpec("auto", provider="vertex").resolved({}) == JudgeSpec(
+        "vertex", model=DEFAULT_MODELS["vertex"], provider="vertex"
+    )
+    bedrock = JudgeSpec("bedrock", region="eu-west-1").resolved({})  # no Anthropic key needed
+    assert (bedrock.name, bedrock.model) == (
+        "bedrock",
+        "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+    )
+    assert JudgeSpec("bedrock").resolved({"RAGTRACE_JUDGE_MODEL": "anthropic.x-v1:0"}).model == (
+        "anthropic.x-v1:0"
+    )
+    # model-free: provider dropped with the model
+    assert JudgeSpec("lexical", provider="openai", model="m").resolved({}) == JudgeSpec("lexical")
+    # the openai judge has no default model
+    with pytest.raises(ValueError, match="the openai judge needs a model"):
+        JudgeSpec("openai").resolved({})
+    assert JudgeSpec("openai", model="qwen").resolved({}).model == "qwen"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"provider": "azure"}, "unknown judge provider 'azure'; expected one of anthropic, "),
+        ({"name": "openai", "provider": "bedrock"}, "judge 'openai' conflicts with provider"),
+        ({"name": "vertex", "region": " "}, "region must be non-empty"),
+        ({"name": "openai", "output_mode": "xml"}, "output_mode must be one of tools, json"),
+    ],
+)
+def test_a_bad_provider_setting_is_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JudgeSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_old_results_without_a_provider_still_load() -> None:
+    from ragtrace.evaluation.judges import JudgeInfo
+
+    old = {"name": "anthropic", "model": "claude-haiku-4-5", "prompt_sha256": "a" * 64}
+    assert JudgeInfo.from_dict(old).provider is None
+    new = JudgeInfo("bedrock", "m", "a" * 64, "bedrock")
+    assert JudgeInfo.from_dict(new.to_dict()) == new
