@@ -28,10 +28,19 @@ class ResultsFileError(ValueError):
 
 class DurableLines(io.TextIOWrapper):
     """A text file opened for appending whose ``flush`` also fsyncs: a line the batch writer
-    flushed survives a crash or ``kill -9`` of the process."""
+    flushed survives a crash or ``kill -9`` of the process. A torn last line (no newline) left
+    by a killed run is ended first, so the next record does not run into it."""
 
     def __init__(self, path: str | Path) -> None:
-        super().__init__(open(path, "ab"), encoding="utf-8", newline="\n")  # noqa: SIM115
+        raw = open(path, "a+b")  # noqa: SIM115
+        raw.seek(0, os.SEEK_END)
+        torn = False
+        if raw.tell():
+            raw.seek(-1, os.SEEK_END)
+            torn = raw.read(1) != b"\n"
+        super().__init__(raw, encoding="utf-8", newline="\n")
+        if torn:
+            self.write("\n")
 
     def flush(self) -> None:
         super().flush()

@@ -156,10 +156,11 @@ class Threshold:
 def best_threshold(scores: Sequence[float], hallucinated: Sequence[bool]) -> Threshold | None:
     """The threshold with the highest F1 on these answers (None for no answers).
 
-    Candidates are every distinct score (flagging the answers strictly below it) and one just
-    above the highest score (flagging every answer); a tie in F1 goes to the lowest candidate,
-    the one flagging fewest answers. A set with no hallucinated answer has F1 NaN everywhere;
-    the lowest candidate (flagging nothing) is returned."""
+    Candidates: the lowest score (flagging nothing), the midpoint between each two consecutive
+    distinct scores, and one just above the highest score (flagging every answer) — midpoints,
+    so the threshold sits between the answers it separates rather than on one of them. A tie
+    in F1 goes to the lowest candidate, the one flagging fewest answers. A set with no
+    hallucinated answer has F1 NaN everywhere; the lowest candidate is returned."""
     _pairs(scores, hallucinated)
     if not scores:
         return None
@@ -171,14 +172,20 @@ def best_threshold(scores: Sequence[float], hallucinated: Sequence[bool]) -> Thr
     below_pos = below_neg = 0  # answers strictly below the candidate: flagged
     i = 0
     while True:
-        t = ranked[i][0] if i < len(ranked) else math.nextafter(ranked[-1][0], math.inf)
+        if i == 0:
+            t = ranked[0][0]
+        elif i < len(ranked):
+            t = (ranked[i - 1][0] + ranked[i][0]) / 2
+        else:
+            t = math.nextafter(ranked[-1][0], math.inf)
         c = Confusion(below_pos, below_neg, total_pos - below_pos, total_neg - below_neg)
         value = -1.0 if math.isnan(c.f1) else c.f1
         if best is None or value > best_f1:
             best, best_f1 = Threshold(t, c), value
         if i == len(ranked):
             return best
-        while i < len(ranked) and ranked[i][0] == t:
+        current = ranked[i][0]
+        while i < len(ranked) and ranked[i][0] == current:
             below_pos += ranked[i][1]
             below_neg += not ranked[i][1]
             i += 1

@@ -167,6 +167,7 @@ def load_generic(path: str | Path) -> list[LabelledAnswer]:
         if not isinstance(label, bool):
             raise InputFileError(*where, "hallucinated", f"must be true or false, got {label!r}")
         task = doc.get("task_type", "all")
+        split = _split(doc.get("split"), item_id, where)
         try:
             items.append(
                 LabelledAnswer(
@@ -176,7 +177,7 @@ def load_generic(path: str | Path) -> list[LabelledAnswer]:
                     label,
                     spans,
                     str(task),
-                    _split(doc.get("split"), item_id, where),
+                    split,
                 )
             )
         except ValueError as exc:
@@ -221,6 +222,7 @@ def load_ragtruth(
         labels = doc.get("labels") or []
         spans = _spans(labels, where)
         item_id = str(doc.get("id", n))
+        split = _split(doc.get("split"), item_id, where)
         try:
             items.append(
                 LabelledAnswer(
@@ -230,7 +232,7 @@ def load_ragtruth(
                     bool(spans),
                     spans,
                     source[0],
-                    _split(doc.get("split"), item_id, where),
+                    split,
                 )
             )
         except ValueError as exc:
