@@ -93,6 +93,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="RAGTruth: keep responses whose quality is not 'good' (refusals, truncations)",
     )
+    parser.add_argument(
+        "--tune-sample",
+        type=_count,
+        metavar="N",
+        help="judge at most N answers of the tune split (the same N on every run), e.g. to "
+        "tune on part of RAGTruth's 15,090 training answers; all test answers are judged",
+    )
     add_judge_arguments(parser)
     parser.add_argument("--yes", action="store_true", help="run a paid judge without a cap")
     parser.add_argument(
@@ -119,6 +126,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -211,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from ragtrace.cli._groundedness_batch import BatchItem, judge_batch
     from ragtrace.evaluation.detection_report import build_report
-    from ragtrace.evaluation.hallucination_sets import load_generic, load_ragtruth
+    from ragtrace.evaluation.hallucination_sets import load_generic, load_ragtruth, sample_tune
     from ragtrace.evaluation.labels import InputFileError
 
     command = "detect-eval"
@@ -221,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
             items = load_ragtruth(source, include_all_quality=args.all_quality)
         else:
             items = load_generic(source)
+        if args.tune_sample is not None:
+            items = sample_tune(items, args.tune_sample)
         judge = build_judge(args)
         results = Path(args.results) if args.results else default_results_path(source, judge.info)
         records = read_results(results, judge.info)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ __all__ = [
     "load_generic",
     "load_hallucination_set",
     "load_ragtruth",
+    "sample_tune",
 ]
 
 SPLITS = ("tune", "test")
@@ -238,6 +239,20 @@ def load_ragtruth(
         except ValueError as exc:
             raise InputFileError(*where, "labels", str(exc)) from None
     return _checked(items, response_path)
+
+
+def sample_tune(items: Sequence[LabelledAnswer], limit: int) -> list[LabelledAnswer]:
+    """``items`` with at most ``limit`` tune-split answers (the same ones on every run: lowest
+    SHA-256 of the id), every test answer kept, order preserved — to tune on a sample of a
+    large training split (RAGTruth's has 15,090 answers) without paying to judge all of it."""
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    tune = sorted(
+        (it.id for it in items if it.split == "tune"),
+        key=lambda i: hashlib.sha256(i.encode("utf-8")).digest(),
+    )
+    keep = set(tune[:limit])
+    return [it for it in items if it.split == "test" or it.id in keep]
 
 
 def load_hallucination_set(path: str | Path) -> list[LabelledAnswer]:

@@ -261,3 +261,12 @@ def test_resume_after_kill_9_never_rejudges_a_finished_answer(
     assert not rejudged & finished, f"finished answers judged again: {rejudged & finished}"
     assert rejudged == {f"a{i}" for i in range(n)} - finished
     assert {d["id"] for d in _lines(results)} == {f"a{i}" for i in range(n)}
+
+
+def test_tune_sample_judges_only_part_of_the_tune_split(workdir: Path) -> None:
+    data = _set(workdir / "set.jsonl", 24)  # 6 tune answers
+    argv = ["detect-eval", "--input", str(data), "--judge", "lexical", "--results", "r.jsonl"]
+    assert main([*argv, "--tune-sample", "2", "--json", "report.json"]) == 0
+    overall = json.loads((workdir / "report.json").read_text())["groups"][-1]
+    assert (overall["tune_answers"], overall["test_answers"]) == (2, 18)
+    assert len(_lines(workdir / "r.jsonl")) == 20

@@ -13,6 +13,7 @@ from ragtrace.evaluation.hallucination_sets import (
     load_generic,
     load_hallucination_set,
     load_ragtruth,
+    sample_tune,
 )
 from ragtrace.evaluation.labels import InputFileError
 
@@ -214,3 +215,18 @@ def test_ragtruth_unknown_source_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputFileError) as caught:
         load_ragtruth(root)
     assert caught.value.line == 5 and caught.value.field == "source_id"
+
+
+def test_sample_tune_keeps_every_test_answer_and_the_same_tune_sample() -> None:
+    items = [
+        LabelledAnswer(f"i{k}", "a", ("c",), False, None, "qa", "tune" if k % 3 else "test")
+        for k in range(30)
+    ]
+    sampled = sample_tune(items, 5)
+    assert [it.id for it in sampled if it.split == "test"] == [
+        it.id for it in items if it.split == "test"
+    ]
+    assert sum(it.split == "tune" for it in sampled) == 5
+    assert sample_tune(list(reversed(items)), 5) == list(reversed(sampled))  # order-free choice
+    assert sample_tune(items, 0) == [it for it in items if it.split == "test"]
+    assert len(sample_tune(items, 100)) == 30
