@@ -46,8 +46,8 @@ marked hallucinated (positive class: hallucinated; an answer scoring strictly be
   the spans people marked (where both exist).
 Every figure is on the test split; thresholds are chosen on the tune split only.
 
-Input (--input): a RAGTruth directory (response.jsonl + source_info.jsonl; train = tune,
-responses of quality other than "good" left out as in RAGTruth's baseline unless
+Input (--input): a RAGTruth directory, or its response.jsonl next to source_info.jsonl (train
+= tune; responses of quality other than "good" left out, as in RAGTruth's baseline, unless
 --all-quality), or JSON Lines, one answer per line:
   {{"id": "q1", "context": ["passage", ...], "answer": "...",
    "spans": [[start, end], ...], "hallucinated": true, "task_type": "qa", "split": "test"}}
@@ -58,7 +58,7 @@ Resumable: each result is appended to --results (default: <input>.<judge>-<promp
 .results.jsonl) and fsync'd as it arrives; run the same command again to continue where a run
 stopped, never judging a finished answer twice. A paid judge prints its expected token cost
 first and runs only with --yes, or with --max-cost USD (refused when the estimate is above it;
-the run stops starting new answers once that much is spent).
+the run stops starting new answers once it has spent that much; the cap is per run).
 
 Exit status: 0 done, 1 the judge failed on every answer, 2 bad input or no consent to a paid
 run, 3 judge unreachable or --max-cost reached (the partial report is printed; run again).
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--input",
         required=True,
         metavar="SET",
-        help="a RAGTruth directory or a JSON Lines file (format above)",
+        help="a RAGTruth directory (or its response.jsonl) or a JSON Lines file (format above)",
     )
     parser.add_argument(
         "--results", metavar="RESULTS.jsonl", help="where results are kept (resume); see above"
@@ -106,7 +106,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-cost",
         type=_non_negative,
         metavar="USD",
-        help="run a paid judge only if the estimate is within USD, and stop at USD spent",
+        help="run a paid judge only if the estimate is within USD, and stop once this run "
+        "has spent USD",
     )
     parser.add_argument(
         "--concurrency",
@@ -228,16 +229,13 @@ def run(args: argparse.Namespace) -> int:
     )
     from ragtrace.cli._groundedness_batch import BatchItem, judge_batch
     from ragtrace.evaluation.detection_report import build_report
-    from ragtrace.evaluation.hallucination_sets import load_generic, load_ragtruth, sample_tune
+    from ragtrace.evaluation.hallucination_sets import load_hallucination_set, sample_tune
     from ragtrace.evaluation.labels import InputFileError
 
     command = "detect-eval"
     source = Path(args.input)
     try:
-        if source.is_dir():
-            items = load_ragtruth(source, include_all_quality=args.all_quality)
-        else:
-            items = load_generic(source)
+        items = load_hallucination_set(source, include_all_quality=args.all_quality)
         if args.tune_sample is not None:
             items = sample_tune(items, args.tune_sample)
         judge = build_judge(args)

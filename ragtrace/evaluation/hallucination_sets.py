@@ -255,12 +255,14 @@ def sample_tune(items: Sequence[LabelledAnswer], limit: int) -> list[LabelledAns
     return [it for it in items if it.split == "test" or it.id in keep]
 
 
-def load_hallucination_set(path: str | Path) -> list[LabelledAnswer]:
+def load_hallucination_set(
+    path: str | Path, *, include_all_quality: bool = False
+) -> list[LabelledAnswer]:
     """A RAGTruth directory (or its ``response.jsonl``, next to ``source_info.jsonl``), else the
     generic JSON Lines."""
     path = Path(path)
     if path.is_dir():
-        return load_ragtruth(path)
+        return load_ragtruth(path, include_all_quality=include_all_quality)
     if path.name == "response.jsonl" and (path.parent / "source_info.jsonl").exists():
-        return load_ragtruth(path.parent)
+        return load_ragtruth(path.parent, include_all_quality=include_all_quality)
     return load_generic(path)

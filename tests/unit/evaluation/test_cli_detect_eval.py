@@ -270,3 +270,22 @@ def test_tune_sample_judges_only_part_of_the_tune_split(workdir: Path) -> None:
     overall = json.loads((workdir / "report.json").read_text())["groups"][-1]
     assert (overall["tune_answers"], overall["test_answers"]) == (2, 18)
     assert len(_lines(workdir / "r.jsonl")) == 20
+
+
+def test_a_ragtruth_directory_through_the_cli(workdir: Path) -> None:
+    from tests.unit.evaluation.test_hallucination_sets import _ragtruth
+
+    root = _ragtruth(workdir / "ragtruth")
+    argv = ["detect-eval", "--input", str(root), "--judge", "lexical"]
+    assert main([*argv, "--results", "a.jsonl", "--json", "a.json"]) == 0
+    report = json.loads((workdir / "a.json").read_text())
+    assert [g["task_type"] for g in report["groups"]] == ["Data2txt", "QA", "Summary", "overall"]
+    qa = report["groups"][1]
+    assert (qa["tune_answers"], qa["test_answers"], qa["test_hallucinated"]) == (0, 1, 1)
+    # "bake them for 60 minutes" contradicts the passage: the unit is flagged, the span found
+    assert qa["span_overlap"]["tp_chars"] > 0
+    assert report["groups"][-1]["tune_answers"] == 2
+    assert main([*argv, "--all-quality", "--results", "b.jsonl", "--json", "b.json"]) == 0
+    overall = json.loads((workdir / "b.json").read_text())["groups"][-1]
+    assert overall["test_answers"] == 2  # the refusal is kept
+    assert main([*argv[:2], str(root / "response.jsonl"), *argv[3:], "--results", "a.jsonl"]) == 0
