@@ -201,13 +201,13 @@ def test_cost_cap_stops_starting_judgements_once_the_limit_is_spent() -> None:
 
 # --- kill -9 mid-run, then resume -------------------------------------------------------------
 class _Slow:
-    """entail_all, 0.15 s per request, recording which answer each request judged."""
+    """entail_all, 0.25 s per request, recording which answer each request judged."""
 
     def __init__(self) -> None:
         self.judged: list[str] = []
 
     def __call__(self, request: Mapping[str, Any]) -> Reply:
-        time.sleep(0.15)
+        time.sleep(0.25)
         text = request["messages"][0]["content"]
         text = text if isinstance(text, str) else "".join(p.get("text", "") for p in text)
         answer = text.split("<answer>", 1)[1]

@@ -7,6 +7,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragtrace.evaluation.detection import (
     Confusion,
@@ -187,3 +189,38 @@ def test_report_tunes_on_tune_and_reports_on_test() -> None:
     assert overall.auroc == pytest.approx(0.5)  # pairs: .5<.9 win, .5<.6 win, .95 loses both
     doc = report.to_dict()
     assert doc["failed_answers"] == 1 and len(doc["groups"]) == 3  # type: ignore[arg-type]
+
+
+_scores = st.lists(
+    st.tuples(st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0]) | st.floats(0, 1), st.booleans()),
+    min_size=1,
+    max_size=40,
+)
+
+
+@given(_scores)
+def test_auroc_properties(pairs: list[tuple[float, bool]]) -> None:
+    scores = [s for s, _ in pairs]
+    labels = [h for _, h in pairs]
+    value = auroc(scores, labels)
+    if all(labels) or not any(labels):
+        assert math.isnan(value)
+        return
+    assert 0.0 <= value <= 1.0
+    # swapping the classes mirrors the curve
+    assert auroc(scores, [not h for h in labels]) == pytest.approx(1.0 - value)
+    # an order-preserving transform of the scores changes nothing
+    assert auroc([2 * s for s in scores], labels) == pytest.approx(value)  # exact in floats
+
+
+@given(_scores, st.floats(0, 1.01))
+def test_the_tuned_threshold_is_at_least_as_good_as_any_other(
+    pairs: list[tuple[float, bool]], other: float
+) -> None:
+    scores = [s for s, _ in pairs]
+    labels = [h for _, h in pairs]
+    tuned = best_threshold(scores, labels)
+    assert tuned is not None
+    rival = confusion_at(scores, labels, other).f1
+    if not math.isnan(rival):
+        assert tuned.tuning.f1 >= rival - 1e-12
