@@ -128,6 +128,8 @@ def quality_table(judge_args: list[str], judge_name: str) -> tuple[str, list[str
     groups: list[tuple[str, list[str]]] = [(name, [name]) for name in loaded]
     summaries = [n for n, items in loaded.items() if items[0].task_type == "summary"]
     groups += [("summaries (pooled)", summaries), ("overall (pooled)", list(loaded))]
+    auroc_wins: list[str] = []
+    f1_holds: list[str] = []
     lines = [
         "| set | test answers | hallucinated | detector | AUROC | F1 at default threshold "
         "| F1 at tuned threshold |",
@@ -148,6 +150,18 @@ def quality_table(judge_args: list[str], judge_name: str) -> tuple[str, list[str
         for i, (detector, (a, d, t)) in enumerate(rows):
             where = f"{label} | {len(test)} | {sum(test)}" if i == 0 else " | | "
             lines.append(f"| {where} | {detector} | {a} | {d} | {t} |")
+        if len(names) == 1:
+            if float(rows[0][1][0]) > float(rows[2][1][0]):
+                auroc_wins.append(label)
+            if float(rows[0][1][1]) >= float(flag_all):
+                f1_holds.append(label)
+    lines += [
+        "",
+        f"Sets where the {judge_name} judge's AUROC is above unigram overlap: "
+        f"{len(auroc_wins)} of {len(loaded)} ({', '.join(auroc_wins) or 'none'}); where its F1 "
+        f"at the default threshold is at least that of flagging every answer: {len(f1_holds)} "
+        f"of {len(loaded)} ({', '.join(f1_holds) or 'none'}).",
+    ]
     return "\n".join(lines), sorted(loaded)
 
 
