@@ -3,8 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Downloads and builds (Kafka jars, the collector binary, helm) are cached outside the work tree.
-export RAGTRACE_CACHE ?= $(HOME)/.cache/ragtrace
+# Downloads and builds (Kafka jars, the collector binary, helm) are cached outside the work tree,
+# in $RAGTRACE_CACHE (default ~/.cache/ragtrace; scripts/README.md). It is not exported from here:
+# the services under test would report it as an unknown RAGTRACE_* setting.
 
 .PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean config-docs
 
