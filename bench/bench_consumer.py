@@ -59,7 +59,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
-from ragtrace_consumers.decode import decode_request
+from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from scripts.services import (
     OtlpSink,
@@ -138,7 +138,7 @@ def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
     keeps at ``judge_rate`` (recall rate 1)."""
     from kafka import KafkaProducer
 
-    from ragtrace_consumers.early_sample import EarlySampler
+    from ragtrace_consumers.intake.admission import EarlySampler
     from ragtrace_consumers.sample import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))

@@ -3,7 +3,7 @@
 It builds the SAME scoring side the Kafka consumer runs, through the same wiring root
 (:func:`~ragtrace_consumers.wiring.build_scoring`), over different seams:
 
-* spans come from an :class:`~ragtrace_consumers.otlp_http.OtlpHttpReceiver` instead of Kafka;
+* spans come from an :class:`~ragtrace_consumers.intake.otlp_receiver.OtlpHttpReceiver` instead of Kafka;
 * the label store and judge budget live in process memory (labels from a JSONL file), while the
   traces being assembled (:mod:`ragtrace_consumers.sqlite_trace_store`), the judge-result cache,
   the idempotency store and a scored-results table live in a local SQLite file
@@ -44,7 +44,7 @@ from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.otlp_http import (
+from ragtrace_consumers.intake.otlp_receiver import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     LOGS_PATH,
@@ -54,7 +54,7 @@ from ragtrace_consumers.otlp_http import (
     RequestTooLarge,
 )
 from ragtrace_consumers.recording_sink import RecordingSink
-from ragtrace_consumers.signal_forwarder import SignalForwarder, decode_log_events
+from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging

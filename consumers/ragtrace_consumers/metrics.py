@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
-from ragtrace_consumers.decode import REASONS as _DECODE_REASONS
+from ragtrace_consumers.intake.decode import REASONS as _DECODE_REASONS
 from ragtrace_consumers.dimensions import BoundedLabel
 from ragtrace_consumers.lag import PartitionLag
 from ragtrace_consumers.metric_batch import BatchedCounter, CounterBatch

@@ -66,7 +66,7 @@ def _positive(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from ragtrace_consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT
+    from ragtrace_consumers.intake.otlp_receiver import DEFAULT_HOST, DEFAULT_PORT
 
     p = subparsers.add_parser(
         "serve",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ragtrace_consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.intake.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace_consumers.kafka_runner.calls import KafkaCall
 from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.retry import Dependencies

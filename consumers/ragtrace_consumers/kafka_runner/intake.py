@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtrace_consumers.decode import Admission, DecodeError, decode_request
+from ragtrace_consumers.intake.decode import Admission, DecodeError, decode_request
 from ragtrace_consumers.kafka_runner.calls import KafkaCall
 from ragtrace_consumers.kafka_runner.dead_letters import UNEXPECTED_DECODE_ERROR, DeadLetters
 from ragtrace_consumers.model import SpanRecord

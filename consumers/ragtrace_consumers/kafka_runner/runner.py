@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ragtrace_consumers.decode import Admission
+from ragtrace_consumers.intake.decode import Admission
 from ragtrace_consumers.kafka_runner.calls import kafka_call
 from ragtrace_consumers.kafka_runner.dead_letters import DeadLetters
 from ragtrace_consumers.kafka_runner.ingest import Ingest, Offsets

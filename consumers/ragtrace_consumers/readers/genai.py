@@ -3,7 +3,7 @@ friends, and OpenLLMetry's LLM spans, which follow them).
 
 ``gen_ai.operation.name`` ``retrieval`` is a retrieval: ``gen_ai.retrieval.query.text`` and
 ``gen_ai.retrieval.documents`` (``{"id", "score", "content"?}`` documents, or documents with
-metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.decode` keeps as
+metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.intake.decode` keeps as
 the JSON of its plain form — or as a JSON string). ``chat`` / ``text_completion`` / ``generate_content`` are generations: the answer
 from ``gen_ai.output.messages`` (JSON messages with parts), else the older indexed
 ``gen_ai.completion.N.content``, else the content of ``gen_ai.choice`` events merged in from

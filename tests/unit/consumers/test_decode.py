@@ -17,7 +17,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace_consumers.decode import (
+from ragtrace_consumers.intake.decode import (
     DLQ_HEADER_DETAIL,
     DLQ_HEADER_REASON,
     REASONS,

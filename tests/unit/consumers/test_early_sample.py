@@ -12,8 +12,8 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.decode import decode_request
-from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
+from ragtrace_consumers.intake.decode import decode_request
+from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
 from ragtrace_consumers.labels import match_label
 from ragtrace_consumers.memory_stores import MemoryLabelStore, MemoryTraceStore
 from ragtrace_consumers.model import SpanRecord

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtrace_consumers.decode import DLQ_HEADER_REASON
+from ragtrace_consumers.intake.decode import DLQ_HEADER_REASON
 from ragtrace_consumers.kafka_runner import (
     DeadLetters,
     Ingest,

@@ -13,7 +13,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ragtrace_consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.intake.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace_consumers.kafka_runner import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,

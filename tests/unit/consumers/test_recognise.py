@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragtrace
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.decode import decode_request
+from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
 from ragtrace_consumers.recognise import (
     Role,

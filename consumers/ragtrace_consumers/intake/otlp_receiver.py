@@ -25,7 +25,7 @@
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
 Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
 ``ragtrace.receiver.rejected`` by reason. Connections are served by a bounded pool with a read
-and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace_consumers.http_server`);
+and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace_consumers.intake.http_server`);
 :meth:`OtlpHttpReceiver.stop` lets the requests in progress finish and answer first.
 """
 
@@ -47,7 +47,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from typing_extensions import Self
 
 from ragtrace import semconv
-from ragtrace_consumers.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
+from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
 from ragtrace_consumers.model import SpanRecord
 
 __all__ = [
@@ -109,7 +109,7 @@ Decoder = Callable[[bytes], list[SpanRecord]]
 
 
 def _default_decoders() -> tuple[Decoder, Decoder, type[Exception]]:
-    from ragtrace_consumers.decode import DecodeError, decode_json_request, decode_request
+    from ragtrace_consumers.intake.decode import DecodeError, decode_json_request, decode_request
 
     return decode_request, decode_json_request, DecodeError
 

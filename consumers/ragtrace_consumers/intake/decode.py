@@ -9,7 +9,7 @@ attribute and a dead-letter header) and whose ``detail`` says exactly what and w
 A request with zero spans decodes to ``[]``; a message is rejected as a whole when any span in it
 is malformed, so a dead-lettered message can be replayed unchanged once the producer is fixed.
 
-An :class:`Admission` (the :class:`~ragtrace_consumers.early_sample.EarlySampler`) passed to
+An :class:`Admission` (the :class:`~ragtrace_consumers.intake.admission.EarlySampler`) passed to
 :func:`decode_request` decides per trace, on the parsed protobuf, before any
 :class:`SpanRecord` is built: the spans of a dropped trace cost only the parse (their span IDs
 are not validated; their trace ID is).

@@ -70,7 +70,7 @@ def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any
     from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
-    from ragtrace_consumers.decode import _convert_ids
+    from ragtrace_consumers.intake.decode import _convert_ids
     from ragtrace_consumers.readers.genai_logs import spans_from_logs
 
     request = logs_service_pb2.ExportLogsServiceRequest()
