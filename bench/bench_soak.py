@@ -256,7 +256,7 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
     from ragtrace.evaluation.judges import make_judge
     from ragtrace.evaluation.labels import load_labels
     from ragtrace_consumers.intake.decode import decode_request
-    from ragtrace_consumers.metrics import ConsumerMetrics
+    from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
     from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
     from ragtrace_consumers.redis_stores import (
         RedisIdempotencyStore,

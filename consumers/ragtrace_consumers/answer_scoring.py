@@ -46,7 +46,7 @@ from ragtrace_consumers.answer_scores import (
 )
 from ragtrace_consumers.judging import ParkTrace, cache_model, is_paid, record_judge_result
 from ragtrace_consumers.labels import LabelLookup, match_label
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
 
 __all__ = ["AnswerJob", "AnswerScorer"]

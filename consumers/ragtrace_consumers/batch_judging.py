@@ -30,7 +30,7 @@ from ragtrace.evaluation.judges.anthropic_batch import (
     BatchNotFound,
     BatchRequest,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeResultCache
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
 * scores go to a :class:`~ragtrace_consumers.recording_sink.RecordingSink`, which keeps every
   scored trace in that table and, when an OTLP endpoint is configured, first sends the
   evaluation span there (the consumer's :class:`~ragtrace_consumers.otlp_sink.OtlpScoreSink`);
-* metrics are the consumer's :class:`~ragtrace_consumers.metrics.ConsumerMetrics`, served on a
+* metrics are the consumer's :class:`~ragtrace_consumers.telemetry.metrics.ConsumerMetrics`, served on a
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
 
 Scoring runs on :class:`~ragtrace_consumers.workers.ScoringWorkers` driven by one loop thread

@@ -44,7 +44,7 @@ from ragtrace_consumers.assemble import completion_due, select_spans
 from ragtrace_consumers.batch_judging import BatchJudging
 from ragtrace_consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.labels import LabelIndex, match_label
-from ragtrace_consumers.metrics import SKIP_REASONS, ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 from ragtrace_consumers.model import (
     IdempotencyStore,
     JudgeBudget,

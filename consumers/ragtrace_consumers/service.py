@@ -21,12 +21,12 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
-from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.judging import judge_from_settings
 from ragtrace_consumers.kafka_runner import KafkaRunner
 from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.pipeline import Pipeline
-from ragtrace_consumers.prometheus_exposition import prometheus_exposition
+from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.retry import (
     Dependencies,
     Retrier,

@@ -23,7 +23,7 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.batch_judging import BatchJudging, BatchStore
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import (
     IdempotencyStore,
     JudgeBudget,

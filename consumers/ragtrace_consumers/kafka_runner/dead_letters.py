@@ -9,7 +9,7 @@ from typing import Any
 
 from ragtrace_consumers.intake.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace_consumers.kafka_runner.calls import KafkaCall
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.retry import Dependencies
 
 __all__ = [

@@ -1,13 +1,13 @@
 """The lag step: at most once a second, the lag of the held partitions (committed offsets
-against end offsets, see :mod:`ragtrace_consumers.lag`), reported as the consumer-lag metric."""
+against end offsets, see :mod:`ragtrace_consumers.telemetry.lag`), reported as the consumer-lag metric."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ragtrace_consumers.lag import LagTracker
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.lag import LagTracker
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
 __all__ = ["LagProbe"]
 

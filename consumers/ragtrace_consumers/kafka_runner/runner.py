@@ -20,8 +20,8 @@ from ragtrace_consumers.kafka_runner.ingest import Ingest, Offsets
 from ragtrace_consumers.kafka_runner.intake import Intake
 from ragtrace_consumers.kafka_runner.lag_probe import LagProbe
 from ragtrace_consumers.kafka_runner.membership import Membership
-from ragtrace_consumers.lag import LagTracker
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.lag import LagTracker
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.pipeline import Pipeline
 from ragtrace_consumers.retry import Dependencies, Retrier
 from ragtrace_consumers.workers import ScoringWorkers

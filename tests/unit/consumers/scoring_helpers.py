@@ -30,7 +30,7 @@ from ragtrace_consumers.memory_stores import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.pipeline import Pipeline, PipelineSettings

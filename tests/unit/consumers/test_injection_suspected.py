@@ -12,7 +12,7 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.judging import GroundednessScorer
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import combine
 from ragtrace_consumers.writeback import evaluation_attributes

@@ -15,7 +15,7 @@ from ragtrace_consumers.memory_stores import (
     MemoryJudgeResultCache,
     MemoryTraceStore,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 

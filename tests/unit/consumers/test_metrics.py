@@ -14,8 +14,8 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
-from ragtrace_consumers.lag import PartitionLag
-from ragtrace_consumers.metrics import (
+from ragtrace_consumers.telemetry.lag import PartitionLag
+from ragtrace_consumers.telemetry.metrics import (
     DLQ_REASONS,
     JUDGE_OUTCOMES,
     PARK_REASONS,

@@ -23,7 +23,7 @@ from ragtrace_consumers.judging import (
     judge_cache_key,
 )
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.score import (
     FAMILY_GROUNDEDNESS,

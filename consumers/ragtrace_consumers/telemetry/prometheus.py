@@ -2,7 +2,7 @@
 
 The OpenTelemetry SDK's :class:`PrometheusMetricReader` on a private registry (never the global
 one, so nothing else in the process leaks in). Served by the health server
-(:mod:`ragtrace_consumers.health`): each replica is its own scrape target, so Prometheus gives its
+(:mod:`ragtrace_consumers.telemetry.health`): each replica is its own scrape target, so Prometheus gives its
 series the pod's ``instance`` and marks them stale the moment the pod is gone, and the collector
 holds no consumer state.
 """

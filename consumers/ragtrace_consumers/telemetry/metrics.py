@@ -24,9 +24,9 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
 from ragtrace_consumers.intake.decode import REASONS as _DECODE_REASONS
-from ragtrace_consumers.dimensions import BoundedLabel
-from ragtrace_consumers.lag import PartitionLag
-from ragtrace_consumers.metric_batch import BatchedCounter, CounterBatch
+from ragtrace_consumers.telemetry.dimensions import BoundedLabel
+from ragtrace_consumers.telemetry.lag import PartitionLag
+from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
 from ragtrace_consumers.sample import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 
 __all__ = [
@@ -274,7 +274,7 @@ class ConsumerMetrics:
     # --- lag -------------------------------------------------------------------------------
     def set_lag_source(self, source: Callable[[], Sequence[PartitionLag] | None]) -> None:
         """``source()`` returns the lag of each partition this replica holds (see
-        :mod:`ragtrace_consumers.lag`), or None before the first measurement."""
+        :mod:`ragtrace_consumers.telemetry.lag`), or None before the first measurement."""
         self._lag_source = source
 
     def _lags(self) -> Sequence[PartitionLag] | None:
