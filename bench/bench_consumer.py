@@ -60,7 +60,7 @@ from bench._report import machine_line, write_section
 from ragtrace import semconv as sc
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace_consumers.intake.decode import decode_request
-from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
+from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from scripts.services import (
     OtlpSink,
     create_topic,
@@ -139,7 +139,7 @@ def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
     from kafka import KafkaProducer
 
     from ragtrace_consumers.intake.admission import EarlySampler
-    from ragtrace_consumers.sample import SamplerConfig
+    from ragtrace_consumers.scoring.sampling import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
     producer = KafkaProducer(

@@ -35,8 +35,8 @@ from pydantic import SecretStr
 
 from ragtrace._config import parse_bool
 from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
-from ragtrace_consumers.assemble import DEFAULT_IDLE_S
-from ragtrace_consumers.sample import SamplerConfig, SamplingRule, parse_rules
+from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
+from ragtrace_consumers.scoring.sampling import SamplerConfig, SamplingRule, parse_rules
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -565,7 +565,7 @@ class SamplingSettings:
         _validate(self, "sampling")
 
     def sampler_config(self) -> SamplerConfig:
-        """The :class:`~ragtrace_consumers.sample.Sampler` configuration of these settings."""
+        """The :class:`~ragtrace_consumers.scoring.sampling.Sampler` configuration of these settings."""
         return SamplerConfig(
             recall_rate=self.recall_rate,
             judge_rate=self.judge_rate,

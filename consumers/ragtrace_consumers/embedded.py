@@ -18,7 +18,7 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
 * metrics are the consumer's :class:`~ragtrace_consumers.telemetry.metrics.ConsumerMetrics`, served on a
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
 
-Scoring runs on :class:`~ragtrace_consumers.workers.ScoringWorkers` driven by one loop thread
+Scoring runs on :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` driven by one loop thread
 that wakes when spans arrive, when a trace finishes, or when the next trace falls due.
 """
 
@@ -41,7 +41,7 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.judging import judge_from_settings
+from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.intake.otlp_receiver import (
@@ -58,7 +58,7 @@ from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_l
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
 from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
 from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging
-from ragtrace_consumers.workers import check_lease, judgement_bound_s
+from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = [

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.labels import LabelIndex, LabelStats
+from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
+from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats
 from ragtrace_consumers.model import Lease, SpanRecord
 
 __all__ = [
@@ -345,7 +345,7 @@ class MemoryTraceStore:
             return len(self._due) + len(self._leases)
 
     def stats(self) -> dict[str, int]:
-        """Cumulative counters, keys :data:`~ragtrace_consumers.assemble.STORE_STATS`."""
+        """Cumulative counters, keys :data:`~ragtrace_consumers.scoring.assembly.STORE_STATS`."""
         with self._lock:
             return dict(self._stats)
 

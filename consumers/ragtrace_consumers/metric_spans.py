@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
-from ragtrace_consumers.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
-from ragtrace_consumers.score import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
+from ragtrace_consumers.scoring.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
+from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
 from ragtrace_consumers.writeback import EvaluationEvent, evaluation_events
 
 __all__ = [

@@ -28,7 +28,7 @@ from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
 from ragtrace_consumers.metric_spans import metric_spans
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.writeback import evaluation_attributes, evaluation_span_id
 
 __all__ = [

@@ -45,7 +45,7 @@ from ragtrace_consumers.otlp_encode import (
     SpanMessageExporter,
     evaluation_span_messages,
 )
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.writeback import (
     WriteBackError,
     evaluation_attributes,

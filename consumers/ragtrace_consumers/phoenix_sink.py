@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from ragtrace import semconv
 from ragtrace_consumers.metric_spans import metric_spans
-from ragtrace_consumers.score import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
+from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
 from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["PhoenixSink", "span_annotations"]

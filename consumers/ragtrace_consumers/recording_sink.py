@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteScoredResults
 from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
 

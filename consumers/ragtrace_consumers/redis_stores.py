@@ -36,8 +36,8 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.labels import LabelIndex, LabelStats, question_from_json, question_to_json
+from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
+from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats, question_from_json, question_to_json
 from ragtrace_consumers.memory_stores import (
     BUDGET_WINDOW_S,
     DEFAULT_DEAD_TTL_S,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from ragtrace_consumers.score import TraceScores
+    from ragtrace_consumers.scoring.scores import TraceScores
     from ragtrace_consumers.writeback import ScoreSink, WriteBackError
 
 __all__ = [

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace_consumers.assemble import STORE_STATS, DeadTrace, creates_trace, group_by_trace
+from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace_consumers.memory_stores import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from ragtrace_consumers.model import Lease, SpanRecord
 from ragtrace_consumers.redis_stores import decode_span, encode_span
@@ -434,7 +434,7 @@ class SqliteTraceStore:
             return int(row[0])
 
     def stats(self) -> dict[str, int]:
-        """Cumulative counters (persisted), keys :data:`~ragtrace_consumers.assemble.STORE_STATS`."""
+        """Cumulative counters (persisted), keys :data:`~ragtrace_consumers.scoring.assembly.STORE_STATS`."""
         with self._lock:
             rows = dict(self._db.execute("SELECT name, value FROM trace_stats").fetchall())
         return {name: int(rows.get(name, 0)) for name in STORE_STATS}

@@ -4,8 +4,8 @@
 Both intakes hand :func:`build_scoring` what differs between them — the stores (Redis behind
 retries, or in-process and SQLite), a sink factory, the judge, the span readers and the meter
 provider — and get back the same :class:`Scoring`: the metrics, the sink, the
-:class:`~ragtrace_consumers.pipeline.Pipeline`, its
-:class:`~ragtrace_consumers.workers.ScoringWorkers` and the sampling at decode. Every setting of the ``assembly``, ``scoring``, ``sampling`` and
+:class:`~ragtrace_consumers.scoring.pipeline.Pipeline`, its
+:class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` and the sampling at decode. Every setting of the ``assembly``, ``scoring``, ``sampling`` and
 ``judge`` sections is read here once; the pass/fail thresholds go both to the pipeline (the
 attribution cell) and to the sink (the labels written back) from the same value.
 """
@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
-from ragtrace_consumers.batch_judging import BatchJudging, BatchStore
+from ragtrace_consumers.scoring.batch_judging import BatchJudging, BatchStore
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
@@ -31,10 +31,10 @@ from ragtrace_consumers.model import (
     LabelStore,
     TraceStore,
 )
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.readers import SpanReaders, use_readers
-from ragtrace_consumers.sample import Sampler
-from ragtrace_consumers.workers import ScoringWorkers, judgement_bound_s
+from ragtrace_consumers.scoring.sampling import Sampler
+from ragtrace_consumers.scoring.workers import ScoringWorkers, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink
 
 __all__ = ["Scoring", "SinkFactory", "Stores", "build_scoring", "require_realtime_judging"]
@@ -102,7 +102,7 @@ def build_scoring(
     use_readers(readers)
     judge_batch = None
     if settings.judge.mode == "batch" and batch_store is not None:
-        from ragtrace_consumers.batch_judging import build_batch_judging
+        from ragtrace_consumers.scoring.batch_judging import build_batch_judging
 
         judge_batch = build_batch_judging(judge, batch_store, stores.cache, metrics).start()
     pipeline = Pipeline(

@@ -22,8 +22,8 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
-from ragtrace_consumers.answer_scores import METRIC_RELEVANCY
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.answer_scores import METRIC_RELEVANCY
+from ragtrace_consumers.scoring.scores import TraceScores
 
 __all__ = [
     "FAIL",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.batch_judging import MemoryBatchStore, RedisBatchStore
+from ragtrace_consumers.scoring.batch_judging import MemoryBatchStore, RedisBatchStore
 from ragtrace_consumers.redis_stores import connect
 
 

@@ -14,7 +14,7 @@ from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers import redis_stores
 from ragtrace_consumers.commands import labels as labels_cli
-from ragtrace_consumers.labels import match_label
+from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.redis_stores import RedisLabelStore, connect
 

@@ -19,8 +19,8 @@ import pytest
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
-from ragtrace_consumers.assemble import STORE_STATS, DeadTrace
-from ragtrace_consumers.labels import LabelStats, match_label
+from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace
+from ragtrace_consumers.scoring.label_match import LabelStats, match_label
 from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,

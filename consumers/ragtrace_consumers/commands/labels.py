@@ -187,7 +187,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.labels import question_to_json
+    from ragtrace_consumers.scoring.label_match import question_to_json
 
     if args.limit is not None and args.limit < 0:
         error(_COMMAND, f"--limit must be >= 0, got {args.limit}")

@@ -1,9 +1,9 @@
 """Sampling decided at decode: a trace that no rate can select and that cannot be labelled is
 dropped before it is stored, assembled or recognised, so ingest work scales with the rates.
 
-The decision is the :class:`~ragtrace_consumers.sample.Sampler`'s, taken early and
+The decision is the :class:`~ragtrace_consumers.scoring.sampling.Sampler`'s, taken early and
 conservatively, from the spans of one message (the collector's kafka exporter puts one trace
-per message) and the trace ID's position ``u`` (:func:`~ragtrace_consumers.sample.trace_position`):
+per message) and the trace ID's position ``u`` (:func:`~ragtrace_consumers.scoring.sampling.trace_position`):
 
 * ``u`` below the lowest judge rate of any rule or the default: kept without looking further;
   at or above the highest rate of all (judge or recall): dropped without looking further;
@@ -34,10 +34,10 @@ from typing import Any, Protocol
 
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.labels import EMPTY_QUESTION_SHA256, LabelIndex
+from ragtrace_consumers.scoring.label_match import EMPTY_QUESTION_SHA256, LabelIndex
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers.view import RESERVED_PREFIXES, attribute_text
-from ragtrace_consumers.sample import SamplerConfig, SamplingRule, trace_position
+from ragtrace_consumers.scoring.sampling import SamplerConfig, SamplingRule, trace_position
 
 __all__ = ["DEFAULT_REFRESH_S", "EarlySampler", "LabelDigests"]
 

@@ -1,5 +1,5 @@
 """The Kafka side of ``ragtrace consume``: poll → decode (or dead-letter) → ingest → commit,
-while :class:`~ragtrace_consumers.workers.ScoringWorkers` score due traces concurrently.
+while :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` score due traces concurrently.
 
 Each step has one job, in its own module, and :class:`KafkaRunner` (``runner``) composes them:
 

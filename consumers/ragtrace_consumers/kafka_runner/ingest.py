@@ -12,7 +12,7 @@ from typing import Any
 
 from ragtrace_consumers.kafka_runner.dead_letters import DeadLetters
 from ragtrace_consumers.kafka_runner.intake import Decoded
-from ragtrace_consumers.pipeline import Pipeline
+from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.retry import Dependencies
 
 __all__ = ["Ingest", "Offsets"]

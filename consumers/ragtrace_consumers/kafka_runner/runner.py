@@ -22,9 +22,9 @@ from ragtrace_consumers.kafka_runner.lag_probe import LagProbe
 from ragtrace_consumers.kafka_runner.membership import Membership
 from ragtrace_consumers.telemetry.lag import LagTracker
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.pipeline import Pipeline
+from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.retry import Dependencies, Retrier
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 
 __all__ = ["KafkaRunner"]
 

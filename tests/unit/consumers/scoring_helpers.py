@@ -33,8 +33,8 @@ from ragtrace_consumers.memory_stores import (
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace_consumers.sample import Sampler, SamplerConfig
+from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from tests import metric_points
 from tests.metric_points import Key, number
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragtrace import semconv
-from ragtrace_consumers.assemble import (
+from ragtrace_consumers.scoring.assembly import (
     DEFAULT_IDLE_S,
     completion_due,
     creates_trace,

@@ -9,14 +9,14 @@ from typing import Any
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
 from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
-from ragtrace_consumers.batch_judging import (
+from ragtrace_consumers.scoring.batch_judging import (
     PARK_BATCH_PENDING,
     BatchJudging,
     MemoryBatchStore,
     build_batch_judging,
     custom_id,
 )
-from ragtrace_consumers.pipeline import Outcome, Pipeline
+from ragtrace_consumers.scoring.pipeline import Outcome, Pipeline
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 

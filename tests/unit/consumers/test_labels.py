@@ -8,7 +8,7 @@ import pytest
 
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.labels import (
+from ragtrace_consumers.scoring.label_match import (
     EMPTY_QUESTION_SHA256,
     LabelIndex,
     LabelStats,

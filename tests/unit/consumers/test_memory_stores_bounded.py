@@ -8,7 +8,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
-from ragtrace_consumers.judging import GroundednessScorer, is_paid
+from ragtrace_consumers.scoring.judging import GroundednessScorer, is_paid
 from ragtrace_consumers.memory_stores import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,

@@ -17,7 +17,7 @@ from ragtrace_consumers.metric_spans import (
 )
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import combine
+from ragtrace_consumers.scoring.scores import combine
 from ragtrace_consumers.writeback import evaluation_span_id
 from tests.unit.consumers.scoring_helpers import (
     MODEL,

@@ -14,7 +14,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, MetricResult
-from ragtrace_consumers.answer_scores import (
+from ragtrace_consumers.scoring.answer_scores import (
     METRIC_CORRECTNESS,
     METRIC_RELEVANCY,
     AnswerScores,
@@ -25,7 +25,7 @@ from ragtrace_consumers.otlp_encode import (
     export_request,
 )
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.scores import TraceScores
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, grounded, tid
 from tests.unit.consumers.test_writeback import _scores
 

@@ -21,8 +21,8 @@ from ragtrace_consumers.kafka_runner import (
     KafkaRunner,
 )
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.pipeline import PipelineSettings
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.scoring.pipeline import PipelineSettings
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")

@@ -17,7 +17,7 @@ from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.kafka_runner import KafkaRunner
 from ragtrace_consumers.retry import Backoff, Dependencies, Retrier, Retrying
 from ragtrace_consumers.startup import DependencyUnavailable, wait_for
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
 from tests.unit.consumers.test_pipeline_kafka_runner import (

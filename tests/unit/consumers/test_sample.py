@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from ragtrace_consumers.model import Chunk, RagTrace
-from ragtrace_consumers.sample import (
+from ragtrace_consumers.scoring.sampling import (
     SKIP_REASONS,
     Sampler,
     SamplerConfig,

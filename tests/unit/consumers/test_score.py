@@ -15,7 +15,7 @@ from ragtrace.evaluation.attribution import Cell, Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.judging import (
+from ragtrace_consumers.scoring.judging import (
     GroundednessScorer,
     JudgeOutcome,
     ParkTrace,
@@ -25,7 +25,7 @@ from ragtrace_consumers.judging import (
 from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import (
+from ragtrace_consumers.scoring.scores import (
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
     TraceScores,

@@ -19,9 +19,9 @@ from ragtrace_consumers.memory_stores import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.wiring import Scoring, Stores, build_scoring
-from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
+from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from ragtrace_consumers.writeback import WriteBackError
 
 

@@ -22,7 +22,7 @@ from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.metric_spans import metric_span_id
 from ragtrace_consumers.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import TraceScores, combine, score_retrieval
+from ragtrace_consumers.scoring.scores import TraceScores, combine, score_retrieval
 from ragtrace_consumers.writeback import (
     WriteBackError,
     evaluation_attributes,

@@ -287,7 +287,7 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     )
     from ragtrace.evaluation.attribution import Cell
     from ragtrace_consumers.model import RagTrace
-    from ragtrace_consumers.score import TraceScores
+    from ragtrace_consumers.scoring.scores import TraceScores
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")
     result = LexicalJudge().groundedness("Open Settings.", ["Open Settings."])

@@ -2,7 +2,7 @@
 judge, and the attribution cell that places the two together.
 
 Pure values and functions; the judge call itself (cache, budget, retries) is in
-:mod:`ragtrace_consumers.judging`. The metric code is the shared evaluation core
+:mod:`ragtrace_consumers.scoring.judging`. The metric code is the shared evaluation core
 (:func:`ragtrace.evaluation.retrieval.score_question`, :func:`attribute`), never a copy.
 """
 
@@ -20,7 +20,7 @@ from ragtrace.evaluation.retrieval import (
     context_relevancy,
     score_question,
 )
-from ragtrace_consumers.answer_scores import FAMILY_ANSWER, AnswerScores
+from ragtrace_consumers.scoring.answer_scores import FAMILY_ANSWER, AnswerScores
 from ragtrace_consumers.model import RagTrace
 
 __all__ = [

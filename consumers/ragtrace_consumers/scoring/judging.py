@@ -34,7 +34,7 @@ from ragtrace.evaluation.judges import (
     MetricResult,
     make_judge,
 )
-from ragtrace_consumers.batch_judging import PARK_BATCH_PENDING, BatchJudging
+from ragtrace_consumers.scoring.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 

@@ -22,7 +22,7 @@ paid per batch, not per trace: :meth:`Pipeline.prepare` (batched: load, recognis
 the idempotency marks, score retrieval, judge-cache lookup and budget), :meth:`Pipeline.judge`
 (one trace's judge call, on any thread) and :meth:`Pipeline.finish` (batched: cache the fresh
 judgements, write back in one delivery, mark, release or park).
-:class:`~ragtrace_consumers.workers.ScoringWorkers` drives them concurrently;
+:class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` drives them concurrently;
 :meth:`Pipeline.process_trace` and :meth:`Pipeline.process_due` run them in the calling thread.
 """
 
@@ -39,11 +39,11 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
-from ragtrace_consumers.answer_scoring import AnswerJob, AnswerScorer
-from ragtrace_consumers.assemble import completion_due, select_spans
-from ragtrace_consumers.batch_judging import BatchJudging
-from ragtrace_consumers.judging import GroundednessScorer, JudgeJob, JudgeOutcome
-from ragtrace_consumers.labels import LabelIndex, match_label
+from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
+from ragtrace_consumers.scoring.assembly import completion_due, select_spans
+from ragtrace_consumers.scoring.batch_judging import BatchJudging
+from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
+from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 from ragtrace_consumers.model import (
     IdempotencyStore,
@@ -57,7 +57,7 @@ from ragtrace_consumers.model import (
 )
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
-from ragtrace_consumers.score import (
+from ragtrace_consumers.scoring.scores import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
@@ -143,7 +143,7 @@ class TraceWork:
     judge_skip: str | None = None
     answers_done: bool = False
     answers: AnswerJob | None = None
-    """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.answer_scoring`)."""
+    """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.scoring.answer_judging`)."""
 
     @property
     def needs_judge_call(self) -> bool:
@@ -187,7 +187,7 @@ class _LabelView:
 
 
 class Sampler(Protocol):
-    """The sampling seam (``ragtrace_consumers.sample.Sampler``): ``decide(trace)`` returns a
+    """The sampling seam (``ragtrace_consumers.scoring.sampling.Sampler``): ``decide(trace)`` returns a
     decision with boolean ``recall`` and ``judge``."""
 
     def decide(self, trace: RagTrace) -> Any: ...

@@ -1,7 +1,7 @@
 """Bounded, batched scoring: judge calls on N worker threads, store and write-back work in
 batches, at most ``capacity`` traces in flight, explicit backpressure.
 
-The three stages of :class:`~ragtrace_consumers.pipeline.Pipeline` run here:
+The three stages of :class:`~ragtrace_consumers.scoring.pipeline.Pipeline` run here:
 
 * :meth:`ScoringWorkers.fill` (the caller's thread) claims as many due traces as there is room
   for and prepares them as one batch (a few store round trips for all of them);
@@ -101,7 +101,7 @@ def check_lease(
 
 
 class TraceProcessor(Protocol):
-    """What the workers drive (a :class:`~ragtrace_consumers.pipeline.Pipeline`)."""
+    """What the workers drive (a :class:`~ragtrace_consumers.scoring.pipeline.Pipeline`)."""
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> Sequence[Lease]: ...
 

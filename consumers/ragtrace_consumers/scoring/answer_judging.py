@@ -14,11 +14,11 @@ result cache (keyed by metric, question, answer, reference, judge model and prom
 replay of the same trace re-uses the verdict and reports the cost it paid, so the evaluation
 span is identical), the shared judge budget (a paid judge only; a spent budget
 leaves the metrics out for that trace) and bounded retries; a judge that stays unreachable
-asks the pipeline to park the trace (:class:`~ragtrace_consumers.judging.ParkTrace`). Judge mode
+asks the pipeline to park the trace (:class:`~ragtrace_consumers.scoring.judging.ParkTrace`). Judge mode
 ``batch`` applies to groundedness only: these calls are synchronous.
 
-The written family is :data:`~ragtrace_consumers.answer_scores.FAMILY_ANSWER` (one idempotency
-mark for both metrics); the value written is :class:`~ragtrace_consumers.answer_scores.AnswerScores`.
+The written family is :data:`~ragtrace_consumers.scoring.answer_scores.FAMILY_ANSWER` (one idempotency
+mark for both metrics); the value written is :class:`~ragtrace_consumers.scoring.answer_scores.AnswerScores`.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ from ragtrace.evaluation.judges import (
 )
 from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.answer_scores import (
+from ragtrace_consumers.scoring.answer_scores import (
     METRIC_CORRECTNESS,
     METRIC_RELEVANCY,
     REFERENCE_FROM_LABEL,
     REFERENCE_FROM_SPAN,
     AnswerScores,
 )
-from ragtrace_consumers.judging import ParkTrace, cache_model, is_paid, record_judge_result
-from ragtrace_consumers.labels import LabelLookup, match_label
+from ragtrace_consumers.scoring.judging import ParkTrace, cache_model, is_paid, record_judge_result
+from ragtrace_consumers.scoring.label_match import LabelLookup, match_label
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
 

@@ -1,5 +1,5 @@
 """The answer metrics of one trace as written back: answer relevancy and answer correctness
-against a reference answer (scored by :mod:`ragtrace_consumers.answer_scoring`)."""
+against a reference answer (scored by :mod:`ragtrace_consumers.scoring.answer_judging`)."""
 
 from __future__ import annotations
 
