@@ -159,7 +159,7 @@ def load_labels(redis_url: str, prefix: str) -> None:
     import redis
 
     from ragtrace.evaluation.labels import LabelledQuestion
-    from ragtrace_consumers.redis_stores import RedisLabelStore
+    from ragtrace_consumers.stores.redis import RedisLabelStore
 
     client = redis.Redis.from_url(redis_url)
     RedisLabelStore(client, prefix=prefix).load(
@@ -253,7 +253,7 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
 
     from ragtrace.evaluation.labels import LabelledQuestion
     from ragtrace_consumers.config import load_config
-    from ragtrace_consumers.memory_stores import (
+    from ragtrace_consumers.stores.memory import (
         MemoryIdempotencyStore,
         MemoryJudgeBudget,
         MemoryJudgeResultCache,

@@ -258,7 +258,7 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
     from ragtrace_consumers.intake.decode import decode_request
     from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
     from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
-    from ragtrace_consumers.redis_stores import (
+    from ragtrace_consumers.stores.redis import (
         RedisIdempotencyStore,
         RedisJudgeBudget,
         RedisJudgeResultCache,

@@ -5,9 +5,9 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
 
 * spans come from an :class:`~ragtrace_consumers.intake.otlp_receiver.OtlpHttpReceiver` instead of Kafka;
 * the label store and judge budget live in process memory (labels from a JSONL file), while the
-  traces being assembled (:mod:`ragtrace_consumers.sqlite_trace_store`), the judge-result cache,
+  traces being assembled (:mod:`ragtrace_consumers.stores.sqlite_traces`), the judge-result cache,
   the idempotency store and a scored-results table live in a local SQLite file
-  (:mod:`ragtrace_consumers.sqlite_stores`) and survive a restart, killed or graceful: a request
+  (:mod:`ragtrace_consumers.stores.sqlite_state`) and survive a restart, killed or graceful: a request
   is answered 2xx only once its spans are committed there, and a restart resumes every trace;
 * memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
   make the store hold more is refused whole with 503 + Retry-After before anything is stored
@@ -42,7 +42,7 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.scoring.judging import judge_from_settings
-from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.intake.otlp_receiver import (
     DEFAULT_HOST,
@@ -55,8 +55,8 @@ from ragtrace_consumers.intake.otlp_receiver import (
 )
 from ragtrace_consumers.recording_sink import RecordingSink
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
-from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
-from ragtrace_consumers.sqlite_trace_store import SqliteTraceStore, StoreFull
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore, StoreFull
 from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.writeback import ScoreSink

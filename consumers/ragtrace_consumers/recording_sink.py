@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteScoredResults
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
 from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result"]

@@ -103,7 +103,7 @@ def build_service(
     """Connect to Redis and Kafka and build every step; nothing is consumed until ``run``."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    from ragtrace_consumers import redis_stores as rs
+    from ragtrace_consumers.stores import redis as rs
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     judge = judge or build_judge(cfg)

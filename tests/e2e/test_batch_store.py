@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ragtrace_consumers.scoring.batch_judging import MemoryBatchStore, RedisBatchStore
-from ragtrace_consumers.redis_stores import connect
+from ragtrace_consumers.stores.redis import connect
 
 
 @pytest.fixture(params=["memory", "redis"])

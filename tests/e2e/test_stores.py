@@ -21,7 +21,7 @@ from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace
 from ragtrace_consumers.scoring.label_match import LabelStats, match_label
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
@@ -29,7 +29,7 @@ from ragtrace_consumers.memory_stores import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
-from ragtrace_consumers.redis_stores import (
+from ragtrace_consumers.stores.redis import (
     RedisIdempotencyStore,
     RedisJudgeBudget,
     RedisJudgeResultCache,

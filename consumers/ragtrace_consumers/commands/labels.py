@@ -125,7 +125,7 @@ def register(subparsers: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ragtrace_consumers.redis_stores import RedisLabelStore, connect
+    from ragtrace_consumers.stores.redis import RedisLabelStore, connect
 
     url, prefix = resolve_redis(args.redis, args.prefix)
     return RedisLabelStore(connect(url), prefix=prefix), url

@@ -23,7 +23,7 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,

@@ -75,7 +75,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     """``service.build_service(cfg)`` against fakes; the lexical judge."""
     import kafka
 
-    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.stores import redis as redis_stores
 
     made: dict[str, Any] = {}
 

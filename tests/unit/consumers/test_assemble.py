@@ -18,7 +18,7 @@ from ragtrace_consumers.scoring.assembly import (
     earliest,
     select_spans,
 )
-from ragtrace_consumers.memory_stores import MemoryTraceStore
+from ragtrace_consumers.stores.memory import MemoryTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, record

@@ -11,7 +11,7 @@ from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.scoring.judging import GroundednessScorer
-from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine

@@ -16,7 +16,7 @@ from ragtrace_consumers.scoring.label_match import (
     question_from_json,
     question_to_json,
 )
-from ragtrace_consumers.memory_stores import MemoryLabelStore
+from ragtrace_consumers.stores.memory import MemoryLabelStore
 from ragtrace_consumers.model import RagTrace
 
 Q1 = LabelledQuestion("q1", "How long are audit logs kept?", frozenset({"c1", "c2"}))

@@ -9,7 +9,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.scoring.judging import GroundednessScorer, is_paid
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,

@@ -152,7 +152,7 @@ def test_wait_for_gives_up_after_the_wait_with_one_line_naming_the_dependency() 
 def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -> None:
     import redis
 
-    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.stores import redis as redis_stores
 
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
     monkeypatch.setattr(redis_stores, "connect", lambda url: client)
@@ -381,7 +381,7 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
 def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     from unittest import mock
 
-    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.stores import redis as redis_stores
     from ragtrace_consumers.service import build_service
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))

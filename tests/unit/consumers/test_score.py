@@ -22,7 +22,7 @@ from ragtrace_consumers.scoring.judging import (
     cache_model,
     judge_cache_key,
 )
-from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.scoring.scores import (

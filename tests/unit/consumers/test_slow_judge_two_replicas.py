@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, PriceTable
 from ragtrace_consumers.config import ConfigError
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,

@@ -12,7 +12,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,

@@ -1,6 +1,6 @@
 """Redis implementations of every seam in :mod:`ragtrace_consumers.model`, shared by replicas.
 
-Same semantics as :mod:`ragtrace_consumers.memory_stores` (one behavioural suite tests both).
+Same semantics as :mod:`ragtrace_consumers.stores.memory` (one behavioural suite tests both).
 Every multi-key change is one Lua script or one MULTI transaction, so concurrent replicas never
 see half of it. Keys (``P`` is the configurable prefix; replicas of one deployment share it)::
 
@@ -38,7 +38,7 @@ from redis.typing import EncodableT, FieldT
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
 from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats, question_from_json, question_to_json
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.stores.memory import (
     BUDGET_WINDOW_S,
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -258,7 +258,7 @@ return n
 
 class RedisTraceStore:
     """:class:`~ragtrace_consumers.model.TraceStore` in Redis; see
-    :class:`~ragtrace_consumers.memory_stores.MemoryTraceStore` for the lifecycle.
+    :class:`~ragtrace_consumers.stores.memory.MemoryTraceStore` for the lifecycle.
 
     ``append`` is one script per batch (durable in Redis when it returns); ``claim_due`` is one
     script, so each due trace goes to exactly one claimant across replicas.
@@ -638,7 +638,7 @@ class RedisJudgeBudget:
     """:class:`~ragtrace_consumers.model.JudgeBudget` shared by every replica: a sliding window
     (``window_s``, one minute by default) on Redis server time, checked and charged in one script,
     so concurrent replicas together never exceed either limit. Same rule as
-    :class:`~ragtrace_consumers.memory_stores.MemoryJudgeBudget`."""
+    :class:`~ragtrace_consumers.stores.memory.MemoryJudgeBudget`."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """In-process implementations of every seam in :mod:`ragtrace_consumers.model`.
 
-Same semantics as :mod:`ragtrace_consumers.redis_stores` (one behavioural test suite runs
+Same semantics as :mod:`ragtrace_consumers.stores.redis` (one behavioural test suite runs
 against both), for unit tests and the single-process embedded evaluator. Every class is
 thread-safe (one lock each). Time comes from ``clock`` (``time.time`` by default) wherever the
 seam passes no ``now``: TTL expiry and the budget's sliding minute.

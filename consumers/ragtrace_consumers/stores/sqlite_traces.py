@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.memory_stores import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
+from ragtrace_consumers.stores.memory import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from ragtrace_consumers.model import Lease, SpanRecord
-from ragtrace_consumers.redis_stores import decode_span, encode_span
+from ragtrace_consumers.stores.redis import decode_span, encode_span
 
 __all__ = ["Held", "SqliteTraceStore", "StoreFull"]
 
