@@ -232,7 +232,7 @@ class _EncodeOnly:
         self.requests = 0
 
     def export(self, spans: Any) -> bool:
-        from ragtrace_consumers.otlp_encode import export_request
+        from ragtrace_consumers.writeback.otlp_encoding import export_request
 
         export_request(spans, self._resource)
         self.requests += 1
@@ -260,7 +260,7 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
         MemoryLabelStore,
         MemoryTraceStore,
     )
-    from ragtrace_consumers.otlp_sink import OtlpScoreSink
+    from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
     from ragtrace_consumers.wiring import Stores, build_scoring
 
     def decode_only() -> float:

@@ -12,9 +12,9 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
 * memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
   make the store hold more is refused whole with 503 + Retry-After before anything is stored
   (413 when it could never fit);
-* scores go to a :class:`~ragtrace_consumers.recording_sink.RecordingSink`, which keeps every
+* scores go to a :class:`~ragtrace_consumers.writeback.recording_sink.RecordingSink`, which keeps every
   scored trace in that table and, when an OTLP endpoint is configured, first sends the
-  evaluation span there (the consumer's :class:`~ragtrace_consumers.otlp_sink.OtlpScoreSink`);
+  evaluation span there (the consumer's :class:`~ragtrace_consumers.writeback.otlp_sink.OtlpScoreSink`);
 * metrics are the consumer's :class:`~ragtrace_consumers.telemetry.metrics.ConsumerMetrics`, served on a
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
 
@@ -53,13 +53,13 @@ from ragtrace_consumers.intake.otlp_receiver import (
     ReceiverBusy,
     RequestTooLarge,
 )
-from ragtrace_consumers.recording_sink import RecordingSink
+from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore, StoreFull
 from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
-from ragtrace_consumers.writeback import ScoreSink
+from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = [
     "DEFAULT_METRICS_PORT",
@@ -190,7 +190,7 @@ class EmbeddedEvaluator:
         self._metrics_server: WSGIServer | None = None
 
     def _build(self, extra_readers: Sequence[MetricReader]) -> None:
-        from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+        from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 
         s, cfg = self.settings, self.config
         labels = MemoryLabelStore()
@@ -228,7 +228,7 @@ class EmbeddedEvaluator:
                     groundedness_threshold=thresholds.groundedness,
                 )
             if s.phoenix_endpoint is not None:
-                from ragtrace_consumers.phoenix_sink import PhoenixSink
+                from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink
 
                 inner = PhoenixSink(
                     s.phoenix_endpoint,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ragtrace_consumers.scoring.scores import TraceScores
-    from ragtrace_consumers.writeback import ScoreSink, WriteBackError
+    from ragtrace_consumers.writeback.span_content import ScoreSink, WriteBackError
 
 __all__ = [
     "Backoff",

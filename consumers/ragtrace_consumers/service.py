@@ -24,7 +24,7 @@ from ragtrace_consumers.config import ConsumerConfig, redact_url
 from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.kafka_runner import KafkaRunner
-from ragtrace_consumers.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.retry import (
@@ -38,7 +38,7 @@ from ragtrace_consumers.retry import (
 from ragtrace_consumers.startup import wait_for
 from ragtrace_consumers.wiring import Stores, build_scoring
 from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, judgement_bound_s
-from ragtrace_consumers.writeback import ScoreSink
+from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 

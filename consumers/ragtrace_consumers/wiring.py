@@ -35,7 +35,7 @@ from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.readers import SpanReaders, use_readers
 from ragtrace_consumers.scoring.sampling import Sampler
 from ragtrace_consumers.scoring.workers import ScoringWorkers, judgement_bound_s
-from ragtrace_consumers.writeback import ScoreSink
+from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = ["Scoring", "SinkFactory", "Stores", "build_scoring", "require_realtime_judging"]
 

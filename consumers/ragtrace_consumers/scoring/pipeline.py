@@ -66,7 +66,7 @@ from ragtrace_consumers.scoring.scores import (
     combine,
     score_retrieval,
 )
-from ragtrace_consumers.writeback import ScoreSink
+from ragtrace_consumers.writeback.span_content import ScoreSink
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig

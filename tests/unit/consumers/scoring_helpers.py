@@ -32,7 +32,7 @@ from ragtrace_consumers.stores.memory import (
 )
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from tests import metric_points

@@ -15,7 +15,7 @@ from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResul
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine
-from ragtrace_consumers.writeback import evaluation_attributes
+from ragtrace_consumers.writeback.span_content import evaluation_attributes
 from tests.metric_points import values
 from tests.unit.consumers.scoring_helpers import rag_spans
 

@@ -343,7 +343,7 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
 
 def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
     from ragtrace_consumers.retry import WatchedSink
-    from ragtrace_consumers.writeback import WriteBackError
+    from ragtrace_consumers.writeback.span_content import WriteBackError
 
     class Sink:
         def __init__(self) -> None:

@@ -34,7 +34,7 @@ from ragtrace_consumers.stores.memory import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, lease_needed_s

@@ -270,7 +270,7 @@ def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(
 
 def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     """A re-delivery that writes only groundedness keeps the recall stored earlier."""
-    from ragtrace_consumers.recording_sink import to_scored_result
+    from ragtrace_consumers.writeback.recording_sink import to_scored_result
 
     previous = ScoredResult(
         trace_id="a" * 32,

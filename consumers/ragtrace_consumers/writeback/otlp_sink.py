@@ -7,7 +7,7 @@ the collector's evaluation receiver. Every export runs with instrumentation supp
 Evaluation spans are built without a tracer: their IDs, timestamps and attributes are all
 known in advance (deterministic span ID, the evaluated trace's end), so there is nothing for a
 tracer to decide. Towards the collector (:meth:`OtlpScoreSink.to_collector`) they are encoded
-straight into OTLP protobuf (:mod:`~ragtrace_consumers.otlp_encode`: the same request the SDK's
+straight into OTLP protobuf (:mod:`~ragtrace_consumers.writeback.otlp_encoding`: the same request the SDK's
 exporter would send, at a fraction of its CPU); given an SDK ``SpanExporter`` (tests, other
 backends) the sink builds finished SDK spans (``ReadableSpan``) for it instead.
 
@@ -39,14 +39,14 @@ from opentelemetry.trace import Link
 
 from ragtrace import semconv
 from ragtrace.suppression import suppressed
-from ragtrace_consumers.metric_spans import metric_spans
-from ragtrace_consumers.otlp_encode import (
+from ragtrace_consumers.writeback.family_spans import metric_spans
+from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     SpanMessageExporter,
     evaluation_span_messages,
 )
 from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.writeback import (
+from ragtrace_consumers.writeback.span_content import (
     WriteBackError,
     evaluation_attributes,
     evaluation_span_id,
@@ -81,7 +81,7 @@ class _Pending:
 
 
 class _SdkExporter:
-    """A :class:`~ragtrace_consumers.otlp_encode.SpanMessageExporter`-like adapter for an SDK
+    """A :class:`~ragtrace_consumers.writeback.otlp_encoding.SpanMessageExporter`-like adapter for an SDK
     ``SpanExporter`` (its items are ``ReadableSpan``)."""
 
     def __init__(self, exporter: SpanExporter) -> None:
@@ -155,8 +155,8 @@ class _Delivery:
 
 
 class OtlpScoreSink:
-    """A :class:`~ragtrace_consumers.writeback.ScoreSink` sending evaluation spans to
-    ``exporter``: a :class:`~ragtrace_consumers.otlp_encode.SpanMessageExporter` (protobuf
+    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` sending evaluation spans to
+    ``exporter``: a :class:`~ragtrace_consumers.writeback.otlp_encoding.SpanMessageExporter` (protobuf
     messages; :meth:`to_collector`) or an SDK ``SpanExporter`` (``ReadableSpan``; an in-memory
     one in tests)."""
 
@@ -240,7 +240,7 @@ class OtlpScoreSink:
     def _spans(self, scores: TraceScores) -> list[ReadableSpan]:
         """The summary span (flat ``ragtrace.eval.*`` attributes, child of the target span)
         and one span per metric family carrying its ``gen_ai.evaluation.result`` events,
-        child of and linked to the span it evaluates (:mod:`~ragtrace_consumers.metric_spans`).
+        child of and linked to the span it evaluates (:mod:`~ragtrace_consumers.writeback.family_spans`).
         Deterministic IDs; every timestamp the trace's end (now if unknown)."""
         trace = scores.trace
         trace_id = int(trace.trace_id, 16)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
+from ragtrace_consumers.writeback.span_content import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result"]
 
@@ -103,7 +103,7 @@ def to_scored_result(
 
 
 class RecordingSink:
-    """A :class:`~ragtrace_consumers.writeback.ScoreSink` that records every scored trace in the
+    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` that records every scored trace in the
     SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
 
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the

@@ -27,9 +27,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
-from ragtrace_consumers.metric_spans import metric_spans
+from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.writeback import evaluation_attributes, evaluation_span_id
+from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
 
 __all__ = [
     "OtlpRequestExporter",
@@ -93,7 +93,7 @@ def evaluation_span_messages(
     groundedness_threshold: float | None = None,
 ) -> list[Span]:
     """The summary span and one span per metric family, as the OTLP sink writes them
-    (:meth:`~ragtrace_consumers.otlp_sink.OtlpScoreSink` documents the shape); every timestamp
+    (:meth:`~ragtrace_consumers.writeback.otlp_sink.OtlpScoreSink` documents the shape); every timestamp
     ``at_ns``."""
     trace = scores.trace
     trace_id = bytes.fromhex(trace.trace_id)

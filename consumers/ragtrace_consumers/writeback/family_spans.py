@@ -29,7 +29,7 @@ from opentelemetry.util.types import AttributeValue
 from ragtrace import semconv
 from ragtrace_consumers.scoring.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
 from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
-from ragtrace_consumers.writeback import EvaluationEvent, evaluation_events
+from ragtrace_consumers.writeback.span_content import EvaluationEvent, evaluation_events
 
 __all__ = [
     "ERROR_TYPE",
@@ -76,7 +76,7 @@ class MetricSpan:
 
 def metric_span_id(trace_id: str, family: str) -> str:
     """16 hex chars, a function of the trace and the family only (never 0; never equal to the
-    summary span's :func:`~ragtrace_consumers.writeback.evaluation_span_id`)."""
+    summary span's :func:`~ragtrace_consumers.writeback.span_content.evaluation_span_id`)."""
     digest = hashlib.sha256(f"{trace_id.lower()}|metric|{family}".encode()).digest()
     return f"{int.from_bytes(digest[:8], 'big') or 1:016x}"
 

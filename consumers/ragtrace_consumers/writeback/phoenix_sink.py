@@ -3,12 +3,12 @@
 Phoenix stores our evaluation spans like any other span but shows annotations, not span
 events, in its evaluation columns. :class:`PhoenixSink` posts one span annotation per metric
 (``POST /v1/span_annotations?sync=true``) on the span that metric evaluates — the same targets
-as the per-family evaluation spans (:mod:`~ragtrace_consumers.metric_spans`): recall metrics
+as the per-family evaluation spans (:mod:`~ragtrace_consumers.writeback.family_spans`): recall metrics
 on the retrieval span, groundedness and the answer metrics on the generation span. ``identifier`` is derived from
 (trace, metric), so a replay updates the annotation instead of adding a second one.
 
 It wraps an optional ``inner`` sink (the OTLP sink): ``write`` delivers there first, then
-annotates; any failure raises :class:`~ragtrace_consumers.writeback.WriteBackError` and the
+annotates; any failure raises :class:`~ragtrace_consumers.writeback.span_content.WriteBackError` and the
 trace is parked and retried, as for every sink. The annotated spans must already be in Phoenix
 (the app exports its spans there too).
 """
@@ -21,9 +21,9 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 
 from ragtrace import semconv
-from ragtrace_consumers.metric_spans import metric_spans
+from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
-from ragtrace_consumers.writeback import ScoreSink, WriteBackError, deliver_each
+from ragtrace_consumers.writeback.span_content import ScoreSink, WriteBackError, deliver_each
 
 __all__ = ["PhoenixSink", "span_annotations"]
 
@@ -77,7 +77,7 @@ def span_annotations(
 
 
 class PhoenixSink:
-    """A :class:`~ragtrace_consumers.writeback.ScoreSink` annotating spans in Phoenix at
+    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` annotating spans in Phoenix at
     ``base_url`` (e.g. ``http://127.0.0.1:6006``), after ``inner`` delivered."""
 
     def __init__(
