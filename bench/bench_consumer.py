@@ -261,7 +261,7 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
         MemoryTraceStore,
     )
     from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
-    from ragtrace_consumers.wiring import Stores, build_scoring
+    from ragtrace_consumers.runtime.wiring import Stores, build_scoring
 
     def decode_only() -> float:
         start = time.process_time()
@@ -327,7 +327,7 @@ def consume_main(profile: str | None) -> int:
     import threading
 
     from ragtrace_consumers.config import load_config
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     logging.basicConfig(
         level=logging.WARNING,

@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
     from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.demo.run import describe_judge
-    from ragtrace_consumers.embedded import (
+    from ragtrace_consumers.runtime.embedded import (
         ENV_OTLP_ENDPOINT,
         EmbeddedEvaluator,
         EmbeddedSettings,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.kafka_runner import KafkaRunner
-from ragtrace_consumers.retry import Backoff, Dependencies, Retrier, Retrying
-from ragtrace_consumers.startup import DependencyUnavailable, wait_for
+from ragtrace_consumers.runtime.kafka import KafkaRunner
+from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Retrying
+from ragtrace_consumers.runtime.startup import DependencyUnavailable, wait_for
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
@@ -159,7 +159,7 @@ def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -
     cfg = ConsumerConfig.defaults().replace(
         health={"startup_wait_s": 0.5}, redis={"url": "redis://user:pw@127.0.0.1:1/0"}
     )
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     with pytest.raises(
         DependencyUnavailable,
@@ -342,7 +342,7 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
 
 
 def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
-    from ragtrace_consumers.retry import WatchedSink
+    from ragtrace_consumers.runtime.retry import WatchedSink
     from ragtrace_consumers.writeback.span_content import WriteBackError
 
     class Sink:
@@ -382,7 +382,7 @@ def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -
     from unittest import mock
 
     from ragtrace_consumers.stores import redis as redis_stores
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
     cfg = ConsumerConfig.defaults().replace(

@@ -20,7 +20,7 @@ from ragtrace_consumers.stores.memory import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.wiring import Scoring, Stores, build_scoring
+from ragtrace_consumers.runtime.wiring import Scoring, Stores, build_scoring
 from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from ragtrace_consumers.writeback.span_content import WriteBackError
 

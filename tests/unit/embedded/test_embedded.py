@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.stores.sqlite_state import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
 from tests.metric_points import values

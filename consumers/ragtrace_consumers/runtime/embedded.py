@@ -1,7 +1,7 @@
 """The embedded evaluator: one process, no Kafka and no Redis (``ragtrace serve``, ``ragtrace demo``).
 
 It builds the SAME scoring side the Kafka consumer runs, through the same wiring root
-(:func:`~ragtrace_consumers.wiring.build_scoring`), over different seams:
+(:func:`~ragtrace_consumers.runtime.wiring.build_scoring`), over different seams:
 
 * spans come from an :class:`~ragtrace_consumers.intake.otlp_receiver.OtlpHttpReceiver` instead of Kafka;
 * the label store and judge budget live in process memory (labels from a JSONL file), while the
@@ -57,7 +57,7 @@ from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore, StoreFull
-from ragtrace_consumers.wiring import Stores, build_scoring, require_realtime_judging
+from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.writeback.span_content import ScoreSink
 

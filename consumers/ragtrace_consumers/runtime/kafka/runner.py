@@ -14,16 +14,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ragtrace_consumers.intake.decode import Admission
-from ragtrace_consumers.kafka_runner.calls import kafka_call
-from ragtrace_consumers.kafka_runner.dead_letters import DeadLetters
-from ragtrace_consumers.kafka_runner.ingest import Ingest, Offsets
-from ragtrace_consumers.kafka_runner.intake import Intake
-from ragtrace_consumers.kafka_runner.lag_probe import LagProbe
-from ragtrace_consumers.kafka_runner.membership import Membership
+from ragtrace_consumers.runtime.kafka.calls import kafka_call
+from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
+from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
+from ragtrace_consumers.runtime.kafka.poll import Intake
+from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
+from ragtrace_consumers.runtime.kafka.membership import Membership
 from ragtrace_consumers.telemetry.lag import LagTracker
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.scoring.pipeline import Pipeline
-from ragtrace_consumers.retry import Dependencies, Retrier
+from ragtrace_consumers.runtime.retry import Dependencies, Retrier
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 
 __all__ = ["KafkaRunner"]

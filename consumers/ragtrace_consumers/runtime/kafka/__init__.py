@@ -17,7 +17,7 @@ Each step has one job, in its own module, and :class:`KafkaRunner` (``runner``) 
   watchdog for a membership stuck unsettled.
 
 Scoring needs no offsets: it works from the TraceStore, whose leases hand a dead replica's
-traces to another one. Outages (:mod:`ragtrace_consumers.retry`): store calls wait out a Redis
+traces to another one. Outages (:mod:`ragtrace_consumers.runtime.retry`): store calls wait out a Redis
 outage inside the stores (ingest holds its batch, nothing is re-read or dead-lettered twice),
 Kafka calls go through the ``kafka`` retrier, a failed commit is retried at the next interval;
 the loop never exits for an outage. A replica is stateless apart from its partitions: scale out
@@ -26,18 +26,18 @@ with more replicas (same group) and more partitions.
 
 from __future__ import annotations
 
-from ragtrace_consumers.kafka_runner.dead_letters import (
+from ragtrace_consumers.runtime.kafka.dead_letters import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
     DLQ_HEADER_TOPIC,
     UNEXPECTED_DECODE_ERROR,
     DeadLetters,
 )
-from ragtrace_consumers.kafka_runner.ingest import Ingest, Offsets
-from ragtrace_consumers.kafka_runner.intake import Decoded, Intake
-from ragtrace_consumers.kafka_runner.lag_probe import LagProbe
-from ragtrace_consumers.kafka_runner.membership import Membership
-from ragtrace_consumers.kafka_runner.runner import KafkaRunner
+from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
+from ragtrace_consumers.runtime.kafka.poll import Decoded, Intake
+from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
+from ragtrace_consumers.runtime.kafka.membership import Membership
+from ragtrace_consumers.runtime.kafka.runner import KafkaRunner
 
 __all__ = [
     "DLQ_HEADER_OFFSET",

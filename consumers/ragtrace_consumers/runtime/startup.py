@@ -4,7 +4,7 @@
 ``health.startup_wait_s``) has passed, then raises :class:`DependencyUnavailable`, whose message
 is one line naming the dependency, its address and the last error: the CLI prints it and exits
 1, without a traceback. Once running, the consumer never exits for an outage
-(:mod:`ragtrace_consumers.retry`).
+(:mod:`ragtrace_consumers.runtime.retry`).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ragtrace_consumers.kafka_runner.calls import KafkaCall
-from ragtrace_consumers.kafka_runner.ingest import Offsets
-from ragtrace_consumers.kafka_runner.lag_probe import LagProbe
+from ragtrace_consumers.runtime.kafka.calls import KafkaCall
+from ragtrace_consumers.runtime.kafka.ingest import Offsets
+from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
 
 __all__ = ["Membership"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from ragtrace_consumers.retry import Retrier
+from ragtrace_consumers.runtime.retry import Retrier
 
 __all__ = ["KafkaCall", "kafka_call"]
 

@@ -1,6 +1,6 @@
 """Wire one ``ragtrace consume`` replica from its :class:`ConsumerConfig`: Redis stores behind
 retries, the judge, the OTLP sink and the metrics' meter provider, handed to the one wiring root
-(:func:`~ragtrace_consumers.wiring.build_scoring`), then the Kafka client and its runner.
+(:func:`~ragtrace_consumers.runtime.wiring.build_scoring`), then the Kafka client and its runner.
 
 :func:`build_service` is what the CLI, the end-to-end tests and the benchmark call; anything
 passed explicitly (a judge, a meter reader) replaces what the configuration would build.
@@ -23,11 +23,11 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
 from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.scoring.judging import judge_from_settings
-from ragtrace_consumers.kafka_runner import KafkaRunner
+from ragtrace_consumers.runtime.kafka import KafkaRunner
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
-from ragtrace_consumers.retry import (
+from ragtrace_consumers.runtime.retry import (
     Dependencies,
     Retrier,
     Retrying,
@@ -35,8 +35,8 @@ from ragtrace_consumers.retry import (
     kafka_transient_errors,
     redis_transient_errors,
 )
-from ragtrace_consumers.startup import wait_for
-from ragtrace_consumers.wiring import Stores, build_scoring
+from ragtrace_consumers.runtime.startup import wait_for
+from ragtrace_consumers.runtime.wiring import Stores, build_scoring
 from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, judgement_bound_s
 from ragtrace_consumers.writeback.span_content import ScoreSink
 

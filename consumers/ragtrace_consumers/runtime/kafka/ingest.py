@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ragtrace_consumers.kafka_runner.dead_letters import DeadLetters
-from ragtrace_consumers.kafka_runner.intake import Decoded
+from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
+from ragtrace_consumers.runtime.kafka.poll import Decoded
 from ragtrace_consumers.scoring.pipeline import Pipeline
-from ragtrace_consumers.retry import Dependencies
+from ragtrace_consumers.runtime.retry import Dependencies
 
 __all__ = ["Ingest", "Offsets"]
 
