@@ -253,6 +253,7 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
 
     from ragtrace.evaluation.labels import LabelledQuestion
     from ragtrace_consumers.config import load_config
+    from ragtrace_consumers.runtime.wiring import Stores, build_scoring
     from ragtrace_consumers.stores.memory import (
         MemoryIdempotencyStore,
         MemoryJudgeBudget,
@@ -261,7 +262,6 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
         MemoryTraceStore,
     )
     from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
-    from ragtrace_consumers.runtime.wiring import Stores, build_scoring
 
     def decode_only() -> float:
         start = time.process_time()

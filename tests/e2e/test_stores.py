@@ -19,6 +19,7 @@ import pytest
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
+from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
 from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace
 from ragtrace_consumers.scoring.label_match import LabelStats, match_label
 from ragtrace_consumers.stores.memory import (
@@ -28,7 +29,6 @@ from ragtrace_consumers.stores.memory import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
 from ragtrace_consumers.stores.redis import (
     RedisIdempotencyStore,
     RedisJudgeBudget,

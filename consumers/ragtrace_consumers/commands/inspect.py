@@ -129,7 +129,7 @@ def _text(trace: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.intake.decode import DecodeError
+    from ragtrace_consumers.errors import DecodeError
 
     try:
         raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()

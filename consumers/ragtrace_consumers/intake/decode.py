@@ -30,60 +30,24 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
+from ragtrace_consumers.errors import (
+    REASON_EMPTY,
+    REASON_JSON,
+    REASON_JSON_SCHEMA,
+    REASON_PARENT_ID,
+    REASON_PROTOBUF,
+    REASON_SPAN_ID,
+    REASON_TRACE_ID,
+    DecodeError,
+)
 from ragtrace_consumers.model import AttributeValue, SpanRecord
 
 __all__ = [
-    "DLQ_HEADER_DETAIL",
-    "DLQ_HEADER_REASON",
-    "REASONS",
     "Admission",
-    "DecodeError",
     "decode_json_request",
     "decode_request",
     "spans_from_request",
 ]
-
-REASON_EMPTY = "empty_payload"
-REASON_PROTOBUF = "protobuf_parse_error"
-REASON_JSON = "json_parse_error"
-REASON_JSON_SCHEMA = "json_schema_error"
-REASON_TRACE_ID = "bad_trace_id"
-REASON_SPAN_ID = "bad_span_id"
-REASON_PARENT_ID = "bad_parent_span_id"
-REASONS: frozenset[str] = frozenset(
-    {
-        REASON_EMPTY,
-        REASON_PROTOBUF,
-        REASON_JSON,
-        REASON_JSON_SCHEMA,
-        REASON_TRACE_ID,
-        REASON_SPAN_ID,
-        REASON_PARENT_ID,
-    }
-)
-"""Every value :attr:`DecodeError.reason` takes (bounded: safe as a metric attribute)."""
-
-DLQ_HEADER_REASON = "ragtrace.dlq.reason"
-DLQ_HEADER_DETAIL = "ragtrace.dlq.detail"
-_DETAIL_MAX = 1000
-
-
-class DecodeError(ValueError):
-    """A payload that cannot be decoded: ``reason`` (one of :data:`REASONS`) and ``detail``."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        if reason not in REASONS:
-            raise ValueError(f"unknown decode error reason {reason!r}")
-        self.reason = reason
-        self.detail = detail[:_DETAIL_MAX]
-        super().__init__(f"{reason}: {self.detail}" if self.detail else reason)
-
-    def headers(self) -> list[tuple[str, bytes]]:
-        """Kafka headers for the dead-letter copy of the message."""
-        return [
-            (DLQ_HEADER_REASON, self.reason.encode()),
-            (DLQ_HEADER_DETAIL, self.detail.encode("utf-8", "replace")),
-        ]
 
 
 class Admission(Protocol):

@@ -47,6 +47,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from typing_extensions import Self
 
 from ragtrace import semconv
+from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
 from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
 from ragtrace_consumers.model import SpanRecord
 
@@ -58,8 +59,6 @@ __all__ = [
     "TRACES_PATH",
     "Accepted",
     "OtlpHttpReceiver",
-    "ReceiverBusy",
-    "RequestTooLarge",
     "SpanSink",
 ]
 
@@ -92,24 +91,13 @@ class Accepted:
             raise ValueError("Accepted.error_message must say why spans were rejected")
 
 
-class ReceiverBusy(Exception):
-    """Raised by a sink that cannot take more spans now; the client retries after a delay."""
-
-    def __init__(self, message: str = "evaluator busy", retry_after: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class RequestTooLarge(Exception):
-    """Raised by a sink for a request that can never be taken whole (413: do not retry)."""
-
-
 SpanSink = Callable[[Sequence[SpanRecord]], "Accepted | None"]
 Decoder = Callable[[bytes], list[SpanRecord]]
 
 
 def _default_decoders() -> tuple[Decoder, Decoder, type[Exception]]:
-    from ragtrace_consumers.intake.decode import DecodeError, decode_json_request, decode_request
+    from ragtrace_consumers.errors import DecodeError
+    from ragtrace_consumers.intake.decode import decode_json_request, decode_request
 
     return decode_request, decode_json_request, DecodeError
 

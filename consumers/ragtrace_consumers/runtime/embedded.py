@@ -41,24 +41,23 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.scoring.judging import judge_from_settings
-from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
 from ragtrace_consumers.intake.otlp_receiver import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     LOGS_PATH,
     Accepted,
     OtlpHttpReceiver,
-    ReceiverBusy,
-    RequestTooLarge,
 )
-from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
-from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore, StoreFull
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
+from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
+from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = [
@@ -190,7 +189,11 @@ class EmbeddedEvaluator:
         self._metrics_server: WSGIServer | None = None
 
     def _build(self, extra_readers: Sequence[MetricReader]) -> None:
-        from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+        from ragtrace_consumers.writeback.otlp_sink import (
+            OtlpScoreSink,
+            make_meter_provider,
+            make_resource,
+        )
 
         s, cfg = self.settings, self.config
         labels = MemoryLabelStore()

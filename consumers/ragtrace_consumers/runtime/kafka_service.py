@@ -21,12 +21,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
-from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
-from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.runtime.kafka import KafkaRunner
-from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
-from ragtrace_consumers.scoring.pipeline import Pipeline
-from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.runtime.retry import (
     Dependencies,
     Retrier,
@@ -37,7 +32,12 @@ from ragtrace_consumers.runtime.retry import (
 )
 from ragtrace_consumers.runtime.startup import wait_for
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring
+from ragtrace_consumers.scoring.judging import judge_from_settings
+from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, judgement_bound_s
+from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]

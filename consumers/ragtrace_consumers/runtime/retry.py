@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from ragtrace_consumers.errors import WriteBackError
     from ragtrace_consumers.scoring.scores import TraceScores
-    from ragtrace_consumers.writeback.span_content import ScoreSink, WriteBackError
+    from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = [
     "Backoff",

@@ -14,24 +14,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["DependencyUnavailable", "wait_for"]
+from ragtrace_consumers.errors import DependencyUnavailable
+
+__all__ = ["wait_for"]
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
 _MAX_DELAY_S = 2.0
-
-
-class DependencyUnavailable(RuntimeError):
-    """A dependency did not answer within the start-up wait."""
-
-    def __init__(self, name: str, address: str, waited_s: float, error: BaseException) -> None:
-        kind = type(error).__name__
-        detail = " ".join(str(error).split())
-        if not detail.startswith(kind):  # kafka-python's errors already start with their name
-            detail = f"{kind}: {detail}" if detail else kind
-        super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: {detail[:200]}")
-        self.name = name
-        self.address = address
 
 
 def wait_for(

@@ -37,6 +37,7 @@ from ragtrace.evaluation.judges import (
 )
 from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
 from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
 from ragtrace_consumers.scoring.answer_scores import (
     METRIC_CORRECTNESS,
     METRIC_RELEVANCY,
@@ -47,7 +48,6 @@ from ragtrace_consumers.scoring.answer_scores import (
 from ragtrace_consumers.scoring.judging import ParkTrace, cache_model, is_paid, record_judge_result
 from ragtrace_consumers.scoring.label_match import LabelLookup, match_label
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
 
 __all__ = ["AnswerJob", "AnswerScorer"]
 

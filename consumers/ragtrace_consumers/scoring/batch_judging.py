@@ -30,8 +30,8 @@ from ragtrace.evaluation.judges.anthropic_batch import (
     BatchNotFound,
     BatchRequest,
 )
-from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.model import JudgeResultCache
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
 if TYPE_CHECKING:
     import redis

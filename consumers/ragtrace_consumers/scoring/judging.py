@@ -34,9 +34,9 @@ from ragtrace.evaluation.judges import (
     MetricResult,
     make_judge,
 )
+from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 from ragtrace_consumers.scoring.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 
 __all__ = [
     "GroundednessScorer",

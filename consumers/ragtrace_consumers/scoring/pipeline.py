@@ -39,12 +39,6 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
-from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
-from ragtrace_consumers.scoring.assembly import completion_due, select_spans
-from ragtrace_consumers.scoring.batch_judging import BatchJudging
-from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
-from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
-from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 from ragtrace_consumers.model import (
     IdempotencyStore,
     JudgeBudget,
@@ -57,6 +51,11 @@ from ragtrace_consumers.model import (
 )
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
+from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
+from ragtrace_consumers.scoring.assembly import completion_due, select_spans
+from ragtrace_consumers.scoring.batch_judging import BatchJudging
+from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
+from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
 from ragtrace_consumers.scoring.scores import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
@@ -66,6 +65,7 @@ from ragtrace_consumers.scoring.scores import (
     combine,
     score_retrieval,
 )
+from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 from ragtrace_consumers.writeback.span_content import ScoreSink
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from ragtrace.evaluation.retrieval import (
     context_relevancy,
     score_question,
 )
-from ragtrace_consumers.scoring.answer_scores import FAMILY_ANSWER, AnswerScores
 from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.scoring.answer_scores import FAMILY_ANSWER, AnswerScores
 
 __all__ = [
     "FAMILY_ANSWER",

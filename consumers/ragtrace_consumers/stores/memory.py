@@ -26,9 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats
 from ragtrace_consumers.model import Lease, SpanRecord
+from ragtrace_consumers.scoring.assembly import (
+    STORE_STATS,
+    DeadTrace,
+    creates_trace,
+    group_by_trace,
+)
+from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats
 
 __all__ = [
     "DEFAULT_DEAD_TTL_S",

@@ -36,15 +36,25 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats, question_from_json, question_to_json
+from ragtrace_consumers.model import Lease, SpanRecord
+from ragtrace_consumers.scoring.assembly import (
+    STORE_STATS,
+    DeadTrace,
+    creates_trace,
+    group_by_trace,
+)
+from ragtrace_consumers.scoring.label_match import (
+    LabelIndex,
+    LabelStats,
+    question_from_json,
+    question_to_json,
+)
 from ragtrace_consumers.stores.memory import (
     BUDGET_WINDOW_S,
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
-from ragtrace_consumers.model import Lease, SpanRecord
 
 __all__ = [
     "DEFAULT_PREFIX",

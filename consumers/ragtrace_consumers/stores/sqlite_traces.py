@@ -25,16 +25,21 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace, creates_trace, group_by_trace
-from ragtrace_consumers.stores.memory import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
+from ragtrace_consumers.errors import Held, StoreFull
 from ragtrace_consumers.model import Lease, SpanRecord
+from ragtrace_consumers.scoring.assembly import (
+    STORE_STATS,
+    DeadTrace,
+    creates_trace,
+    group_by_trace,
+)
+from ragtrace_consumers.stores.memory import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from ragtrace_consumers.stores.redis import decode_span, encode_span
 
-__all__ = ["Held", "SqliteTraceStore", "StoreFull"]
+__all__ = ["SqliteTraceStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -62,27 +67,6 @@ CREATE INDEX IF NOT EXISTS traces_done_until ON traces_done(until);
 CREATE TABLE IF NOT EXISTS trace_stats (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 _SWEEP = 100  # expired, unscheduled traces deleted per claim
-
-
-@dataclass(frozen=True)
-class Held:
-    """What the store holds: traces (due, leased, parked or dead) and their span bytes."""
-
-    traces: int
-    bytes: int
-
-
-class StoreFull(Exception):
-    """An append refused whole because it would cross the store's bound."""
-
-    def __init__(self, held: Held, adding: Held, limit: Held) -> None:
-        super().__init__(
-            f"holding {held.traces} traces ({held.bytes} bytes); this request adds "
-            f"up to {adding.traces} traces ({adding.bytes} bytes); the bound is "
-            f"{limit.traces} traces, {limit.bytes} bytes"
-        )
-        self.held = held
-        self.adding = adding
 
 
 class SqliteTraceStore:

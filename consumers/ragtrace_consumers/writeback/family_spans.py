@@ -28,7 +28,12 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace_consumers.scoring.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
-from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
+from ragtrace_consumers.scoring.scores import (
+    FAMILY_ANSWER,
+    FAMILY_GROUNDEDNESS,
+    FAMILY_RECALL,
+    TraceScores,
+)
 from ragtrace_consumers.writeback.span_content import EvaluationEvent, evaluation_events
 
 __all__ = [

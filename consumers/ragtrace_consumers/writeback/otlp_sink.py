@@ -39,18 +39,15 @@ from opentelemetry.trace import Link
 
 from ragtrace import semconv
 from ragtrace.suppression import suppressed
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     SpanMessageExporter,
     evaluation_span_messages,
 )
-from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.writeback.span_content import (
-    WriteBackError,
-    evaluation_attributes,
-    evaluation_span_id,
-)
+from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
 
 __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 

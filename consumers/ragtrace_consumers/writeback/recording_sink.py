@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback.span_content import ScoreSink, WriteBackError, deliver_each
+from ragtrace_consumers.writeback.span_content import ScoreSink, deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result"]
 

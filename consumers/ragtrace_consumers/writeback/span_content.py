@@ -22,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
+from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.scoring.answer_scores import METRIC_RELEVANCY
 from ragtrace_consumers.scoring.scores import TraceScores
 
@@ -30,7 +31,6 @@ __all__ = [
     "PASS",
     "EvaluationEvent",
     "ScoreSink",
-    "WriteBackError",
     "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
@@ -42,10 +42,6 @@ FAIL = "fail"
 _EXPLANATION_MAX = 1000
 
 EvaluationEvent = tuple[str, dict[str, AttributeValue]]
-
-
-class WriteBackError(Exception):
-    """The evaluation span could not be delivered; the trace is parked and retried."""
 
 
 class ScoreSink(Protocol):

@@ -12,9 +12,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
+from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime import kafka_service as service
 from ragtrace_consumers.writeback import otlp_sink
-from ragtrace_consumers.config import ConsumerConfig
 
 
 class FakeKafkaConsumer:

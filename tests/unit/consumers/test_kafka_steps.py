@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtrace_consumers.intake.decode import DLQ_HEADER_REASON
+from ragtrace_consumers.errors import DLQ_HEADER_REASON
 from ragtrace_consumers.runtime.kafka import (
     DeadLetters,
     Ingest,

@@ -19,13 +19,13 @@ from ragtrace_consumers.scoring.answer_scores import (
     METRIC_RELEVANCY,
     AnswerScores,
 )
+from ragtrace_consumers.scoring.scores import TraceScores
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     evaluation_span_messages,
     export_request,
 )
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.scoring.scores import TraceScores
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, grounded, tid
 from tests.unit.consumers.test_writeback import _scores
 

@@ -13,14 +13,14 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ragtrace_consumers.intake.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.runtime.kafka import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
     DLQ_HEADER_TOPIC,
     KafkaRunner,
 )
-from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.scoring.pipeline import PipelineSettings
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.errors import DependencyUnavailable
 from ragtrace_consumers.runtime.kafka import KafkaRunner
 from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Retrying
-from ragtrace_consumers.runtime.startup import DependencyUnavailable, wait_for
+from ragtrace_consumers.runtime.startup import wait_for
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
@@ -342,8 +343,8 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
 
 
 def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
+    from ragtrace_consumers.errors import WriteBackError
     from ragtrace_consumers.runtime.retry import WatchedSink
-    from ragtrace_consumers.writeback.span_content import WriteBackError
 
     class Sink:
         def __init__(self) -> None:
@@ -381,8 +382,8 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
 def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     from unittest import mock
 
-    from ragtrace_consumers.stores import redis as redis_stores
     from ragtrace_consumers.runtime.kafka_service import build_service
+    from ragtrace_consumers.stores import redis as redis_stores
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
     cfg = ConsumerConfig.defaults().replace(

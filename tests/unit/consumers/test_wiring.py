@@ -12,6 +12,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.runtime.wiring import Scoring, Stores, build_scoring
+from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -19,10 +23,6 @@ from ragtrace_consumers.stores.memory import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.scoring.scores import TraceScores
-from ragtrace_consumers.runtime.wiring import Scoring, Stores, build_scoring
-from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
-from ragtrace_consumers.writeback.span_content import WriteBackError
 
 
 class _Sink:

@@ -19,12 +19,12 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.writeback.family_spans import metric_span_id
-from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.recognise import to_rag_trace
 from ragtrace_consumers.scoring.scores import TraceScores, combine, score_retrieval
+from ragtrace_consumers.writeback.family_spans import metric_span_id
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.writeback.span_content import (
-    WriteBackError,
     evaluation_attributes,
     evaluation_events,
     evaluation_span_id,

@@ -34,9 +34,9 @@ from ragtrace_consumers.runtime.kafka.dead_letters import (
     DeadLetters,
 )
 from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
-from ragtrace_consumers.runtime.kafka.poll import Decoded, Intake
 from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
 from ragtrace_consumers.runtime.kafka.membership import Membership
+from ragtrace_consumers.runtime.kafka.poll import Decoded, Intake
 from ragtrace_consumers.runtime.kafka.runner import KafkaRunner
 
 __all__ = [

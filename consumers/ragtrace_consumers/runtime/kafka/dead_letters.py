@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ragtrace_consumers.intake.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
 from ragtrace_consumers.runtime.kafka.calls import KafkaCall
-from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.runtime.retry import Dependencies
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
 __all__ = [
     "DLQ_HEADER_OFFSET",

@@ -12,8 +12,8 @@ from typing import Any
 
 from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
 from ragtrace_consumers.runtime.kafka.poll import Decoded
-from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.runtime.retry import Dependencies
+from ragtrace_consumers.scoring.pipeline import Pipeline
 
 __all__ = ["Ingest", "Offsets"]
 

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtrace_consumers.intake.decode import Admission, DecodeError, decode_request
+from ragtrace_consumers.errors import DecodeError
+from ragtrace_consumers.intake.decode import Admission, decode_request
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.runtime.kafka.calls import KafkaCall
 from ragtrace_consumers.runtime.kafka.dead_letters import UNEXPECTED_DECODE_ERROR, DeadLetters
-from ragtrace_consumers.model import SpanRecord
 
 __all__ = ["Decoded", "Intake"]
 

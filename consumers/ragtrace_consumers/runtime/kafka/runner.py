@@ -17,14 +17,14 @@ from ragtrace_consumers.intake.decode import Admission
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
 from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
 from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
-from ragtrace_consumers.runtime.kafka.poll import Intake
 from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
 from ragtrace_consumers.runtime.kafka.membership import Membership
+from ragtrace_consumers.runtime.kafka.poll import Intake
+from ragtrace_consumers.runtime.retry import Dependencies, Retrier
+from ragtrace_consumers.scoring.pipeline import Pipeline
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 from ragtrace_consumers.telemetry.lag import LagTracker
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.scoring.pipeline import Pipeline
-from ragtrace_consumers.runtime.retry import Dependencies, Retrier
-from ragtrace_consumers.scoring.workers import ScoringWorkers
 
 __all__ = ["KafkaRunner"]
 
