@@ -159,7 +159,7 @@ def load_labels(redis_url: str, prefix: str) -> None:
     import redis
 
     from ragtrace.evaluation.labels import LabelledQuestion
-    from ragtrace_consumers.stores.redis import RedisLabelStore
+    from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
     client = redis.Redis.from_url(redis_url)
     RedisLabelStore(client, prefix=prefix).load(

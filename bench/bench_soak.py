@@ -258,13 +258,12 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
     from ragtrace_consumers.intake.decode import decode_request
     from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
     from ragtrace_consumers.scoring.sampling import Sampler
-    from ragtrace_consumers.stores.redis import (
+    from ragtrace_consumers.stores.redis import RedisTraceStore, connect
+    from ragtrace_consumers.stores.redis_state import (
         RedisIdempotencyStore,
         RedisJudgeBudget,
         RedisJudgeResultCache,
         RedisLabelStore,
-        RedisTraceStore,
-        connect,
     )
     from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
     from scripts.services import start_redis

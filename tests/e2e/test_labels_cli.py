@@ -16,7 +16,8 @@ from ragtrace_consumers.commands import labels as labels_cli
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.stores import redis as redis_stores
-from ragtrace_consumers.stores.redis import RedisLabelStore, connect
+from ragtrace_consumers.stores.redis import connect
+from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "labels.jsonl"
 

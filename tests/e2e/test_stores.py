@@ -29,13 +29,12 @@ from ragtrace_consumers.stores.memory import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.stores.redis import (
+from ragtrace_consumers.stores.redis import RedisTraceStore, connect
+from ragtrace_consumers.stores.redis_state import (
     RedisIdempotencyStore,
     RedisJudgeBudget,
     RedisJudgeResultCache,
     RedisLabelStore,
-    RedisTraceStore,
-    connect,
 )
 
 T1, T2, T3 = "a" * 32, "b" * 32, "c" * 32

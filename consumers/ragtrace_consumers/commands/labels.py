@@ -125,7 +125,8 @@ def register(subparsers: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ragtrace_consumers.stores.redis import RedisLabelStore, connect
+    from ragtrace_consumers.stores.redis import connect
+    from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
     url, prefix = resolve_redis(args.redis, args.prefix)
     return RedisLabelStore(connect(url), prefix=prefix), url

@@ -21,8 +21,8 @@ import base64
 import binascii
 import functools
 import json
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast
+from collections.abc import Mapping
+from typing import Any, cast
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
@@ -40,31 +40,13 @@ from ragtrace_consumers.errors import (
     REASON_TRACE_ID,
     DecodeError,
 )
-from ragtrace_consumers.model import AttributeValue, SpanRecord
+from ragtrace_consumers.model import Admission, AttributeValue, SpanRecord
 
 __all__ = [
-    "Admission",
     "decode_json_request",
     "decode_request",
     "spans_from_request",
 ]
-
-
-class Admission(Protocol):
-    """Decides per trace whether its spans are decoded at all."""
-
-    @property
-    def interest(self) -> frozenset[str]:
-        """The attribute keys ``admit`` may ask for."""
-        ...
-
-    def admit(
-        self, trace_id: str, service: str, facts: Callable[[], Mapping[str, str]]
-    ) -> bool: ...
-
-    def maybe_flush(self) -> None: ...
-
-    def flush(self) -> None: ...
 
 
 def decode_request(payload: bytes, admission: Admission | None = None) -> list[SpanRecord]:

@@ -50,7 +50,7 @@ from ragtrace_consumers.intake.otlp_receiver import (
     OtlpHttpReceiver,
 )
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import ScoreSink, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
@@ -58,7 +58,6 @@ from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
-from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = [
     "DEFAULT_METRICS_PORT",

@@ -21,6 +21,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConsumerConfig, redact_url
+from ragtrace_consumers.model import ScoreSink
 from ragtrace_consumers.runtime.kafka import KafkaRunner
 from ragtrace_consumers.runtime.retry import (
     Dependencies,
@@ -38,7 +39,6 @@ from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, judg
 from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
-from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 
@@ -104,6 +104,12 @@ def build_service(
     from kafka import KafkaConsumer, KafkaProducer
 
     from ragtrace_consumers.stores import redis as rs
+    from ragtrace_consumers.stores.redis_state import (
+        RedisIdempotencyStore,
+        RedisJudgeBudget,
+        RedisJudgeResultCache,
+        RedisLabelStore,
+    )
 
     kafka_security = cfg.kafka.client_options()  # checks the TLS files before connecting
     judge = judge or build_judge(cfg)
@@ -166,13 +172,13 @@ def build_service(
         ),
         redis_retry,
     )
-    labels = Retrying(rs.RedisLabelStore(client, prefix=prefix), redis_retry)
+    labels = Retrying(RedisLabelStore(client, prefix=prefix), redis_retry)
     cache = Retrying(
-        rs.RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
+        RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
     )
-    idempotency = Retrying(rs.RedisIdempotencyStore(client, prefix=prefix), redis_retry)
+    idempotency = Retrying(RedisIdempotencyStore(client, prefix=prefix), redis_retry)
     budget = Retrying(
-        rs.RedisJudgeBudget(
+        RedisJudgeBudget(
             client, cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute, prefix=prefix
         ),
         redis_retry,
@@ -201,7 +207,7 @@ def build_service(
             dependencies,
         )
 
-    from ragtrace_consumers.scoring.batch_judging import RedisBatchStore
+    from ragtrace_consumers.stores.redis_state import RedisBatchStore
 
     scoring = build_scoring(
         cfg,

@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ragtrace_consumers.errors import WriteBackError
-    from ragtrace_consumers.scoring.scores import TraceScores
-    from ragtrace_consumers.writeback.span_content import ScoreSink
+    from ragtrace_consumers.model import ScoreSink, TraceScores
 
 __all__ = [
     "Backoff",

@@ -23,19 +23,20 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
 from ragtrace_consumers.model import (
+    BatchStore,
     IdempotencyStore,
     JudgeBudget,
     JudgeResultCache,
     LabelStore,
+    ScoreSink,
     TraceStore,
 )
 from ragtrace_consumers.readers import SpanReaders, use_readers
-from ragtrace_consumers.scoring.batch_judging import BatchJudging, BatchStore
+from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler
 from ragtrace_consumers.scoring.workers import ScoringWorkers, judgement_bound_s
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.writeback.span_content import ScoreSink
 
 __all__ = ["Scoring", "SinkFactory", "Stores", "build_scoring", "require_realtime_judging"]
 

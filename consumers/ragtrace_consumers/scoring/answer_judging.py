@@ -17,8 +17,8 @@ leaves the metrics out for that trace) and bounded retries; a judge that stays u
 asks the pipeline to park the trace (:class:`~ragtrace_consumers.scoring.judging.ParkTrace`). Judge mode
 ``batch`` applies to groundedness only: these calls are synchronous.
 
-The written family is :data:`~ragtrace_consumers.scoring.answer_scores.FAMILY_ANSWER` (one idempotency
-mark for both metrics); the value written is :class:`~ragtrace_consumers.scoring.answer_scores.AnswerScores`.
+The written family is :data:`~ragtrace_consumers.model.FAMILY_ANSWER` (one idempotency
+mark for both metrics); the value written is :class:`~ragtrace_consumers.model.AnswerScores`.
 """
 
 from __future__ import annotations
@@ -37,13 +37,15 @@ from ragtrace.evaluation.judges import (
 )
 from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import JudgeBudget, JudgeResultCache, RagTrace
-from ragtrace_consumers.scoring.answer_scores import (
+from ragtrace_consumers.model import (
     METRIC_CORRECTNESS,
     METRIC_RELEVANCY,
     REFERENCE_FROM_LABEL,
     REFERENCE_FROM_SPAN,
     AnswerScores,
+    JudgeBudget,
+    JudgeResultCache,
+    RagTrace,
 )
 from ragtrace_consumers.scoring.judging import ParkTrace, cache_model, is_paid, record_judge_result
 from ragtrace_consumers.scoring.label_match import LabelLookup, match_label

@@ -21,8 +21,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ragtrace.evaluation.judges import JudgeUnavailable
 from ragtrace.evaluation.judges.anthropic_batch import (
@@ -34,14 +34,12 @@ from ragtrace_consumers.model import JudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
 if TYPE_CHECKING:
-    import redis
+    pass
+from ragtrace_consumers.model import BatchStore
 
 __all__ = [
     "PARK_BATCH_PENDING",
     "BatchJudging",
-    "BatchStore",
-    "MemoryBatchStore",
-    "RedisBatchStore",
     "build_batch_judging",
     "custom_id",
 ]
@@ -55,91 +53,6 @@ PARK_BATCH_PENDING = "judge_batch_pending"
 def custom_id(cache_key: str) -> str:
     """The batch custom ID of a judge cache key (its hex digest, 64 characters)."""
     return cache_key.rsplit(":", 1)[-1][:64]
-
-
-class BatchStore(Protocol):
-    """Submitted batches and their requests, shared by replicas and kept across restarts."""
-
-    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None: ...
-
-    def pending_batches(self) -> list[str]: ...
-
-    def batch_items(self, batch_id: str) -> dict[str, bytes]: ...
-
-    def submitted(self, custom_ids: Sequence[str]) -> list[bool]: ...
-
-    def finish_batch(self, batch_id: str) -> None: ...
-
-
-class MemoryBatchStore:
-    """:class:`BatchStore` in process memory (the embedded evaluator, tests)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._batches: dict[str, dict[str, bytes]] = {}
-        self._submitted: dict[str, str] = {}
-
-    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
-        with self._lock:
-            self._batches[batch_id] = dict(items)
-            self._submitted.update(dict.fromkeys(items, batch_id))
-
-    def pending_batches(self) -> list[str]:
-        with self._lock:
-            return list(self._batches)
-
-    def batch_items(self, batch_id: str) -> dict[str, bytes]:
-        with self._lock:
-            return dict(self._batches.get(batch_id, {}))
-
-    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
-        with self._lock:
-            return [c in self._submitted for c in custom_ids]
-
-    def finish_batch(self, batch_id: str) -> None:
-        with self._lock:
-            for cid in self._batches.pop(batch_id, {}):
-                if self._submitted.get(cid) == batch_id:
-                    del self._submitted[cid]
-
-
-class RedisBatchStore:
-    """:class:`BatchStore` in Redis: ``P:batches`` (set of batch IDs), ``P:batch:<id>`` (hash
-    custom ID -> request), ``P:batch_submitted`` (hash custom ID -> batch ID); each change is one
-    MULTI transaction."""
-
-    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
-        self._r: Any = client  # bytes replies
-        self._p = prefix
-
-    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
-        pipe = self._r.pipeline(transaction=True)
-        pipe.hset(f"{self._p}:batch:{batch_id}", mapping=dict(items))
-        pipe.hset(f"{self._p}:batch_submitted", mapping=dict.fromkeys(items, batch_id))
-        pipe.sadd(f"{self._p}:batches", batch_id)
-        pipe.execute()
-
-    def pending_batches(self) -> list[str]:
-        return sorted(b.decode() for b in self._r.smembers(f"{self._p}:batches"))
-
-    def batch_items(self, batch_id: str) -> dict[str, bytes]:
-        raw = self._r.hgetall(f"{self._p}:batch:{batch_id}")
-        return {k.decode(): bytes(v) for k, v in raw.items()}
-
-    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
-        if not custom_ids:
-            return []
-        values = self._r.hmget(f"{self._p}:batch_submitted", list(custom_ids))
-        return [v is not None for v in values]
-
-    def finish_batch(self, batch_id: str) -> None:
-        ids = list(self.batch_items(batch_id))
-        pipe = self._r.pipeline(transaction=True)
-        if ids:
-            pipe.hdel(f"{self._p}:batch_submitted", *ids)
-        pipe.delete(f"{self._p}:batch:{batch_id}")
-        pipe.srem(f"{self._p}:batches", batch_id)
-        pipe.execute()
 
 
 def build_batch_judging(

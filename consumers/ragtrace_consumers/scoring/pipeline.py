@@ -33,20 +33,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.model import (
+    FAMILY_ANSWER,
+    FAMILY_GROUNDEDNESS,
+    FAMILY_RECALL,
     IdempotencyStore,
     JudgeBudget,
     JudgeResultCache,
     LabelStore,
     Lease,
     RagTrace,
+    RetrievalScores,
+    ScoreSink,
     SpanRecord,
+    TraceScores,
     TraceStore,
 )
 from ragtrace_consumers.readers import to_rag_trace
@@ -56,22 +62,14 @@ from ragtrace_consumers.scoring.assembly import completion_due, select_spans
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
-from ragtrace_consumers.scoring.scores import (
-    FAMILY_ANSWER,
-    FAMILY_GROUNDEDNESS,
-    FAMILY_RECALL,
-    RetrievalScores,
-    TraceScores,
-    combine,
-    score_retrieval,
-)
+from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
-from ragtrace_consumers.writeback.span_content import ScoreSink
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.model import TraceSampler
 
-__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Sampler", "TraceWork"]
+__all__ = ["Outcome", "Pipeline", "PipelineSettings", "TraceWork"]
 
 _log = logging.getLogger(__name__)
 
@@ -186,13 +184,6 @@ class _LabelView:
         return self._version
 
 
-class Sampler(Protocol):
-    """The sampling seam (``ragtrace_consumers.scoring.sampling.Sampler``): ``decide(trace)`` returns a
-    decision with boolean ``recall`` and ``judge``."""
-
-    def decide(self, trace: RagTrace) -> Any: ...
-
-
 class Pipeline:
     """Scores assembled traces through the seams it is given. ``judge`` may run on many worker
     threads at once (each trace is claimed by exactly one); ``prepare`` and ``finish`` run one
@@ -209,7 +200,7 @@ class Pipeline:
         judge: Judge | None,
         sink: ScoreSink,
         metrics: ConsumerMetrics,
-        sampler: Sampler,
+        sampler: TraceSampler,
         settings: PipelineSettings = PipelineSettings(),
         clock: Callable[[], float] = time.time,
         judge_batch: BatchJudging | None = None,

@@ -25,37 +25,25 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.model import (
+    SKIP_CONTEXT_TEXT_MISSING,
+    SKIP_CONTEXT_TRUNCATED,
+    SKIP_NO_ANSWER,
+    SKIP_NO_CONTEXT,
+    SKIP_NO_GENERATION,
+    SKIP_NO_RETRIEVAL,
+    SKIP_SAMPLED_OUT,
+    RagTrace,
+    SamplingDecision,
+)
 
 __all__ = [
-    "SKIP_REASONS",
     "Sampler",
     "SamplerConfig",
-    "SamplingDecision",
     "SamplingRule",
     "parse_rules",
     "trace_position",
 ]
-
-SKIP_SAMPLED_OUT = "sampled_out"
-SKIP_NO_RETRIEVAL = "no_retrieval"
-SKIP_NO_GENERATION = "no_generation"
-SKIP_NO_ANSWER = "no_answer"
-SKIP_NO_CONTEXT = "no_context"
-SKIP_CONTEXT_TEXT_MISSING = "context_text_missing"
-SKIP_CONTEXT_TRUNCATED = "context_truncated"
-SKIP_REASONS: frozenset[str] = frozenset(
-    {
-        SKIP_SAMPLED_OUT,
-        SKIP_NO_RETRIEVAL,
-        SKIP_NO_GENERATION,
-        SKIP_NO_ANSWER,
-        SKIP_NO_CONTEXT,
-        SKIP_CONTEXT_TEXT_MISSING,
-        SKIP_CONTEXT_TRUNCATED,
-    }
-)
-"""Every reason a :class:`SamplingDecision` gives (the judging step adds ``budget_exhausted``)."""
 
 
 def _check_rate(name: str, rate: float | None) -> None:
@@ -124,29 +112,6 @@ class SamplerConfig:
         for rule in self.rules:
             if not isinstance(rule, SamplingRule):
                 raise TypeError(f"rules must be SamplingRule values, got {rule!r}")
-
-
-@dataclass(frozen=True)
-class SamplingDecision:
-    """Whether to score recall and run the judge; ``reason`` says why something is skipped.
-
-    ``reason`` is the judge's skip reason when the judge is skipped, else recall's, else None;
-    ``recall_reason``/``judge_reason`` give each one. ``rule`` names the rule that applied.
-    """
-
-    recall: bool
-    judge: bool
-    reason: str | None = None
-    recall_reason: str | None = None
-    judge_reason: str | None = None
-    rule: str | None = None
-
-    def __post_init__(self) -> None:
-        for ok, why in ((self.recall, self.recall_reason), (self.judge, self.judge_reason)):
-            if ok == (why is not None):
-                raise ValueError("a sampled step has no skip reason, a skipped step has one")
-        if self.reason is None:
-            object.__setattr__(self, "reason", self.judge_reason or self.recall_reason)
 
 
 def trace_position(trace_id: str, salt: str = "") -> float:

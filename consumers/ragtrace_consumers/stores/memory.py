@@ -34,25 +34,21 @@ from ragtrace_consumers.scoring.assembly import (
     group_by_trace,
 )
 from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats
+from ragtrace_consumers.stores.defaults import (
+    BUDGET_WINDOW_S,
+    DEFAULT_DEAD_TTL_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TTL_S,
+)
 
 __all__ = [
-    "DEFAULT_DEAD_TTL_S",
-    "DEFAULT_MAX_ATTEMPTS",
-    "DEFAULT_TTL_S",
+    "MemoryBatchStore",
     "MemoryIdempotencyStore",
     "MemoryJudgeBudget",
     "MemoryJudgeResultCache",
     "MemoryLabelStore",
     "MemoryTraceStore",
 ]
-
-DEFAULT_TTL_S = 3600.0
-"""Seconds a trace's spans live after their last append (abandoned traces expire)."""
-DEFAULT_MAX_ATTEMPTS = 200
-"""Parks after which a trace goes to the dead set."""
-DEFAULT_DEAD_TTL_S = 7 * 86400.0
-"""Seconds a dead trace's spans stay inspectable."""
-BUDGET_WINDOW_S = 60.0
 
 Clock = Callable[[], float]
 
@@ -526,3 +522,35 @@ class MemoryJudgeBudget:
             self._calls += calls
             self._tokens += tokens
             return True
+
+
+class MemoryBatchStore:
+    """:class:`BatchStore` in process memory (the embedded evaluator, tests)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: dict[str, dict[str, bytes]] = {}
+        self._submitted: dict[str, str] = {}
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
+        with self._lock:
+            self._batches[batch_id] = dict(items)
+            self._submitted.update(dict.fromkeys(items, batch_id))
+
+    def pending_batches(self) -> list[str]:
+        with self._lock:
+            return list(self._batches)
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]:
+        with self._lock:
+            return dict(self._batches.get(batch_id, {}))
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
+        with self._lock:
+            return [c in self._submitted for c in custom_ids]
+
+    def finish_batch(self, batch_id: str) -> None:
+        with self._lock:
+            for cid in self._batches.pop(batch_id, {}):
+                if self._submitted.get(cid) == batch_id:
+                    del self._submitted[cid]

@@ -36,8 +36,12 @@ from ragtrace_consumers.scoring.assembly import (
     creates_trace,
     group_by_trace,
 )
-from ragtrace_consumers.stores.memory import DEFAULT_DEAD_TTL_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
-from ragtrace_consumers.stores.redis import decode_span, encode_span
+from ragtrace_consumers.stores.defaults import (
+    DEFAULT_DEAD_TTL_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TTL_S,
+)
+from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 
 __all__ = ["SqliteTraceStore"]
 

@@ -24,7 +24,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import semconv
 from ragtrace_consumers.errors import DECODE_REASONS as _DECODE_REASONS
-from ragtrace_consumers.scoring.sampling import SKIP_REASONS as _SAMPLER_SKIP_REASONS
+from ragtrace_consumers.model import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
 from ragtrace_consumers.telemetry.dimensions import BoundedLabel
 from ragtrace_consumers.telemetry.lag import PartitionLag

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
-from ragtrace_consumers.scoring.answer_scores import METRIC_CORRECTNESS, METRIC_RELEVANCY
-from ragtrace_consumers.scoring.scores import (
+from ragtrace_consumers.model import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
     FAMILY_RECALL,
+    METRIC_CORRECTNESS,
+    METRIC_RELEVANCY,
     TraceScores,
 )
 from ragtrace_consumers.writeback.span_content import EvaluationEvent, evaluation_events

@@ -27,7 +27,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
-from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.model import TraceScores
 from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
 

@@ -40,7 +40,7 @@ from opentelemetry.trace import Link
 from ragtrace import semconv
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.model import TraceScores
 from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from ragtrace import semconv
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.scoring.scores import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
+from ragtrace_consumers.model import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, ScoreSink, TraceScores
 from ragtrace_consumers.writeback.family_spans import metric_spans
-from ragtrace_consumers.writeback.span_content import ScoreSink, deliver_each
+from ragtrace_consumers.writeback.span_content import deliver_each
 
 __all__ = ["PhoenixSink", "span_annotations"]
 

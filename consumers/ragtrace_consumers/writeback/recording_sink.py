@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.model import ScoreSink, TraceScores
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback.span_content import ScoreSink, deliver_each
+from ragtrace_consumers.writeback.span_content import deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result"]
 

@@ -16,21 +16,18 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.scoring.answer_scores import METRIC_RELEVANCY
-from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.model import METRIC_RELEVANCY, TraceScores
 
 __all__ = [
     "FAIL",
     "PASS",
     "EvaluationEvent",
-    "ScoreSink",
     "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
@@ -42,19 +39,6 @@ FAIL = "fail"
 _EXPLANATION_MAX = 1000
 
 EvaluationEvent = tuple[str, dict[str, AttributeValue]]
-
-
-class ScoreSink(Protocol):
-    """Where scores go. ``write`` returns only once the span is delivered (durable enough to
-    record the idempotency keys); it raises :class:`WriteBackError` otherwise. ``write_many``
-    delivers a batch (together where the sink can) and reports per item, in input order, None
-    (delivered) or the :class:`WriteBackError`; it raises only for a failure of the whole call."""
-
-    def write(self, scores: TraceScores) -> None: ...
-
-    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]: ...
-
-    def shutdown(self) -> None: ...
 
 
 def deliver_each(

@@ -12,11 +12,11 @@ from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, Anthr
 from ragtrace_consumers.scoring.batch_judging import (
     PARK_BATCH_PENDING,
     BatchJudging,
-    MemoryBatchStore,
     build_batch_judging,
     custom_id,
 )
 from ragtrace_consumers.scoring.pipeline import Outcome, Pipeline
+from ragtrace_consumers.stores.memory import MemoryBatchStore
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 

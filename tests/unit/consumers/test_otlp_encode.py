@@ -14,12 +14,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, MetricResult
-from ragtrace_consumers.scoring.answer_scores import (
-    METRIC_CORRECTNESS,
-    METRIC_RELEVANCY,
-    AnswerScores,
-)
-from ragtrace_consumers.scoring.scores import TraceScores
+from ragtrace_consumers.model import METRIC_CORRECTNESS, METRIC_RELEVANCY, AnswerScores, TraceScores
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     evaluation_span_messages,

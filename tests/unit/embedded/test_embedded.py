@@ -286,8 +286,7 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
         extra={"labels_version": "v1"},
     )
     from ragtrace.evaluation.attribution import Cell
-    from ragtrace_consumers.model import RagTrace
-    from ragtrace_consumers.scoring.scores import TraceScores
+    from ragtrace_consumers.model import RagTrace, TraceScores
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")
     result = LexicalJudge().groundedness("Open Settings.", ["Open Settings."])

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace_consumers.errors import DecodeError
-from ragtrace_consumers.intake.decode import Admission, decode_request
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.intake.decode import decode_request
+from ragtrace_consumers.model import Admission, SpanRecord
 from ragtrace_consumers.runtime.kafka.calls import KafkaCall
 from ragtrace_consumers.runtime.kafka.dead_letters import UNEXPECTED_DECODE_ERROR, DeadLetters
 

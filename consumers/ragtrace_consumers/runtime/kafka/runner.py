@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ragtrace_consumers.intake.decode import Admission
+from ragtrace_consumers.model import Admission
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
 from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
 from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
