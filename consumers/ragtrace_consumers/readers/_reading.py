@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
+from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS
 
 __all__ = [
+    "DocumentReader",
     "Reader",
     "Role",
     "SpanReading",
@@ -85,6 +87,16 @@ class Reader(Protocol):
     name: str
 
     def read(self, span: SpanRecord) -> SpanReading | None: ...
+
+
+class DocumentReader:
+    """The base of a reader whose retrieved documents may carry their ID in document metadata:
+    ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID."""
+
+    name: str
+
+    def __init__(self, metadata_id_keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> None:
+        self._keys = tuple(metadata_id_keys)
 
 
 def text_attr(attributes: Mapping[str, AttributeValue], key: str) -> str | None:

@@ -14,12 +14,18 @@ execute_tool, invoke_agent, execute_task, …) are recognised and ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import AttributeValue, SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
-from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers._reading import (
+    DocumentReader,
+    Role,
+    SpanReading,
+    json_or_none,
+    text_attr,
+)
 from ragtrace_consumers.readers.answers import extract_answer, unwrap
 
 __all__ = ["GENERATION_OPERATIONS", "OUTPUT_MESSAGES", "GenAIReader", "generation_reading"]
@@ -70,13 +76,8 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
     )
 
 
-class GenAIReader:
+class GenAIReader(DocumentReader):
     name = "genai"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes

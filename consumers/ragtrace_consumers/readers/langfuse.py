@@ -9,11 +9,12 @@ type (span, chain, agent, tool, embedding, evaluator, guardrail, event) is ignor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
+    DocumentReader,
     Role,
     SpanReading,
     json_or_none,
@@ -42,13 +43,8 @@ def _query(raw: str | None) -> str | None:
     return None
 
 
-class LangfuseReader:
+class LangfuseReader(DocumentReader):
     name = "langfuse"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes

@@ -10,12 +10,13 @@ spans follow the GenAI conventions and are read by :mod:`~ragtrace_consumers.rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
+    DocumentReader,
     Role,
     SpanReading,
     json_or_none,
@@ -48,13 +49,8 @@ def _query(raw: str | None) -> str | None:
     return raw if parsed is None else None
 
 
-class TraceloopReader:
+class TraceloopReader(DocumentReader):
     name = "traceloop"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes

@@ -15,7 +15,7 @@ from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
 from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
 from ragtrace_consumers.stores.memory import MemoryLabelStore, MemoryTraceStore

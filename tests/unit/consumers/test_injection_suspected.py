@@ -10,7 +10,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
-from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.judging import GroundednessScorer
 from ragtrace_consumers.scoring.scores import combine
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResultCache

@@ -9,7 +9,7 @@ from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace_consumers.model import RagTrace
-from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine
 from ragtrace_consumers.writeback.family_spans import (
     ERROR_TYPE,

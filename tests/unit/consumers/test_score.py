@@ -16,7 +16,7 @@ from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnava
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.model import FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
-from ragtrace_consumers.recognise import to_rag_trace
+from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.judging import (
     GroundednessScorer,
     JudgeOutcome,

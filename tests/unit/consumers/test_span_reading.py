@@ -17,17 +17,35 @@ from ragtrace import semconv
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
-from ragtrace_consumers.recognise import (
+from ragtrace_consumers.readers import (
     Role,
-    context_chunks,
+    default_readers,
     is_evaluation_span,
     is_rag_span,
-    retrieved_chunks,
     role_of,
     to_rag_trace,
     user_attributes,
 )
+from ragtrace_consumers.readers.openinference import retrieval_documents
+from ragtrace_consumers.readers.ragtrace import RagtraceReader
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, documents, payload, record
+
+
+def retrieved_chunks(span: SpanRecord) -> list[Chunk]:
+    """The ranked documents of one retrieval span, as its reader extracts them."""
+    reading = default_readers().read(span)
+    if reading is not None and reading.chunks:
+        return list(reading.chunks)
+    return list(retrieval_documents(span.attributes))
+
+
+def context_chunks(span: SpanRecord) -> list[Chunk] | None:
+    """The documents a generation span says it supplied, or None when it says nothing."""
+    reading = RagtraceReader().read(span)
+    if reading is None or reading.context is None:
+        return None
+    return list(reading.context)
+
 
 Q = "How long are audit logs kept?"
 T1 = "Audit logs are kept for 90 days."
