@@ -47,7 +47,13 @@ from ragtrace_consumers.model import (
     JudgeResultCache,
     RagTrace,
 )
-from ragtrace_consumers.scoring.judging import ParkTrace, cache_model, is_paid, record_judge_result
+from ragtrace_consumers.scoring.judging import (
+    Park,
+    ParkTrace,
+    cache_model,
+    is_paid,
+    record_judge_result,
+)
 from ragtrace_consumers.scoring.label_match import LabelLookup, match_label
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
@@ -72,7 +78,7 @@ class AnswerJob:
     reference: str
     reference_source: str
     scores: AnswerScores | None = None
-    park: ParkTrace | None = None
+    park: Park | None = None
 
 
 def _cache_key(metric: str, parts: Sequence[str]) -> str:
@@ -132,8 +138,8 @@ class AnswerScorer:
             correctness, c_cost = self._metric(
                 job, METRIC_CORRECTNESS, (job.question or "", job.answer, job.reference)
             )
-        except ParkTrace as park:
-            job.park = park
+        except ParkTrace as exc:
+            job.park = exc.park
             return
         if relevancy is not None or correctness is not None:
             job.scores = AnswerScores(

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.judges import (
     GroundednessResult,
     Judge,
@@ -43,6 +44,7 @@ __all__ = [
     "JudgeJob",
     "JudgeOutcome",
     "JudgeSettingsLike",
+    "Park",
     "ParkTrace",
     "cache_model",
     "is_paid",
@@ -122,12 +124,23 @@ def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha2
     return "groundedness:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class ParkTrace(Exception):
-    """The judge could not answer now: park the trace and retry after ``retry_after`` seconds
-    (None: the caller's own backoff). ``reason`` is a bounded metric label."""
+@dataclass(frozen=True)
+class Park:
+    """A request to park the trace and retry it after ``retry_after`` seconds (None: the
+    caller's own backoff). ``reason`` is a bounded metric label. A job keeps this value; only
+    :meth:`GroundednessScorer.judge_trace` (one trace, no job kept) raises it as
+    :class:`ParkTrace`."""
+
+    reason: str
+    retry_after: float | None = None
+
+
+class ParkTrace(RagtraceError):
+    """The judge could not answer now: ``park`` says why and when to retry."""
 
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
+        self.park = Park(reason, retry_after)
         self.reason = reason
         self.retry_after = retry_after
 
@@ -158,7 +171,7 @@ class JudgeJob:
     key: str = ""
     tokens: int = 0
     outcome: JudgeOutcome | None = None
-    park: ParkTrace | None = None
+    park: Park | None = None
     payload: bytes | None = field(default=None, repr=False)
     """The cache entry to write once the batch is stored (fresh real scores only)."""
     leader: JudgeJob | None = field(default=None, repr=False)
@@ -228,7 +241,7 @@ class GroundednessScorer:
         self.run(job)
         self.store([job])
         if job.park is not None:
-            raise job.park
+            raise ParkTrace(job.park.reason, job.park.retry_after)
         assert job.outcome is not None
         return job.outcome
 
@@ -266,7 +279,7 @@ class GroundednessScorer:
         misses = []
         for job in jobs:
             if job.needs_call and self._batch is not None and self._batch.is_pending(job.key):
-                job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+                job.park = Park(PARK_BATCH_PENDING, self._batch.poll_every_s)
                 job.done.set()  # already submitted: wait for it, no budget spent again
                 continue
             if job.needs_call:
@@ -312,12 +325,12 @@ class GroundednessScorer:
                 return
         if self._batch is not None:
             self._batch.submit_later(job)
-            job.park = ParkTrace(PARK_BATCH_PENDING, self._batch.poll_every_s)
+            job.park = Park(PARK_BATCH_PENDING, self._batch.poll_every_s)
             return
         try:
             result = self._call(model, job.answer, job.context)
-        except ParkTrace as park:
-            job.park = park
+        except ParkTrace as exc:
+            job.park = exc.park
             return
         # Counted under the configured model: the served one is on the result only (module doc).
         # A free judge (the lexical one) calls no model: no tokens, cost or GenAI client metrics.

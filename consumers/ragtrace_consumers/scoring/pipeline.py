@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.model import TraceSampler
 
-__all__ = ["Outcome", "Pipeline", "PipelineSettings", "TraceWork"]
+__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Planned", "TraceWork"]
 
 _log = logging.getLogger(__name__)
 
@@ -122,31 +122,57 @@ class Outcome(str, Enum):
 _RELEASED = (Outcome.SCORED, Outcome.SKIPPED, Outcome.GONE)
 
 
-@dataclass(eq=False)
-class TraceWork:
-    """One claimed trace between the stages of :class:`Pipeline` (read-only for callers)."""
+@dataclass(frozen=True)
+class Planned:
+    """What :meth:`Pipeline.prepare` decided for one sampled trace.
 
-    trace_id: str
-    token: str | None
-    outcome: Outcome | None = None
-    error: Exception | None = None
-    """Set when this trace's own processing failed: it is left to its lease."""
-    trace: RagTrace | None = None
-    recall: bool = False
-    judge: bool = False
-    recall_done: bool = False
-    judge_done: bool = False
+    ``recall``/``judge`` are the sampling decision; ``written`` the metric families already
+    written back (idempotency: not written again); ``retrieval`` the retrieval scores;
+    ``job``/``answers`` the judgements still to make (stage 2 fills them in: a judged outcome,
+    fresh scores or a :class:`~ragtrace_consumers.scoring.judging.Park` request), or
+    ``judge_skip`` why groundedness is not judged.
+    """
+
+    trace: RagTrace
+    recall: bool
+    judge: bool
+    written: frozenset[str] = frozenset()
     retrieval: RetrievalScores | None = None
     job: JudgeJob | None = None
     judge_skip: str | None = None
-    answers_done: bool = False
     answers: AnswerJob | None = None
     """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.scoring.answer_judging`)."""
 
+
+@dataclass(eq=False)
+class TraceWork:
+    """One claimed trace between the stages of :class:`Pipeline` (read-only for callers):
+    ``planned`` once sampled and prepared (stage 1), judged through its jobs (stage 2), then an
+    ``outcome`` (stage 3, or earlier when it is skipped or gone). ``error`` is set when this
+    trace's own processing failed: it is left to its lease."""
+
+    trace_id: str
+    token: str | None
+    planned: Planned | None = None
+    outcome: Outcome | None = None
+    error: Exception | None = None
+
+    @property
+    def trace(self) -> RagTrace | None:
+        return self.planned.trace if self.planned is not None else None
+
+    @property
+    def job(self) -> JudgeJob | None:
+        """The groundedness judgement planned for this trace, if any."""
+        return self.planned.job if self.planned is not None else None
+
     @property
     def needs_judge_call(self) -> bool:
-        return self.error is None and (
-            (self.job is not None and self.job.needs_call) or self.answers is not None
+        p = self.planned
+        return (
+            self.error is None
+            and p is not None
+            and ((p.job is not None and p.job.needs_call) or p.answers is not None)
         )
 
 
@@ -279,43 +305,54 @@ class Pipeline:
             loaded = self.traces.load_many([w.trace_id for w in works])
             for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
-            sampled = [w for w in works if w.outcome is None and w.error is None]
+            sampled = [
+                (w, w.planned)
+                for w in works
+                if w.planned is not None and w.outcome is None and w.error is None
+            ]
             answers = self._answers is not None and self._answers.enabled
             keys = [
                 (w.trace_id, family)
-                for w in sampled
+                for w, p in sampled
                 for family, wanted in (
-                    (FAMILY_RECALL, w.recall),
-                    (FAMILY_GROUNDEDNESS, w.judge),
-                    (FAMILY_ANSWER, w.judge and answers),
+                    (FAMILY_RECALL, p.recall),
+                    (FAMILY_GROUNDEDNESS, p.judge),
+                    (FAMILY_ANSWER, p.judge and answers),
                 )
                 if wanted
             ]
-            flags = dict(zip(keys, self.idempotency.written_many(keys), strict=True))
-            if any(w.recall or w.judge and answers for w in sampled):
+            written: dict[str, set[str]] = {}
+            for (trace_id, family), flag in zip(
+                keys, self.idempotency.written_many(keys), strict=True
+            ):
+                if flag:
+                    written.setdefault(trace_id, set()).add(family)
+            if any(p.recall or p.judge and answers for _, p in sampled):
                 self._labels.refresh()
-            for work in sampled:
-                work.recall_done = flags.get((work.trace_id, FAMILY_RECALL), False)
-                work.judge_done = flags.get((work.trace_id, FAMILY_GROUNDEDNESS), False)
-                work.answers_done = flags.get((work.trace_id, FAMILY_ANSWER), False)
-                self._guarded(work, self._plan, work)
+            for work, planned in sampled:
+                families = frozenset(written.get(work.trace_id, ()))
+                self._guarded(work, self._plan, work, replace(planned, written=families))
             if self._scorer is not None:
-                self._scorer.plan([w.job for w in sampled if w.job is not None])
+                jobs = [w.planned.job for w, _ in sampled if w.planned is not None]
+                self._scorer.plan([j for j in jobs if j is not None])
         return works
 
     def judge(self, work: TraceWork) -> None:
         """Stage 2: the judge call a prepared trace still needs (blocking, with retries; any
         thread). The judge's failures become a park request, never an exception."""
-        job = work.job
+        planned = work.planned
+        if planned is None:
+            return
+        job = planned.job
         if self._scorer is not None and job is not None and job.needs_call:
             try:
                 with suppressed(), self.metrics.batch():
                     self._guarded(work, self._scorer.run, job)
             finally:
                 job.done.set()  # never leave a follower of this job waiting
-        if self._answers is not None and work.answers is not None:
+        if self._answers is not None and planned.answers is not None:
             with suppressed(), self.metrics.batch():
-                self._guarded(work, self._answers.run, work.answers)
+                self._guarded(work, self._answers.run, planned.answers)
 
     def finish(self, works: Sequence[TraceWork]) -> list[Outcome | None]:
         """Stage 3, batched: cache the fresh judgements, write every score back in one delivery,
@@ -324,7 +361,8 @@ class Pipeline:
         out and it is retried). A store outage raises: the leases run out, nothing is lost."""
         with suppressed(), self.metrics.batch():
             if self._scorer is not None:
-                self._scorer.store([w.job for w in works if w.job is not None])
+                jobs = [w.planned.job for w in works if w.planned is not None]
+                self._scorer.store([j for j in jobs if j is not None])
             to_write: list[tuple[TraceWork, TraceScores]] = []
             for work in works:
                 if work.error is None and work.outcome is None:
@@ -396,34 +434,38 @@ class Pipeline:
             work.outcome = Outcome.SKIPPED
             return
         self.metrics.trace_sampled(trace.service, trace.pipeline)
-        work.trace, work.recall, work.judge = trace, bool(decision.recall), bool(decision.judge)
+        work.planned = Planned(trace, bool(decision.recall), bool(decision.judge))
 
-    def _plan(self, work: TraceWork) -> None:
-        trace = work.trace
-        assert trace is not None
-        work.retrieval = self._retrieval(trace) if work.recall else None
-        if work.judge and not work.answers_done and self._answers is not None:
-            work.answers = self._answers.job(trace, self._labels)
-        if not work.judge or work.judge_done or self._scorer is None:
+    def _plan(self, work: TraceWork, planned: Planned) -> None:
+        trace = planned.trace
+        retrieval = self._retrieval(trace) if planned.recall else None
+        answers = None
+        if planned.judge and FAMILY_ANSWER not in planned.written and self._answers is not None:
+            answers = self._answers.job(trace, self._labels)
+        work.planned = planned = replace(planned, retrieval=retrieval, answers=answers)
+        if not planned.judge or FAMILY_GROUNDEDNESS in planned.written or self._scorer is None:
             return
         texts = [c.text for c in trace.context]
         if not trace.answer or any(t is None for t in texts):
-            work.judge_skip = "context_text_missing"  # the sampler already excludes these
+            # the sampler already excludes these
+            work.planned = replace(planned, judge_skip="context_text_missing")
             return
-        work.job = self._scorer.job(
+        job = self._scorer.job(
             trace.trace_id, trace.service, trace.answer, [t for t in texts if t is not None]
         )
+        work.planned = replace(planned, job=job)
 
     def _combine(self, work: TraceWork) -> TraceScores | None:
         """The scores to write, or None after parking or skipping the trace."""
-        trace = work.trace
-        assert trace is not None
+        planned = work.planned
+        assert planned is not None
+        trace = planned.trace
         judged: JudgeOutcome | None = None
-        judge_skip = work.judge_skip
-        job = work.job
+        judge_skip = planned.judge_skip
+        job = planned.job
         park = job.park if job is not None and job.park is not None else None
-        if park is None and work.answers is not None:
-            park = work.answers.park
+        if park is None and planned.answers is not None:
+            park = planned.answers.park
         if park is not None:
             if self._park(work, park.reason, park.retry_after) is Outcome.PARKED:
                 work.outcome = Outcome.PARKED
@@ -436,19 +478,20 @@ class Pipeline:
             else:
                 judged = job.outcome
         groundedness: GroundednessResult | None = judged.result if judged else None
-        retrieval = work.retrieval
+        retrieval = planned.retrieval
+        recall_done = FAMILY_RECALL in planned.written
         scores = combine(
             trace,
             retrieval,
             groundedness,
             self.settings.thresholds,
-            write_retrieval=retrieval is not None and not work.recall_done,
+            write_retrieval=retrieval is not None and not recall_done,
             write_groundedness=groundedness is not None,
             groundedness_cost_usd=judged.cost_usd if judged else 0.0,
-            answers=work.answers.scores if work.answers is not None else None,
+            answers=planned.answers.scores if planned.answers is not None else None,
         )
         if scores is None:
-            done = work.recall_done or work.judge_done
+            done = recall_done or FAMILY_GROUNDEDNESS in planned.written
             self._skip(trace, "already_scored" if done else judge_skip or "unlabelled")
             work.outcome = Outcome.SKIPPED
         return scores
@@ -474,8 +517,8 @@ class Pipeline:
         """Park for a retry: PARKED, or None (not parked) once the trace is older than the
         give-up age. A lease lost meanwhile leaves the trace to its new claimant (PARKED too:
         nothing more to do here)."""
-        trace = work.trace
-        assert trace is not None
+        assert work.planned is not None
+        trace = work.planned.trace
         s = self.settings
         now = self._clock()
         age = max(0.0, now - trace.ended_ns / 1e9)
