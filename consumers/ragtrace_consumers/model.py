@@ -21,7 +21,7 @@ backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -170,9 +170,19 @@ class TraceStore(Protocol):
     reschedule the new claimant's work. (``token=None`` acts unconditionally, for tools; the
     stores also keep ``claim_due``, a claim returning bare trace IDs for such tools, which is
     not part of this seam.)
+
+    ``append``'s ``creates`` names the traces whose spans may start a new entry (their spans
+    hold a RAG span, as the caller's readers read them); other spans only join a trace already
+    stored. None: the store decides with :func:`~ragtrace_consumers.scoring.assembly.creates_trace`
+    (the default readers), for tools and tests.
     """
 
-    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None: ...
+    def append(
+        self,
+        spans: Sequence[SpanRecord],
+        due_at: Mapping[str, float],
+        creates: Collection[str] | None = None,
+    ) -> None: ...
 
     def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]: ...
 
@@ -404,6 +414,11 @@ class Admission(Protocol):
     def admit(
         self, trace_id: str, service: str, facts: Callable[[], Mapping[str, str]]
     ) -> bool: ...
+
+    def admit_records(self, spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+        """The spans of ``spans`` whose traces are kept (spans not decoded from a trace
+        request: the GenAI log events turned into spans)."""
+        ...
 
     def maybe_flush(self) -> None: ...
 

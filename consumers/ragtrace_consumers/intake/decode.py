@@ -71,12 +71,13 @@ def decode_request(payload: bytes, admission: Admission | None = None) -> list[S
     return spans_from_request(request, admission)
 
 
-def decode_json_request(payload: bytes) -> list[SpanRecord]:
+def decode_json_request(payload: bytes, admission: Admission | None = None) -> list[SpanRecord]:
     """Spans of one OTLP/JSON ``ExportTraceServiceRequest``.
 
     Per the OTLP/JSON encoding, trace and span IDs are hex strings (base64, the generic protobuf
     JSON mapping, is accepted too), 64-bit integers may be strings, enums may be numbers, and both
-    lowerCamelCase and snake_case field names are accepted. Unknown fields are ignored.
+    lowerCamelCase and snake_case field names are accepted. Unknown fields are ignored. With
+    ``admission``, only the spans of the traces it admits (as :func:`decode_request`).
     """
     if not payload or not payload.strip():
         raise DecodeError(REASON_EMPTY, "the request body is empty")
@@ -94,7 +95,7 @@ def decode_json_request(payload: bytes) -> list[SpanRecord]:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise DecodeError(REASON_JSON_SCHEMA, str(exc)) from None
-    return spans_from_request(request)
+    return spans_from_request(request, admission)
 
 
 def spans_from_request(

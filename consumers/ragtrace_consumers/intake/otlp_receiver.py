@@ -31,6 +31,7 @@ and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace_consumers.intake
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import zlib
@@ -49,7 +50,7 @@ from typing_extensions import Self
 from ragtrace import semconv
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
 from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import Admission, SpanRecord
 
 __all__ = [
     "DEFAULT_HOST",
@@ -95,11 +96,17 @@ SpanSink = Callable[[Sequence[SpanRecord]], "Accepted | None"]
 Decoder = Callable[[bytes], list[SpanRecord]]
 
 
-def _default_decoders() -> tuple[Decoder, Decoder, type[Exception]]:
+def _default_decoders(admission: Admission | None) -> tuple[Decoder, Decoder, type[Exception]]:
     from ragtrace_consumers.errors import DecodeError
     from ragtrace_consumers.intake.decode import decode_json_request, decode_request
 
-    return decode_request, decode_json_request, DecodeError
+    if admission is None:
+        return decode_request, decode_json_request, DecodeError
+    return (
+        functools.partial(decode_request, admission=admission),
+        functools.partial(decode_json_request, admission=admission),
+        DecodeError,
+    )
 
 
 class OtlpHttpReceiver:
@@ -108,7 +115,9 @@ class OtlpHttpReceiver:
     Binds ``host:port`` (loopback and 4318 by default; ``port=0`` picks a free port, read it
     back from :attr:`port`). :meth:`start` serves in a background thread; :meth:`stop` shuts the
     server down and waits for it. ``decode_protobuf``/``decode_json`` default to the consumers'
-    ``decode_request``/``decode_json_request`` and must raise ``decode_error`` on bad input.
+    ``decode_request``/``decode_json_request`` and must raise ``decode_error`` on bad input;
+    the default decoders apply ``admission`` (the sampling at decode, as the Kafka intake
+    does), so ``sink`` gets only the spans of admitted traces.
     """
 
     def __init__(
@@ -126,6 +135,7 @@ class OtlpHttpReceiver:
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_inflight_bytes: int | None = None,
         other_signals: Callable[[str, str, str, bytes], None] | None = None,
+        admission: Admission | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
@@ -137,7 +147,7 @@ class OtlpHttpReceiver:
         # Default: four bodies of the largest size (a gzip one counts its decompressed size too).
         self._inflight = _Budget(max_inflight_bytes or 4 * max_body_bytes)
         if decode_protobuf is None or decode_json is None or decode_error is None:
-            dp, dj, de = _default_decoders()
+            dp, dj, de = _default_decoders(admission)
             decode_protobuf = decode_protobuf or dp
             decode_json = decode_json or dj
             decode_error = decode_error or de

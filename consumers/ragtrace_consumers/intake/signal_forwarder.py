@@ -14,7 +14,8 @@ import queue
 import threading
 import urllib.error
 import urllib.request
-from typing import Any
+
+from ragtrace_consumers.model import Admission, SpanRecord
 
 __all__ = ["SignalForwarder", "decode_log_events"]
 
@@ -60,10 +61,13 @@ class SignalForwarder:
                 self._warn(path, f"not forwarded to {self._endpoint}: {exc}")
 
 
-def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any]:
+def decode_log_events(
+    content_type: str, encoding: str, body: bytes, admission: Admission | None = None
+) -> list[SpanRecord]:
     """The GenAI content events of an OTLP logs request (protobuf or JSON, optionally gzip) as
     spans (:func:`~ragtrace_consumers.readers.genai_logs.spans_from_logs`); [] for a request
-    that cannot be decoded (logged once)."""
+    that cannot be decoded (logged once). With ``admission``, only those of the traces it
+    admits (the same decision as for the traces' own spans)."""
     import gzip
     import json
 
@@ -87,8 +91,8 @@ def decode_log_events(content_type: str, encoding: str, body: bytes) -> list[Any
             json_format.ParseDict(document, request, ignore_unknown_fields=True)
         else:
             request.ParseFromString(body)
-        spans: list[Any] = spans_from_logs(request)
-        return spans
+        spans = spans_from_logs(request)
     except Exception:  # noqa: BLE001 - a bad logs request never fails the receiver
         _log.warning("cannot decode an OTLP logs request", exc_info=True)
         return []
+    return spans if admission is None else admission.admit_records(spans)

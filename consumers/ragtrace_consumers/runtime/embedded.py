@@ -279,6 +279,7 @@ class EmbeddedEvaluator:
             timeout_s=s.request_timeout_s,
             max_workers=s.http_workers,
             other_signals=self._other_signal,
+            admission=self.early,
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -356,7 +357,7 @@ class EmbeddedEvaluator:
     # --- spans in, traces scored ------------------------------------------------------------
     def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
         try:  # durable (committed) when it returns; refused whole when over the bound
-            self.pipeline.ingest(self.early.admit_records(spans))
+            self.pipeline.ingest(spans)
         except StoreFull as exc:
             if (
                 exc.adding.traces > self.settings.max_pending_traces
@@ -375,7 +376,7 @@ class EmbeddedEvaluator:
         if self._forward is not None:
             self._forward(path, content_type, encoding, body)
         if path == LOGS_PATH:
-            spans = decode_log_events(content_type, encoding, body)
+            spans = decode_log_events(content_type, encoding, body, self.early)
             if spans:
                 self._accept(spans)
 

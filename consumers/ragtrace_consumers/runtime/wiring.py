@@ -31,7 +31,7 @@ from ragtrace_consumers.model import (
     ScoreSink,
     TraceStore,
 )
-from ragtrace_consumers.readers import SpanReaders, use_readers
+from ragtrace_consumers.readers import SpanReaders
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler
@@ -92,15 +92,14 @@ def build_scoring(
     workers: int | None = None,
     batch_store: BatchStore | None = None,
 ) -> Scoring[S]:
-    """Wire the scoring side from ``settings``. ``readers`` become the process-wide span
-    readers; ``workers`` overrides ``judge.concurrency``; ``batch_store`` keeps the batches of
+    """Wire the scoring side from ``settings``. ``readers`` read every span the pipeline
+    ingests and scores; ``workers`` overrides ``judge.concurrency``; ``batch_store`` keeps the batches of
     ``judge.mode: batch`` (an intake without one refuses that mode with a ConfigError)."""
     if batch_store is None:
         require_realtime_judging(settings)
     pipeline_settings = PipelineSettings.from_config(settings)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
     score_sink = sink(pipeline_settings.thresholds)
-    use_readers(readers)
     judge_batch = None
     if settings.judge.mode == "batch" and batch_store is not None:
         from ragtrace_consumers.scoring.batch_judging import build_batch_judging
@@ -118,6 +117,7 @@ def build_scoring(
         sampler=Sampler(settings.sampling.sampler_config()),
         settings=pipeline_settings,
         judge_batch=judge_batch,
+        readers=readers,
     )
     return Scoring(
         metrics=metrics,

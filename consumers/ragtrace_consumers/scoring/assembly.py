@@ -31,6 +31,7 @@ __all__ = [
     "creates_trace",
     "earliest",
     "group_by_trace",
+    "select_roles",
     "select_spans",
 ]
 
@@ -66,21 +67,32 @@ class DeadTrace:
             raise ValueError(f"attempts must be >= 0, got {self.attempts}")
 
 
-def select_spans(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+def select_spans(
+    spans: Sequence[SpanRecord], roles: Sequence[Role | None] | None = None
+) -> list[SpanRecord]:
     """The spans worth storing: RAG spans whole; a non-RAG root span (a completion signal), and
     any other span carrying ``ragtrace.*`` attributes (``ragtrace.set_question_id()`` on the
     app's own span), with only their ``ragtrace.*`` attributes; every other span (and our own
-    evaluation spans) is dropped."""
-    kept: list[SpanRecord] = []
-    for span in spans:
+    evaluation spans) is dropped. ``roles`` are the spans' roles as the caller read them
+    (default: :func:`~ragtrace_consumers.readers.role_of`)."""
+    return [span for span, _ in select_roles(spans, roles)]
+
+
+def select_roles(
+    spans: Sequence[SpanRecord], roles: Sequence[Role | None] | None = None
+) -> list[tuple[SpanRecord, Role | None]]:
+    """:func:`select_spans`, each kept span with its role (each span is read at most once)."""
+    kept: list[tuple[SpanRecord, Role | None]] = []
+    for i, span in enumerate(spans):
         if is_evaluation_span(span):
             continue
-        if role_of(span) is not None:
-            kept.append(span)
+        role = role_of(span) if roles is None else roles[i]
+        if role is not None:
+            kept.append((span, role))
             continue
         ours = {k: v for k, v in span.attributes.items() if k.startswith(_OURS)}
         if span.parent_span_id is None or ours:
-            kept.append(replace(span, attributes=ours))
+            kept.append((replace(span, attributes=ours), None))
     return kept
 
 
@@ -105,11 +117,13 @@ def completion_due(
     *,
     idle_s: float | None = None,
     root_grace_s: float = 0.0,
+    roles: Sequence[Role | None] | None = None,
 ) -> dict[str, float]:
     """``{trace_id: due_at}`` for every trace with a span in ``spans`` (see the module rule).
 
     Pure: depends on nothing but its arguments. ``idle_s`` defaults to
-    ``max(DEFAULT_IDLE_S, quiet_s)`` and is never shorter than ``quiet_s``.
+    ``max(DEFAULT_IDLE_S, quiet_s)`` and is never shorter than ``quiet_s``. ``roles`` are the
+    spans' roles as the caller read them (default: :func:`~ragtrace_consumers.readers.role_of`).
     """
     if quiet_s < 0 or root_grace_s < 0:
         raise ValueError(f"quiet_s and root_grace_s must be >= 0, got {quiet_s}, {root_grace_s}")
@@ -117,11 +131,12 @@ def completion_due(
         raise ValueError(f"idle_s must be >= 0, got {idle_s}")
     idle = max(DEFAULT_IDLE_S if idle_s is None else idle_s, quiet_s)
     due: dict[str, float] = {}
+    role = dict(zip(map(id, spans), roles, strict=True)) if roles is not None else None
     live = (s for s in spans if not is_evaluation_span(s))
     for trace_id, group in group_by_trace(live).items():
         if any(s.parent_span_id is None for s in group):
             due[trace_id] = now + root_grace_s
-        elif any(role_of(s) is Role.GENERATION for s in group):
+        elif any((role_of(s) if role is None else role[id(s)]) is Role.GENERATION for s in group):
             due[trace_id] = now + quiet_s
         else:
             due[trace_id] = now + idle

@@ -55,10 +55,10 @@ from ragtrace_consumers.model import (
     TraceScores,
     TraceStore,
 )
-from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.readers import SpanReaders, default_readers, to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
-from ragtrace_consumers.scoring.assembly import completion_due, select_spans
+from ragtrace_consumers.scoring.assembly import completion_due, select_roles
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
@@ -230,6 +230,7 @@ class Pipeline:
         settings: PipelineSettings = PipelineSettings(),
         clock: Callable[[], float] = time.time,
         judge_batch: BatchJudging | None = None,
+        readers: SpanReaders | None = None,
     ) -> None:
         self.traces = traces
         self.labels = labels
@@ -241,7 +242,10 @@ class Pipeline:
         self.settings = settings
         self.judge_batch = judge_batch
         self._clock = clock
-        self._unrecognised = UnrecognisedSpans(getattr(metrics, "meter_provider", None))
+        self.readers = readers or default_readers()
+        self._unrecognised = UnrecognisedSpans(
+            getattr(metrics, "meter_provider", None), readers=self.readers
+        )
         self._scorer = (
             None
             if judge is None
@@ -252,14 +256,21 @@ class Pipeline:
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
         """Store ``spans`` and (re)schedule their traces' completion; durable on return.
-        Only spans worth assembling are kept (``assemble.select_spans``: never our own
-        evaluation spans). Returns how many spans were handed to the store."""
-        self._unrecognised.observe(spans)
-        kept = select_spans(spans)
-        if kept:
+        Only spans worth assembling are kept (``assembly.select_spans``: never our own
+        evaluation spans). Each span is read once here: its reading counts it as unrecognised,
+        selects it, schedules its trace and says whether it may start a trace in the store.
+        Returns how many spans were handed to the store."""
+        readings = [self.readers.read(s) for s in spans]
+        self._unrecognised.count(spans, readings)
+        selected = select_roles(spans, [r.role if r is not None else None for r in readings])
+        if selected:
+            kept = [span for span, _ in selected]
+            roles = [role for _, role in selected]
             now = self._clock() if now is None else now
-            self.traces.append(kept, completion_due(kept, now, self.settings.quiet_s))
-        return len(kept)
+            due = completion_due(kept, now, self.settings.quiet_s, roles=roles)
+            creates = {span.trace_id for span, role in selected if role is not None}
+            self.traces.append(kept, due, creates)
+        return len(selected)
 
     def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
         """Claim due traces (at most ``claim_batch``, and at most ``limit`` when given) for
@@ -420,7 +431,7 @@ class Pipeline:
         if not spans:
             work.outcome = Outcome.GONE
             return
-        trace = to_rag_trace(spans)
+        trace = to_rag_trace(spans, self.readers)
         if trace is None:
             service = spans[0].service
             self.metrics.trace_seen(service, None)

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +196,12 @@ class MemoryTraceStore:
                 self._entries.pop(trace_id, None)
         self._expiry_heap.compact(self._expiry)
 
-    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
+    def append(
+        self,
+        spans: Sequence[SpanRecord],
+        due_at: Mapping[str, float],
+        creates: Collection[str] | None = None,
+    ) -> None:
         now = self._clock()
         with self._lock:
             self._sweep(now)
@@ -206,7 +211,7 @@ class MemoryTraceStore:
                     continue
                 entry = self._live(trace_id, now)
                 if entry is None:
-                    if not creates_trace(group):
+                    if not (creates_trace(group) if creates is None else trace_id in creates):
                         continue
                     entry = self._entries[trace_id] = _Entry()
                     self._stats["traces_created"] += 1

@@ -28,7 +28,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -251,14 +251,19 @@ class RedisTraceStore:
     def _spans_key(self, trace_id: str) -> str:
         return f"{self._p}:trace:{trace_id}:spans"
 
-    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
+    def append(
+        self,
+        spans: Sequence[SpanRecord],
+        due_at: Mapping[str, float],
+        creates: Collection[str] | None = None,
+    ) -> None:
         args: list[str | int | bytes] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
             due = due_at.get(trace_id)
             args += [
                 trace_id,
                 "" if due is None else repr(float(due)),
-                "1" if creates_trace(group) else "0",
+                "1" if (creates_trace(group) if creates is None else trace_id in creates) else "0",
                 len(group),
             ]
             args += [encode_span(s) for s in group]

@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,9 +185,18 @@ class SqliteTraceStore:
         with self._lock:
             return Held(self._held_traces, self._held_bytes)
 
-    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None:
+    def append(
+        self,
+        spans: Sequence[SpanRecord],
+        due_at: Mapping[str, float],
+        creates: Collection[str] | None = None,
+    ) -> None:
         groups = {t: [encode_span(s) for s in g] for t, g in group_by_trace(spans).items()}
-        created = {t for t, g in group_by_trace(spans).items() if creates_trace(g)}
+        created = (
+            {t for t, g in group_by_trace(spans).items() if creates_trace(g)}
+            if creates is None
+            else set(creates)
+        )
         adding = Held(len(groups), sum(len(b) for g in groups.values() for b in g))
         now = self._clock()
 
