@@ -565,7 +565,7 @@ class SamplingSettings:
         _validate(self, "sampling")
 
     def sampler_config(self) -> SamplerConfig:
-        """The :class:`~ragtrace_consumers.scoring.sampling.Sampler` configuration of these settings."""
+        """The :class:`~ragtrace_consumers.sample.Sampler` configuration of these settings."""
         return SamplerConfig(
             recall_rate=self.recall_rate,
             judge_rate=self.judge_rate,

@@ -97,14 +97,14 @@ class Dependencies:
             }
 
     def check_all(self) -> tuple[bool, str]:
-        """A readiness check failing while any dependency is down (for :mod:`.health`)."""
+        """A readiness check failing while any dependency is down (for the health server)."""
         down = self.down()
         if not down:
             return True, "none down"
         return False, "; ".join(f"{n} {d}" for n, d in sorted(down.items()))
 
     def check(self, name: str) -> Callable[[], tuple[bool, str]]:
-        """A readiness check failing while ``name`` is down (for :mod:`.health`)."""
+        """A readiness check failing while ``name`` is down (for the health server)."""
 
         def check() -> tuple[bool, str]:
             detail = self.down().get(name)

@@ -1,12 +1,12 @@
-"""The one wiring root of the scoring side, shared by ``ragtrace consume`` (:mod:`.service`) and
-``ragtrace serve``/``demo`` (:mod:`.embedded`).
+"""The one wiring root of the scoring side, shared by ``ragtrace consume``
+(:mod:`.kafka_service`) and ``ragtrace serve``/``demo`` (:mod:`.embedded`).
 
 Both intakes hand :func:`build_scoring` what differs between them — the stores (Redis behind
 retries, or in-process and SQLite), a sink factory, the judge, the span readers and the meter
 provider — and get back the same :class:`Scoring`: the metrics, the sink, the
 :class:`~ragtrace_consumers.scoring.pipeline.Pipeline`, its
-:class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` and the sampling at decode. Every setting of the ``assembly``, ``scoring``, ``sampling`` and
-``judge`` sections is read here once; the pass/fail thresholds go both to the pipeline (the
+:class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` and the sampling at decode. Every
+setting of the ``assembly``, ``scoring``, ``sampling`` and ``judge`` sections is read here once; the pass/fail thresholds go both to the pipeline (the
 attribution cell) and to the sink (the labels written back) from the same value.
 """
 
@@ -93,8 +93,9 @@ def build_scoring(
     batch_store: BatchStore | None = None,
 ) -> Scoring[S]:
     """Wire the scoring side from ``settings``. ``readers`` read every span the pipeline
-    ingests and scores; ``workers`` overrides ``judge.concurrency``; ``batch_store`` keeps the batches of
-    ``judge.mode: batch`` (an intake without one refuses that mode with a ConfigError)."""
+    ingests and scores; ``workers`` overrides ``judge.concurrency``; ``batch_store`` keeps the
+    batches of ``judge.mode: batch`` (an intake without one refuses that mode with a
+    ConfigError)."""
     if batch_store is None:
         require_realtime_judging(settings)
     pipeline_settings = PipelineSettings.from_config(settings)

@@ -152,7 +152,7 @@ class _Delivery:
 
 
 class OtlpScoreSink:
-    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` sending evaluation spans to
+    """A :class:`~ragtrace_consumers.model.ScoreSink` sending evaluation spans to
     ``exporter``: a :class:`~ragtrace_consumers.writeback.otlp_encoding.SpanMessageExporter` (protobuf
     messages; :meth:`to_collector`) or an SDK ``SpanExporter`` (``ReadableSpan``; an in-memory
     one in tests)."""

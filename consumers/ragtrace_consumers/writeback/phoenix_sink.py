@@ -8,7 +8,7 @@ on the retrieval span, groundedness and the answer metrics on the generation spa
 (trace, metric), so a replay updates the annotation instead of adding a second one.
 
 It wraps an optional ``inner`` sink (the OTLP sink): ``write`` delivers there first, then
-annotates; any failure raises :class:`~ragtrace_consumers.writeback.span_content.WriteBackError` and the
+annotates; any failure raises :class:`~ragtrace_consumers.errors.WriteBackError` and the
 trace is parked and retried, as for every sink. The annotated spans must already be in Phoenix
 (the app exports its spans there too).
 """
@@ -78,7 +78,7 @@ def span_annotations(
 
 
 class PhoenixSink:
-    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` annotating spans in Phoenix at
+    """A :class:`~ragtrace_consumers.model.ScoreSink` annotating spans in Phoenix at
     ``base_url`` (e.g. ``http://127.0.0.1:6006``), after ``inner`` delivered."""
 
     def __init__(

@@ -104,7 +104,7 @@ def to_scored_result(
 
 
 class RecordingSink:
-    """A :class:`~ragtrace_consumers.writeback.span_content.ScoreSink` that records every scored trace in the
+    """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
     SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
 
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
