@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Protocol
 
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
-from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS
+from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS, chunks_from_json
 
 __all__ = [
     "DocumentReader",
@@ -91,12 +91,28 @@ class Reader(Protocol):
 
 class DocumentReader:
     """The base of a reader whose retrieved documents may carry their ID in document metadata:
-    ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID."""
+    ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID. Its
+    readings are made by :meth:`retrieval`, :meth:`pipeline` and :meth:`ignored`."""
 
     name: str
 
     def __init__(self, metadata_id_keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> None:
         self._keys = tuple(metadata_id_keys)
+
+    def retrieval(self, query: str | None, documents: object) -> SpanReading:
+        """A retrieval: ``documents`` is the parsed JSON of its documents
+        (:func:`~ragtrace_consumers.readers.chunks.chunks_from_json`)."""
+        return SpanReading(
+            self.name, Role.RETRIEVAL, query=query, chunks=chunks_from_json(documents, self._keys)
+        )
+
+    def pipeline(self, query: str | None) -> SpanReading:
+        """The pipeline (root) span, with the request's query when it has one."""
+        return SpanReading(self.name, Role.PIPELINE, query=query)
+
+    def ignored(self) -> SpanReading:
+        """A span of this dialect that is no RAG step (it is not counted as unrecognised)."""
+        return SpanReading(self.name, None)
 
 
 def text_attr(attributes: Mapping[str, AttributeValue], key: str) -> str | None:

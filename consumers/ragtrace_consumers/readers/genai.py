@@ -18,7 +18,6 @@ from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import AttributeValue, SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
@@ -88,12 +87,7 @@ class GenAIReader(DocumentReader):
             return None
         if operation == semconv.GEN_AI_OPERATION_RETRIEVAL:
             docs = json_or_none(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_DOCUMENTS))
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT),
-                chunks=chunk_ids.chunks_from_json(docs, self._keys),
-            )
+            return self.retrieval(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT), docs)
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
-        return SpanReading(self.name, None)
+        return self.ignored()

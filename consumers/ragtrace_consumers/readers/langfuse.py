@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
@@ -52,13 +51,8 @@ class LangfuseReader(DocumentReader):
         if kind is None:
             return None
         if kind == "retriever":
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=_query(text_attr(attrs, INPUT)),
-                chunks=chunk_ids.chunks_from_json(
-                    json_or_none(text_attr(attrs, OUTPUT)), self._keys
-                ),
+            return self.retrieval(
+                _query(text_attr(attrs, INPUT)), json_or_none(text_attr(attrs, OUTPUT))
             )
         if kind == "generation":
             answer, problem = extract_answer(text_attr(attrs, OUTPUT))
@@ -70,9 +64,5 @@ class LangfuseReader(DocumentReader):
                 model=text_attr(attrs, MODEL),
             )
         if span.parent_span_id is None:
-            return SpanReading(
-                self.name,
-                Role.PIPELINE,
-                query=_query(text_attr(attrs, INPUT) or text_attr(attrs, _TRACE_INPUT)),
-            )
-        return SpanReading(self.name, None)
+            return self.pipeline(_query(text_attr(attrs, INPUT) or text_attr(attrs, _TRACE_INPUT)))
+        return self.ignored()

@@ -14,10 +14,8 @@ from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
     DocumentReader,
-    Role,
     SpanReading,
     json_or_none,
     query_field,
@@ -66,16 +64,9 @@ class TraceloopReader(DocumentReader):
             output = json_or_none(text_attr(attrs, ENTITY_OUTPUT))
             if isinstance(output, Mapping) and isinstance(output.get("outputs"), (list, dict)):
                 output = output["outputs"]
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=_query(text_attr(attrs, ENTITY_INPUT)),
-                chunks=chunk_ids.chunks_from_json(output, self._keys),
-            )
+            return self.retrieval(_query(text_attr(attrs, ENTITY_INPUT)), output)
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
         if kind == "workflow":
-            return SpanReading(
-                self.name, Role.PIPELINE, query=_query(text_attr(attrs, ENTITY_INPUT))
-            )
-        return SpanReading(self.name, None)
+            return self.pipeline(_query(text_attr(attrs, ENTITY_INPUT)))
+        return self.ignored()
