@@ -57,8 +57,8 @@ from bench._report import machine_line, write_section
 from bench._traces import TraceShape, export_request
 from ragtrace import semconv as sc
 from ragtrace.evaluation.judges import ClaimVerdict, GroundednessResult, JudgeInfo
-from ragtrace_consumers.decode import decode_request
-from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
+from ragtrace_consumers.intake.decode import decode_request
+from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
 from scripts.services import (
     OtlpSink,
     create_topic,
@@ -94,8 +94,8 @@ def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
     keeps at ``judge_rate`` (recall rate 1)."""
     from kafka import KafkaProducer
 
-    from ragtrace_consumers.early_sample import EarlySampler
-    from ragtrace_consumers.sample import SamplerConfig
+    from ragtrace_consumers.intake.admission import EarlySampler
+    from ragtrace_consumers.scoring.sampling import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
     producer = KafkaProducer(
@@ -115,7 +115,7 @@ def load_labels(redis_url: str, prefix: str) -> None:
     import redis
 
     from ragtrace.evaluation.labels import LabelledQuestion
-    from ragtrace_consumers.redis_stores import RedisLabelStore
+    from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
     client = redis.Redis.from_url(redis_url)
     RedisLabelStore(client, prefix=prefix).load(
@@ -188,7 +188,7 @@ class _EncodeOnly:
         self.requests = 0
 
     def export(self, spans: Any) -> bool:
-        from ragtrace_consumers.otlp_encode import export_request
+        from ragtrace_consumers.writeback.otlp_encoding import export_request
 
         export_request(spans, self._resource)
         self.requests += 1
@@ -209,15 +209,15 @@ def floor_run(messages: list[bytes], judge_rate: float = 1.0) -> tuple[float, fl
 
     from ragtrace.evaluation.labels import LabelledQuestion
     from ragtrace_consumers.config import load_config
-    from ragtrace_consumers.memory_stores import (
+    from ragtrace_consumers.runtime.wiring import Stores, build_scoring
+    from ragtrace_consumers.stores.memory import (
         MemoryIdempotencyStore,
         MemoryJudgeBudget,
         MemoryJudgeResultCache,
         MemoryLabelStore,
         MemoryTraceStore,
     )
-    from ragtrace_consumers.otlp_sink import OtlpScoreSink
-    from ragtrace_consumers.wiring import Stores, build_scoring
+    from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 
     def decode_only() -> float:
         start = time.process_time()
@@ -283,7 +283,7 @@ def consume_main(profile: str | None) -> int:
     import threading
 
     from ragtrace_consumers.config import load_config
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     logging.basicConfig(
         level=logging.WARNING,

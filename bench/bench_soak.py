@@ -168,18 +168,17 @@ def redis_soak(n: int, window: int, work: Path, ttl_s: float) -> list[dict[str, 
 
     from ragtrace.evaluation.judges import make_judge
     from ragtrace.evaluation.labels import load_labels
-    from ragtrace_consumers.decode import decode_request
-    from ragtrace_consumers.metrics import ConsumerMetrics
-    from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
-    from ragtrace_consumers.redis_stores import (
+    from ragtrace_consumers.intake.decode import decode_request
+    from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
+    from ragtrace_consumers.scoring.sampling import Sampler
+    from ragtrace_consumers.stores.redis import RedisTraceStore, connect
+    from ragtrace_consumers.stores.redis_state import (
         RedisIdempotencyStore,
         RedisJudgeBudget,
         RedisJudgeResultCache,
         RedisLabelStore,
-        RedisTraceStore,
-        connect,
     )
-    from ragtrace_consumers.sample import Sampler
+    from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
     from scripts.services import start_redis
 
     server = start_redis(work / "redis")

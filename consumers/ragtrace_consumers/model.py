@@ -1,10 +1,18 @@
-"""Values that flow between the consumer steps, and the small seams the steps talk through.
+"""Values that flow between the service's rooms, and every seam the rooms talk through.
 
-The Kafka consumer (``ragtrace consume``) and the embedded evaluator (``ragtrace serve``) run the
-same steps over these types; they differ only in which implementation sits behind each seam
-(Redis or in-process/SQLite) and where spans come from (Kafka or an OTLP/HTTP receiver).
+Rooms (``intake`` → ``scoring`` → ``stores`` → ``writeback``, run by ``runtime``) exchange these
+types only: a span (:class:`SpanRecord`), the RAG view of an assembled trace (:class:`RagTrace`),
+a sampling decision, the scores of one trace (:class:`TraceScores`). The Kafka consumer
+(``ragtrace consume``) and the embedded evaluator (``ragtrace serve``) run the same steps over
+them; they differ only in which implementation sits behind each seam (Redis or in-process and
+SQLite stores; spans from Kafka or from an OTLP/HTTP receiver).
 
-Each seam declares its per-item methods and the batched forms the pipeline calls
+Seams: :class:`Admission` (intake: which traces are decoded at all), :class:`TraceSampler`
+(scoring: which scores an assembled trace gets), the stores (:class:`TraceStore`,
+:class:`LabelStore`, :class:`JudgeResultCache`, :class:`IdempotencyStore`, :class:`JudgeBudget`,
+:class:`BatchStore`) and :class:`ScoreSink` (write-back).
+
+Each store seam declares its per-item methods and the batched forms the pipeline calls
 (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``, ``get_many``,
 ``put_many``): the same results as one call per item, in input order, in one round trip where the
 backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
@@ -12,15 +20,32 @@ backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
+
+from ragtrace.evaluation.attribution import Cell
+from ragtrace.evaluation.judges import GroundednessResult, MetricResult
+from ragtrace.evaluation.retrieval import QuestionScores, RecallDefinition
+from ragtrace_consumers.errors import WriteBackError
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.labels import LabelledQuestion
 
 __all__ = [
+    "FAMILY_ANSWER",
+    "FAMILY_GROUNDEDNESS",
+    "FAMILY_RECALL",
+    "METRIC_CORRECTNESS",
+    "METRIC_RELEVANCY",
+    "REFERENCE_FROM_LABEL",
+    "REFERENCE_FROM_SPAN",
+    "SKIP_REASONS",
+    "Admission",
+    "AnswerScores",
     "AttributeValue",
+    "BatchStore",
     "Chunk",
     "IdempotencyStore",
     "JudgeBudget",
@@ -28,7 +53,12 @@ __all__ = [
     "LabelStore",
     "Lease",
     "RagTrace",
+    "RetrievalScores",
+    "SamplingDecision",
+    "ScoreSink",
     "SpanRecord",
+    "TraceSampler",
+    "TraceScores",
     "TraceStore",
 ]
 
@@ -140,9 +170,19 @@ class TraceStore(Protocol):
     reschedule the new claimant's work. (``token=None`` acts unconditionally, for tools; the
     stores also keep ``claim_due``, a claim returning bare trace IDs for such tools, which is
     not part of this seam.)
+
+    ``append``'s ``creates`` names the traces whose spans may start a new entry (their spans
+    hold a RAG span, as the caller's readers read them); other spans only join a trace already
+    stored. None: the store decides with :func:`~ragtrace_consumers.scoring.assembly.creates_trace`
+    (the default readers), for tools and tests.
     """
 
-    def append(self, spans: Sequence[SpanRecord], due_at: Mapping[str, float]) -> None: ...
+    def append(
+        self,
+        spans: Sequence[SpanRecord],
+        due_at: Mapping[str, float],
+        creates: Collection[str] | None = None,
+    ) -> None: ...
 
     def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]: ...
 
@@ -205,3 +245,215 @@ class JudgeBudget(Protocol):
     """Judge calls and tokens per minute, shared by every replica; never exceeded."""
 
     def try_acquire(self, calls: int, tokens: int) -> bool: ...
+
+
+# --- scores: what is written back for one trace ---
+
+FAMILY_RECALL = "recall"
+"""Idempotency name of the retrieval metrics (recall, hit rate, precision, RR, nDCG), written
+together."""
+FAMILY_GROUNDEDNESS = "groundedness"
+
+
+@dataclass(frozen=True)
+class RetrievalScores:
+    """Retrieval metrics of one trace against the labelled question it matched."""
+
+    question_id: str
+    matched_by: str
+    labels_version: str
+    definition: RecallDefinition
+    scores: QuestionScores
+    context_relevancy: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.matched_by not in ("question_id", "query_text"):
+            raise ValueError(f"matched_by must be question_id or query_text: {self.matched_by!r}")
+
+    @property
+    def answerable(self) -> bool:
+        """False for an unanswerable question (empty gold set): every metric is NaN."""
+        return not math.isnan(self.scores.recall)
+
+    @property
+    def headline(self) -> float:
+        """The recall the attribution cell uses, per the configured definition."""
+        if self.definition is RecallDefinition.HIT_RATE:
+            return self.scores.hit_rate
+        return self.scores.recall
+
+
+@dataclass(frozen=True)
+class TraceScores:
+    """Everything written back for one trace. ``retrieval``/``groundedness``/``answers`` are None
+    when that family is not (or no longer) to be written; ``cell`` uses retrieval and
+    groundedness whenever they are known (the answer metrics do not move it)."""
+
+    trace: RagTrace
+    retrieval: RetrievalScores | None
+    groundedness: GroundednessResult | None
+    cell: Cell
+    groundedness_cost_usd: float = 0.0
+    answers: AnswerScores | None = None
+
+    def __post_init__(self) -> None:
+        if self.retrieval is None and self.groundedness is None and self.answers is None:
+            raise ValueError("TraceScores needs at least one family of scores")
+        if self.groundedness_cost_usd < 0:
+            raise ValueError("groundedness_cost_usd must be >= 0")
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The metric families this write covers, in a fixed order (idempotency keys)."""
+        out = []
+        if self.retrieval is not None:
+            out.append(FAMILY_RECALL)
+        if self.groundedness is not None:
+            out.append(FAMILY_GROUNDEDNESS)
+        if self.answers is not None:
+            out.append(FAMILY_ANSWER)
+        return tuple(out)
+
+
+FAMILY_ANSWER = "answer"
+"""Idempotency name of the answer metrics (relevancy and correctness, written together)."""
+METRIC_RELEVANCY = "answer_relevancy"
+METRIC_CORRECTNESS = "answer_correctness"
+REFERENCE_FROM_SPAN = "span"
+REFERENCE_FROM_LABEL = "label"
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    """The answer metrics of one trace (at least one of the two) and what they were judged
+    against: ``reference_source`` says where the reference answer came from (``span``: the
+    trace's own ``ragtrace.reference_answer``; ``label``: the matched labelled question's);
+    ``question_id`` is the labelled question the trace matched, if any; ``cost_usd`` what this
+    trace paid for them (0 when another trace paid for a cached verdict).
+    """
+
+    question_id: str | None
+    relevancy: MetricResult | None
+    correctness: MetricResult | None
+    cost_usd: float = 0.0
+    reference_source: str = REFERENCE_FROM_LABEL
+
+    def __post_init__(self) -> None:
+        if self.relevancy is None and self.correctness is None:
+            raise ValueError("AnswerScores needs relevancy or correctness")
+        if self.reference_source not in (REFERENCE_FROM_SPAN, REFERENCE_FROM_LABEL):
+            raise ValueError(f"unknown reference source {self.reference_source!r}")
+        if self.reference_source == REFERENCE_FROM_LABEL and self.question_id is None:
+            raise ValueError("a reference answer from a label needs its question_id")
+        if self.cost_usd < 0:
+            raise ValueError("AnswerScores.cost_usd must be >= 0")
+
+    @property
+    def results(self) -> tuple[MetricResult, ...]:
+        """The metrics present, relevancy first."""
+        return tuple(m for m in (self.relevancy, self.correctness) if m is not None)
+
+
+# --- sampling decisions ---
+
+SKIP_SAMPLED_OUT = "sampled_out"
+SKIP_NO_RETRIEVAL = "no_retrieval"
+SKIP_NO_GENERATION = "no_generation"
+SKIP_NO_ANSWER = "no_answer"
+SKIP_NO_CONTEXT = "no_context"
+SKIP_CONTEXT_TEXT_MISSING = "context_text_missing"
+SKIP_CONTEXT_TRUNCATED = "context_truncated"
+SKIP_REASONS: frozenset[str] = frozenset(
+    {
+        SKIP_SAMPLED_OUT,
+        SKIP_NO_RETRIEVAL,
+        SKIP_NO_GENERATION,
+        SKIP_NO_ANSWER,
+        SKIP_NO_CONTEXT,
+        SKIP_CONTEXT_TEXT_MISSING,
+        SKIP_CONTEXT_TRUNCATED,
+    }
+)
+"""Every reason a :class:`SamplingDecision` gives (the judging step adds ``budget_exhausted``)."""
+
+
+@dataclass(frozen=True)
+class SamplingDecision:
+    """Whether to score recall and run the judge; ``reason`` says why something is skipped.
+
+    ``reason`` is the judge's skip reason when the judge is skipped, else recall's, else None;
+    ``recall_reason``/``judge_reason`` give each one. ``rule`` names the rule that applied.
+    """
+
+    recall: bool
+    judge: bool
+    reason: str | None = None
+    recall_reason: str | None = None
+    judge_reason: str | None = None
+    rule: str | None = None
+
+    def __post_init__(self) -> None:
+        for ok, why in ((self.recall, self.recall_reason), (self.judge, self.judge_reason)):
+            if ok == (why is not None):
+                raise ValueError("a sampled step has no skip reason, a skipped step has one")
+        if self.reason is None:
+            object.__setattr__(self, "reason", self.judge_reason or self.recall_reason)
+
+
+# --- seams of the steps ---
+
+
+class Admission(Protocol):
+    """Decides per trace whether its spans are decoded at all."""
+
+    @property
+    def interest(self) -> frozenset[str]:
+        """The attribute keys ``admit`` may ask for."""
+        ...
+
+    def admit(
+        self, trace_id: str, service: str, facts: Callable[[], Mapping[str, str]]
+    ) -> bool: ...
+
+    def admit_records(self, spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+        """The spans of ``spans`` whose traces are kept (spans not decoded from a trace
+        request: the GenAI log events turned into spans)."""
+        ...
+
+    def maybe_flush(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class TraceSampler(Protocol):
+    """Decides which scores an assembled trace gets (implemented by
+    :class:`ragtrace_consumers.scoring.sampling.Sampler`); stateless and thread-safe."""
+
+    def decide(self, trace: RagTrace) -> SamplingDecision: ...
+
+
+class ScoreSink(Protocol):
+    """Where scores go. ``write`` returns only once the span is delivered (durable enough to
+    record the idempotency keys); it raises :class:`WriteBackError` otherwise. ``write_many``
+    delivers a batch (together where the sink can) and reports per item, in input order, None
+    (delivered) or the :class:`WriteBackError`; it raises only for a failure of the whole call."""
+
+    def write(self, scores: TraceScores) -> None: ...
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]: ...
+
+    def shutdown(self) -> None: ...
+
+
+class BatchStore(Protocol):
+    """Submitted batches and their requests, shared by replicas and kept across restarts."""
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None: ...
+
+    def pending_batches(self) -> list[str]: ...
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]: ...
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]: ...
+
+    def finish_batch(self, batch_id: str) -> None: ...

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace_consumers.embedded import EmbeddedEvaluator
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from tests.dialects.kit import make_evaluator
 
 

@@ -5,7 +5,7 @@ wire-level fake Anthropic API, exported over OTLP to the evaluator."""
 
 from __future__ import annotations
 
-from ragtrace_consumers.embedded import EmbeddedEvaluator
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from tests.dialects.apps import corpus
 from tests.dialects.apps.anthropic_app import QUERY_PREFIX
 from tests.dialects.kit import assert_known_truth, run_app, scored

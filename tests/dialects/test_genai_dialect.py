@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragtrace import semconv
-from ragtrace_consumers.embedded import EmbeddedEvaluator
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.otlp_sink import OtlpSink
 from tests.dialects.apps import corpus
 from tests.dialects.apps.genai_app import QUERY_PREFIX

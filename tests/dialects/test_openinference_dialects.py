@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace_consumers.embedded import EmbeddedEvaluator
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from tests.dialects.apps import corpus
 from tests.dialects.kit import assert_known_truth, run_app, scored
 

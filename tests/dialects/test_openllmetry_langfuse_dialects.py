@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtrace_consumers.embedded import EmbeddedEvaluator
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from tests.dialects.kit import assert_known_truth, run_app, scored
 
 

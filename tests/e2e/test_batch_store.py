@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.batch_judging import MemoryBatchStore, RedisBatchStore
-from ragtrace_consumers.redis_stores import connect
+from ragtrace_consumers.stores.memory import MemoryBatchStore
+from ragtrace_consumers.stores.redis import connect
+from ragtrace_consumers.stores.redis_state import RedisBatchStore
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from ragtrace_consumers.redis_stores import RedisJudgeBudget, connect
+from ragtrace_consumers.stores.redis import connect
+from ragtrace_consumers.stores.redis_state import RedisJudgeBudget
 from tests.e2e.redis_text import text
 
 pytestmark = pytest.mark.e2e

@@ -19,23 +19,22 @@ import pytest
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
-from ragtrace_consumers.assemble import STORE_STATS, DeadTrace
-from ragtrace_consumers.labels import LabelStats, match_label
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
+from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace
+from ragtrace_consumers.scoring.label_match import LabelStats, match_label
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
-from ragtrace_consumers.redis_stores import (
+from ragtrace_consumers.stores.redis import RedisTraceStore, connect
+from ragtrace_consumers.stores.redis_state import (
     RedisIdempotencyStore,
     RedisJudgeBudget,
     RedisJudgeResultCache,
     RedisLabelStore,
-    RedisTraceStore,
-    connect,
 )
 
 T1, T2, T3 = "a" * 32, "b" * 32, "c" * 32

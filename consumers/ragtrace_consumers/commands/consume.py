@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
             print(_dump(cfg), end="")
         return EXIT_OK
 
-    from ragtrace_consumers.service import build_service
-    from ragtrace_consumers.startup import DependencyUnavailable
+    from ragtrace_consumers.errors import DependencyUnavailable
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     stop = threading.Event()
 

@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _spans(raw: bytes) -> list[Any]:
-    from ragtrace_consumers.decode import decode_json_request, decode_request
+    from ragtrace_consumers.intake.decode import decode_json_request, decode_request
 
     text = raw.lstrip()
     if text[:1] in (b"{", b"["):
@@ -129,7 +129,7 @@ def _text(trace: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.decode import DecodeError
+    from ragtrace_consumers.errors import DecodeError
 
     try:
         raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()

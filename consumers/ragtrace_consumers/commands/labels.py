@@ -125,7 +125,8 @@ def register(subparsers: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ragtrace_consumers.redis_stores import RedisLabelStore, connect
+    from ragtrace_consumers.stores.redis import connect
+    from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
     url, prefix = resolve_redis(args.redis, args.prefix)
     return RedisLabelStore(connect(url), prefix=prefix), url
@@ -187,7 +188,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.labels import question_to_json
+    from ragtrace_consumers.scoring.label_match import question_to_json
 
     if args.limit is not None and args.limit < 0:
         error(_COMMAND, f"--limit must be >= 0, got {args.limit}")

@@ -66,7 +66,7 @@ def _positive(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from ragtrace_consumers.otlp_http import DEFAULT_HOST, DEFAULT_PORT
+    from ragtrace_consumers.intake.otlp_receiver import DEFAULT_HOST, DEFAULT_PORT
 
     p = subparsers.add_parser(
         "serve",
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
     from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.demo.run import describe_judge
-    from ragtrace_consumers.embedded import (
+    from ragtrace_consumers.runtime.embedded import (
         ENV_OTLP_ENDPOINT,
         EmbeddedEvaluator,
         EmbeddedSettings,

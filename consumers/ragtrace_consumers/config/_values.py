@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError, core_schema
 
 from ragtrace._config import parse_bool
-from ragtrace_consumers.sample import SamplingRule, parse_rules
+from ragtrace_consumers.scoring.sampling import SamplingRule, parse_rules
 
 __all__ = [
     "REDACTED",

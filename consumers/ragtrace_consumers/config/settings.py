@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
-from ragtrace_consumers.assemble import DEFAULT_IDLE_S
+from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
 from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
@@ -67,7 +67,7 @@ from ragtrace_consumers.config._values import (
     fail,
     one_of,
 )
-from ragtrace_consumers.sample import SamplerConfig, SamplingRule
+from ragtrace_consumers.scoring.sampling import SamplerConfig, SamplingRule
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -296,7 +296,7 @@ class SamplingSettings(_Section):
     rates (ASCII; every replica must use the same salt)."""
 
     def sampler_config(self) -> SamplerConfig:
-        """The :class:`~ragtrace_consumers.sample.Sampler` configuration of these settings."""
+        """The :class:`~ragtrace_consumers.scoring.sampling.Sampler` configuration of these settings."""
         return SamplerConfig(
             recall_rate=self.recall_rate,
             judge_rate=self.judge_rate,

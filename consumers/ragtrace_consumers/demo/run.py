@@ -125,8 +125,8 @@ def run_demo(
     from ragtrace.evaluation.labels import load_labels
     from ragtrace_consumers.config import ConsumerConfig
     from ragtrace_consumers.demo.app import TOP_K, DemoApp, load_script
-    from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-    from ragtrace_consumers.sqlite_stores import ScoredResult
+    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+    from ragtrace_consumers.stores.sqlite_state import ScoredResult
 
     tmp = None if state_path is not None else tempfile.mkdtemp(prefix="ragtrace-demo-")
     state = Path(state_path) if state_path is not None else Path(tmp or ".") / "state.sqlite3"

@@ -19,7 +19,6 @@ from ragtrace_consumers.readers.registry import (
     SpanReaders,
     default_readers,
     is_evaluation_span,
-    use_readers,
 )
 from ragtrace_consumers.readers.view import read_trace, to_rag_trace, user_attributes
 
@@ -35,7 +34,6 @@ __all__ = [
     "read_trace",
     "role_of",
     "to_rag_trace",
-    "use_readers",
     "user_attributes",
 ]
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
+from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS, chunks_from_json
 
 __all__ = [
+    "DocumentReader",
     "Reader",
     "Role",
     "SpanReading",
@@ -85,6 +87,32 @@ class Reader(Protocol):
     name: str
 
     def read(self, span: SpanRecord) -> SpanReading | None: ...
+
+
+class DocumentReader:
+    """The base of a reader whose retrieved documents may carry their ID in document metadata:
+    ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID. Its
+    readings are made by :meth:`retrieval`, :meth:`pipeline` and :meth:`ignored`."""
+
+    name: str
+
+    def __init__(self, metadata_id_keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> None:
+        self._keys = tuple(metadata_id_keys)
+
+    def retrieval(self, query: str | None, documents: object) -> SpanReading:
+        """A retrieval: ``documents`` is the parsed JSON of its documents
+        (:func:`~ragtrace_consumers.readers.chunks.chunks_from_json`)."""
+        return SpanReading(
+            self.name, Role.RETRIEVAL, query=query, chunks=chunks_from_json(documents, self._keys)
+        )
+
+    def pipeline(self, query: str | None) -> SpanReading:
+        """The pipeline (root) span, with the request's query when it has one."""
+        return SpanReading(self.name, Role.PIPELINE, query=query)
+
+    def ignored(self) -> SpanReading:
+        """A span of this dialect that is no RAG step (it is not counted as unrecognised)."""
+        return SpanReading(self.name, None)
 
 
 def text_attr(attributes: Mapping[str, AttributeValue], key: str) -> str | None:

@@ -3,7 +3,7 @@ friends, and OpenLLMetry's LLM spans, which follow them).
 
 ``gen_ai.operation.name`` ``retrieval`` is a retrieval: ``gen_ai.retrieval.query.text`` and
 ``gen_ai.retrieval.documents`` (``{"id", "score", "content"?}`` documents, or documents with
-metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.decode` keeps as
+metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.intake.decode` keeps as
 the JSON of its plain form — or as a JSON string). ``chat`` / ``text_completion`` / ``generate_content`` are generations: the answer
 from ``gen_ai.output.messages`` (JSON messages with parts), else the older indexed
 ``gen_ai.completion.N.content``, else the content of ``gen_ai.choice`` events merged in from
@@ -14,12 +14,17 @@ execute_tool, invoke_agent, execute_task, …) are recognised and ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import AttributeValue, SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
-from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none, text_attr
+from ragtrace_consumers.readers._reading import (
+    DocumentReader,
+    Role,
+    SpanReading,
+    json_or_none,
+    text_attr,
+)
 from ragtrace_consumers.readers.answers import extract_answer, unwrap
 
 __all__ = ["GENERATION_OPERATIONS", "OUTPUT_MESSAGES", "GenAIReader", "generation_reading"]
@@ -70,13 +75,8 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
     )
 
 
-class GenAIReader:
+class GenAIReader(DocumentReader):
     name = "genai"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes
@@ -87,12 +87,7 @@ class GenAIReader:
             return None
         if operation == semconv.GEN_AI_OPERATION_RETRIEVAL:
             docs = json_or_none(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_DOCUMENTS))
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT),
-                chunks=chunk_ids.chunks_from_json(docs, self._keys),
-            )
+            return self.retrieval(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT), docs)
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
-        return SpanReading(self.name, None)
+        return self.ignored()

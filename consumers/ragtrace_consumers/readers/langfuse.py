@@ -9,11 +9,11 @@ type (span, chain, agent, tool, embedding, evaluator, guardrail, event) is ignor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
+    DocumentReader,
     Role,
     SpanReading,
     json_or_none,
@@ -42,13 +42,8 @@ def _query(raw: str | None) -> str | None:
     return None
 
 
-class LangfuseReader:
+class LangfuseReader(DocumentReader):
     name = "langfuse"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes
@@ -56,13 +51,8 @@ class LangfuseReader:
         if kind is None:
             return None
         if kind == "retriever":
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=_query(text_attr(attrs, INPUT)),
-                chunks=chunk_ids.chunks_from_json(
-                    json_or_none(text_attr(attrs, OUTPUT)), self._keys
-                ),
+            return self.retrieval(
+                _query(text_attr(attrs, INPUT)), json_or_none(text_attr(attrs, OUTPUT))
             )
         if kind == "generation":
             answer, problem = extract_answer(text_attr(attrs, OUTPUT))
@@ -74,9 +64,5 @@ class LangfuseReader:
                 model=text_attr(attrs, MODEL),
             )
         if span.parent_span_id is None:
-            return SpanReading(
-                self.name,
-                Role.PIPELINE,
-                query=_query(text_attr(attrs, INPUT) or text_attr(attrs, _TRACE_INPUT)),
-            )
-        return SpanReading(self.name, None)
+            return self.pipeline(_query(text_attr(attrs, INPUT) or text_attr(attrs, _TRACE_INPUT)))
+        return self.ignored()

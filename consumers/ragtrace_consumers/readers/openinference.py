@@ -20,6 +20,7 @@ from ragtrace import semconv
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
+    DocumentReader,
     Role,
     SpanReading,
     json_or_none,
@@ -113,13 +114,8 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
     return None, problem
 
 
-class OpenInferenceReader:
+class OpenInferenceReader(DocumentReader):
     name = "openinference"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes

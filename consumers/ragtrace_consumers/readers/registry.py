@@ -26,7 +26,7 @@ from ragtrace_consumers.readers.openinference import OpenInferenceReader
 from ragtrace_consumers.readers.ragtrace import RagtraceReader
 from ragtrace_consumers.readers.traceloop import TraceloopReader
 
-__all__ = ["SpanReaders", "default_readers", "is_evaluation_span", "use_readers"]
+__all__ = ["SpanReaders", "default_readers", "is_evaluation_span"]
 
 
 def is_evaluation_span(span: SpanRecord) -> bool:
@@ -88,14 +88,10 @@ class SpanReaders:
         return None
 
 
-_default = SpanReaders.build()
+_DEFAULT = SpanReaders.build()
 
 
 def default_readers() -> SpanReaders:
-    return _default
-
-
-def use_readers(readers: SpanReaders) -> None:
-    """Make ``readers`` the process-wide set (called once by the wiring, before any span)."""
-    global _default
-    _default = readers
+    """The built-in readers with default settings (no mapping): what a caller given no
+    :class:`SpanReaders` reads with. The service passes its configured readers explicitly."""
+    return _DEFAULT

@@ -10,13 +10,12 @@ spans follow the GenAI conventions and are read by :mod:`~ragtrace_consumers.rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import (
-    Role,
+    DocumentReader,
     SpanReading,
     json_or_none,
     query_field,
@@ -48,13 +47,8 @@ def _query(raw: str | None) -> str | None:
     return raw if parsed is None else None
 
 
-class TraceloopReader:
+class TraceloopReader(DocumentReader):
     name = "traceloop"
-
-    def __init__(
-        self, metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
-    ) -> None:
-        self._keys = tuple(metadata_id_keys)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes
@@ -70,16 +64,9 @@ class TraceloopReader:
             output = json_or_none(text_attr(attrs, ENTITY_OUTPUT))
             if isinstance(output, Mapping) and isinstance(output.get("outputs"), (list, dict)):
                 output = output["outputs"]
-            return SpanReading(
-                self.name,
-                Role.RETRIEVAL,
-                query=_query(text_attr(attrs, ENTITY_INPUT)),
-                chunks=chunk_ids.chunks_from_json(output, self._keys),
-            )
+            return self.retrieval(_query(text_attr(attrs, ENTITY_INPUT)), output)
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
         if kind == "workflow":
-            return SpanReading(
-                self.name, Role.PIPELINE, query=_query(text_attr(attrs, ENTITY_INPUT))
-            )
-        return SpanReading(self.name, None)
+            return self.pipeline(_query(text_attr(attrs, ENTITY_INPUT)))
+        return self.ignored()

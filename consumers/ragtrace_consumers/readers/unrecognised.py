@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from opentelemetry import metrics
 
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers._reading import SpanReading
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
 
 __all__ = ["METRIC_SPANS_UNRECOGNISED", "UnrecognisedSpans"]
@@ -53,10 +54,20 @@ class UnrecognisedSpans:
         """Count (and log, once per scope) the unrecognised spans among ``spans``; returns
         how many there were. Never raises."""
         readers = self._readers or default_readers()
+        listed = list(spans)
+        try:
+            readings = [readers.read(s) for s in listed]
+        except Exception:  # noqa: BLE001 - counting must never fail ingestion
+            _log.exception("counting unrecognised spans failed")
+            return 0
+        return self.count(listed, readings)
+
+    def count(self, spans: Sequence[SpanRecord], readings: Sequence[SpanReading | None]) -> int:
+        """:meth:`observe` for spans already read (``readings[i]`` is ``spans[i]``'s)."""
         counts: dict[str, int] = {}
         try:
-            for span in spans:
-                if is_evaluation_span(span) or readers.read(span) is not None:
+            for span, reading in zip(spans, readings, strict=True):
+                if reading is not None or is_evaluation_span(span):
                     continue
                 scope = span.scope or "unknown"
                 with self._lock:

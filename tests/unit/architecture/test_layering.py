@@ -1,7 +1,8 @@
-"""The layers run one way (docs/architecture.md): SDK ← evaluation core ← consumers ← commands.
+"""The layers run one way (docs/architecture.md): SDK ← evaluation core ← consumers ← commands,
+and inside the service, room by room (:data:`SERVICE_ROOMS`).
 
-Read from the source with ``ast`` (every import, including those inside functions), so a lazy
-import cannot hide an arrow pointing the wrong way.
+Read from the source with ``ast`` (every import, including those inside functions and under
+``TYPE_CHECKING``), so a lazy import cannot hide an arrow pointing the wrong way.
 """
 
 from __future__ import annotations
@@ -101,9 +102,109 @@ def test_the_service_commands_are_registered_through_entry_points(name: str) -> 
     assert choices is not None and name in choices
 
 
+SERVICE_ROOMS: tuple[str, ...] = (
+    "errors",
+    "model",
+    "readers",
+    "telemetry",
+    "scoring",
+    "stores",
+    "writeback",
+    "intake",
+    "runtime",
+    "demo",
+    "commands",
+)
+"""The service's rooms, lowest first: a module may import its own room and the rooms before it.
+
+``errors`` and ``model`` are the two top-level modules every room shares; ``readers`` turn
+spans into RAG traces; ``telemetry`` is the service's own metrics (every later room counts);
+``scoring`` is the one scoring path; ``stores`` and ``writeback`` sit behind its seams;
+``intake`` is the front door (decode, admission, the receiver); ``runtime`` wires one process
+(Kafka or embedded); ``demo`` and ``commands`` run it."""
+
+SETTINGS = ("config",)
+"""The settings package sits beside the rooms: any room may read them, and it imports only
+``errors``, ``model``, ``readers`` and ``scoring`` (defaults and parsers they reuse)."""
+
+
+def _room(module: str) -> str | None:
+    """The room of a ``ragtrace_consumers`` module (its first name below the package)."""
+    parts = module.split(".")
+    if parts[0] != "ragtrace_consumers" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _service_arrows(path: Path, source: str | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line, imported module, its room) for each import of the service by ``path``."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    tree = ast.parse(text, filename=str(path))
+    for line, name in _imports(path, text):
+        if name == "ragtrace_consumers":  # ``from ragtrace_consumers import x``: x is the room
+            node = next(
+                n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.lineno == line
+            )
+            for alias in node.names:
+                yield line, f"{name}.{alias.name}", alias.name
+        elif (room := _room(name)) is not None:
+            yield line, name, room
+
+
+def _backward_arrows(files: list[Path], sources: dict[Path, str] | None = None) -> list[str]:
+    """Imports that point from a room to a later one (or settings beyond what they may read)."""
+    out = []
+    for path in files:
+        mine = _room(_package_of(path) + "." + path.stem)
+        assert mine is not None, path
+        for line, name, room in _service_arrows(path, (sources or {}).get(path)):
+            if room == mine or room in SETTINGS:
+                continue
+            if mine in SETTINGS:
+                ok = room in SERVICE_ROOMS[: SERVICE_ROOMS.index("scoring") + 1]
+            else:
+                assert room in SERVICE_ROOMS, f"{name}: a room missing from SERVICE_ROOMS"
+                ok = SERVICE_ROOMS.index(room) < SERVICE_ROOMS.index(mine)
+            if not ok:
+                out.append(f"{path.relative_to(ROOT)}:{line} ({mine}) imports {name} ({room})")
+    return out
+
+
+def test_every_service_module_is_in_a_room() -> None:
+    """Nothing new lands at the top level unnoticed: it is a room, a shared module or settings."""
+    top = {p.stem for p in CONSUMERS.glob("*.py")} - {"__init__"}
+    rooms = {p.name for p in CONSUMERS.iterdir() if (p / "__init__.py").is_file()}
+    assert top <= set(SERVICE_ROOMS) | set(SETTINGS), sorted(top)
+    assert rooms <= set(SERVICE_ROOMS) | set(SETTINGS), sorted(rooms)
+
+
+def test_the_service_rooms_import_one_way() -> None:
+    files = [p for p in _modules(CONSUMERS) if p.parent != CONSUMERS or p.stem != "__init__"]
+    assert _backward_arrows(files) == []
+
+
 def test_the_checker_sees_a_wrong_arrow() -> None:
     """The import reader finds lazy and relative imports (so the tests above can fail)."""
     source = "def f():\n    from ..commands import serve\n    import ragtrace.cli.output\n"
     names = [n for _, n in _imports(CONSUMERS / "readers" / "x.py", source)]
     assert names == ["ragtrace_consumers.commands", "ragtrace.cli.output"]
-    assert _violations([CONSUMERS / "labels.py"], ("ragtrace.evaluation",)) != []
+    assert _violations([CONSUMERS / "scoring" / "label_match.py"], ("ragtrace.evaluation",)) != []
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("scoring/x.py", "from ragtrace_consumers.runtime.wiring import build_scoring\n", 1),
+        ("model.py", "def f():\n    from ragtrace_consumers import scoring\n", 1),
+        ("stores/x.py", "from ..writeback import span_content\n", 1),
+        ("config/settings.py", "from ragtrace_consumers.runtime import embedded\n", 1),
+        ("writeback/x.py", "from ragtrace_consumers.stores.sqlite_state import SqliteState\n", 0),
+        ("scoring/x.py", "from ragtrace_consumers.config import ConfigError\n", 0),
+    ],
+)
+def test_the_room_checker_sees_an_arrow_pointing_back(
+    where: str, source: str, expected: int
+) -> None:
+    """An import from a room to a later one fails the test above (so it can fail)."""
+    path = CONSUMERS / where
+    assert len(_backward_arrows([path], {path: source})) == expected

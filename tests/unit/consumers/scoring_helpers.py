@@ -23,18 +23,18 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace_consumers.sample import Sampler, SamplerConfig
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from tests import metric_points
 from tests.metric_points import Key, number
 

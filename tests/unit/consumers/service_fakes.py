@@ -12,8 +12,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
-from ragtrace_consumers import otlp_sink, service
 from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.runtime import kafka_service as service
+from ragtrace_consumers.writeback import otlp_sink
 
 
 class FakeKafkaConsumer:
@@ -75,7 +76,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     """``service.build_service(cfg)`` against fakes; the lexical judge."""
     import kafka
 
-    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.stores import redis as redis_stores
 
     made: dict[str, Any] = {}
 

@@ -22,11 +22,9 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
-from ragtrace_consumers.answer_scores import FAMILY_ANSWER
-from ragtrace_consumers.labels import question_from_json, question_to_json
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.pipeline import Outcome
-from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
+from ragtrace_consumers.model import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, SpanRecord
+from ragtrace_consumers.scoring.label_match import question_from_json, question_to_json
+from ragtrace_consumers.scoring.pipeline import Outcome
 from tests.span_ids import parent_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
     LABELS,

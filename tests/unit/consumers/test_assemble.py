@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragtrace import semconv
-from ragtrace_consumers.assemble import (
+from ragtrace_consumers.scoring.assembly import (
     DEFAULT_IDLE_S,
     completion_due,
     creates_trace,
     earliest,
     select_spans,
 )
-from ragtrace_consumers.memory_stores import MemoryTraceStore
+from ragtrace_consumers.stores.memory import MemoryTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, record

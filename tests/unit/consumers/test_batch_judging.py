@@ -9,14 +9,14 @@ from typing import Any
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
 from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
-from ragtrace_consumers.batch_judging import (
+from ragtrace_consumers.scoring.batch_judging import (
     PARK_BATCH_PENDING,
     BatchJudging,
-    MemoryBatchStore,
     build_batch_judging,
     custom_id,
 )
-from ragtrace_consumers.pipeline import Outcome, Pipeline
+from ragtrace_consumers.scoring.pipeline import Outcome, Pipeline
+from ragtrace_consumers.stores.memory import MemoryBatchStore
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 
@@ -139,7 +139,7 @@ def test_the_same_answer_is_submitted_once_and_batch_mode_needs_the_anthropic_ju
 
 def test_the_embedded_evaluator_refuses_batch_mode(tmp_path: Any) -> None:
     from ragtrace_consumers.config import ConfigError, load_config
-    from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
 
     config = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
     assert config.judge.mode == "batch"

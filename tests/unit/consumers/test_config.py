@@ -288,9 +288,9 @@ def test_serve_prints_the_config_with_sources(
 def test_other_readers_of_redis_keys_use_the_models_names_and_defaults() -> None:
     """The labels command and the Redis stores read redis.url/redis.key_prefix themselves (no
     configuration file): their variable names and defaults are the model's."""
-    from ragtrace_consumers import redis_stores
     from ragtrace_consumers.commands import labels
     from ragtrace_consumers.config import RedisSettings
+    from ragtrace_consumers.stores import redis as redis_stores
 
     for module in (labels, redis_stores):
         assert env_var("redis", "url") == module.ENV_REDIS_URL

@@ -10,8 +10,8 @@ import pytest
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.memory_stores import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.stores.defaults import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 

@@ -10,9 +10,9 @@ import yaml
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
 from ragtrace_consumers.model import RagTrace
-from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 FILE = """\

@@ -17,14 +17,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
 
-from ragtrace_consumers.decode import (
-    DLQ_HEADER_DETAIL,
-    DLQ_HEADER_REASON,
-    REASONS,
-    DecodeError,
-    decode_json_request,
-    decode_request,
-)
+from ragtrace_consumers.errors import DECODE_REASONS as REASONS
+from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON, DecodeError
+from ragtrace_consumers.intake.decode import decode_json_request, decode_request
 from ragtrace_consumers.model import AttributeValue, SpanRecord
 from tests.unit.consumers.ingestion_spans import payload, sdk_spans
 

@@ -1,4 +1,4 @@
-"""Bounded labels for the generator model and the data source (consumers/ragtrace_consumers/dimensions.py), and
+"""Bounded labels for the generator model and the data source (consumers/ragtrace_consumers/telemetry/dimensions.py), and
 their path from the spans to the score metrics and the evaluation span."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
-from ragtrace_consumers.dimensions import MAX_VALUE_CHARS, OTHER, UNKNOWN, BoundedLabel
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.dimensions import MAX_VALUE_CHARS, OTHER, UNKNOWN, BoundedLabel
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from tests.metric_points import histogram, key, metrics
 
 

@@ -12,13 +12,13 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.decode import decode_request
-from ragtrace_consumers.early_sample import EarlySampler, LabelDigests
-from ragtrace_consumers.labels import match_label
-from ragtrace_consumers.memory_stores import MemoryLabelStore, MemoryTraceStore
+from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
+from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.sample import Sampler, SamplerConfig, SamplingRule, trace_position
+from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.scoring.label_match import match_label
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
+from ragtrace_consumers.stores.memory import MemoryLabelStore, MemoryTraceStore
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 LABELLED_QUERY = "Which regions can workspace data be hosted in?"

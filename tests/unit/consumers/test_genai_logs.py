@@ -10,9 +10,9 @@ import json
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
+from ragtrace_consumers.intake.signal_forwarder import decode_log_events
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
-from ragtrace_consumers.signal_forwarder import decode_log_events
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 CHAT = "b7ad6b7169203331"

@@ -18,7 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from ragtrace_consumers.decode import decode_request
+from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import Chunk
 from ragtrace_consumers.readers import to_rag_trace
 

@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.health import HealthServer, Heartbeat, KafkaProgress, redis_check
+from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from tests.unit.consumers.service_fakes import FakeKafkaConsumer, build_with_fakes
 
 

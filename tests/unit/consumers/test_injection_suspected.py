@@ -10,12 +10,12 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
-from ragtrace_consumers.judging import GroundednessScorer
-from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import combine
-from ragtrace_consumers.writeback import evaluation_attributes
+from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.scoring.judging import GroundednessScorer
+from ragtrace_consumers.scoring.scores import combine
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from ragtrace_consumers.writeback.span_content import evaluation_attributes
 from tests.metric_points import values
 from tests.unit.consumers.scoring_helpers import rag_spans
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtrace_consumers.decode import DLQ_HEADER_REASON
-from ragtrace_consumers.kafka_runner import (
+from ragtrace_consumers.errors import DLQ_HEADER_REASON
+from ragtrace_consumers.runtime.kafka import (
     DeadLetters,
     Ingest,
     Intake,
@@ -15,7 +15,7 @@ from ragtrace_consumers.kafka_runner import (
     Membership,
     Offsets,
 )
-from ragtrace_consumers.kafka_runner.calls import kafka_call
+from ragtrace_consumers.runtime.kafka.calls import kafka_call
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.test_pipeline_kafka_runner import (
     TP,

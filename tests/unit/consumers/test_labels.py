@@ -8,7 +8,8 @@ import pytest
 
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.labels import (
+from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.scoring.label_match import (
     EMPTY_QUESTION_SHA256,
     LabelIndex,
     LabelStats,
@@ -16,8 +17,7 @@ from ragtrace_consumers.labels import (
     question_from_json,
     question_to_json,
 )
-from ragtrace_consumers.memory_stores import MemoryLabelStore
-from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.stores.memory import MemoryLabelStore
 
 Q1 = LabelledQuestion("q1", "How long are audit logs kept?", frozenset({"c1", "c2"}))
 Q2 = LabelledQuestion("q2", "Ｗｈｅｒｅ are logs stored?", frozenset({"c3"}))

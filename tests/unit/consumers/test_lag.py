@@ -1,4 +1,4 @@
-"""Lag from committed and end offsets (consumers/ragtrace_consumers/lag.py), with hand-computed values."""
+"""Lag from committed and end offsets (consumers/ragtrace_consumers/telemetry/lag.py), with hand-computed values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.lag import LagTracker, PartitionLag
+from ragtrace_consumers.telemetry.lag import LagTracker, PartitionLag
 
 TP = namedtuple("TP", "topic partition")
 

@@ -9,9 +9,9 @@ import pytest
 from ragtrace.cli import main
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.service import build_service
-from ragtrace_consumers.workers import (
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.kafka_service import build_service
+from ragtrace_consumers.scoring.workers import (
     DEFAULT_DEPTH,
     JUDGEMENT_MARGIN_S,
     check_lease,

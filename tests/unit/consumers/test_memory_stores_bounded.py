@@ -8,14 +8,14 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace.evaluation.judges import make_judge
-from ragtrace_consumers.judging import GroundednessScorer, is_paid
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.scoring.judging import GroundednessScorer, is_paid
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryTraceStore,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 

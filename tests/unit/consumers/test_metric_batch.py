@@ -10,8 +10,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
-from ragtrace_consumers.metric_batch import BatchedCounter, CounterBatch
-from ragtrace_consumers.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from tests.metric_points import Key, values
 
 

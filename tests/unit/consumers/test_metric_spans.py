@@ -8,17 +8,17 @@ from typing import Any
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
-from ragtrace_consumers.metric_spans import (
+from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.scoring.scores import combine
+from ragtrace_consumers.writeback.family_spans import (
     ERROR_TYPE,
     GEN_AI_RESPONSE_ID,
     JUDGE_ERROR_TYPE,
     metric_span_id,
     metric_spans,
 )
-from ragtrace_consumers.model import RagTrace
-from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import combine
-from ragtrace_consumers.writeback import evaluation_span_id
+from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     PROMPT,

@@ -14,8 +14,8 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
-from ragtrace_consumers.lag import PartitionLag
-from ragtrace_consumers.metrics import (
+from ragtrace_consumers.telemetry.lag import PartitionLag
+from ragtrace_consumers.telemetry.metrics import (
     DLQ_REASONS,
     JUDGE_OUTCOMES,
     PARK_REASONS,
@@ -199,7 +199,7 @@ def test_series_exist_before_anything_happens(
 
 
 def test_skip_reasons_include_the_samplers_and_ours() -> None:
-    from ragtrace_consumers.sample import SKIP_REASONS as SAMPLER
+    from ragtrace_consumers.model import SKIP_REASONS as SAMPLER
 
     assert set(SAMPLER) <= set(SKIP_REASONS)
     assert {"not_rag", "unlabelled", "already_scored", "budget_exhausted", "judge_gave_up"} <= set(

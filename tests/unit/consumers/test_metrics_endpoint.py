@@ -9,10 +9,10 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragtrace_consumers.health import HealthServer, Heartbeat
-from ragtrace_consumers.lag import PartitionLag
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.prometheus_exposition import prometheus_exposition
+from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat
+from ragtrace_consumers.telemetry.lag import PartitionLag
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 
 
 def _scrape(url: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

@@ -12,7 +12,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace import semconv
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
+from ragtrace_consumers.telemetry.metrics import JUDGE_OUTCOMES, ConsumerMetrics, prompt_label
 from tests.metric_points import Key, Point, points, values
 from tests.unit.consumers.service_fakes import build_with_fakes
 

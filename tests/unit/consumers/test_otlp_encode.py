@@ -14,18 +14,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, MetricResult
-from ragtrace_consumers.answer_scores import (
-    METRIC_CORRECTNESS,
-    METRIC_RELEVANCY,
-    AnswerScores,
-)
-from ragtrace_consumers.otlp_encode import (
+from ragtrace_consumers.model import METRIC_CORRECTNESS, METRIC_RELEVANCY, AnswerScores, TraceScores
+from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     evaluation_span_messages,
     export_request,
 )
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.score import TraceScores
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, grounded, tid
 from tests.unit.consumers.test_writeback import _scores
 

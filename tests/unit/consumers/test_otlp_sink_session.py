@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace_consumers.otlp_sink import _session
+from ragtrace_consumers.writeback.otlp_sink import _session
 
 URL = "http://collector.example:4318/v1/traces"
 

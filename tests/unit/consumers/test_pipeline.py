@@ -12,12 +12,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.pipeline import Outcome, PipelineSettings
-from ragtrace_consumers.sample import Sampler, SamplerConfig
-from ragtrace_consumers.score import FAMILY_GROUNDEDNESS, FAMILY_RECALL
-from ragtrace_consumers.workers import UNBUDGETED_CAPACITY, ScoringWorkers
-from ragtrace_consumers.writeback import evaluation_span_id
+from ragtrace_consumers.model import FAMILY_GROUNDEDNESS, FAMILY_RECALL, SpanRecord
+from ragtrace_consumers.scoring.pipeline import Outcome, PipelineSettings
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+from ragtrace_consumers.scoring.workers import UNBUDGETED_CAPACITY, ScoringWorkers
+from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
     MODEL,

@@ -13,16 +13,16 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ragtrace_consumers.decode import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
-from ragtrace_consumers.kafka_runner import (
+from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.runtime.kafka import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
     DLQ_HEADER_TOPIC,
     KafkaRunner,
 )
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.pipeline import PipelineSettings
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.scoring.pipeline import PipelineSettings
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
@@ -236,7 +236,7 @@ def test_failed_ingest_commits_nothing_and_rereads(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(r.traces, "append", down)
     runner, _ = _runner(r, consumer, FakeProducer())
-    import ragtrace_consumers.kafka_runner.ingest as kr
+    import ragtrace_consumers.runtime.kafka.ingest as kr
 
     kr_sleep = kr._RETRY_INGEST_S
     kr._RETRY_INGEST_S = 0.0

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.kafka_runner import KafkaRunner
-from ragtrace_consumers.retry import Backoff, Dependencies, Retrier, Retrying
-from ragtrace_consumers.startup import DependencyUnavailable, wait_for
-from ragtrace_consumers.workers import ScoringWorkers
+from ragtrace_consumers.errors import DependencyUnavailable
+from ragtrace_consumers.runtime.kafka import KafkaRunner
+from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Retrying
+from ragtrace_consumers.runtime.startup import wait_for
+from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
 from tests.unit.consumers.test_pipeline_kafka_runner import (
@@ -152,14 +153,14 @@ def test_wait_for_gives_up_after_the_wait_with_one_line_naming_the_dependency() 
 def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -> None:
     import redis
 
-    from ragtrace_consumers import redis_stores
+    from ragtrace_consumers.stores import redis as redis_stores
 
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
     monkeypatch.setattr(redis_stores, "connect", lambda url: client)
     cfg = ConsumerConfig.defaults().replace(
         health={"startup_wait_s": 0.5}, redis={"url": "redis://user:pw@127.0.0.1:1/0"}
     )
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
 
     with pytest.raises(
         DependencyUnavailable,
@@ -342,8 +343,8 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
 
 
 def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
-    from ragtrace_consumers.retry import WatchedSink
-    from ragtrace_consumers.writeback import WriteBackError
+    from ragtrace_consumers.errors import WriteBackError
+    from ragtrace_consumers.runtime.retry import WatchedSink
 
     class Sink:
         def __init__(self) -> None:
@@ -381,8 +382,8 @@ def test_write_back_failures_mark_it_down_until_a_delivery_succeeds() -> None:
 def test_service_start_waits_then_names_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     from unittest import mock
 
-    from ragtrace_consumers import redis_stores
-    from ragtrace_consumers.service import build_service
+    from ragtrace_consumers.runtime.kafka_service import build_service
+    from ragtrace_consumers.stores import redis as redis_stores
 
     monkeypatch.setattr(redis_stores, "connect", lambda url: mock.MagicMock(name="redis"))
     cfg = ConsumerConfig.defaults().replace(

@@ -7,12 +7,10 @@ import hashlib
 
 import pytest
 
-from ragtrace_consumers.model import Chunk, RagTrace
-from ragtrace_consumers.sample import (
-    SKIP_REASONS,
+from ragtrace_consumers.model import SKIP_REASONS, Chunk, RagTrace, SamplingDecision
+from ragtrace_consumers.scoring.sampling import (
     Sampler,
     SamplerConfig,
-    SamplingDecision,
     SamplingRule,
     parse_rules,
     trace_position,

@@ -15,23 +15,18 @@ from ragtrace.evaluation.attribution import Cell, Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, JudgeUnavailable
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.judging import (
+from ragtrace_consumers.model import FAMILY_GROUNDEDNESS, FAMILY_RECALL, TraceScores
+from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.scoring.judging import (
     GroundednessScorer,
     JudgeOutcome,
     ParkTrace,
     cache_model,
     judge_cache_key,
 )
-from ragtrace_consumers.memory_stores import MemoryJudgeBudget, MemoryJudgeResultCache
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import (
-    FAMILY_GROUNDEDNESS,
-    FAMILY_RECALL,
-    TraceScores,
-    combine,
-    score_retrieval,
-)
+from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryJudgeResultCache
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from tests.metric_points import Key, points
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, ScriptedJudge, grounded, rag_spans
 

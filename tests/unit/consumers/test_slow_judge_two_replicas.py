@@ -26,18 +26,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, PriceTable
 from ragtrace_consumers.config import ConfigError
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
+from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, lease_needed_s
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.metrics import ConsumerMetrics
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.pipeline import Pipeline, PipelineSettings
-from ragtrace_consumers.sample import Sampler, SamplerConfig
-from ragtrace_consumers.workers import ScoringWorkers, check_lease, lease_needed_s
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, rate_limited
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.sqlite_trace_store import Held, SqliteTraceStore, StoreFull
+from ragtrace_consumers.errors import Held, StoreFull
+from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract
 from tests.e2e.test_stores import T1, T2, T3, FakeClock, Kit, memory_kit, span
 

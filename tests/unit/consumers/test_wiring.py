@@ -12,17 +12,17 @@ from opentelemetry.sdk.metrics import MeterProvider
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.memory_stores import (
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.model import TraceScores
+from ragtrace_consumers.runtime.wiring import Scoring, Stores, build_scoring
+from ragtrace_consumers.scoring.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
+from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
     MemoryJudgeResultCache,
     MemoryLabelStore,
     MemoryTraceStore,
 )
-from ragtrace_consumers.score import TraceScores
-from ragtrace_consumers.wiring import Scoring, Stores, build_scoring
-from ragtrace_consumers.workers import DEFAULT_DEPTH, UNBUDGETED_CAPACITY
-from ragtrace_consumers.writeback import WriteBackError
 
 
 class _Sink:

@@ -19,12 +19,13 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.metric_spans import metric_span_id
-from ragtrace_consumers.otlp_sink import OtlpScoreSink
-from ragtrace_consumers.recognise import to_rag_trace
-from ragtrace_consumers.score import TraceScores, combine, score_retrieval
-from ragtrace_consumers.writeback import (
-    WriteBackError,
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.model import TraceScores
+from ragtrace_consumers.readers import to_rag_trace
+from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.writeback.family_spans import metric_span_id
+from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.writeback.span_content import (
     evaluation_attributes,
     evaluation_events,
     evaluation_span_id,

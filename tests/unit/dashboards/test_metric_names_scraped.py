@@ -11,11 +11,11 @@ import yaml
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragtrace_consumers.lag import PartitionLag
-from ragtrace_consumers.metrics import ConsumerMetrics
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.prometheus_exposition import prometheus_exposition
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
+from ragtrace_consumers.telemetry.lag import PartitionLag
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMES: dict[str, str] = yaml.safe_load(

@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.sqlite_stores import ScoredResult
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.stores.sqlite_state import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
 from tests.metric_points import values
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
@@ -270,7 +270,7 @@ def test_a_restart_keeps_results_and_never_writes_a_trace_back_twice(
 
 def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
     """A re-delivery that writes only groundedness keeps the recall stored earlier."""
-    from ragtrace_consumers.recording_sink import to_scored_result
+    from ragtrace_consumers.writeback.recording_sink import to_scored_result
 
     previous = ScoredResult(
         trace_id="a" * 32,
@@ -286,8 +286,7 @@ def test_results_row_keeps_a_family_written_before(tmp_path: Path) -> None:
         extra={"labels_version": "v1"},
     )
     from ragtrace.evaluation.attribution import Cell
-    from ragtrace_consumers.model import RagTrace
-    from ragtrace_consumers.score import TraceScores
+    from ragtrace_consumers.model import RagTrace, TraceScores
 
     trace = RagTrace(trace_id="a" * 32, service="s", target_span_id="b" * 16, answer="x")
     result = LexicalJudge().groundedness("Open Settings.", ["Open Settings."])

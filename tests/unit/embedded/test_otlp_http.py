@@ -27,8 +27,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
+from ragtrace_consumers.errors import ReceiverBusy
+from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.otlp_http import Accepted, OtlpHttpReceiver, ReceiverBusy
 from tests.metric_points import values
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"

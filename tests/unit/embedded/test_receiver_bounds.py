@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from google.rpc import status_pb2
 
-from ragtrace_consumers.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.errors import Held
+from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.otlp_http import Accepted, OtlpHttpReceiver
-from ragtrace_consumers.sqlite_trace_store import Held
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
 from tests.unit.embedded.test_otlp_http import EXPECTED, PB, Sink, _post, _request
 
 JS = {"Content-Type": "application/json"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.sqlite_stores import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32

@@ -20,7 +20,7 @@ import yaml
 from ragtrace_consumers import config as consumer_config
 from ragtrace_consumers.commands.labels import resolve_redis
 from ragtrace_consumers.config import docs as config_docs
-from ragtrace_consumers.sample import SamplingRule
+from ragtrace_consumers.scoring.sampling import SamplingRule
 from tests.unit.helm.conftest import (
     CHART,
     ROOT,

@@ -15,7 +15,7 @@ from ragtrace.evaluation.judges import (
 )
 from ragtrace.evaluation.judges.spec import DEFAULT_MODEL, JUDGE_NAMES
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
-from ragtrace_consumers.judging import judge_from_settings, spec_from_settings
+from ragtrace_consumers.scoring.judging import judge_from_settings, spec_from_settings
 
 KEY = {"ANTHROPIC_API_KEY": "k"}
 

@@ -1,0 +1,518 @@
+"""An OTLP/HTTP trace receiver: where the embedded evaluator's spans come from.
+
+``POST /v1/traces`` with an ``ExportTraceServiceRequest`` as protobuf
+(``application/x-protobuf``) or as OTLP/JSON (``application/json``), optionally
+``Content-Encoding: gzip``. Responses follow the OTLP/HTTP specification:
+
+* 200 with an ``ExportTraceServiceResponse`` in the request's encoding; its ``partial_success``
+  carries the spans the sink rejected and why (the client must not retry those);
+* 400 with a ``google.rpc.Status`` (code INVALID_ARGUMENT) naming what was wrong for a payload
+  that cannot be decoded — the client must not retry it;
+* 411 without a ``Content-Length`` (chunked uploads are not accepted), 400 for a negative or
+  malformed one, 408 when the body does not arrive within ``timeout_s`` (a stalled upload);
+* 413 for a body (or its decompressed form, every gzip member counted) over ``max_body_bytes``,
+  or when the sink raises :class:`RequestTooLarge` (the request could never fit);
+* 400 as well for JSON nested deeper than the decoder's recursion limit;
+* 415 for any other content type or content encoding;
+* 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable),
+  or before the body is read when the bytes of the requests in flight would pass
+  ``max_inflight_bytes`` (default four maximum bodies; a gzip body counts its decompressed
+  maximum too): memory per request times the worker pool stays bounded;
+* ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
+  ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
+* 404 for other paths, 405 for other methods on ``/v1/traces``.
+
+The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
+Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
+``ragtrace.receiver.rejected`` by reason. Connections are served by a bounded pool with a read
+and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace_consumers.intake.http_server`);
+:meth:`OtlpHttpReceiver.stop` lets the requests in progress finish and answer first.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from types import TracebackType
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from opentelemetry import metrics
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from typing_extensions import Self
+
+from ragtrace import semconv
+from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
+from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
+from ragtrace_consumers.model import Admission, SpanRecord
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "LOGS_PATH",
+    "METRICS_PATH",
+    "TRACES_PATH",
+    "Accepted",
+    "OtlpHttpReceiver",
+    "SpanSink",
+]
+
+TRACES_PATH = "/v1/traces"
+METRICS_PATH = "/v1/metrics"
+LOGS_PATH = "/v1/logs"
+"""Acknowledged with an empty success response (an app exporting every signal to the
+evaluator gets no 404); handed to ``other_signals`` when given (forwarding)."""
+DEFAULT_PORT = 4318
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+_PROTOBUF = "application/x-protobuf"
+_JSON = "application/json"
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What a sink reports for one request: how many of its spans it refused, and why."""
+
+    rejected_spans: int = 0
+    error_message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rejected_spans < 0:
+            raise ValueError(f"Accepted.rejected_spans must be >= 0, got {self.rejected_spans}")
+        if self.rejected_spans and not self.error_message:
+            raise ValueError("Accepted.error_message must say why spans were rejected")
+
+
+SpanSink = Callable[[Sequence[SpanRecord]], "Accepted | None"]
+Decoder = Callable[[bytes], list[SpanRecord]]
+
+
+def _default_decoders(admission: Admission | None) -> tuple[Decoder, Decoder, type[Exception]]:
+    from ragtrace_consumers.errors import DecodeError
+    from ragtrace_consumers.intake.decode import decode_json_request, decode_request
+
+    if admission is None:
+        return decode_request, decode_json_request, DecodeError
+    return (
+        functools.partial(decode_request, admission=admission),
+        functools.partial(decode_json_request, admission=admission),
+        DecodeError,
+    )
+
+
+class OtlpHttpReceiver:
+    """A threaded OTLP/HTTP server feeding decoded spans to ``sink``.
+
+    Binds ``host:port`` (loopback and 4318 by default; ``port=0`` picks a free port, read it
+    back from :attr:`port`). :meth:`start` serves in a background thread; :meth:`stop` shuts the
+    server down and waits for it. ``decode_protobuf``/``decode_json`` default to the consumers'
+    ``decode_request``/``decode_json_request`` and must raise ``decode_error`` on bad input;
+    the default decoders apply ``admission`` (the sampling at decode, as the Kafka intake
+    does), so ``sink`` gets only the spans of admitted traces.
+    """
+
+    def __init__(
+        self,
+        sink: SpanSink,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        decode_protobuf: Decoder | None = None,
+        decode_json: Decoder | None = None,
+        decode_error: type[Exception] | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        timeout_s: float = 10.0,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_inflight_bytes: int | None = None,
+        other_signals: Callable[[str, str, str, bytes], None] | None = None,
+        admission: Admission | None = None,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be within 0..65535, got {port}")
+        if max_body_bytes <= 0:
+            raise ValueError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self._timeout_s = timeout_s
+        # Default: four bodies of the largest size (a gzip one counts its decompressed size too).
+        self._inflight = _Budget(max_inflight_bytes or 4 * max_body_bytes)
+        if decode_protobuf is None or decode_json is None or decode_error is None:
+            dp, dj, de = _default_decoders(admission)
+            decode_protobuf = decode_protobuf or dp
+            decode_json = decode_json or dj
+            decode_error = decode_error or de
+        self._sink = sink
+        self._other_signals = other_signals
+        self._decoders = {_PROTOBUF: decode_protobuf, _JSON: decode_json}
+        self._decode_error: type[Exception] = decode_error
+        self._max_body = max_body_bytes
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(semconv.EVALUATION_SCOPE)
+        self._rejected = meter.create_counter(
+            semconv.METRIC_RECEIVER_REJECTED,
+            unit="{request}",
+            description="OTLP/HTTP requests (or spans, for partial success) the receiver refused",
+        )
+        self._server = BoundedHTTPServer(
+            (host, port), self._make_handler(), max_workers=max_workers
+        )
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        """Base URL for an OTLP/HTTP exporter (``OTEL_EXPORTER_OTLP_ENDPOINT`` style)."""
+        host = self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    @property
+    def traces_url(self) -> str:
+        return self.endpoint + TRACES_PATH
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="ragtrace-otlp-http",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop accepting; requests in progress finish and answer (up to ``grace_s``)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._server.stop(grace_s)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- request handling -------------------------------------------------------------------------
+    def _handle(
+        self, content_type: str, encoding: str, body: bytes
+    ) -> tuple[int, str, bytes, dict[str, str]]:
+        """Return (status, content type, body, extra headers) for one POST /v1/traces."""
+        media = content_type.split(";", 1)[0].strip().lower()
+        decoder = self._decoders.get(media)
+        if decoder is None:
+            self._count("unsupported_content_type")
+            msg = f"unsupported content type {content_type!r}: send {_PROTOBUF} or {_JSON}"
+            return 415, "text/plain; charset=utf-8", msg.encode(), {}
+        encoding = encoding.strip().lower()
+        if encoding == "gzip":
+            try:
+                body = _gunzip(body, self._max_body)
+            except _TooLarge:
+                self._count("too_large")
+                return self._status(
+                    media,
+                    413,
+                    code_pb2.RESOURCE_EXHAUSTED,
+                    f"decompressed body exceeds {self._max_body} bytes",
+                )
+            except (OSError, EOFError, zlib.error, ValueError) as exc:
+                self._count("bad_payload")
+                return self._status(
+                    media, 400, code_pb2.INVALID_ARGUMENT, f"body is not valid gzip: {exc}"
+                )
+        elif encoding not in ("", "identity"):
+            self._count("unsupported_content_encoding")
+            msg = f"unsupported content encoding {encoding!r}: send gzip or identity"
+            return 415, "text/plain; charset=utf-8", msg.encode(), {}
+        try:
+            # A protobuf ExportTraceServiceRequest with nothing in it serializes to zero bytes.
+            spans = [] if media == _PROTOBUF and not body else decoder(body)
+        except self._decode_error as exc:
+            self._count("bad_payload")
+            return self._status(
+                media,
+                400,
+                code_pb2.INVALID_ARGUMENT,
+                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
+                f"trace request: {exc}",
+            )
+        except RecursionError:
+            self._count("bad_payload")
+            return self._status(
+                media,
+                400,
+                code_pb2.INVALID_ARGUMENT,
+                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
+                f"trace request: {_nesting_location(body, media)}",
+            )
+        try:
+            outcome = self._sink(spans) if spans else None
+        except RequestTooLarge as exc:
+            self._count("too_large")
+            return self._status(media, 413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
+        except ReceiverBusy as exc:
+            self._count("busy")
+            status, ctype, payload, _ = self._status(media, 503, code_pb2.UNAVAILABLE, str(exc))
+            return status, ctype, payload, {"Retry-After": str(max(1, round(exc.retry_after)))}
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        if outcome is not None and outcome.rejected_spans:
+            self._count("rejected_spans", outcome.rejected_spans)
+            response.partial_success.rejected_spans = outcome.rejected_spans
+            response.partial_success.error_message = outcome.error_message
+        return 200, media, _encode(response, media), {}
+
+    def _status(
+        self, media: str, http_status: int, code: int, message: str
+    ) -> tuple[int, str, bytes, dict[str, str]]:
+        return http_status, media, _encode(status_pb2.Status(code=code, message=message), media), {}
+
+    def _count(self, reason: str, n: int = 1) -> None:
+        self._rejected.add(n, {semconv.ATTR_REASON: reason})
+
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            server_version = "ragtrace-otlp"
+            timeout = receiver._timeout_s  # read and idle timeout of the connection
+
+            def do_POST(self) -> None:
+                if self.path.split("?", 1)[0] in (METRICS_PATH, LOGS_PATH):
+                    self._other_signal(self.path.split("?", 1)[0])
+                    return
+                if self.path.split("?", 1)[0] != TRACES_PATH:
+                    self._drain()
+                    self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
+                    return
+                length_header = self.headers.get("Content-Length")
+                if length_header is None:
+                    self._reply(
+                        411, "text/plain; charset=utf-8", b"Content-Length required", close=True
+                    )
+                    return
+                try:
+                    length = int(length_header)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    receiver._count("bad_length")
+                    self._reply(400, "text/plain; charset=utf-8", b"bad Content-Length", close=True)
+                    return
+                if length > receiver._max_body:
+                    receiver._count("too_large")
+                    self._reply(
+                        413,
+                        "text/plain; charset=utf-8",
+                        f"body exceeds {receiver._max_body} bytes".encode(),
+                        close=True,
+                    )
+                    return
+                # Bytes in flight (the body, plus its decompressed form at most) are bounded
+                # across all requests: past the bound a request is refused before it is read.
+                gzipped = "gzip" in self.headers.get("Content-Encoding", "").lower()
+                reserve = length + (receiver._max_body if gzipped else 0)
+                if not receiver._inflight.acquire(reserve):
+                    receiver._count("busy")
+                    self._reply(
+                        503,
+                        "text/plain; charset=utf-8",
+                        b"too many request bytes in flight; retry later",
+                        {"Retry-After": "1"},
+                        close=True,
+                    )
+                    return
+                try:
+                    self._read_and_handle(length)
+                finally:
+                    receiver._inflight.release(reserve)
+
+            def _read_and_handle(self, length: int) -> None:
+                try:
+                    body = self.rfile.read(length)
+                except TimeoutError:
+                    body = b""
+                if len(body) != length:
+                    receiver._count("incomplete_body")
+                    self._reply(
+                        408,
+                        "text/plain; charset=utf-8",
+                        f"body incomplete after {receiver._timeout_s:g} s".encode(),
+                        close=True,
+                    )
+                    return
+                if receiver._server.stopping:
+                    self.close_connection = True
+                try:
+                    status, ctype, payload, headers = receiver._handle(
+                        self.headers.get("Content-Type", ""),
+                        self.headers.get("Content-Encoding", ""),
+                        body,
+                    )
+                except Exception:  # noqa: BLE001 - a bug in the sink must not kill the server
+                    _log.exception("OTLP/HTTP receiver: the span sink failed")
+                    receiver._count("internal_error")
+                    status, ctype, payload, headers = (
+                        500,
+                        "text/plain; charset=utf-8",
+                        b"internal error",
+                        {},
+                    )
+                self._reply(status, ctype, payload, headers)
+
+            def do_GET(self) -> None:
+                if self.path.split("?", 1)[0] == TRACES_PATH:
+                    self._reply(405, "text/plain; charset=utf-8", b"use POST", {"Allow": "POST"})
+                else:
+                    self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
+
+            def _other_signal(self, path: str) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= receiver._max_body:
+                    self._reply(413, "text/plain; charset=utf-8", b"body too large", close=True)
+                    return
+                body = self.rfile.read(length)
+                ctype = self.headers.get("Content-Type", "")
+                if receiver._other_signals is not None:
+                    try:
+                        receiver._other_signals(
+                            path, ctype, self.headers.get("Content-Encoding", ""), body
+                        )
+                    except Exception:  # noqa: BLE001 - forwarding must not fail the client
+                        _log.warning("forwarding %s failed", path, exc_info=True)
+                # An empty Export*ServiceResponse: zero bytes in protobuf, {} in JSON.
+                json_reply = ctype.split(";", 1)[0].strip().lower() == _JSON
+                self._reply(200, _JSON if json_reply else _PROTOBUF, b"{}" if json_reply else b"")
+
+            def _drain(self) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = 0
+                if 0 < length <= receiver._max_body:
+                    self.rfile.read(length)
+                else:
+                    self.close_connection = True
+
+            def _reply(
+                self,
+                status: int,
+                ctype: str,
+                payload: bytes,
+                headers: dict[str, str] | None = None,
+                *,
+                close: bool = False,
+            ) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                if close:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: object) -> None:
+                _log.debug("otlp-http %s - " + format, self.address_string(), *args)
+
+        return Handler
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Budget:
+    """A count of bytes shared by the request threads: ``acquire`` succeeds only within the
+    limit (a single reservation larger than the limit succeeds when nothing else is held)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_inflight_bytes must be >= 1, got {limit}")
+        self._limit = limit
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def acquire(self, n: int) -> bool:
+        with self._lock:
+            if self._held and self._held + n > self._limit:
+                return False
+            self._held += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self._held -= n
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    """Decompress a gzip body — every member, as RFC 1952 and ``gzip.decompress`` read it —
+    refusing output beyond ``limit`` bytes in all (a gzip bomb)."""
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:
+        d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        out = d.decompress(rest, limit - size + 1)
+        size += len(out)
+        if size > limit or d.unconsumed_tail:
+            raise _TooLarge()
+        tail = d.flush()
+        size += len(tail)
+        if size > limit:
+            raise _TooLarge()
+        if not d.eof:
+            raise EOFError("truncated gzip stream")
+        parts += [out, tail]
+        rest = d.unused_data
+        if not rest.strip(b"\x00"):  # trailing zero padding is allowed, as gzip allows it
+            return b"".join(parts)
+
+
+def _nesting_location(body: bytes, media: str) -> str:
+    """Where a payload first nests deeper than the decoder can follow."""
+    if media != _JSON:
+        return "the message is nested deeper than the protobuf decoder allows"
+    from ragtrace._nesting import too_deep_at
+
+    where = too_deep_at(body)
+    at = f" at byte {where.offset} (line {where.line}, column {where.column})" if where else ""
+    return f"JSON nested deeper than {_JSON_DEPTH} levels{at}"
+
+
+_JSON_DEPTH = 100
+
+
+def _encode(message: Message, media: str) -> bytes:
+    if media == _JSON:
+        return str(json_format.MessageToJson(message, indent=None)).encode()
+    return bytes(message.SerializeToString())

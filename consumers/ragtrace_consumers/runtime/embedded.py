@@ -1,0 +1,403 @@
+"""The embedded evaluator: one process, no Kafka and no Redis (``ragtrace serve``, ``ragtrace demo``).
+
+It builds the SAME scoring side the Kafka consumer runs, through the same wiring root
+(:func:`~ragtrace_consumers.runtime.wiring.build_scoring`), over different seams:
+
+* spans come from an :class:`~ragtrace_consumers.intake.otlp_receiver.OtlpHttpReceiver` instead of Kafka;
+* the label store and judge budget live in process memory (labels from a JSONL file), while the
+  traces being assembled (:mod:`ragtrace_consumers.stores.sqlite_traces`), the judge-result cache,
+  the idempotency store and a scored-results table live in a local SQLite file
+  (:mod:`ragtrace_consumers.stores.sqlite_state`) and survive a restart, killed or graceful: a request
+  is answered 2xx only once its spans are committed there, and a restart resumes every trace;
+* memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
+  make the store hold more is refused whole with 503 + Retry-After before anything is stored
+  (413 when it could never fit);
+* scores go to a :class:`~ragtrace_consumers.writeback.recording_sink.RecordingSink`, which keeps every
+  scored trace in that table and, when an OTLP endpoint is configured, first sends the
+  evaluation span there (the consumer's :class:`~ragtrace_consumers.writeback.otlp_sink.OtlpScoreSink`);
+* metrics are the consumer's :class:`~ragtrace_consumers.telemetry.metrics.ConsumerMetrics`, served on a
+  Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
+
+Scoring runs on :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` driven by one loop thread
+that wakes when spans arrive, when a trace finishes, or when the next trace falls due.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from wsgiref.simple_server import WSGIServer
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from typing_extensions import Self
+
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import Judge
+from ragtrace.evaluation.labels import load_labels
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
+from ragtrace_consumers.intake.otlp_receiver import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    LOGS_PATH,
+    Accepted,
+    OtlpHttpReceiver,
+)
+from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
+from ragtrace_consumers.model import ScoreSink, SpanRecord
+from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
+from ragtrace_consumers.scoring.judging import judge_from_settings
+from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
+from ragtrace_consumers.writeback.recording_sink import RecordingSink
+
+__all__ = [
+    "DEFAULT_METRICS_PORT",
+    "DEFAULT_SERVICE_NAME",
+    "ENV_OTLP_ENDPOINT",
+    "ENV_STATE",
+    "OTLP_SIGNALS",
+    "EmbeddedEvaluator",
+    "EmbeddedSettings",
+    "default_state_path",
+]
+
+_log = logging.getLogger(__name__)
+
+ENV_OTLP_ENDPOINT = "RAGTRACE_EXPORT_OTLP_ENDPOINT"
+"""Base URL evaluation spans and metrics are sent to over OTLP/HTTP (unset: kept local)."""
+ENV_STATE = "RAGTRACE_STATE"
+"""Path of the embedded evaluator's SQLite state file."""
+OTLP_SIGNALS = ("all", "traces", "metrics")
+DEFAULT_METRICS_PORT = 9464
+DEFAULT_SERVICE_NAME = "ragtrace-embedded"
+
+
+def default_state_path() -> Path:
+    """``$RAGTRACE_STATE``, else ``$XDG_STATE_HOME/ragtrace/embedded.sqlite3`` (or ~/.local/state)."""
+    explicit = os.environ.get(ENV_STATE)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ragtrace" / "embedded.sqlite3"
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """Where the embedded evaluator listens and keeps its state.
+
+    ``port`` 0 picks a free port; ``metrics_port`` None serves no ``/metrics`` (0: a free port).
+    ``otlp_endpoint`` None keeps evaluation spans local (the results table only). A request
+    that would make the trace store hold more than ``max_pending_traces`` traces or
+    ``max_pending_bytes`` span bytes is refused whole with 503 and Retry-After (explicit
+    backpressure: the exporter retries). ``request_timeout_s`` bounds a stalled upload or an
+    idle connection; ``http_workers`` connections are served at once (the rest wait in the
+    listen queue).
+    """
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    state_path: Path | str = field(default_factory=default_state_path)
+    labels_path: Path | str | None = None
+    otlp_endpoint: str | None = None
+    metrics_host: str = DEFAULT_HOST
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    service_name: str = DEFAULT_SERVICE_NAME
+    workers: int | None = None
+    max_pending_traces: int = 10_000
+    max_pending_bytes: int = 256 * 1024 * 1024
+    request_timeout_s: float = 10.0
+    http_workers: int = 64
+    otlp_signals: str = "all"
+    phoenix_endpoint: str | None = None
+    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as a span
+    annotation, so it shows in Phoenix's evaluation columns."""
+    """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
+    ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
+    an app sends to the evaluator are forwarded there too."""
+
+    def __post_init__(self) -> None:
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 65535:
+                raise ValueError(f"{name} must be within 0..65535, got {value}")
+        if self.otlp_endpoint is not None and not self.otlp_endpoint.startswith(
+            ("http://", "https://")
+        ):
+            raise ValueError(f"otlp_endpoint must be an http(s) URL, got {self.otlp_endpoint!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if not self.service_name:
+            raise ValueError("service_name must not be empty")
+        if self.otlp_signals not in OTLP_SIGNALS:
+            raise ValueError(
+                f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, got {self.otlp_signals!r}"
+            )
+        if self.max_pending_traces < 1:
+            raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
+        if self.max_pending_bytes < 1:
+            raise ValueError(f"max_pending_bytes must be >= 1, got {self.max_pending_bytes}")
+        if not self.request_timeout_s > 0 or self.http_workers < 1:
+            raise ValueError(
+                f"request_timeout_s must be > 0 and http_workers >= 1, got "
+                f"{self.request_timeout_s}, {self.http_workers}"
+            )
+
+
+class EmbeddedEvaluator:
+    """The receiver, the Pipeline and its stores in one object: :meth:`start`, then :meth:`stop`.
+
+    ``config`` supplies the assembly, sampling, scoring and judge sections (its kafka, redis and
+    export sections are not used). ``judge`` overrides the one ``config.judge`` names.
+    ``extra_metric_readers`` are added to the meter provider (tests pass an in-memory reader).
+    """
+
+    def __init__(
+        self,
+        settings: EmbeddedSettings | None = None,
+        *,
+        config: ConsumerConfig | None = None,
+        judge: Judge | None = None,
+        extra_metric_readers: Sequence[MetricReader] = (),
+    ) -> None:
+        self.settings = settings = settings or EmbeddedSettings()
+        self.config = config = config or ConsumerConfig.defaults()
+        require_realtime_judging(config)
+        self.judge: Judge = judge or judge_from_settings(config.judge)
+        check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
+        self.state = SqliteState(settings.state_path)
+        try:
+            self._build(extra_metric_readers)
+        except BaseException:
+            traces = getattr(self, "traces", None)
+            if traces is not None:
+                traces.close()
+            self.state.close()
+            raise
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._loop: threading.Thread | None = None
+        self._metrics_server: WSGIServer | None = None
+
+    def _build(self, extra_readers: Sequence[MetricReader]) -> None:
+        from ragtrace_consumers.writeback.otlp_sink import (
+            OtlpScoreSink,
+            make_meter_provider,
+            make_resource,
+        )
+
+        s, cfg = self.settings, self.config
+        labels = MemoryLabelStore()
+        if s.labels_path is not None:
+            labels.load(load_labels(s.labels_path), source=str(s.labels_path))
+        readers = list(extra_readers)
+        self.prometheus_registry = None
+        if s.metrics_port is not None:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import CollectorRegistry
+
+            # A private registry: several evaluators (tests) never collide in the global one.
+            self.prometheus_registry = CollectorRegistry(auto_describe=True)
+            readers.append(PrometheusMetricReader(registry=self.prometheus_registry))
+        resource = make_resource(s.service_name)
+        traces_to = s.otlp_endpoint if s.otlp_signals in ("all", "traces") else None
+        metrics_to = s.otlp_endpoint if s.otlp_signals in ("all", "metrics") else None
+        self.meter_provider: MeterProvider = make_meter_provider(
+            resource,
+            endpoint=metrics_to,
+            interval_s=cfg.export.metrics_interval_s,
+            timeout_s=cfg.export.timeout_s,
+            readers=readers,
+        )
+        state = self.state
+
+        def sink(thresholds: Thresholds) -> RecordingSink:
+            inner: ScoreSink | None = None
+            if traces_to is not None:
+                inner = OtlpScoreSink.to_collector(
+                    traces_to,
+                    resource,
+                    timeout_s=cfg.export.timeout_s,
+                    recall_threshold=thresholds.recall,
+                    groundedness_threshold=thresholds.groundedness,
+                )
+            if s.phoenix_endpoint is not None:
+                from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink
+
+                inner = PhoenixSink(
+                    s.phoenix_endpoint,
+                    inner,
+                    timeout_s=cfg.export.timeout_s,
+                    recall_threshold=thresholds.recall,
+                    groundedness_threshold=thresholds.groundedness,
+                )
+            return RecordingSink(state.results, inner)
+
+        self.labels = labels
+        self.traces = SqliteTraceStore(
+            s.state_path,
+            ttl_s=cfg.assembly.ttl_s,
+            max_attempts=cfg.assembly.max_attempts,
+            max_traces=s.max_pending_traces,
+            max_bytes=s.max_pending_bytes,
+        )
+        scoring = build_scoring(
+            cfg,
+            Stores(
+                traces=self.traces,
+                labels=labels,
+                cache=state.judge_cache,
+                idempotency=state.idempotency,
+                budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
+            ),
+            sink,
+            self.judge,
+            cfg.mapping.readers(),
+            meter_provider=self.meter_provider,
+            workers=s.workers,
+        )
+        self.metrics, self.sink = scoring.metrics, scoring.sink
+        self.pipeline, self.workers, self.early = (
+            scoring.pipeline,
+            scoring.workers,
+            scoring.admission,
+        )
+        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
+        self.receiver = OtlpHttpReceiver(
+            self._accept,
+            host=s.host,
+            port=s.port,
+            meter_provider=self.meter_provider,
+            timeout_s=s.request_timeout_s,
+            max_workers=s.http_workers,
+            other_signals=self._other_signal,
+            admission=self.early,
+        )
+
+    # --- lifecycle --------------------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        """The OTLP/HTTP base URL applications export to."""
+        return str(self.receiver.endpoint)
+
+    @property
+    def metrics_url(self) -> str | None:
+        server = self._metrics_server
+        if server is None:
+            return None
+        host, port = server.server_address[:2]
+        if isinstance(host, bytes):  # the socket API's type; a TCP server's host is text
+            host = host.decode()
+        return f"http://{host}:{port}/metrics"
+
+    def start(self) -> Self:
+        if self._loop is not None:
+            return self
+        if self.prometheus_registry is not None and self.settings.metrics_port is not None:
+            from prometheus_client import start_http_server
+
+            server, _ = start_http_server(
+                self.settings.metrics_port,
+                self.settings.metrics_host,
+                registry=self.prometheus_registry,
+            )
+            self._metrics_server = server
+        resumed = self.traces.recover()  # leases of a previous (killed) process: due now
+        if resumed:
+            _log.info("resuming %d traces a previous run was scoring", resumed)
+        self._loop = threading.Thread(target=self._run, name="ragtrace-embedded", daemon=True)
+        self._loop.start()
+        self.receiver.start()
+        return self
+
+    def stop(self, drain_timeout_s: float = 10.0) -> None:
+        """Stop receiving (requests in progress finish and answer first), finish the traces
+        being scored (up to ``drain_timeout_s``), flush metrics and close the state file.
+        Traces still assembling, or not finished in time, stay in the state file: the next
+        start resumes them."""
+        self.receiver.stop()
+        self._stopping.set()
+        self._wake.set()
+        self.workers.wake()
+        if self._loop is not None:
+            self._loop.join()
+            self._loop = None
+        self.workers.drain(drain_timeout_s)
+        self.workers.shutdown()
+        server = self._metrics_server
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+            self._metrics_server = None
+        self.sink.shutdown()
+        self.early.flush()
+        self.meter_provider.shutdown()
+        self.traces.close()
+        self.state.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- spans in, traces scored ------------------------------------------------------------
+    def _accept(self, spans: Sequence[SpanRecord]) -> Accepted | None:
+        try:  # durable (committed) when it returns; refused whole when over the bound
+            self.pipeline.ingest(spans)
+        except StoreFull as exc:
+            if (
+                exc.adding.traces > self.settings.max_pending_traces
+                or exc.adding.bytes > self.settings.max_pending_bytes
+            ):
+                raise RequestTooLarge(
+                    f"the request alone exceeds the evaluator's bound: {exc}"
+                ) from None
+            raise ReceiverBusy(f"evaluator full: {exc}", retry_after=1.0) from None
+        self._wake.set()
+        self.workers.wake()
+        return None
+
+    def _other_signal(self, path: str, content_type: str, encoding: str, body: bytes) -> None:
+        """Metrics and logs from the app: forwarded; GenAI content log events also read."""
+        if self._forward is not None:
+            self._forward(path, content_type, encoding, body)
+        if path == LOGS_PATH:
+            spans = decode_log_events(content_type, encoding, body, self.early)
+            if spans:
+                self._accept(spans)
+
+    def _run(self) -> None:
+        tick = min(0.25, max(0.01, self.config.assembly.quiet_s / 4))
+        while not self._stopping.is_set():
+            try:
+                self.workers.reap()
+                self.workers.fill()
+            except Exception:  # noqa: BLE001 - a store failure must not end the loop
+                _log.exception("embedded evaluator: claiming due traces failed")
+            # With traces in flight, wake on the next finished one (or an arrival): a fast judge
+            # finishes traces while fill() is still claiming, and no arrival may follow.
+            if self.workers.full or self.workers.in_flight:
+                self.workers.wait(tick)
+            else:
+                self._wake.wait(tick)
+                self._wake.clear()
+
+    def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
+        """Block until the results table holds at least ``count`` rows (or the timeout); returns
+        them, oldest first."""
+        self.sink.wait_for(count, timeout_s)
+        return [r for _, r in self.state.results.all()]

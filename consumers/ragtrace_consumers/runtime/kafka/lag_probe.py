@@ -1,0 +1,36 @@
+"""The lag step: at most once a second, the lag of the held partitions (committed offsets
+against end offsets, see :mod:`ragtrace_consumers.telemetry.lag`), reported as the consumer-lag metric."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ragtrace_consumers.telemetry.lag import LagTracker
+from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+
+__all__ = ["LagProbe"]
+
+_LAG_EVERY_S = 1.0
+
+
+class LagProbe:
+    """Measures the lag of ``consumer``'s partitions; :attr:`total` is the last sum (None
+    until known)."""
+
+    def __init__(self, consumer: Any, metrics: ConsumerMetrics, clock: Callable[[], float]) -> None:
+        self._consumer = consumer
+        self.tracker = LagTracker(clock=clock)
+        self.total: int | None = None
+        self._last = 0.0
+        metrics.set_lag_source(lambda: self.tracker.last)
+
+    def tick(self, now: float, committed: Mapping[Any, int]) -> None:
+        if now - self._last < _LAG_EVERY_S:
+            return
+        self._last = now
+        lags = self.tracker.measure(self._consumer, committed)
+        self.total = None if lags is None else sum(x.lag for x in lags)
+
+    def forget(self, partitions: Iterable[Any]) -> None:
+        self.tracker.forget(partitions)

@@ -1,0 +1,151 @@
+"""What of a batch of spans is stored for assembly, and when each trace becomes due for scoring.
+
+Completion rule (:func:`completion_due`), applied to each batch of arriving spans at ``now``:
+
+* a trace whose root span (no parent) arrived is due at ``now + root_grace_s`` (default 0: the
+  root ends last, so the trace is complete);
+* else one whose generation span arrived is due at ``now + quiet_s`` — the quiet period lets
+  spans exported by other services (or a later batch) catch up;
+* else (retrieval or pipeline spans only: the generation may still be running) it is due at
+  ``now + idle_s``, so a trace that never gets a generation or root is still scored.
+
+The stores keep the **earliest** due time a trace was ever given, so the rule does not depend on
+the order batches arrive in: quiet periods count from the generation span's arrival, and a root
+arriving later makes the trace due at once. Spans arriving after a trace was scored are not
+stored again; the stores count them as ``late_spans``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import Role, is_evaluation_span, role_of
+
+__all__ = [
+    "DEFAULT_IDLE_S",
+    "STORE_STATS",
+    "DeadTrace",
+    "completion_due",
+    "creates_trace",
+    "earliest",
+    "group_by_trace",
+    "select_roles",
+    "select_spans",
+]
+
+_OURS = "ragtrace."
+DEFAULT_IDLE_S = 60.0
+"""Wait for a trace that has shown neither its root nor a generation span."""
+
+STORE_STATS: tuple[str, ...] = (
+    "spans_appended",  # spans stored
+    "traces_created",  # new trace entries
+    "late_spans",  # spans arriving while their trace was leased, or after it was scored/dead
+    "lease_expired",  # leases that ran out (claimant died or was too slow): trace due again
+    "expired",  # due or parked traces whose spans had expired (TTL) before they were claimed
+    "parked",  # park() calls that rescheduled a trace
+    "dead",  # traces given up after max_attempts parks (kept in the dead set)
+    "released",  # traces scored and deleted
+    "lease_lost",  # release/park by a claimant whose lease had run out and moved on: ignored
+)
+"""Counters every TraceStore implementation keeps (``stats()``), cumulative since creation."""
+
+
+@dataclass(frozen=True)
+class DeadTrace:
+    """A trace given up after ``attempts`` parks; its spans are kept for inspection."""
+
+    trace_id: str
+    attempts: int
+    reason: str
+    at: float
+
+    def __post_init__(self) -> None:
+        if self.attempts < 0:
+            raise ValueError(f"attempts must be >= 0, got {self.attempts}")
+
+
+def select_spans(
+    spans: Sequence[SpanRecord], roles: Sequence[Role | None] | None = None
+) -> list[SpanRecord]:
+    """The spans worth storing: RAG spans whole; a non-RAG root span (a completion signal), and
+    any other span carrying ``ragtrace.*`` attributes (``ragtrace.set_question_id()`` on the
+    app's own span), with only their ``ragtrace.*`` attributes; every other span (and our own
+    evaluation spans) is dropped. ``roles`` are the spans' roles as the caller read them
+    (default: :func:`~ragtrace_consumers.readers.role_of`)."""
+    return [span for span, _ in select_roles(spans, roles)]
+
+
+def select_roles(
+    spans: Sequence[SpanRecord], roles: Sequence[Role | None] | None = None
+) -> list[tuple[SpanRecord, Role | None]]:
+    """:func:`select_spans`, each kept span with its role (each span is read at most once)."""
+    kept: list[tuple[SpanRecord, Role | None]] = []
+    for i, span in enumerate(spans):
+        if is_evaluation_span(span):
+            continue
+        role = role_of(span) if roles is None else roles[i]
+        if role is not None:
+            kept.append((span, role))
+            continue
+        ours = {k: v for k, v in span.attributes.items() if k.startswith(_OURS)}
+        if span.parent_span_id is None or ours:
+            kept.append((replace(span, attributes=ours), None))
+    return kept
+
+
+def creates_trace(spans: Iterable[SpanRecord]) -> bool:
+    """True when these spans may start a new trace entry: at least one is a RAG span. A non-RAG
+    root alone only updates a trace already being assembled (most traffic is not RAG)."""
+    return any(role_of(s) is not None for s in spans)
+
+
+def group_by_trace(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Spans grouped by trace ID, each group in input order."""
+    groups: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        groups.setdefault(span.trace_id, []).append(span)
+    return groups
+
+
+def completion_due(
+    spans: Sequence[SpanRecord],
+    now: float,
+    quiet_s: float,
+    *,
+    idle_s: float | None = None,
+    root_grace_s: float = 0.0,
+    roles: Sequence[Role | None] | None = None,
+) -> dict[str, float]:
+    """``{trace_id: due_at}`` for every trace with a span in ``spans`` (see the module rule).
+
+    Pure: depends on nothing but its arguments. ``idle_s`` defaults to
+    ``max(DEFAULT_IDLE_S, quiet_s)`` and is never shorter than ``quiet_s``. ``roles`` are the
+    spans' roles as the caller read them (default: :func:`~ragtrace_consumers.readers.role_of`).
+    """
+    if quiet_s < 0 or root_grace_s < 0:
+        raise ValueError(f"quiet_s and root_grace_s must be >= 0, got {quiet_s}, {root_grace_s}")
+    if idle_s is not None and idle_s < 0:
+        raise ValueError(f"idle_s must be >= 0, got {idle_s}")
+    idle = max(DEFAULT_IDLE_S if idle_s is None else idle_s, quiet_s)
+    due: dict[str, float] = {}
+    role = dict(zip(map(id, spans), roles, strict=True)) if roles is not None else None
+    live = (s for s in spans if not is_evaluation_span(s))
+    for trace_id, group in group_by_trace(live).items():
+        if any(s.parent_span_id is None for s in group):
+            due[trace_id] = now + root_grace_s
+        elif any((role_of(s) if role is None else role[id(s)]) is Role.GENERATION for s in group):
+            due[trace_id] = now + quiet_s
+        else:
+            due[trace_id] = now + idle
+    return due
+
+
+def earliest(due_at: Mapping[str, float], other: Mapping[str, float]) -> dict[str, float]:
+    """Merge two schedules keeping each trace's earliest due time (how the stores merge)."""
+    merged = dict(due_at)
+    for trace_id, at in other.items():
+        merged[trace_id] = min(at, merged.get(trace_id, at))
+    return merged

@@ -1,0 +1,575 @@
+"""The one scoring path: assemble → sample → score → write back → release or park.
+
+``ragtrace consume`` (spans from Kafka) and ``ragtrace serve`` (spans from an OTLP/HTTP receiver)
+both run this class; they differ only in the implementations behind its seams (Redis or
+in-process stores, the OTLP sink or another :class:`ScoreSink`).
+
+Contracts:
+
+* :meth:`Pipeline.ingest` returns once the spans are durable in the :class:`TraceStore`; the
+  caller may then acknowledge them (commit Kafka offsets).
+* :meth:`Pipeline.process_trace` never raises for a bad trace or a failing judge: it scores and
+  releases, skips and releases, or parks the trace for a later retry. A store outage does raise;
+  the trace's lease then runs out and any replica retries it.
+* Release and park carry the claim's lease token: a replica whose lease ran out while it was
+  scoring (and whose trace another replica has claimed since) changes nothing in the store.
+* A (trace, metric family) is written back at most once: the :class:`IdempotencyStore` is
+  checked before scoring and marked only after the sink delivered the span. A crash between the
+  two re-sends the identical span (deterministic ID), never a second different score.
+
+Claimed traces go through three stages, so that store round trips and write-back deliveries are
+paid per batch, not per trace: :meth:`Pipeline.prepare` (batched: load, recognise, sample, check
+the idempotency marks, score retrieval, judge-cache lookup and budget), :meth:`Pipeline.judge`
+(one trace's judge call, on any thread) and :meth:`Pipeline.finish` (batched: cache the fresh
+judgements, write back in one delivery, mark, release or park).
+:class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` drives them concurrently;
+:meth:`Pipeline.process_trace` and :meth:`Pipeline.process_due` run them in the calling thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.judges import GroundednessResult, Judge
+from ragtrace.evaluation.retrieval import RecallDefinition
+from ragtrace.suppression import suppressed
+from ragtrace_consumers.model import (
+    FAMILY_ANSWER,
+    FAMILY_GROUNDEDNESS,
+    FAMILY_RECALL,
+    IdempotencyStore,
+    JudgeBudget,
+    JudgeResultCache,
+    LabelStore,
+    Lease,
+    RagTrace,
+    RetrievalScores,
+    ScoreSink,
+    SpanRecord,
+    TraceScores,
+    TraceStore,
+)
+from ragtrace_consumers.readers import SpanReaders, default_readers, to_rag_trace
+from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
+from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
+from ragtrace_consumers.scoring.assembly import completion_due, select_roles
+from ragtrace_consumers.scoring.batch_judging import BatchJudging
+from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
+from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
+from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
+
+if TYPE_CHECKING:
+    from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.model import TraceSampler
+
+__all__ = ["Outcome", "Pipeline", "PipelineSettings", "Planned", "TraceWork"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Scoring settings (the ``assembly``, ``scoring`` and ``judge`` config sections)."""
+
+    quiet_s: float = 5.0
+    lease_s: float = 300.0
+    claim_batch: int = 64
+    k: int = 5
+    recall_definition: RecallDefinition = RecallDefinition.MEAN_RECALL
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    park_backoff_s: float = 30.0
+    park_backoff_max_s: float = 600.0
+    give_up_after_s: float = 86400.0
+
+    def __post_init__(self) -> None:
+        if self.quiet_s < 0 or self.lease_s <= 0 or self.claim_batch < 1 or self.k < 1:
+            raise ValueError(f"invalid assembly/scoring settings: {self}")
+        if not 0 < self.park_backoff_s <= self.park_backoff_max_s or self.give_up_after_s <= 0:
+            raise ValueError(f"invalid park settings: {self}")
+
+    @classmethod
+    def from_config(cls, cfg: ConsumerConfig) -> PipelineSettings:
+        """From a :class:`~ragtrace_consumers.config.ConsumerConfig`."""
+        a, s, j = cfg.assembly, cfg.scoring, cfg.judge
+        return cls(
+            quiet_s=a.quiet_s,
+            lease_s=a.lease_s,
+            claim_batch=a.claim_batch,
+            k=s.k,
+            recall_definition=RecallDefinition(s.recall_definition),
+            thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
+            park_backoff_s=j.park_backoff_s,
+            park_backoff_max_s=j.park_backoff_max_s,
+            give_up_after_s=j.give_up_after_s,
+        )
+
+
+class Outcome(str, Enum):
+    SCORED = "scored"
+    SKIPPED = "skipped"
+    PARKED = "parked"
+    GONE = "gone"
+    """Nothing stored under that ID any more (another replica finished it)."""
+
+
+_RELEASED = (Outcome.SCORED, Outcome.SKIPPED, Outcome.GONE)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What :meth:`Pipeline.prepare` decided for one sampled trace.
+
+    ``recall``/``judge`` are the sampling decision; ``written`` the metric families already
+    written back (idempotency: not written again); ``retrieval`` the retrieval scores;
+    ``job``/``answers`` the judgements still to make (stage 2 fills them in: a judged outcome,
+    fresh scores or a :class:`~ragtrace_consumers.scoring.judging.Park` request), or
+    ``judge_skip`` why groundedness is not judged.
+    """
+
+    trace: RagTrace
+    recall: bool
+    judge: bool
+    written: frozenset[str] = frozenset()
+    retrieval: RetrievalScores | None = None
+    job: JudgeJob | None = None
+    judge_skip: str | None = None
+    answers: AnswerJob | None = None
+    """Answer relevancy/correctness to score (:mod:`~ragtrace_consumers.scoring.answer_judging`)."""
+
+
+@dataclass(eq=False)
+class TraceWork:
+    """One claimed trace between the stages of :class:`Pipeline` (read-only for callers):
+    ``planned`` once sampled and prepared (stage 1), judged through its jobs (stage 2), then an
+    ``outcome`` (stage 3, or earlier when it is skipped or gone). ``error`` is set when this
+    trace's own processing failed: it is left to its lease."""
+
+    trace_id: str
+    token: str | None
+    planned: Planned | None = None
+    outcome: Outcome | None = None
+    error: Exception | None = None
+
+    @property
+    def trace(self) -> RagTrace | None:
+        return self.planned.trace if self.planned is not None else None
+
+    @property
+    def job(self) -> JudgeJob | None:
+        """The groundedness judgement planned for this trace, if any."""
+        return self.planned.job if self.planned is not None else None
+
+    @property
+    def needs_judge_call(self) -> bool:
+        p = self.planned
+        return (
+            self.error is None
+            and p is not None
+            and ((p.job is not None and p.job.needs_call) or p.answers is not None)
+        )
+
+
+class _LabelView:
+    """The label set as the pipeline reads it: indexed in process, reloaded from the store only
+    when the store's version changes (checked once per batch with :meth:`refresh`)."""
+
+    def __init__(self, store: LabelStore) -> None:
+        self._store = store
+        self._index: LabelIndex | None = None
+        self._version = ""
+
+    def refresh(self) -> None:
+        version = self._store.version()
+        if version == self._version:
+            return
+        questions = self._store.questions() if version else []
+        # Indexed from what was read, with its own version: a reload between the two reads is
+        # picked up at the next batch, never mixed.
+        self._index = LabelIndex.build(questions) if questions else None
+        self._version = self._index.version if self._index is not None else ""
+
+    def by_id(self, qid: str) -> object | None:
+        found: object | None = self._index.by_id.get(qid) if self._index is not None else None
+        return found
+
+    def by_question_sha256(self, digest: str) -> object | None:
+        index = self._index
+        if index is None or digest not in index.by_sha256:
+            return None
+        found: object = index.by_id[index.by_sha256[digest]]
+        return found
+
+    def version(self) -> str:
+        return self._version
+
+
+class Pipeline:
+    """Scores assembled traces through the seams it is given. ``judge`` may run on many worker
+    threads at once (each trace is claimed by exactly one); ``prepare`` and ``finish`` run one
+    batch at a time per thread, and may run on different threads."""
+
+    def __init__(
+        self,
+        *,
+        traces: TraceStore,
+        labels: LabelStore,
+        cache: JudgeResultCache,
+        idempotency: IdempotencyStore,
+        budget: JudgeBudget,
+        judge: Judge | None,
+        sink: ScoreSink,
+        metrics: ConsumerMetrics,
+        sampler: TraceSampler,
+        settings: PipelineSettings = PipelineSettings(),
+        clock: Callable[[], float] = time.time,
+        judge_batch: BatchJudging | None = None,
+        readers: SpanReaders | None = None,
+    ) -> None:
+        self.traces = traces
+        self.labels = labels
+        self._labels = _LabelView(labels)
+        self.idempotency = idempotency
+        self.sink = sink
+        self.metrics = metrics
+        self.sampler = sampler
+        self.settings = settings
+        self.judge_batch = judge_batch
+        self._clock = clock
+        self.readers = readers or default_readers()
+        self._unrecognised = UnrecognisedSpans(
+            getattr(metrics, "meter_provider", None), readers=self.readers
+        )
+        self._scorer = (
+            None
+            if judge is None
+            else GroundednessScorer(judge, cache, budget, metrics, batch=judge_batch)
+        )
+        self._answers = None if judge is None else AnswerScorer(judge, cache, budget, metrics)
+
+    # --- intake ----------------------------------------------------------------------------
+    def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
+        """Store ``spans`` and (re)schedule their traces' completion; durable on return.
+        Only spans worth assembling are kept (``assembly.select_spans``: never our own
+        evaluation spans). Each span is read once here: its reading counts it as unrecognised,
+        selects it, schedules its trace and says whether it may start a trace in the store.
+        Returns how many spans were handed to the store."""
+        readings = [self.readers.read(s) for s in spans]
+        self._unrecognised.count(spans, readings)
+        selected = select_roles(spans, [r.role if r is not None else None for r in readings])
+        if selected:
+            kept = [span for span, _ in selected]
+            roles = [role for _, role in selected]
+            now = self._clock() if now is None else now
+            due = completion_due(kept, now, self.settings.quiet_s, roles=roles)
+            creates = {span.trace_id for span, role in selected if role is not None}
+            self.traces.append(kept, due, creates)
+        return len(selected)
+
+    def claim_due(self, now: float | None = None, limit: int | None = None) -> list[Lease]:
+        """Claim due traces (at most ``claim_batch``, and at most ``limit`` when given) for
+        ``lease_s``."""
+        now = self._clock() if now is None else now
+        batch = (
+            self.settings.claim_batch if limit is None else min(limit, self.settings.claim_batch)
+        )
+        return list(self.traces.claim(now, batch, self.settings.lease_s))
+
+    def process_due(self, now: float | None = None, limit: int | None = None) -> int:
+        """Claim due traces and process them in this thread (as one batch); returns how many
+        were claimed."""
+        leases = self.claim_due(now, limit)
+        if leases:
+            works = self.prepare(leases)
+            for work in works:
+                self.judge(work)
+            self.finish(works)
+        return len(leases)
+
+    # --- the three stages ----------------------------------------------------------------------
+    def process_trace(self, lease: Lease | str) -> Outcome | None:
+        """Score one claimed trace (see the module contract): the three stages for a batch of
+        one. A bare trace ID (no token) releases or parks it whoever holds its lease. None:
+        the trace's own processing failed (logged); its lease runs out and it is retried."""
+        (work,) = self.prepare([lease])
+        self.judge(work)
+        return self.finish([work])[0]
+
+    def prepare(self, leases: Sequence[Lease | str]) -> list[TraceWork]:
+        """Stage 1, batched: load the claimed traces, recognise, sample, check what was already
+        written, score retrieval, look the judgements up in the cache and reserve the judge
+        budget, with one store round trip per step for the whole batch. A failure of one
+        trace's own steps marks that trace (it is left to its lease); a store outage raises."""
+        works = [
+            TraceWork(lease.trace_id, lease.token)
+            if isinstance(lease, Lease)
+            else TraceWork(lease, None)
+            for lease in leases
+        ]
+        with suppressed(), self.metrics.batch():
+            loaded = self.traces.load_many([w.trace_id for w in works])
+            for work, spans in zip(works, loaded, strict=True):
+                self._guarded(work, self._recognise, work, spans)
+            sampled = [
+                (w, w.planned)
+                for w in works
+                if w.planned is not None and w.outcome is None and w.error is None
+            ]
+            answers = self._answers is not None and self._answers.enabled
+            keys = [
+                (w.trace_id, family)
+                for w, p in sampled
+                for family, wanted in (
+                    (FAMILY_RECALL, p.recall),
+                    (FAMILY_GROUNDEDNESS, p.judge),
+                    (FAMILY_ANSWER, p.judge and answers),
+                )
+                if wanted
+            ]
+            written: dict[str, set[str]] = {}
+            for (trace_id, family), flag in zip(
+                keys, self.idempotency.written_many(keys), strict=True
+            ):
+                if flag:
+                    written.setdefault(trace_id, set()).add(family)
+            if any(p.recall or p.judge and answers for _, p in sampled):
+                self._labels.refresh()
+            for work, planned in sampled:
+                families = frozenset(written.get(work.trace_id, ()))
+                self._guarded(work, self._plan, work, replace(planned, written=families))
+            if self._scorer is not None:
+                jobs = [w.planned.job for w, _ in sampled if w.planned is not None]
+                self._scorer.plan([j for j in jobs if j is not None])
+        return works
+
+    def judge(self, work: TraceWork) -> None:
+        """Stage 2: the judge call a prepared trace still needs (blocking, with retries; any
+        thread). The judge's failures become a park request, never an exception."""
+        planned = work.planned
+        if planned is None:
+            return
+        job = planned.job
+        if self._scorer is not None and job is not None and job.needs_call:
+            try:
+                with suppressed(), self.metrics.batch():
+                    self._guarded(work, self._scorer.run, job)
+            finally:
+                job.done.set()  # never leave a follower of this job waiting
+        if self._answers is not None and planned.answers is not None:
+            with suppressed(), self.metrics.batch():
+                self._guarded(work, self._answers.run, planned.answers)
+
+    def finish(self, works: Sequence[TraceWork]) -> list[Outcome | None]:
+        """Stage 3, batched: cache the fresh judgements, write every score back in one delivery,
+        then mark them written and release the traces (one round trip each), or park. Returns
+        each trace's outcome: None for a trace whose own processing failed (its lease runs
+        out and it is retried). A store outage raises: the leases run out, nothing is lost."""
+        with suppressed(), self.metrics.batch():
+            if self._scorer is not None:
+                jobs = [w.planned.job for w in works if w.planned is not None]
+                self._scorer.store([j for j in jobs if j is not None])
+            to_write: list[tuple[TraceWork, TraceScores]] = []
+            for work in works:
+                if work.error is None and work.outcome is None:
+                    scores = self._guarded(work, self._combine, work)
+                    if scores is not None:
+                        to_write.append((work, scores))
+            errors = self.sink.write_many([scores for _, scores in to_write])
+            marks: list[tuple[str, str]] = []
+            written: list[TraceScores] = []
+            for (work, scores), error in zip(to_write, errors, strict=True):
+                if error is not None:
+                    _log.warning("%s", error)
+                    work.outcome = self._park(work, "writeback_failed", None, give_up=False)
+                    continue
+                marks += [(work.trace_id, family) for family in scores.families]
+                written.append(scores)
+                work.outcome = Outcome.SCORED
+            # Marked only after delivery: a crash in between re-sends the identical span.
+            self.idempotency.mark_written_many(marks)
+            for scores in written:
+                self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
+            done = [w for w in works if w.outcome in _RELEASED]
+            released = self.traces.release_many([(w.trace_id, w.token) for w in done])
+            for work, ok in zip(done, released, strict=True):
+                if not ok:
+                    _log.warning(
+                        "lease on trace %s ran out before it was released (another "
+                        "replica has claimed it since; consider a longer "
+                        "assembly.lease_s)",
+                        work.trace_id,
+                    )
+        return [w.outcome if w.error is None else None for w in works]
+
+    def _guarded(self, work: TraceWork, step: Callable[..., Any], *args: Any) -> Any:
+        """Run one trace's own step. An unexpected failure there (a bug, not a store outage:
+        those come from the batched calls and fail the batch) marks only that trace."""
+        if work.error is not None:
+            return None
+        try:
+            return step(*args)
+        except Exception as exc:  # noqa: BLE001 - one bad trace never fails its batch
+            _log.error(
+                "scoring trace %s failed; it will be retried after its lease",
+                work.trace_id,
+                exc_info=True,
+            )
+            work.error = exc
+            return None
+
+    def _skip(self, trace: RagTrace, reason: str) -> None:
+        assert reason in SKIP_REASONS, reason
+        self.metrics.trace_skipped(trace.service, trace.pipeline, reason)
+
+    def _recognise(self, work: TraceWork, spans: list[SpanRecord]) -> None:
+        if not spans:
+            work.outcome = Outcome.GONE
+            return
+        trace = to_rag_trace(spans, self.readers)
+        if trace is None:
+            service = spans[0].service
+            self.metrics.trace_seen(service, None)
+            self.metrics.trace_skipped(service, None, "not_rag")
+            work.outcome = Outcome.SKIPPED
+            return
+        self.metrics.trace_seen(trace.service, trace.pipeline)
+        decision = self.sampler.decide(trace)
+        if not (decision.recall or decision.judge):
+            self._skip(trace, decision.reason or "sampled_out")
+            work.outcome = Outcome.SKIPPED
+            return
+        self.metrics.trace_sampled(trace.service, trace.pipeline)
+        work.planned = Planned(trace, bool(decision.recall), bool(decision.judge))
+
+    def _plan(self, work: TraceWork, planned: Planned) -> None:
+        trace = planned.trace
+        retrieval = self._retrieval(trace) if planned.recall else None
+        answers = None
+        if planned.judge and FAMILY_ANSWER not in planned.written and self._answers is not None:
+            answers = self._answers.job(trace, self._labels)
+        work.planned = planned = replace(planned, retrieval=retrieval, answers=answers)
+        if not planned.judge or FAMILY_GROUNDEDNESS in planned.written or self._scorer is None:
+            return
+        texts = [c.text for c in trace.context]
+        if not trace.answer or any(t is None for t in texts):
+            # the sampler already excludes these
+            work.planned = replace(planned, judge_skip="context_text_missing")
+            return
+        job = self._scorer.job(
+            trace.trace_id, trace.service, trace.answer, [t for t in texts if t is not None]
+        )
+        work.planned = replace(planned, job=job)
+
+    def _combine(self, work: TraceWork) -> TraceScores | None:
+        """The scores to write, or None after parking or skipping the trace."""
+        planned = work.planned
+        assert planned is not None
+        trace = planned.trace
+        judged: JudgeOutcome | None = None
+        judge_skip = planned.judge_skip
+        job = planned.job
+        park = job.park if job is not None and job.park is not None else None
+        if park is None and planned.answers is not None:
+            park = planned.answers.park
+        if park is not None:
+            if self._park(work, park.reason, park.retry_after) is Outcome.PARKED:
+                work.outcome = Outcome.PARKED
+                return None
+            if job is not None and job.park is not None:
+                judge_skip = "judge_gave_up"
+        elif job is not None and job.outcome is not None:
+            if job.outcome.skipped is not None:
+                judge_skip = job.outcome.skipped
+            else:
+                judged = job.outcome
+        groundedness: GroundednessResult | None = judged.result if judged else None
+        retrieval = planned.retrieval
+        recall_done = FAMILY_RECALL in planned.written
+        scores = combine(
+            trace,
+            retrieval,
+            groundedness,
+            self.settings.thresholds,
+            write_retrieval=retrieval is not None and not recall_done,
+            write_groundedness=groundedness is not None,
+            groundedness_cost_usd=judged.cost_usd if judged else 0.0,
+            answers=planned.answers.scores if planned.answers is not None else None,
+        )
+        if scores is None:
+            done = recall_done or FAMILY_GROUNDEDNESS in planned.written
+            self._skip(trace, "already_scored" if done else judge_skip or "unlabelled")
+            work.outcome = Outcome.SKIPPED
+        return scores
+
+    def _retrieval(self, trace: RagTrace) -> RetrievalScores | None:
+        if not trace.has_retrieval or trace.recall_na_reason:
+            return None  # content-hash chunk IDs: recall is n/a (the reason is written back)
+        question, matched_by = match_label(trace, self._labels)
+        if question is None or matched_by is None:
+            return None
+        return score_retrieval(
+            trace,
+            question,
+            matched_by,
+            self._labels.version(),
+            self.settings.k,
+            self.settings.recall_definition,
+        )
+
+    def _park(
+        self, work: TraceWork, reason: str, retry_after: float | None, *, give_up: bool = True
+    ) -> Outcome | None:
+        """Park for a retry: PARKED, or None (not parked) once the trace is older than the
+        give-up age. A lease lost meanwhile leaves the trace to its new claimant (PARKED too:
+        nothing more to do here)."""
+        assert work.planned is not None
+        trace = work.planned.trace
+        s = self.settings
+        now = self._clock()
+        age = max(0.0, now - trace.ended_ns / 1e9)
+        if give_up and age >= s.give_up_after_s:
+            return None
+        delay = min(max(s.park_backoff_s, retry_after or 0.0, age / 2), s.park_backoff_max_s)
+        if self.traces.park(trace.trace_id, now + delay, reason, work.token):
+            self.metrics.parked(reason)
+        else:
+            _log.warning(
+                "lease on trace %s ran out before it was parked (another replica has "
+                "claimed it since)",
+                trace.trace_id,
+            )
+        return Outcome.PARKED
+
+    def _record(self, scores: TraceScores) -> None:
+        trace = scores.trace
+        m = self.metrics
+        m.trace_scored(trace.service, trace.pipeline, scores.cell.value)
+        r = scores.retrieval
+        if r is not None and r.answerable:
+            m.retrieval(
+                r.scores.recall,
+                r.scores.hit_rate,
+                r.scores.reciprocal_rank,
+                trace.service,
+                trace.pipeline,
+                data_source=trace.data_source,
+            )
+        g = scores.groundedness
+        if g is not None and g.score is not None:
+            m.groundedness(
+                g.score,
+                trace.service,
+                trace.pipeline,
+                g.judge.model or g.judge.name,
+                generator_model=trace.model,
+            )
+        if scores.answers is not None and self._answers is not None:
+            self._answers.record(scores.answers, trace.service, trace.pipeline)
+        if trace.ended_ns:
+            m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)

@@ -1,0 +1,79 @@
+"""Scores of one trace: retrieval metrics against its labelled question, groundedness from the
+judge, and the attribution cell that places the two together.
+
+Pure values and functions; the judge call itself (cache, budget, retries) is in
+:mod:`ragtrace_consumers.scoring.judging`. The metric code is the shared evaluation core
+(:func:`ragtrace.evaluation.retrieval.score_question`, :func:`attribute`), never a copy.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ragtrace.evaluation.attribution import Thresholds, attribute
+from ragtrace.evaluation.judges import GroundednessResult
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace.evaluation.retrieval import (
+    RecallDefinition,
+    context_relevancy,
+    score_question,
+)
+from ragtrace_consumers.model import (
+    AnswerScores,
+    RagTrace,
+    RetrievalScores,
+    TraceScores,
+)
+
+__all__ = [
+    "combine",
+    "score_retrieval",
+]
+
+
+def score_retrieval(
+    trace: RagTrace,
+    question: LabelledQuestion,
+    matched_by: str,
+    labels_version: str,
+    k: int,
+    definition: RecallDefinition,
+) -> RetrievalScores:
+    """Score the trace's ranked retrieval against its labelled ``question``.
+
+    Context relevancy is the share of the chunks supplied to generation that are gold; it is
+    left out when the trace says nothing about what was supplied.
+    """
+    gold = frozenset(question.gold)
+    qid = str(question.qid)
+    retrieved = [c.id for c in trace.retrieved]
+    scores = score_question(retrieved, gold, k)
+    supplied = [c.id for c in trace.context]
+    relevancy = context_relevancy(supplied, gold) if supplied and gold else None
+    if relevancy is not None and math.isnan(relevancy):
+        relevancy = None
+    return RetrievalScores(qid, matched_by, labels_version, definition, scores, relevancy)
+
+
+def combine(
+    trace: RagTrace,
+    retrieval: RetrievalScores | None,
+    groundedness: GroundednessResult | None,
+    thresholds: Thresholds,
+    *,
+    write_retrieval: bool = True,
+    write_groundedness: bool = True,
+    groundedness_cost_usd: float = 0.0,
+    answers: AnswerScores | None = None,
+) -> TraceScores | None:
+    """The cell from everything known, and the families still to write; None if none is."""
+    recall = retrieval.headline if retrieval is not None and retrieval.answerable else None
+    g = groundedness.score if groundedness is not None else None
+    cell = attribute(recall, g, thresholds)
+    r_out = retrieval if write_retrieval else None
+    g_out = groundedness if write_groundedness else None
+    if r_out is None and g_out is None and answers is None:
+        return None
+    return TraceScores(
+        trace, r_out, g_out, cell, groundedness_cost_usd if g_out is not None else 0.0, answers
+    )

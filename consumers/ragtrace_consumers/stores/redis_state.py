@@ -1,0 +1,346 @@
+"""The Redis stores of the shared state other than traces (keys: :mod:`.redis`): labelled
+questions, the judge result cache, write-back idempotency marks, the judge budget and the
+judge batches. One Lua script or MULTI transaction per multi-key change.
+
+Same semantics as their :mod:`ragtrace_consumers.stores.memory` counterparts (one behavioural
+suite tests both).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis
+from redis.typing import EncodableT, FieldT
+
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.scoring.label_match import (
+    LabelIndex,
+    LabelStats,
+    question_from_json,
+    question_to_json,
+)
+from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
+from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text
+
+__all__ = [
+    "RedisBatchStore",
+    "RedisIdempotencyStore",
+    "RedisJudgeBudget",
+    "RedisJudgeResultCache",
+    "RedisLabelStore",
+]
+
+_OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can still finish
+
+
+_LABEL_SWAP = """
+local p, new = ARGV[1], ARGV[2]
+local cur = p .. ':labels:current'
+local old = redis.call('GET', cur)
+redis.call('SET', cur, new)
+if old and old ~= new then
+  for _, s in ipairs({':q', ':sha', ':meta'}) do
+    redis.call('EXPIRE', p .. ':labels:' .. old .. s, tonumber(ARGV[3]))
+  end
+end
+return old
+"""
+
+_LABEL_GET = """
+local p, kind, key = ARGV[1], ARGV[2], ARGV[3]
+local v = redis.call('GET', p .. ':labels:current')
+if not v then return false end
+local base = p .. ':labels:' .. v
+if kind == 'sha' then
+  key = redis.call('HGET', base .. ':sha', key)
+  if not key then return false end
+end
+return redis.call('HGET', base .. ':q', key)
+"""
+
+_LABEL_ALL = """
+local p = ARGV[1]
+local v = redis.call('GET', p .. ':labels:current')
+if not v then return {false, {}, {}} end
+local base = p .. ':labels:' .. v
+return {v, redis.call('HVALS', base .. ':q'), redis.call('HGETALL', base .. ':meta')}
+"""
+
+_LABEL_CLEAR = """
+local p = ARGV[1]
+local v = redis.call('GET', p .. ':labels:current')
+redis.call('DEL', p .. ':labels:current')
+if v then
+  redis.call('DEL', p .. ':labels:' .. v .. ':q', p .. ':labels:' .. v .. ':sha',
+             p .. ':labels:' .. v .. ':meta')
+end
+return v
+"""
+
+
+class RedisLabelStore:
+    """:class:`~ragtrace_consumers.model.LabelStore` in Redis.
+
+    ``load`` writes the new set under its own version's keys and then switches
+    ``P:labels:current`` to it in the same transaction: readers see the old set or the new one,
+    never a mix. The previous version's keys expire a minute later.
+    """
+
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
+    ) -> None:
+        self._r = client
+        self._p = _check_prefix(prefix)
+        self._clock = clock
+        self._swap = client.register_script(_LABEL_SWAP)
+        self._get = client.register_script(_LABEL_GET)
+        self._all = client.register_script(_LABEL_ALL)
+        self._clear = client.register_script(_LABEL_CLEAR)
+
+    def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
+        """Replace the label set atomically; returns its version."""
+        index = LabelIndex.build(questions)
+        stats = index.stats(loaded_at=self._clock(), source=source)
+        base = f"{self._p}:labels:{index.version}"
+        meta: dict[FieldT, EncodableT] = {k: json.dumps(v) for k, v in stats.to_dict().items()}
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(f"{base}:q", f"{base}:sha", f"{base}:meta")
+        pipe.hset(f"{base}:q", mapping={q.qid: question_to_json(q) for q in questions})
+        if index.by_sha256:
+            by_sha256: dict[FieldT, EncodableT] = {k: v for k, v in index.by_sha256.items()}
+            pipe.hset(f"{base}:sha", mapping=by_sha256)
+        pipe.hset(f"{base}:meta", mapping=meta)
+        self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
+        pipe.execute()
+        return str(index.version)
+
+    def by_id(self, qid: str) -> LabelledQuestion | None:
+        raw = self._get(keys=[], args=[self._p, "id", qid])
+        return question_from_json(raw) if raw else None
+
+    def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
+        raw = self._get(keys=[], args=[self._p, "sha", digest])
+        return question_from_json(raw) if raw else None
+
+    def version(self) -> str:
+        raw = self._r.get(f"{self._p}:labels:current")
+        return _text(raw) if raw else ""
+
+    def _snapshot(self) -> tuple[str | None, list[LabelledQuestion], dict[str, Any]]:
+        version, values, meta = self._all(keys=[], args=[self._p])
+        if not version:
+            return None, [], {}
+        flat = list(meta)
+        details = {flat[i].decode(): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return version.decode(), [question_from_json(v) for v in values], details
+
+    def questions(self) -> list[LabelledQuestion]:
+        """Every labelled question of the current set, by qid."""
+        return sorted(self._snapshot()[1], key=lambda q: q.qid)
+
+    def stats(self) -> LabelStats:
+        version, questions, meta = self._snapshot()
+        if version is None:
+            return LabelStats(version=None)
+        return LabelStats(
+            version=version,
+            questions=int(meta.get("questions", len(questions))),
+            answerable=int(meta.get("answerable", 0)),
+            ambiguous=int(meta.get("ambiguous", 0)),
+            loaded_at=meta.get("loaded_at"),
+            source=meta.get("source"),
+        )
+
+    def clear(self) -> None:
+        self._clear(keys=[], args=[self._p])
+
+
+class RedisJudgeResultCache:
+    """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
+
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+    ) -> None:
+        self._r, self._p = client, _check_prefix(prefix)
+        self._ttl_ms = _ms(ttl_s)
+
+    def get(self, key: str) -> bytes | None:
+        return self.get_many([key])[0]
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """:meth:`get` for several keys in one round trip (MGET)."""
+        if not keys:
+            return []
+        raws = self._r.mget([f"{self._p}:judge:{k}" for k in keys])
+        return [
+            raw if isinstance(raw, bytes) or raw is None else _text(raw).encode() for raw in raws
+        ]
+
+    def put(self, key: str, value: bytes) -> None:
+        self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """:meth:`put` for several entries in one round trip."""
+        if not items:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for key, value in items:
+            pipe.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+        pipe.execute()
+
+
+class RedisIdempotencyStore:
+    """:class:`~ragtrace_consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
+
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+    ) -> None:
+        self._r, self._p = client, _check_prefix(prefix)
+        self._ttl_ms = _ms(ttl_s)
+
+    def written(self, trace_id: str, metric: str) -> bool:
+        return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
+
+    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET)."""
+        if not keys:
+            return []
+        raws = self._r.mget([f"{self._p}:written:{t}:{m}" for t, m in keys])
+        return [raw is not None for raw in raws]
+
+    def mark_written(self, trace_id: str, metric: str) -> None:
+        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
+
+    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
+        """:meth:`mark_written` for several pairs in one round trip."""
+        if not keys:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for trace_id, metric in keys:
+            pipe.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
+        pipe.execute()
+
+
+# KEYS[1]: zset of grants "id:calls:tokens" scored by grant time; KEYS[2]: hash of their sums
+# (kept in step, so a check costs the grants expiring since the last one, not the whole window).
+_BUDGET = """
+local key, sums, calls, tokens = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
+local calls_limit, tokens_limit, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function total(members)
+  local c_sum, k_sum = 0, 0
+  for _, m in ipairs(members) do
+    local c, k = string.match(m, '^[^:]*:(%d+):(%d+)$')
+    c_sum, k_sum = c_sum + tonumber(c), k_sum + tonumber(k)
+  end
+  return c_sum, k_sum
+end
+if redis.call('EXISTS', sums) == 0 then  -- first use (or grants kept by an older version)
+  local c, k = total(redis.call('ZRANGE', key, 0, -1))
+  redis.call('HSET', sums, 'calls', c, 'tokens', k)
+end
+local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - window)
+if #gone > 0 then
+  local c, k = total(gone)
+  redis.call('HINCRBY', sums, 'calls', -c)
+  redis.call('HINCRBY', sums, 'tokens', -k)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+end
+local used_calls = tonumber(redis.call('HGET', sums, 'calls'))
+local used_tokens = tonumber(redis.call('HGET', sums, 'tokens'))
+if used_calls + calls > calls_limit or used_tokens + tokens > tokens_limit then return 0 end
+redis.call('ZADD', key, now, ARGV[6] .. ':' .. calls .. ':' .. tokens)
+redis.call('HINCRBY', sums, 'calls', calls)
+redis.call('HINCRBY', sums, 'tokens', tokens)
+local ttl = math.ceil(window) + 1
+redis.call('EXPIRE', key, ttl)
+redis.call('EXPIRE', sums, ttl)
+return 1
+"""
+
+
+class RedisJudgeBudget:
+    """:class:`~ragtrace_consumers.model.JudgeBudget` shared by every replica: a sliding window
+    (``window_s``, one minute by default) on Redis server time, checked and charged in one script,
+    so concurrent replicas together never exceed either limit. Same rule as
+    :class:`~ragtrace_consumers.stores.memory.MemoryJudgeBudget`."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        calls_per_minute: int,
+        tokens_per_minute: int,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        window_s: float = BUDGET_WINDOW_S,
+    ) -> None:
+        if calls_per_minute < 0 or tokens_per_minute < 0:
+            raise ValueError("budget limits must be >= 0")
+        if not window_s > 0:
+            raise ValueError(f"window_s must be > 0, got {window_s!r}")
+        self._key = f"{_check_prefix(prefix)}:budget"
+        self._sums = f"{self._key}:sums"
+        self._limits = (calls_per_minute, tokens_per_minute, window_s)
+        self._script = client.register_script(_BUDGET)
+
+    def try_acquire(self, calls: int, tokens: int) -> bool:
+        if calls < 0 or tokens < 0:
+            raise ValueError(f"calls and tokens must be >= 0, got {calls}, {tokens}")
+        calls_limit, tokens_limit, window = self._limits
+        ok = self._script(
+            keys=[self._key, self._sums],
+            args=[
+                int(calls),
+                int(tokens),
+                calls_limit,
+                tokens_limit,
+                repr(float(window)),
+                uuid.uuid4().hex,
+            ],
+        )
+        return bool(ok)
+
+
+class RedisBatchStore:
+    """:class:`BatchStore` in Redis: ``P:batches`` (set of batch IDs), ``P:batch:<id>`` (hash
+    custom ID -> request), ``P:batch_submitted`` (hash custom ID -> batch ID); each change is one
+    MULTI transaction."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+        self._r: Any = client  # bytes replies
+        self._p = prefix
+
+    def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(f"{self._p}:batch:{batch_id}", mapping=dict(items))
+        pipe.hset(f"{self._p}:batch_submitted", mapping=dict.fromkeys(items, batch_id))
+        pipe.sadd(f"{self._p}:batches", batch_id)
+        pipe.execute()
+
+    def pending_batches(self) -> list[str]:
+        return sorted(b.decode() for b in self._r.smembers(f"{self._p}:batches"))
+
+    def batch_items(self, batch_id: str) -> dict[str, bytes]:
+        raw = self._r.hgetall(f"{self._p}:batch:{batch_id}")
+        return {k.decode(): bytes(v) for k, v in raw.items()}
+
+    def submitted(self, custom_ids: Sequence[str]) -> list[bool]:
+        if not custom_ids:
+            return []
+        values = self._r.hmget(f"{self._p}:batch_submitted", list(custom_ids))
+        return [v is not None for v in values]
+
+    def finish_batch(self, batch_id: str) -> None:
+        ids = list(self.batch_items(batch_id))
+        pipe = self._r.pipeline(transaction=True)
+        if ids:
+            pipe.hdel(f"{self._p}:batch_submitted", *ids)
+        pipe.delete(f"{self._p}:batch:{batch_id}")
+        pipe.srem(f"{self._p}:batches", batch_id)
+        pipe.execute()

@@ -1,0 +1,158 @@
+"""The scored-results sink of the embedded evaluator: every scored trace lands in the SQLite
+results table (what ``ragtrace serve`` and ``ragtrace demo`` print from), after the evaluation
+span was delivered to the OTLP sink when one is configured.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.model import ScoreSink, TraceScores
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
+from ragtrace_consumers.writeback.span_content import deliver_each
+
+__all__ = ["RecordingSink", "to_scored_result"]
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def to_scored_result(
+    scores: TraceScores, scored_at: float, previous: ScoredResult | None = None
+) -> ScoredResult:
+    """The table row for ``scores``. A family not written this time (it was written before a
+    restart or a re-delivery) keeps its values from ``previous``."""
+    trace = scores.trace
+    r, g = scores.retrieval, scores.groundedness
+    retrieval_fields: dict[str, Any] = {}
+    if r is not None:
+        retrieval_fields = {
+            "question_id": r.question_id,
+            "matched_by": r.matched_by,
+            "k": r.scores.k,
+            "recall": _known(r.scores.recall),
+            "hit_rate": _known(r.scores.hit_rate),
+            "reciprocal_rank": _known(r.scores.reciprocal_rank),
+        }
+    elif previous is not None:
+        retrieval_fields = {
+            "question_id": previous.question_id,
+            "matched_by": previous.matched_by,
+            "k": previous.k,
+            "recall": previous.recall,
+            "hit_rate": previous.hit_rate,
+            "reciprocal_rank": previous.reciprocal_rank,
+        }
+    judge_fields: dict[str, Any] = {}
+    if g is not None:
+        judge_fields = {
+            "groundedness": g.score,
+            "claims": len(g.claims),
+            "unsupported_claims": tuple(c.claim for c in g.claims if not c.entailed),
+            "judge_name": g.judge.name,
+            "judge_model": g.judge.model,
+            "judge_error": g.error,
+        }
+    elif previous is not None:
+        judge_fields = {
+            "groundedness": previous.groundedness,
+            "claims": previous.claims,
+            "unsupported_claims": previous.unsupported_claims,
+            "judge_name": previous.judge_name,
+            "judge_model": previous.judge_model,
+            "judge_error": previous.judge_error,
+        }
+    extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
+    if r is not None:
+        extra.update(
+            labels_version=r.labels_version,
+            recall_definition=r.definition.value,
+            gold_size=r.scores.gold_size,
+        )
+    if g is not None:
+        extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
+    if scores.answers is not None:
+        for m in scores.answers.results:
+            extra[m.metric] = m.score
+        extra["answer_question_id"] = scores.answers.question_id
+        extra["answer_reference_source"] = scores.answers.reference_source
+    if r is None and trace.recall_na_reason:
+        extra["recall_na_reason"] = trace.recall_na_reason
+    if g is None and trace.answer_na_reason:
+        extra["groundedness_na_reason"] = trace.answer_na_reason
+    if "question_id" not in retrieval_fields and trace.question_id:
+        retrieval_fields["question_id"] = trace.question_id
+    return ScoredResult(
+        trace_id=trace.trace_id,
+        scored_at=scored_at,
+        service=trace.service,
+        cell=scores.cell.value,
+        pipeline=trace.pipeline,
+        query=trace.query,
+        retrieved=tuple(c.id for c in trace.retrieved),
+        answer=trace.answer,
+        extra=extra,
+        **retrieval_fields,
+        **judge_fields,
+    )
+
+
+class RecordingSink:
+    """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
+    SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
+
+    A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
+    trace instead of marking it written.
+    """
+
+    def __init__(
+        self,
+        results: SqliteScoredResults,
+        inner: ScoreSink | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._results = results
+        self._inner = inner
+        self._clock = clock
+        self._recorded = threading.Condition()
+
+    def write(self, scores: TraceScores) -> None:
+        if self._inner is not None:
+            self._inner.write(scores)
+        try:
+            previous = self._results.get(scores.trace.trace_id)
+            self._results.put(to_scored_result(scores, self._clock(), previous))
+        except Exception as exc:
+            raise WriteBackError(
+                f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
+            ) from exc
+        with self._recorded:
+            self._recorded.notify_all()
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Block until a trace is recorded, :meth:`wake` is called, or the timeout."""
+        with self._recorded:
+            self._recorded.wait(timeout_s)
+
+    def wake(self) -> None:
+        with self._recorded:
+            self._recorded.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float) -> bool:
+        """Block until the table holds at least ``count`` rows; False on timeout."""
+        with self._recorded:
+            return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+
+    def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
+        return deliver_each(self.write, batch)
+
+    def shutdown(self) -> None:
+        if self._inner is not None:
+            self._inner.shutdown()

@@ -1,0 +1,260 @@
+"""Write scores back into the trace they evaluate: one evaluation span per write, in the SAME
+trace, parented to ``RagTrace.target_span_id``.
+
+The span carries one ``gen_ai.evaluation.result`` event per metric (name, score value, label,
+explanation; answer relevancy and correctness too when the trace was scored for them) and flat ``ragtrace.eval.*`` attributes that trace search can filter on. Its span
+ID is derived from (trace ID, metric families), and its timestamps and attributes from the
+scores alone, so replaying a trace after a crash re-sends an identical span instead of adding a
+second, different one. Both timestamps are the evaluated trace's end, which keeps the span
+beside what it evaluates in a waterfall view; the scoring delay is a metric instead.
+
+:func:`evaluation_attributes` and :func:`evaluation_events` are pure, for any other sink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+
+from opentelemetry.util.types import AttributeValue
+
+from ragtrace import semconv
+from ragtrace.evaluation.judges import MetricResult
+from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.model import METRIC_RELEVANCY, TraceScores
+
+__all__ = [
+    "FAIL",
+    "PASS",
+    "EvaluationEvent",
+    "deliver_each",
+    "evaluation_attributes",
+    "evaluation_events",
+    "evaluation_span_id",
+]
+
+PASS = "pass"
+FAIL = "fail"
+_EXPLANATION_MAX = 1000
+
+EvaluationEvent = tuple[str, dict[str, AttributeValue]]
+
+
+def deliver_each(
+    write: Callable[[TraceScores], None], batch: Sequence[TraceScores]
+) -> list[WriteBackError | None]:
+    """``write_many`` for a sink that delivers one item at a time: ``write`` each in turn."""
+    out: list[WriteBackError | None] = []
+    for scores in batch:
+        try:
+            write(scores)
+        except WriteBackError as exc:
+            out.append(exc)
+        else:
+            out.append(None)
+    return out
+
+
+def evaluation_span_id(trace_id: str, families: Sequence[str]) -> str:
+    """16 hex chars, a function of the trace and the sorted metric families only (never 0)."""
+    digest = hashlib.sha256(f"{trace_id.lower()}|{','.join(sorted(families))}".encode()).digest()
+    value = int.from_bytes(digest[:8], "big") or 1
+    return f"{value:016x}"
+
+
+def _label(score: float, threshold: float | None) -> str | None:
+    if threshold is None:
+        return None
+    return PASS if score >= threshold else FAIL
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _EXPLANATION_MAX else text[: _EXPLANATION_MAX - 1] + "…"
+
+
+def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
+    """The flat span attributes (only keys with a value; never NaN)."""
+    trace = scores.trace
+    attrs: dict[str, AttributeValue] = {
+        semconv.EVAL_MARKER: True,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
+        semconv.EVAL_TARGET_SPAN_ID: trace.target_span_id,
+        semconv.EVAL_CELL: scores.cell.value,
+    }
+    if trace.pipeline:
+        attrs[semconv.RAGTRACE_PIPELINE_NAME] = trace.pipeline
+    if trace.model:
+        attrs[semconv.EVAL_GENERATOR_MODEL] = trace.model
+    if trace.data_source:
+        attrs[semconv.GEN_AI_DATA_SOURCE_ID] = trace.data_source
+    r = scores.retrieval
+    if r is not None:
+        attrs[semconv.EVAL_K] = r.scores.k
+        attrs[semconv.EVAL_RECALL_DEFINITION] = r.definition.value
+        attrs[semconv.EVAL_GOLD_SIZE] = r.scores.gold_size
+        attrs[semconv.EVAL_QUESTION_ID] = r.question_id
+        attrs[semconv.EVAL_MATCHED_BY] = r.matched_by
+        attrs[semconv.EVAL_LABELS_VERSION] = r.labels_version
+        for key, value in (
+            (semconv.EVAL_RECALL, r.scores.recall),
+            (semconv.EVAL_HIT_RATE, r.scores.hit_rate),
+            (semconv.EVAL_PRECISION, r.scores.precision),
+            (semconv.EVAL_RECIPROCAL_RANK, r.scores.reciprocal_rank),
+            (semconv.EVAL_NDCG, r.scores.ndcg),
+            (semconv.EVAL_CONTEXT_RELEVANCY, r.context_relevancy),
+        ):
+            if value is not None and not math.isnan(value):
+                attrs[key] = float(value)
+    elif trace.recall_na_reason:
+        attrs[semconv.EVAL_RECALL_NA_REASON] = trace.recall_na_reason
+    g = scores.groundedness
+    if g is None and trace.answer_na_reason:
+        attrs[semconv.EVAL_GROUNDEDNESS_NA_REASON] = trace.answer_na_reason
+    if g is not None:
+        attrs[semconv.EVAL_JUDGE_NAME] = g.judge.name
+        if g.judge.model:
+            attrs[semconv.EVAL_JUDGE_MODEL] = g.judge.model  # configured: the judge's identity
+        if g.served_model:
+            attrs[semconv.GEN_AI_RESPONSE_MODEL] = g.served_model  # what the API served
+        attrs[semconv.EVAL_JUDGE_PROMPT_SHA256] = g.judge.prompt_sha256
+        attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
+        if g.injection_suspected:
+            attrs[semconv.EVAL_INJECTION_SUSPECTED] = True
+        if g.score is not None:
+            attrs[semconv.EVAL_GROUNDEDNESS] = float(g.score)
+            attrs[semconv.EVAL_GROUNDEDNESS_CLAIMS] = len(g.claims)
+            attrs[semconv.EVAL_GROUNDEDNESS_UNSUPPORTED] = g.unsupported_claims
+            attrs[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] = g.no_claims
+    a = scores.answers
+    if a is not None:
+        attrs[semconv.EVAL_ANSWER_REFERENCE_SOURCE] = a.reference_source
+        if a.question_id is not None:
+            attrs[semconv.EVAL_ANSWER_QUESTION_ID] = a.question_id
+        attrs[semconv.EVAL_ANSWER_COST_USD] = float(a.cost_usd)
+        for key, m in (
+            (semconv.EVAL_ANSWER_RELEVANCY, a.relevancy),
+            (semconv.EVAL_ANSWER_CORRECTNESS, a.correctness),
+        ):
+            if m is not None and m.score is not None:
+                attrs[key] = float(m.score)
+    return attrs
+
+
+def _event(
+    name: str, value: float | None, label: str | None, explanation: str | None
+) -> EvaluationEvent:
+    attrs: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: name}
+    if value is not None:
+        attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(value)
+    if label is not None:
+        attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = label
+    if explanation:
+        attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = _clip(explanation)
+    return semconv.GEN_AI_EVALUATION_RESULT, attrs
+
+
+def evaluation_events(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> list[EvaluationEvent]:
+    """One ``gen_ai.evaluation.result`` event per metric, retrieval metrics first.
+
+    Unanswerable questions (empty gold set) get a single ``recall`` event labelled
+    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event labelled
+    ``error`` with the error as explanation and no value.
+    """
+    events: list[EvaluationEvent] = []
+    r = scores.retrieval
+    if r is not None:
+        s = r.scores
+        if not r.answerable:
+            events.append(
+                _event(
+                    "recall",
+                    None,
+                    "unanswerable",
+                    f"question {r.question_id} has an empty gold set",
+                )
+            )
+        else:
+            found = round(s.recall * s.gold_size)
+            why = (
+                f"{found} of {s.gold_size} gold chunks in the top {s.k} "
+                f"(question {r.question_id}, matched by {r.matched_by})"
+            )
+            headline = r.headline
+            events.append(
+                _event(
+                    "recall",
+                    s.recall,
+                    _label(headline, recall_threshold)
+                    if r.definition.value == "mean_recall"
+                    else None,
+                    why,
+                )
+            )
+            events.append(
+                _event(
+                    "hit_rate",
+                    s.hit_rate,
+                    _label(headline, recall_threshold)
+                    if r.definition.value == "hit_rate"
+                    else None,
+                    None,
+                )
+            )
+            events.append(_event("precision", s.precision, None, None))
+            events.append(_event("reciprocal_rank", s.reciprocal_rank, None, None))
+            events.append(_event("ndcg", s.ndcg, None, None))
+            if r.context_relevancy is not None:
+                events.append(_event("context_relevancy", r.context_relevancy, None, None))
+    g = scores.groundedness
+    if g is not None:
+        if g.score is None:
+            events.append(_event("groundedness", None, "error", g.error))
+        elif g.no_claims:
+            events.append(
+                _event(
+                    "groundedness",
+                    g.score,
+                    _label(g.score, groundedness_threshold),
+                    "the answer makes no factual claims",
+                )
+            )
+        else:
+            entailed = len(g.claims) - g.unsupported_claims
+            why = f"{entailed} of {len(g.claims)} claims entailed by the context"
+            unsupported = [c.claim for c in g.claims if not c.entailed]
+            if unsupported:
+                why += "; unsupported: " + " | ".join(unsupported)
+            events.append(
+                _event("groundedness", g.score, _label(g.score, groundedness_threshold), why)
+            )
+    if scores.answers is not None:
+        events += [_answer_event(m) for m in scores.answers.results]
+    return events
+
+
+def _answer_event(m: MetricResult) -> EvaluationEvent:
+    """An answer metric's event: its score, or ``error`` with the judge's message."""
+    if m.score is None:
+        return _event(m.metric, None, "error", m.error)
+    if m.metric == METRIC_RELEVANCY:
+        needs = [d for d in m.details if "need" in d]
+        addressed = sum(bool(d.get("addressed")) for d in needs)
+        why = f"{addressed} of {len(needs)} information needs of the question addressed"
+    elif any(d.get("method") == "token_f1" for d in m.details):
+        why = "token F1 between the answer and the reference answer"
+    else:
+        claims = [d for d in m.details if "claim" in d]
+        facts = [d for d in m.details if "fact" in d]
+        supported = sum(d.get("verdict") == "supported" for d in claims)
+        covered = sum(bool(d.get("covered")) for d in facts)
+        why = (
+            f"{supported} of {len(claims)} answer claims supported by the reference answer, "
+            f"{covered} of {len(facts)} reference facts covered"
+        )
+    return _event(m.metric, m.score, None, why)
