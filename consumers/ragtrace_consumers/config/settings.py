@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
-from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
 from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
@@ -67,6 +66,7 @@ from ragtrace_consumers.config._values import (
     fail,
     one_of,
 )
+from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
 from ragtrace_consumers.scoring.sampling import SamplerConfig, SamplingRule
 
 __all__ = [
