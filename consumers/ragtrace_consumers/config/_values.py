@@ -42,6 +42,7 @@ __all__ = [
     "OptNonEmpty",
     "OptSecret",
     "OptStr",
+    "OptUrl",
     "Port",
     "Positive",
     "PositiveInt",
@@ -219,13 +220,12 @@ _non_empty = _rule(lambda v: bool(v.strip()), "must be non-empty", minLength=1)
 NonEmpty = Annotated[Str, _non_empty]
 OptNonEmpty = Annotated[OptStr, _non_empty]
 Ascii = Annotated[Str, _rule(str.isascii, "must be ASCII", pattern="^[\\x00-\\x7F]*$")]
-Url = Annotated[
-    Str,
-    _rule(
-        lambda v: v.startswith(tuple(f"{s}://" for s in _URL_SCHEMES)),
-        "must be a URL",
-        pattern=f"^({'|'.join(_URL_SCHEMES)})://",
-    ),
-]
+_url = _rule(
+    lambda v: v.startswith(tuple(f"{s}://" for s in _URL_SCHEMES)),
+    "must be a URL",
+    pattern=f"^({'|'.join(_URL_SCHEMES)})://",
+)
+Url = Annotated[Str, _url]
+OptUrl = Annotated[OptStr, _url]
 MappingSpec = Annotated[OptStr, _Check(_mapping_spec, {})]
 Rules = Annotated[tuple[SamplingRule, ...], PlainValidator(_to_rules), WithJsonSchema(_RULE_SCHEMA)]

@@ -34,7 +34,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from ragtrace.evaluation.judges.spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S, JUDGE_NAMES
+from ragtrace.evaluation.judges.spec import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_TIMEOUT_S,
+    JUDGE_NAMES,
+    OUTPUT_MODES,
+    PROVIDERS,
+)
 from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
@@ -56,6 +62,7 @@ from ragtrace_consumers.config._values import (
     OptNonEmpty,
     OptSecret,
     OptStr,
+    OptUrl,
     Port,
     Positive,
     PositiveInt,
@@ -322,10 +329,30 @@ class JudgeSettings(_Section):
     """The ``judge`` section: the groundedness judge, its limits, budget and cache."""
 
     name: Annotated[Str, one_of(*JUDGE_NAMES)] = "auto"
-    """Groundedness judge: anthropic, lexical (model-free), or auto (anthropic when
+    """Groundedness judge: lexical (model-free), a model judge named by the API it calls
+    (anthropic, bedrock: Claude on Amazon Bedrock, vertex: Claude on Google Vertex AI, openai: any
+    OpenAI-compatible endpoint), or auto (judge.provider when set, else anthropic when
     ANTHROPIC_API_KEY is set, else lexical)."""
+    provider: Annotated[OptStr, one_of(*PROVIDERS)] = None
+    """The API a model judge is reached through (anthropic, bedrock, vertex, openai), for
+    judge.name auto; null: the API judge.name names. It must agree with a model judge's name."""
     model: OptNonEmpty = None
-    """Judge model ID; null uses the judge's default (RAGTRACE_JUDGE_MODEL also sets it)."""
+    """Judge model ID; null uses the judge's default (RAGTRACE_JUDGE_MODEL also sets it). The
+    openai judge has no default: name the model your server serves."""
+    region: OptNonEmpty = None
+    """Cloud region of the bedrock or vertex judge; null: AWS_REGION / AWS_DEFAULT_REGION
+    (bedrock) or CLOUD_ML_REGION (vertex)."""
+    project: OptNonEmpty = None
+    """Google Cloud project of the vertex judge; null: ANTHROPIC_VERTEX_PROJECT_ID, else the
+    project of the Application Default Credentials."""
+    base_url: OptUrl = None
+    """Endpoint of the judge's API, e.g. an OpenAI-compatible server (http://vllm:8000/v1) or an
+    Anthropic gateway; null: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's own.
+    Credentials stay in each provider's variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, the AWS
+    chain, Application Default Credentials)."""
+    output_mode: Annotated[Str, one_of(*OUTPUT_MODES)] = "tools"
+    """How the openai judge gets structured output: tools (a forced function call) or json (JSON
+    mode, for servers without tool calling)."""
     concurrency: PositiveInt = 8
     """Judge calls in flight at once; when all are busy the consumer stops reading Kafka. The
     lexical judge answers in process instead (up to 512 traces in flight, no judge threads)."""
@@ -357,6 +384,17 @@ class JudgeSettings(_Section):
     def _backoff_bounded(self) -> JudgeSettings:
         if self.park_backoff_max_s < self.park_backoff_s:
             raise fail("judge.park_backoff_max_s: must be >= judge.park_backoff_s")
+        if self.provider is not None and self.name not in ("auto", self.provider):
+            raise fail(
+                f"judge.provider: {self.provider!r} contradicts judge.name {self.name!r} "
+                "(a model judge's name is its provider; use judge.name auto, or drop the provider)"
+            )
+        api = self.provider or self.name
+        if self.mode == "batch" and api in PROVIDERS and api != "anthropic":
+            raise fail(
+                f"judge.mode: batch needs the anthropic judge (the Message Batches API), "
+                f"not {api!r}"
+            )
         return self
 
 

@@ -35,6 +35,7 @@ from ragtrace.evaluation.judges import (
     MetricResult,
     make_judge,
 )
+from ragtrace.evaluation.judges.spec import GEN_AI_PROVIDER_NAMES
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 from ragtrace_consumers.scoring.batch_judging import PARK_BATCH_PENDING, BatchJudging
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
@@ -71,16 +72,33 @@ class JudgeSettingsLike(Protocol):
     def timeout_s(self) -> float: ...
     @property
     def budget_s(self) -> float: ...
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def output_mode(self) -> str: ...
 
 
 def spec_from_settings(settings: JudgeSettingsLike) -> JudgeSpec:
-    """The :class:`JudgeSpec` of the ``judge`` settings (``name``, ``model``, ``timeout_s``,
-    ``budget_s``)."""
+    """The :class:`JudgeSpec` of the ``judge`` settings (``name``, ``provider``, ``model``, the
+    connection keys ``region``, ``project``, ``base_url``, ``output_mode``, and the limits
+    ``timeout_s``, ``budget_s``). Credentials are not settings: each provider's client reads its
+    own variables."""
     return JudgeSpec(
         settings.name,
         model=settings.model,
         timeout_s=settings.timeout_s,
         budget_s=settings.budget_s,
+        provider=settings.provider,
+        region=settings.region,
+        project=settings.project,
+        base_url=settings.base_url,
+        output_mode=settings.output_mode,
     )
 
 
@@ -107,6 +125,7 @@ def record_judge_result(
             result.usage.cache_creation_input_tokens,
             result.cost_usd,
             result.latency_s,
+            provider=GEN_AI_PROVIDER_NAMES[result.judge.provider or "anthropic"],
         )
     if result.error is not None:
         metrics.judge_call(model, "error")

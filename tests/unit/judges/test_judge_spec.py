@@ -91,6 +91,53 @@ def test_config_judge_section_parses_into_one_spec() -> None:
     assert isinstance(judge_from_settings(cfg.judge), LexicalJudge)
 
 
+def test_config_judge_section_carries_the_provider_and_its_connection() -> None:
+    """The service reaches a provider's API from its settings alone: the judge it builds is the
+    one the CLI builds from the same options."""
+    cfg = ConsumerConfig.defaults().replace(
+        judge={
+            "name": "auto",
+            "provider": "openai",
+            "model": "qwen3",
+            "base_url": "http://127.0.0.1:8000/v1",
+            "output_mode": "json",
+        }
+    )
+    assert spec_from_settings(cfg.judge) == JudgeSpec(
+        "auto",
+        provider="openai",
+        model="qwen3",
+        base_url="http://127.0.0.1:8000/v1",
+        output_mode="json",
+    )
+    judge = judge_from_settings(cfg.judge)
+    assert (judge.info.name, judge.info.provider, judge.info.model) == ("openai", "openai", "qwen3")
+    vertex = ConsumerConfig.defaults().replace(
+        judge={"name": "vertex", "region": "europe-west1", "project": "p-1"}
+    )
+    assert spec_from_settings(vertex.judge) == JudgeSpec(
+        "vertex", region="europe-west1", project="p-1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        ({"name": "anthropic", "provider": "openai"}, "contradicts judge.name 'anthropic'"),
+        ({"name": "openai", "mode": "batch"}, "batch needs the anthropic judge"),
+        ({"provider": "bedrock", "mode": "batch"}, "not 'bedrock'"),
+        ({"provider": "azure"}, "judge.provider: must be one of anthropic, bedrock"),
+        ({"base_url": "vllm:8000"}, "judge.base_url: must be a URL"),
+        ({"output_mode": "xml"}, "judge.output_mode: must be one of tools, json"),
+    ],
+)
+def test_config_refuses_a_judge_provider_it_cannot_run(
+    judge: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ConsumerConfig.defaults().replace(judge=judge)
+
+
 def test_one_list_of_judge_names_everywhere() -> None:
     from ragtrace.cli import build_parser
 
