@@ -1,7 +1,8 @@
 """The configuration of ``ragtrace consume`` and ``ragtrace serve``, in one room.
 
-- :mod:`.settings`: the pydantic-settings model (:class:`ConsumerConfig`, its sections) and
-  :func:`load_config`, with the precedence environment variable > file > default;
+- :mod:`.settings`: the pydantic-settings model (:class:`ConsumerConfig`) and :func:`load_config`,
+  with the precedence environment variable > file > default;
+- :mod:`.sections`: its nine sections, each key with its type, check, default and description;
 - :mod:`._values`: the value types of its keys, each with its reader, check and JSON schema;
 - :mod:`._sources`: the YAML file and ``RAGTRACE_*`` environment sources, and the wording of errors;
 - :mod:`.docs`: the files generated from ``ConsumerConfig.model_json_schema()`` (the example

@@ -1,0 +1,421 @@
+"""The nine sections of the consumer configuration (``kafka``, ``redis``, ..., ``mapping``).
+
+Each key is a field of its section: its type and check (:mod:`._values`), its default and its
+description (the docstring under it, which becomes the generated docs). Cross-key rules are
+model validators of their section. :mod:`.settings` assembles them into :class:`ConsumerConfig`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ragtrace.evaluation.judges.spec import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_TIMEOUT_S,
+    JUDGE_NAMES,
+    OUTPUT_MODES,
+    PROVIDERS,
+)
+from ragtrace_consumers.config._sources import (
+    ConfigError,
+)
+from ragtrace_consumers.config._values import (
+    Ascii,
+    Bool,
+    MappingSpec,
+    NonEmpty,
+    NonNegative,
+    OptNonEmpty,
+    OptSecret,
+    OptStr,
+    OptUrl,
+    Port,
+    Positive,
+    PositiveInt,
+    Rate,
+    Rules,
+    Str,
+    Url,
+    fail,
+    one_of,
+)
+from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
+from ragtrace_consumers.scoring.sampling import SamplerConfig
+
+__all__ = [
+    "KafkaSettings",
+    "RedisSettings",
+    "ExportSettings",
+    "AssemblySettings",
+    "SamplingSettings",
+    "ScoringSettings",
+    "JudgeSettings",
+    "HealthSettings",
+    "MappingSettings",
+]
+
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class _Section(BaseModel):
+    """One section of the file: frozen, unknown keys refused, each docstring its key's description."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+# --- the sections ------------------------------------------------------------------------------
+
+
+class KafkaSettings(_Section):
+    """The ``kafka`` section: brokers, topics, the consumer group and its security."""
+
+    bootstrap_servers: NonEmpty = "127.0.0.1:9092"
+    """Kafka brokers, comma-separated host:port list."""
+    topic: NonEmpty = "otlp_spans"
+    """Topic the collector's kafka exporter writes spans to (otlp_proto, partitioned by trace ID)."""
+    group_id: NonEmpty = "ragtrace-consumer"
+    """Consumer group: every replica uses the same group; scale out with replicas and partitions."""
+    dlq_topic: NonEmpty = "otlp_spans.dlq"
+    """Dead-letter topic for messages that cannot be decoded (the reason is in the headers)."""
+    auto_offset_reset: Annotated[Str, one_of("earliest", "latest")] = "earliest"
+    """Where a new consumer group starts reading: earliest or latest."""
+    commit_interval_s: Positive = 1.0
+    """Seconds between offset commits (only offsets whose spans are already stored are committed)."""
+    max_poll_records: PositiveInt = 500
+    """Most messages handed over by one poll."""
+    client_id: NonEmpty = "ragtrace-consumer"
+    """Kafka client ID prefix (the process ID is appended)."""
+    session_timeout_ms: PositiveInt = 45_000
+    """Milliseconds without a heartbeat after which a replica counts as dead and its partitions
+    move to the others (the broker's group.min/max.session.timeout.ms bound it)."""
+    drain_timeout_s: Positive = 60.0
+    """On SIGTERM: seconds to let traces being scored finish before offsets are committed and the
+    consumer leaves the group (unfinished ones are retried by another replica after their lease)."""
+    security_protocol: Annotated[Str, one_of(*_PROTOCOLS)] = "PLAINTEXT"
+    """How the consumer and the dead-letter producer talk to the brokers: PLAINTEXT, SSL (TLS),
+    SASL_PLAINTEXT (SASL without TLS) or SASL_SSL (SASL over TLS)."""
+    sasl_mechanism: Annotated[OptStr, one_of(*_SASL_MECHANISMS)] = None
+    """SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; required with a SASL_* protocol, and
+    then sasl_username and sasl_password are required too."""
+    sasl_username: OptNonEmpty = None
+    """SASL user name."""
+    sasl_password: OptSecret = None
+    """SASL password: set it with RAGTRACE_KAFKA_SASL_PASSWORD rather than here (it is a secret)."""
+    ssl_cafile: OptNonEmpty = None
+    """CA certificate (PEM file) the brokers' certificates are verified against (SSL, SASL_SSL);
+    null: the system's trusted CAs."""
+    ssl_certfile: OptNonEmpty = None
+    """Client certificate (PEM file) for mutual TLS; it may hold the private key too."""
+    ssl_keyfile: OptNonEmpty = None
+    """Private key (PEM file) of ssl_certfile, when it is a separate file."""
+    ssl_check_hostname: Bool = True
+    """Check that a broker's certificate names the host connected to (false: testing only)."""
+
+    @model_validator(mode="after")
+    def _security_keys_agree(self) -> KafkaSettings:
+        protocol, mechanism = self.security_protocol, self.sasl_mechanism
+        if protocol.startswith("SASL_") and mechanism is None:
+            raise fail(f"kafka.sasl_mechanism: required when kafka.security_protocol is {protocol}")
+        if not protocol.startswith("SASL_") and mechanism is not None:
+            raise fail(
+                "kafka.sasl_mechanism: needs kafka.security_protocol SASL_SSL or "
+                f"SASL_PLAINTEXT, got {protocol}"
+            )
+        for key in ("sasl_username", "sasl_password"):
+            given = getattr(self, key) is not None
+            if mechanism is not None and not given:
+                raise fail(f"kafka.{key}: required with kafka.sasl_mechanism {mechanism}")
+            if mechanism is None and given:
+                raise fail(f"kafka.{key}: set but kafka.sasl_mechanism is not")
+        for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            if getattr(self, key) is not None and not protocol.endswith("SSL"):
+                raise fail(
+                    f"kafka.{key}: needs kafka.security_protocol SSL or SASL_SSL, got {protocol}"
+                )
+        if self.ssl_keyfile is not None and self.ssl_certfile is None:
+            raise fail(
+                "kafka.ssl_keyfile: needs kafka.ssl_certfile (the client "
+                "certificate the key belongs to)"
+            )
+        return self
+
+    def client_options(self) -> dict[str, object]:
+        """Security keyword arguments of kafka-python's ``KafkaConsumer``/``KafkaProducer``
+        (parameter names as kafka-python spells them). Raises :class:`ConfigError` naming the key
+        when a TLS file cannot be read, so a typo fails at start with a clear message."""
+        options: dict[str, object] = {"security_protocol": self.security_protocol}
+        if self.security_protocol.endswith("SSL"):
+            options["ssl_check_hostname"] = self.ssl_check_hostname
+            for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+                path = getattr(self, key)
+                if path is None:
+                    continue
+                if not os.access(path, os.R_OK):
+                    raise ConfigError(f"kafka.{key}: cannot read {path}")
+                options[key] = path
+        if self.sasl_mechanism is not None:
+            options["sasl_mechanism"] = self.sasl_mechanism
+            options["sasl_plain_username"] = self.sasl_username
+            password = self.sasl_password
+            options["sasl_plain_password"] = (
+                None if password is None else password.get_secret_value()
+            )
+        return options
+
+
+class RedisSettings(_Section):
+    """The ``redis`` section: where traces, labels and the judge cache are kept."""
+
+    url: Url = "redis://127.0.0.1:6379/0"
+    """Redis holding traces being assembled, labels, the judge cache and the idempotency keys."""
+    key_prefix: NonEmpty = "ragtrace"
+    """Prefix of every Redis key ragtrace writes; replicas of one deployment share it."""
+
+
+class ExportSettings(_Section):
+    """The ``export`` section: where evaluation spans and metrics are sent."""
+
+    otlp_endpoint: Url = "http://127.0.0.1:4328"
+    """Base URL of the collector's evaluation OTLP/HTTP receiver (/v1/traces and /v1/metrics are
+    appended). Evaluation spans and metrics go here, never into the span topic."""
+    service_name: NonEmpty = "ragtrace-consumer"
+    """service.name of the evaluation spans and metrics this consumer emits."""
+    metrics_interval_s: Positive = 5.0
+    """Seconds between metric exports."""
+    timeout_s: Positive = 10.0
+    """Seconds one OTLP export may take before it counts as failed (and the trace is retried)."""
+    metrics_otlp: Bool = True
+    """Push metrics to otlp_endpoint every metrics_interval_s. The health server (health.enabled)
+    serves them on GET /metrics either way; set false when Prometheus scrapes that directly, so
+    nothing is counted twice (the Helm chart does)."""
+
+
+class AssemblySettings(_Section):
+    """The ``assembly`` section: when a trace is complete, leased and given up."""
+
+    quiet_s: NonNegative = 5.0
+    """A trace is complete (and scored) this many seconds after its generation span arrived: the
+    quiet period lets spans exported later (by other services, or in a later batch) catch up. A
+    trace's root span makes it complete at once; a trace that shows neither a root nor a
+    generation span is scored max(quiet_s, 60) seconds after its first span arrived."""
+    lease_s: Positive = 300.0
+    """Seconds a replica holds a claimed trace; if it dies, another replica scores it after this.
+    Must exceed the longest scoring (judge retries included)."""
+    claim_batch: PositiveInt = 64
+    """Most due traces claimed at once."""
+    ttl_s: Positive = 3600.0
+    """Seconds a trace's spans are kept after its last span arrived (a parked trace's, after its
+    next retry time): an abandoned trace expires then. Must exceed max(quiet_s, 60) + lease_s."""
+    max_attempts: PositiveInt = 200
+    """Parks (judge unavailable or failing, write-back failed) after which a trace is given up and
+    kept for inspection in the dead set instead of being retried again."""
+
+    @model_validator(mode="after")
+    def _outlives_a_lost_lease(self) -> AssemblySettings:
+        # A trace must outlive its wait for completion plus one lost lease (a replica that died
+        # holding it), or it expires before another replica can score it.
+        least = max(self.quiet_s, DEFAULT_IDLE_S) + self.lease_s
+        if self.ttl_s <= least:
+            raise fail(
+                f"assembly.ttl_s: must exceed the longest wait for completion "
+                f"(max(assembly.quiet_s, {DEFAULT_IDLE_S:g})) plus assembly.lease_s "
+                f"= {least:g}, got {self.ttl_s:g}"
+            )
+        return self
+
+
+class SamplingSettings(_Section):
+    """The ``sampling`` section: which traces are scored for recall and judged."""
+
+    recall_rate: Rate = 1.0
+    """Share of traces scored for recall (labelled questions only), 0 to 1. Sampling is
+    deterministic by trace ID, so every replica makes the same choice, and the judged traces are
+    a subset of the recall-scored ones whenever judge_rate <= recall_rate."""
+    judge_rate: Rate = 1.0
+    """Share of traces sent to the groundedness judge, 0 to 1."""
+    rules: Rules = ()
+    """Per-route rates: a list of rules tried in order; the first whose every pattern matches sets
+    the rates of a trace (a rate it leaves out keeps the default above). Each rule:
+      name: a label for logs (optional)
+      match: {key: glob, ...} with keys service, pipeline, model or any attribute of the trace's
+             pipeline span (http.route, tenant, ...); shell-style globs, case-sensitive; a key
+             the trace lacks never matches
+      recall_rate, judge_rate: 0 to 1 (optional)
+    e.g.  rules:
+            - name: checkout-judged-lightly
+              match: {service: "checkout", http.route: "/api/ask*"}
+              judge_rate: 0.1
+    RAGTRACE_SAMPLING_RULES takes the same list as JSON."""
+    salt: Ascii = ""
+    """Mixed into the trace-ID hash: change it to sample a different set of traces at the same
+    rates (ASCII; every replica must use the same salt)."""
+
+    def sampler_config(self) -> SamplerConfig:
+        """The :class:`~ragtrace_consumers.scoring.sampling.Sampler` configuration of these settings."""
+        return SamplerConfig(
+            recall_rate=self.recall_rate,
+            judge_rate=self.judge_rate,
+            rules=self.rules,
+            salt=self.salt,
+        )
+
+
+class ScoringSettings(_Section):
+    """The ``scoring`` section: the cut-off and thresholds of the retrieval scores."""
+
+    k: PositiveInt = 5
+    """Cut-off of recall@k, precision@k and nDCG@k."""
+    recall_definition: Annotated[Str, one_of("mean_recall", "hit_rate")] = "mean_recall"
+    """Recall definition used for the attribution cell: mean_recall or hit_rate."""
+    recall_threshold: Rate = 0.5
+    """A recall below this fails retrieval (attribution cell)."""
+    groundedness_threshold: Rate = 0.8
+    """A groundedness below this fails generation (attribution cell)."""
+
+
+class JudgeSettings(_Section):
+    """The ``judge`` section: the groundedness judge, its limits, budget and cache."""
+
+    name: Annotated[Str, one_of(*JUDGE_NAMES)] = "auto"
+    """Groundedness judge: lexical (model-free), a model judge named by the API it calls
+    (anthropic, bedrock: Claude on Amazon Bedrock, vertex: Claude on Google Vertex AI, openai: any
+    OpenAI-compatible endpoint), or auto (judge.provider when set, else anthropic when
+    ANTHROPIC_API_KEY is set, else lexical)."""
+    provider: Annotated[OptStr, one_of(*PROVIDERS)] = None
+    """The API a model judge is reached through (anthropic, bedrock, vertex, openai), for
+    judge.name auto; null: the API judge.name names. It must agree with a model judge's name."""
+    model: OptNonEmpty = None
+    """Judge model ID; null uses the judge's default (RAGTRACE_JUDGE_MODEL also sets it). The
+    openai judge has no default: name the model your server serves."""
+    region: OptNonEmpty = None
+    """Cloud region of the bedrock or vertex judge; null: AWS_REGION / AWS_DEFAULT_REGION
+    (bedrock) or CLOUD_ML_REGION (vertex)."""
+    project: OptNonEmpty = None
+    """Google Cloud project of the vertex judge; null: ANTHROPIC_VERTEX_PROJECT_ID, else the
+    project of the Application Default Credentials."""
+    base_url: OptUrl = None
+    """Endpoint of the judge's API, e.g. an OpenAI-compatible server (http://vllm:8000/v1) or an
+    Anthropic gateway; null: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's own.
+    Credentials stay in each provider's variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, the AWS
+    chain, Application Default Credentials)."""
+    output_mode: Annotated[Str, one_of(*OUTPUT_MODES)] = "tools"
+    """How the openai judge gets structured output: tools (a forced function call) or json (JSON
+    mode, for servers without tool calling)."""
+    concurrency: PositiveInt = 8
+    """Judge calls in flight at once; when all are busy the consumer stops reading Kafka. The
+    lexical judge answers in process instead (up to 512 traces in flight, no judge threads)."""
+    timeout_s: Positive = DEFAULT_TIMEOUT_S
+    """Seconds one judge request may take (capped by what is left of judge.budget_s)."""
+    budget_s: Positive = DEFAULT_BUDGET_S
+    """Total seconds one judgement may take, every request and retry wait included (the one
+    retry owner honours retry-after within it); past it the trace is parked. The start-up
+    check refuses an assembly.lease_s that a full round of judgements could outlast."""
+    park_backoff_s: Positive = 30.0
+    """Seconds a parked trace waits before its first retry; grows with the trace's age."""
+    park_backoff_max_s: Positive = 600.0
+    """Longest wait between retries of a parked trace."""
+    give_up_after_s: Positive = 86400.0
+    """A trace still unjudged this many seconds after it ended is written without groundedness."""
+    calls_per_minute: PositiveInt = 600
+    """Judge calls per minute across all replicas (shared budget in Redis); over it, traces are
+    scored without groundedness and counted as budget-exhausted."""
+    tokens_per_minute: PositiveInt = 2_000_000
+    """Judge tokens per minute across all replicas (estimated before the call)."""
+    cache_ttl_s: PositiveInt = 604_800
+    """Seconds a judge result stays cached (same answer, context, model and prompt cost nothing)."""
+    mode: Annotated[Str, one_of("realtime", "batch")] = "realtime"
+    """realtime: one Messages API call per judgement, scored within seconds. batch: judgements go
+    through the Message Batches API at half the price; a trace waits parked until its batch has
+    ended (usually minutes, at most 24 hours). Batch mode needs the anthropic judge."""
+
+    @model_validator(mode="after")
+    def _backoff_bounded(self) -> JudgeSettings:
+        if self.park_backoff_max_s < self.park_backoff_s:
+            raise fail("judge.park_backoff_max_s: must be >= judge.park_backoff_s")
+        if self.provider is not None and self.name not in ("auto", self.provider):
+            raise fail(
+                f"judge.provider: {self.provider!r} contradicts judge.name {self.name!r} "
+                "(a model judge's name is its provider; use judge.name auto, or drop the provider)"
+            )
+        api = self.provider or self.name
+        if self.mode == "batch" and api in PROVIDERS and api != "anthropic":
+            raise fail(
+                f"judge.mode: batch needs the anthropic judge (the Message Batches API), "
+                f"not {api!r}"
+            )
+        return self
+
+
+class HealthSettings(_Section):
+    """The ``health`` section: the probe endpoints and the start-up wait."""
+
+    enabled: Bool = False
+    """Serve /livez and /readyz for Kubernetes probes. /livez fails when the consume loop has made no
+    progress for liveness_timeout_s; /readyz fails while Redis does not answer or the consumer has
+    neither a partition assignment nor a broker connection (and while draining after SIGTERM).
+    Off by default when run by hand; the Helm chart turns it on."""
+    host: NonEmpty = "127.0.0.1"
+    """Address the health endpoints listen on (0.0.0.0 in a container, so the kubelet reaches them)."""
+    port: Port = 8086
+    """Port of the health endpoints (0: a free port, logged at start)."""
+    liveness_timeout_s: Positive = 120.0
+    """Seconds without progress of the consume loop after which /livez fails (it makes progress
+    several times a second when healthy, even when idle or backpressured)."""
+    startup_wait_s: NonNegative = 60.0
+    """Seconds start-up waits for Redis and the Kafka brokers to answer; past it, `ragtrace consume`
+    exits (status 1) with one line naming the dependency and its address. Once running, an
+    outage never stops the consumer: every call is retried with backoff and /readyz says which
+    dependency is down (docs/reliability.md)."""
+
+
+class MappingSettings(_Section):
+    """In-house span keys (see :mod:`ragtrace_consumers.readers.mapping`)."""
+
+    role_attribute: OptNonEmpty = None
+    """In-house spans, scored without code: the attribute whose value names a span's role (null: no
+    mapping; the known dialects are read either way). Each key below is an attribute key,
+    optionally with a JSON path into its JSON value: "app.rag.result:$.hits[*].doc_key"."""
+    retrieval_value: NonEmpty = "retrieval"
+    """Value of role_attribute on a retrieval span."""
+    generation_value: NonEmpty = "generation"
+    """Value of role_attribute on a generation span."""
+    pipeline_value: NonEmpty = "pipeline"
+    """Value of role_attribute on the request (pipeline) span."""
+    query: MappingSpec = None
+    """Where the query text is."""
+    documents: MappingSpec = None
+    """Where a JSON list of documents is (read like every dialect's: ID field, metadata, text)."""
+    chunk_ids: MappingSpec = None
+    """Where the ranked chunk IDs are (a list attribute, or a JSON path ending in [*])."""
+    chunk_texts: MappingSpec = None
+    """Where the chunk texts are (parallel to chunk_ids)."""
+    chunk_scores: MappingSpec = None
+    """Where the chunk scores are (parallel to chunk_ids)."""
+    answer: MappingSpec = None
+    """Where the answer is (JSON envelopes are unwrapped)."""
+    metadata_id_keys: NonEmpty = "id,doc_id,document_id,chunk_id,node_id,_id,uuid"
+    """Document-metadata keys tried, in order, for a chunk's ID in every dialect (comma-separated);
+    then source+position, and only then a content hash (recall n/a)."""
+
+    def readers(self) -> Any:
+        """The :class:`~ragtrace_consumers.readers.SpanReaders` these settings describe."""
+        from ragtrace_consumers.readers import MappingRules, SpanReaders
+
+        rules = MappingRules(
+            role_attribute=self.role_attribute,
+            retrieval_value=self.retrieval_value,
+            generation_value=self.generation_value,
+            pipeline_value=self.pipeline_value,
+            query=self.query,
+            documents=self.documents,
+            chunk_ids=self.chunk_ids,
+            chunk_texts=self.chunk_texts,
+            chunk_scores=self.chunk_scores,
+            answer=self.answer,
+        )
+        keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
+        return SpanReaders.build(rules, keys)
