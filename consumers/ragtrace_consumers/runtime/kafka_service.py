@@ -247,7 +247,7 @@ def build_service(
     )
     # Subscribes, then loads the topic's partition metadata before the first join (a join made
     # without it is followed by a re-join that kafka-python can leave hanging; see
-    # kafka_runner.membership).
+    # runtime.kafka.membership).
     runner.subscribe(k.topic)
     _log.info(
         "ragtrace consume: topic %s, group %s, judge %s (%s), %d workers, scores to %s",

@@ -1,7 +1,7 @@
 """What judge to run, parsed once: :class:`JudgeSpec` (name, provider, model, connection, limits).
 
 Every source of judge settings — the CLI options (``ragtrace.cli._judge_args``), the consumer
-configuration's ``judge`` section (``ragtrace_consumers.judging.spec_from_settings``) — builds
+configuration's ``judge`` section (``ragtrace_consumers.scoring.judging.spec_from_settings``) — builds
 one ``JudgeSpec``; :func:`~ragtrace.evaluation.judges.make_judge` turns it into a judge. The
 rules that depend on the judge live here only: which names exist (:data:`JUDGE_NAMES`), what
 ``auto`` means, that a model-free judge has no model or provider, and each provider's default

@@ -66,7 +66,7 @@ class KafkaRunner:
         self._metrics = metrics
         self._drain_timeout_s = drain_timeout_s
         self._clock = clock
-        self._admission = admission  # sampling at decode (early_sample): dropped never stored
+        self._admission = admission  # sampling at decode (intake.admission): dropped never stored
         self.dead_letters = DeadLetters(producer, dlq_topic, metrics, call, dependencies)
         self.intake = Intake(
             consumer,
