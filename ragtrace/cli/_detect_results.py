@@ -16,13 +16,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.detection_report import JudgedAnswer, locate_units
 from ragtrace.evaluation.judges import JudgeInfo
 
 __all__ = ["DurableLines", "ResultsFileError", "default_results_path", "judged", "read_results"]
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(RagtraceError, ValueError):
     """The results file cannot be resumed from (another judge wrote it)."""
 
 
