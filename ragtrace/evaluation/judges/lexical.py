@@ -27,13 +27,26 @@ from .checks import check_evidence
 from .injection import suspect_documents
 from .prompts import CHECKS_VERSION
 from .scoring import JudgedClaim, score_units
+from .lexical_align import ALGORITHM, Source, align
 from .segment import Unit, segment_answer
-from .text import split_sentences, strip_citations, words
+from .text import strip_citations, words
 
-__all__ = ["DEFAULT_THRESHOLD", "LexicalJudge"]
+__all__ = ["DEFAULT_THRESHOLD", "SEED_THRESHOLD", "LexicalJudge", "word_overlap"]
 
-DEFAULT_THRESHOLD = 0.6
-_CANDIDATES = 20
+DEFAULT_THRESHOLD = 0.84
+
+
+SEED_THRESHOLD = 0.6
+"""The seed's rough check: a sentence is supported when :func:`word_overlap` reaches 0.6."""
+
+
+def word_overlap(sentence: str, context: Sequence[str]) -> float:
+    """The seed's rough check: the share of the distinct words of ``sentence`` found anywhere in
+    ``context`` (0.0 for a sentence with no word). Kept as that documented metric; the judge's
+    support is the aligned, weighted one (module docstring)."""
+    w = words(strip_citations(sentence))
+    source = set().union(*(words(d) for d in context)) if context else set()
+    return len(w & source) / len(w) if w else 0.0
 
 
 def _sha(description: str) -> str:
@@ -55,8 +68,8 @@ class LexicalJudge:
             self.name,
             None,
             _sha(
-                f"ragtrace lexical groundedness v2: unit word overlap >= {self.threshold}; "
-                f"{CHECKS_VERSION}"
+                f"ragtrace lexical groundedness v3: aligned weighted support >= {self.threshold}; "
+                f"{ALGORITHM}; {CHECKS_VERSION}"
             ),
         )
         self._correctness_info = JudgeInfo(
@@ -72,37 +85,22 @@ class LexicalJudge:
         claim: str,
         context: Sequence[str],
         source_docs: Sequence[str],
-        source_words: set[str],
-        source_sentences: list[tuple[str, set[str]]],
+        source: Source,
     ) -> JudgedClaim:
-        w = words(strip_citations(claim))
-        support = len(w & source_words) / len(w) if w else 0.0
-        entailed = support >= self.threshold
+        found = align(strip_citations(claim), source)
+        entailed = found.support >= self.threshold
         evidence = None
-        if entailed and source_sentences:
-            ranked = sorted(source_sentences, key=lambda s: len(s[1] & w), reverse=True)
-            # the best-overlapping sentence that carries the claim's figures and key terms, else
-            # the best whole passage (a unit may draw on two sentences of one passage)
-            candidates = [s for s, _ in ranked[:_CANDIDATES]] + sorted(
-                source_docs, key=lambda d: len(words(d) & w), reverse=True
-            )
+        if entailed and found.window is not None:
+            # the best-aligned window that carries the claim's figures and key terms, else the
+            # passage of the best window, else the best window itself (then downgraded)
+            candidates = [w.text for w in found.ranked] + [
+                source_docs[w.doc] for w in found.ranked[:1]
+            ]
             evidence = next(
-                (c for c in candidates if check_evidence(claim, c, context) is None), ranked[0][0]
+                (c for c in candidates if check_evidence(claim, c, context) is None),
+                found.window.text,
             )
-        return JudgedClaim(claim, entailed, evidence, support)
-
-    @staticmethod
-    def _prepare(
-        context: Sequence[str], suspect: Sequence[int]
-    ) -> tuple[set[str], list[tuple[str, set[str]]]]:
-        source_words: set[str] = set()
-        sentences: list[tuple[str, set[str]]] = []
-        for i, doc in enumerate(context, start=1):
-            if i in suspect:  # a passage flagged for injection is never evidence
-                continue
-            source_words |= words(doc)
-            sentences.extend((s, words(s)) for s in split_sentences(doc))
-        return source_words, sentences
+        return JudgedClaim(claim, entailed, evidence, round(found.support, 4))
 
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
         return self._score(segment_answer(answer), context, time.perf_counter(), True)
@@ -116,11 +114,9 @@ class LexicalJudge:
         self, units: Sequence[Unit], context: Sequence[str], start: float, answer_mode: bool
     ) -> GroundednessResult:
         suspect = suspect_documents(context)
-        source_words, sentences = self._prepare(context, suspect)
-        clean = [d for i, d in enumerate(context, start=1) if i not in suspect]
-        judged = {
-            u.id: [self._claim(u.text, context, clean, source_words, sentences)] for u in units
-        }
+        # a passage flagged for injection is never evidence
+        source = Source.of([(i, d) for i, d in enumerate(context) if i + 1 not in suspect])
+        judged = {u.id: [self._claim(u.text, context, context, source)] for u in units}
         return score_units(
             units,
             judged,

@@ -134,7 +134,7 @@ def test_demo_text_report() -> None:
     )
     assert "  groundedness: 0.92 over 6 answers, 1 unsupported claim(s)" in out
     assert (
-        "  judge: lexical (offline: a sentence is supported when at least 60% of its words "
+        "  judge: lexical (offline: a sentence is supported when at least 84% of its words "
         "appear in the retrieved context; set ANTHROPIC_API_KEY to judge with Claude)" in out
     )
     assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
