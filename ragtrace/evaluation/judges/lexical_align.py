@@ -43,7 +43,7 @@ __all__ = [
     "cues",
 ]
 
-ALIGNED_SHARE = 0.6
+ALIGNED_SHARE = 0.8
 PAIR_DISCOUNT = 0.95
 FUZZY_CUTOFF = 88.0
 FUZZY_MIN_LENGTH = 5
@@ -63,7 +63,7 @@ _HEDGE = re.compile(
 )
 _CERTAIN = re.compile(r"\b(?:must|always|required|mandatory|definitely|certainly)\b", re.I)
 _OPTIONAL = re.compile(r"\b(?:may|might|can|could|optional|optionally|sometimes)\b", re.I)
-_SCOPE = 4
+_SCOPE = 3
 """A negation or hedge of the source governs the next few words: only when one of them is a
 word of the unit does the unit have to carry it too."""
 

@@ -41,7 +41,7 @@ def test_seed_arabic_example_two_supported_one_invented() -> None:
     assert [s >= SEED_THRESHOLD for s in seed] == [True, True, False]
     # the judge's aligned, rarity-weighted support ("لك" is a stop word; "ويمكنك" matches "يمكن"
     # fuzzily, at 0.8 of its weight)
-    assert [c.support for c in result.claims] == [1.0, 0.9571, 0.2225]
+    assert [c.support for c in result.claims] == [1.0, 0.9571, 0.1961]
     assert [c.entailed for c in result.claims] == [True, True, False]
     assert result.score == pytest.approx(2 / 3)
     assert result.claims[0].evidence == "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل."
@@ -70,8 +70,8 @@ def test_audit_log_answer_is_grounded_and_citation_is_not_a_claim() -> None:
     result = LexicalJudge().groundedness(AUDIT_ANSWER, [AUDIT_CONTEXT])
     assert len(result.claims) == 1
     assert word_overlap(AUDIT_ANSWER, [AUDIT_CONTEXT]) == 11 / 16  # the seed's check
-    # aligned with the context's two sentences ("retained" is not "retention"): 0.8598
-    assert result.claims[0].support == 0.8598
+    # aligned with the context's two sentences ("retained" is not "retention"): 0.8509
+    assert result.claims[0].support == 0.8509
     assert result.score == 1.0
 
 
