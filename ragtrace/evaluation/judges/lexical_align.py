@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .lexical_terms import Token, require, tokens
+from .lexical_terms import Token, keys, require, tokens
 from .text import split_sentences
 
 __all__ = [
@@ -92,7 +92,7 @@ class Source:
         """Windows of ``(passage index, text)`` pairs (module docstring)."""
         source = cls()
         for doc, text in docs:
-            sentences = [(s, _keys(s)) for s in split_sentences(text)]
+            sentences = [(s, keys(s)) for s in split_sentences(text)]
             for i, (s, k) in enumerate(sentences):
                 source._add(Window(s, doc, k))
                 if i + 1 < len(sentences):
@@ -118,10 +118,6 @@ class Source:
             )
             self._fuzzy[token.text] = hit[0] if hit else None
         return self._fuzzy[token.text]
-
-
-def _keys(text: str) -> frozenset[str]:
-    return frozenset(k for t in tokens(text) for k in t.keys)
 
 
 @dataclass(frozen=True)
@@ -187,7 +183,7 @@ def _scoped(pattern: re.Pattern[str], text: str, unit_keys: frozenset[str]) -> b
     """Whether a ``pattern`` match in ``text`` governs a word of the unit (within _SCOPE)."""
     for match in pattern.finditer(text):
         after = " ".join(text[match.end() :].split()[:_SCOPE])
-        if any(k in unit_keys for t in tokens(after) for k in t.keys):
+        if keys(after) & unit_keys:
             return True
     return False
 
@@ -195,14 +191,14 @@ def _scoped(pattern: re.Pattern[str], text: str, unit_keys: frozenset[str]) -> b
 def cues(unit: str, window: str) -> tuple[str, ...]:
     """The contradiction cues of ``unit`` against ``window``: ``negation``, ``hedge``,
     ``modality`` (module docstring)."""
-    keys = frozenset(k for t in tokens(unit) for k in t.keys)
+    unit_keys = frozenset(k for t in tokens(unit) for k in t.keys)
     found: list[str] = []
     unit_negated = bool(_NEGATION.search(unit))
     if unit_negated and not _NEGATION.search(window):
         found.append("negation")
-    elif not unit_negated and _scoped(_NEGATION, window, keys):
+    elif not unit_negated and _scoped(_NEGATION, window, unit_keys):
         found.append("negation")
-    if not _HEDGE.search(unit) and _scoped(_HEDGE, window, keys):
+    if not _HEDGE.search(unit) and _scoped(_HEDGE, window, unit_keys):
         found.append("hedge")
     if _CERTAIN.search(unit) and not _CERTAIN.search(window) and _OPTIONAL.search(window):
         found.append("modality")

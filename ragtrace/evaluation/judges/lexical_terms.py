@@ -42,6 +42,7 @@ __all__ = [
     "ZIPF_CEILING",
     "ZIPF_SPAN",
     "Token",
+    "keys",
     "require",
     "tokens",
 ]
@@ -56,6 +57,7 @@ MIN_WEIGHT = 0.2
 MAX_WEIGHT = 2.0
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\d)")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NUMBER_WORDS = {
     w: str(i)
@@ -78,6 +80,7 @@ class Token:
     number: bool = False
 
 
+@lru_cache(maxsize=None)
 def require(name: str) -> ModuleType:
     """Import one of the offline judge's libraries (the ``judge`` extra), naming the fix when it
     is missing; imported on first use so the core install never needs them."""
@@ -132,34 +135,71 @@ def _normalise_number(raw: str) -> str:
     return raw
 
 
+@lru_cache(maxsize=65536)
+def _word(word: str) -> tuple[str, frozenset[str]] | tuple[str, ...]:
+    """A word's (term, match keys); the bigrams of an unspaced script; () for a stop word."""
+    if word in _STOP:
+        return ()
+    if word in _NUMBER_WORDS:
+        return (_NUMBER_WORDS[word], frozenset({_NUMBER_WORDS[word]}))
+    terms = [t for t in term(word) if t not in _STOP]
+    if len(terms) != 1:
+        return tuple(terms)
+    lemma = _lemma(word)
+    return (terms[0], frozenset({terms[0], lemma, *term(lemma)}))
+
+
+def _words(text: str) -> list[str]:
+    if text.isascii():  # the common case, as word_list would split it, faster
+        return _ASCII_WORD.findall(text.casefold())
+    return word_list(text)
+
+
+def _scan(text: str) -> tuple[str, list[str]]:
+    """(the text with its numbers cut out, the normalised numbers)."""
+    normalised = unicodedata.normalize("NFKC", text)
+    if not normalised.isascii():
+        normalised = _ascii_digits(normalised)
+    normalised = normalised.replace("%", " percent ")
+    numbers = [_normalise_number(m.group(0)) for m in _NUMBER.finditer(normalised)]
+    return _NUMBER.sub(" ", normalised), numbers
+
+
 @lru_cache(maxsize=8192)
 def tokens(text: str) -> tuple[Token, ...]:
     """The distinct content tokens of ``text`` (module docstring), numbers first."""
-    normalised = _ascii_digits(unicodedata.normalize("NFKC", text)).replace("%", " percent ")
-    found: dict[str, Token] = {}
-    for match in _NUMBER.finditer(normalised):
-        value = _normalise_number(match.group(0))
-        found.setdefault(value, Token(value, frozenset({value}), NUMBER_WEIGHT, True))
-    rest = _NUMBER.sub(" ", normalised)
+    rest, numbers = _scan(text)
+    found: dict[str, Token] = {n: Token(n, frozenset({n}), NUMBER_WEIGHT, True) for n in numbers}
     names = named_entities(rest)
-    for word in word_list(rest):
-        if word in _STOP:
+    for word in _words(rest):
+        entry = _word(word)
+        if not entry:
             continue
-        if word in _NUMBER_WORDS:
-            value = _NUMBER_WORDS[word]
-            found.setdefault(value, Token(value, frozenset({value}), NUMBER_WEIGHT, True))
-            continue
-        terms = [t for t in term(word) if t not in _STOP]
-        if not terms:
-            continue
-        if len(terms) > 1:  # an unspaced script: each bigram is a token
-            for t in terms:
+        if isinstance(entry[1], frozenset):
+            key, keys = entry
+            if key in found:
+                continue
+            if key.isdigit():
+                found[key] = Token(key, keys, NUMBER_WEIGHT, True)
+            else:
+                found[key] = Token(key, keys, NAME_WEIGHT if key in names else _rarity(word))
+        else:  # an unspaced script: each bigram is a token
+            for t in entry:
+                assert isinstance(t, str)
                 found.setdefault(t, Token(t, frozenset({t}), 1.0))
-            continue
-        key = terms[0]
-        if key in found:
-            continue
-        lemma = _lemma(word)
-        weight = NAME_WEIGHT if key in names else _rarity(word)
-        found[key] = Token(key, frozenset({key, lemma, *term(lemma)}), weight)
     return tuple(found.values())
+
+
+@lru_cache(maxsize=8192)
+def keys(text: str) -> frozenset[str]:
+    """Every match key of the tokens of ``text`` (what a source window offers), without their
+    weights: the same keys as :func:`tokens`, computed faster."""
+    rest, numbers = _scan(text)
+    out = set(numbers)
+    for word in _words(rest):
+        entry = _word(word)
+        if entry and isinstance(entry[1], frozenset):
+            out |= entry[1]
+        else:
+            out.update(t for t in entry if isinstance(t, str))
+    return frozenset(out)
