@@ -25,9 +25,9 @@ from .answer_metrics import token_f1
 from .base import GroundednessResult, JudgeCapabilityError, JudgeInfo, MetricResult
 from .checks import check_evidence
 from .injection import suspect_documents
+from .lexical_align import ALGORITHM, Source, align
 from .prompts import CHECKS_VERSION
 from .scoring import JudgedClaim, score_units
-from .lexical_align import ALGORITHM, Source, align
 from .segment import Unit, segment_answer
 from .text import strip_citations, words
 

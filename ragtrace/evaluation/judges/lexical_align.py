@@ -194,9 +194,12 @@ def cues(unit: str, window: str) -> tuple[str, ...]:
     unit_keys = frozenset(k for t in tokens(unit) for k in t.keys)
     found: list[str] = []
     unit_negated = bool(_NEGATION.search(unit))
-    if unit_negated and not _NEGATION.search(window):
-        found.append("negation")
-    elif not unit_negated and _scoped(_NEGATION, window, unit_keys):
+    if (
+        unit_negated
+        and not _NEGATION.search(window)
+        or not unit_negated
+        and _scoped(_NEGATION, window, unit_keys)
+    ):
         found.append("negation")
     if not _HEDGE.search(unit) and _scoped(_HEDGE, window, unit_keys):
         found.append("hedge")

@@ -26,8 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
-
+from functools import cache, lru_cache
 from types import ModuleType
 
 from .terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, named_entities, term
@@ -62,8 +61,29 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NUMBER_WORDS = {
     w: str(i)
     for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
     )
 }
 _STOP = ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS
@@ -80,7 +100,7 @@ class Token:
     number: bool = False
 
 
-@lru_cache(maxsize=None)
+@cache
 def require(name: str) -> ModuleType:
     """Import one of the offline judge's libraries (the ``judge`` extra), naming the fix when it
     is missing; imported on first use so the core install never needs them."""
