@@ -1,18 +1,35 @@
-"""The offline judge: word overlap per answer sentence, no model and no key.
+"""The offline judge: each answer unit aligned with the source, no model and no key.
 
-Each answer unit (:mod:`ragtrace.evaluation.judges.segment`: sentences, list items, code blocks,
-citation markers removed) is one claim. Its *support* is the share of its distinct words found
-anywhere in the context (passages flagged for injection left out); it is entailed at
-support ≥ 0.6, and its evidence then goes through the same checks as a model judge's
-(:mod:`ragtrace.evaluation.judges.checks`).
-That is a rough check — it catches outright invention, not a negation or a swapped number — and
-the score carries this judge's name so it is never mistaken for a model judge's.
+Each answer unit (:mod:`ragtrace.evaluation.judges.segment`: sentences, list items, code blocks;
+citation markers removed; meta sentences such as "Here is a concise summary of the passage:" are
+not units) is one claim. Its *support* (:mod:`ragtrace.evaluation.judges.lexical_align`) is the
+rarity-weighted share of its content tokens (:mod:`ragtrace.evaluation.judges.lexical_terms`:
+lemmas, normalised numbers with their units, names and numbers weighing more than common words)
+found in its **best-aligned source window** — one sentence or two adjacent sentences of one
+passage — blended 0.8 : 0.2 with the share found anywhere in the context (passages flagged for
+injection left out), and halved by a contradiction cue against that window (a negation on one
+side only, a dropped hedge such as "reportedly", a "must" where the source says "may"). A unit is
+entailed at support ≥ :data:`DEFAULT_THRESHOLD`, and its evidence then goes through the same
+checks as a model judge's (:mod:`ragtrace.evaluation.judges.checks`).
 
-The evidence for a supported unit is the context sentence sharing most words with it among those
-that pass the evidence checks, else the whole passage sharing most words that passes them (a
-unit may draw on two sentences of one passage), else the best-overlapping sentence, which is
-then downgraded; copied from the context, it points at where the words came from, it does not
-prove entailment.
+:data:`DEFAULT_THRESHOLD` (0.84) was chosen on the tuning halves (sha256 of the item ID, even
+first byte) of the QAGS human-labelled summary sets (CNN/DM and XSum; a summary is hallucinated
+when any sentence's majority vote says unsupported), as the threshold with the best mean
+response-level F1 (an answer flagged when its groundedness is below the 0.8 pass mark) among
+those that keep every faithful answer of the demo supported (higher ones score better on QAGS
+only by flagging nearly every answer). On the held-out halves (235 summaries) it measures
+precision 0.59, recall 0.79, F1 0.67 (CNN/DM 0.64 / 0.64 / 0.64, XSum 0.56 / 0.92 / 0.70);
+``docs/groundedness.md`` has the comparison with the previous judge and the baselines.
+
+It is still a lexical check: a paraphrase with new words ("retained" for "retention") loses
+support, and words recombined within one window, or a swapped relation between words that are
+all present, pass. The score carries this judge's name so it is never mistaken for a model
+judge's. The seed's rough check (share of a sentence's words found anywhere in the source,
+supported at 0.6) stays available as :func:`word_overlap`.
+
+The evidence for a supported unit is the best-aligned window that passes the evidence checks,
+else the passage of the best window, else the best window itself, which is then downgraded;
+copied from the context, it points at where the words came from, it does not prove entailment.
 """
 
 from __future__ import annotations
@@ -34,7 +51,7 @@ from .text import strip_citations, words
 __all__ = ["DEFAULT_THRESHOLD", "SEED_THRESHOLD", "LexicalJudge", "word_overlap"]
 
 DEFAULT_THRESHOLD = 0.84
-
+"""Support at which a unit is entailed, chosen on tuning data (module docstring)."""
 
 SEED_THRESHOLD = 0.6
 """The seed's rough check: a sentence is supported when :func:`word_overlap` reaches 0.6."""
