@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from ragtrace.evaluation.judges import JudgeCapabilityError, LexicalJudge, make_judge
@@ -107,3 +109,15 @@ def test_make_judge_auto_is_lexical_without_a_key(monkeypatch: pytest.MonkeyPatc
         make_judge("anthropic")
     with pytest.raises(ValueError, match="unknown judge"):
         make_judge("gpt")
+
+
+def test_the_aligned_algorithm_is_a_judge_change() -> None:
+    """The calibration warning compares prompt hashes: the rebuilt judge must not share the word
+    overlap judge's hash, and its constants are part of the description."""
+    from ragtrace.evaluation.judges.lexical_align import ALGORITHM, ALIGNED_SHARE, CUE_PENALTY
+    from ragtrace.evaluation.judges.prompts import CHECKS_VERSION
+
+    overlap_v2 = f"ragtrace lexical groundedness v2: unit word overlap >= 0.6; {CHECKS_VERSION}"
+    old = hashlib.sha256(overlap_v2.encode("utf-8")).hexdigest()
+    assert LexicalJudge(threshold=0.6).info.prompt_sha256 != old
+    assert f"share={ALIGNED_SHARE}" in ALGORITHM and f"cue={CUE_PENALTY}" in ALGORITHM
