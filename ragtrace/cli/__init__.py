@@ -25,6 +25,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "ragtrace.cli.groundedness",
     "ragtrace.cli.answer",
     "ragtrace.cli.calibrate",
+    "ragtrace.cli.detect_eval",
 )
 
 COMMAND_GROUP = "ragtrace.commands"

@@ -43,6 +43,9 @@ when its evidence quote passes every check (verbatim in one document, not an ins
 from a passage flagged for injection, long enough, sharing the claim's numbers, names and key
 terms); the report says how many claims each check downgraded.
 
+Whole answers labelled by people (hallucinated or not, with marked spans: RAGTruth and the
+like) are measured by `ragtrace detect-eval` instead.
+
 Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unreachable.
 """
 
