@@ -48,13 +48,35 @@ from .scoring import JudgedClaim, score_units
 from .segment import Unit, segment_answer
 from .text import strip_citations, words
 
-__all__ = ["DEFAULT_THRESHOLD", "SEED_THRESHOLD", "LexicalJudge", "word_overlap"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "SEED_THRESHOLD",
+    "TIE_BREAK",
+    "LexicalJudge",
+    "ranking_score",
+    "word_overlap",
+]
 
 DEFAULT_THRESHOLD = 0.84
 """Support at which a unit is entailed, chosen on tuning data (module docstring)."""
 
 SEED_THRESHOLD = 0.6
 """The seed's rough check: a sentence is supported when :func:`word_overlap` reaches 0.6."""
+
+
+TIE_BREAK = 0.001
+"""Weight of the mean claim support in :func:`ranking_score`: small enough never to reorder two
+different groundedness scores of answers with fewer than a thousand units."""
+
+
+def ranking_score(score: float, supports: Sequence[float]) -> float:
+    """A continuous key to rank answers by suspicion (lower: more suspect): the groundedness
+    ``score``, ties broken by the mean of the claims' ``supports`` (a score's
+    :attr:`~ragtrace.evaluation.judges.base.ClaimVerdict.support` values, stored with every
+    lexical result). Groundedness alone takes few values (one-sentence answers score 0 or 1);
+    among answers with the same score, the one whose claims are less well supported ranks
+    lower. Not a score: it only orders answers (AUROC, a threshold tuned on it)."""
+    return score + TIE_BREAK * (sum(supports) / len(supports) if supports else 1.0)
 
 
 def word_overlap(sentence: str, context: Sequence[str]) -> float:

@@ -16,7 +16,9 @@ words gathered from across the context (a recombined fabrication) do not add up 
 A *contradiction cue* compares the unit with its best window: a negation on one side only, a
 hedge of the source ("reportedly", "may", "allegedly") dropped by the unit, or a certainty the
 source does not have ("must", "always" where it says "may", "can"). A cue multiplies the support
-by :data:`CUE_PENALTY`.
+by :data:`CUE_PENALTY`. So does a *mismatch*: a figure written in digits (``figure``) or a name
+(``name``) of the unit found nowhere in the source, not even fuzzily — "$181,674,817" where the
+source says "$181.7 million", "Alex Tucker" in an article that never names him.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def align(unit: str, source: Source) -> Alignment:
         return Alignment(0.0, 0.0, 0.0, None, (), ())
     per_window: dict[int, float] = defaultdict(float)
     anywhere = 0.0
+    missing: list[Token] = []
     for tok in toks:
         hits: set[int] = set()
         for key in tok.keys:
@@ -149,6 +152,7 @@ def align(unit: str, source: Source) -> Alignment:
         if not hits:
             alias = source.fuzzy(tok)
             if alias is None:
+                missing.append(tok)
                 continue
             hits = source.index[alias]
             credit *= FUZZY_CREDIT
@@ -166,6 +170,11 @@ def align(unit: str, source: Source) -> Alignment:
     best = source.windows[ranked[0]]
     aligned = share(ranked[0])
     found = cues(unit, best.text)
+    # a figure or a name found nowhere in the source is a new fact, however much else matches
+    if any(t.figure for t in missing):
+        found += ("figure",)
+    if any(t.name for t in missing):
+        found += ("name",)
     support = ALIGNED_SHARE * aligned + (1 - ALIGNED_SHARE) * (anywhere / total)
     if found:
         support *= CUE_PENALTY
@@ -213,7 +222,7 @@ def _algorithm() -> str:
     from . import lexical_terms as t
 
     return (
-        f"align share={ALIGNED_SHARE} pair={PAIR_DISCOUNT} fuzzy={FUZZY_CUTOFF}/"
+        f"align mismatch=figure,name share={ALIGNED_SHARE} pair={PAIR_DISCOUNT} fuzzy={FUZZY_CUTOFF}/"
         f"{FUZZY_MIN_LENGTH}/{FUZZY_CREDIT} cue={CUE_PENALTY} scope={_SCOPE} "
         f"negation={_NEGATION.pattern} hedge={_HEDGE.pattern} certain={_CERTAIN.pattern} "
         f"optional={_OPTIONAL.pattern} weights number={t.NUMBER_WEIGHT} name={t.NAME_WEIGHT} "

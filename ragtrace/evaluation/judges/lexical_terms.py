@@ -92,12 +92,15 @@ _STOP = ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS
 @dataclass(frozen=True)
 class Token:
     """One distinct content token: its normalised ``text`` (its term), match ``keys`` and
-    ``weight``."""
+    ``weight``; ``number`` for a number (digits or a number word), ``figure`` for one written in
+    digits, ``name`` for a name."""
 
     text: str
     keys: frozenset[str]
     weight: float
     number: bool = False
+    figure: bool = False
+    name: bool = False
 
 
 @cache
@@ -189,7 +192,9 @@ def _scan(text: str) -> tuple[str, list[str]]:
 def tokens(text: str) -> tuple[Token, ...]:
     """The distinct content tokens of ``text`` (module docstring), numbers first."""
     rest, numbers = _scan(text)
-    found: dict[str, Token] = {n: Token(n, frozenset({n}), NUMBER_WEIGHT, True) for n in numbers}
+    found: dict[str, Token] = {
+        n: Token(n, frozenset({n}), NUMBER_WEIGHT, True, figure=True) for n in numbers
+    }
     names = named_entities(rest)
     for word in _words(rest):
         entry = _word(word)
@@ -202,7 +207,8 @@ def tokens(text: str) -> tuple[Token, ...]:
             if key.isdigit():
                 found[key] = Token(key, keys, NUMBER_WEIGHT, True)
             else:
-                found[key] = Token(key, keys, NAME_WEIGHT if key in names else _rarity(word))
+                name = key in names
+                found[key] = Token(key, keys, NAME_WEIGHT if name else _rarity(word), name=name)
         else:  # an unspaced script: each bigram is a token
             for t in entry:
                 assert isinstance(t, str)

@@ -106,15 +106,30 @@ META_WORDS = frozenset(
         "here",
         "there's",
         "here's",
+        "core",
+        "cover",
+        "covers",
+        "covering",
+        "piece",
+        "pieces",
+        "described",
+        "include",
+        "includes",
+        "including",
+        "solely",
+        "offer",
+        "detail",
+        "details",
+        "highlights",
     ]
 )
 _META_TERMS = frozenset(t for w in META_WORDS for t in (w, *content_words(w)))
 _LENGTH = re.compile(r"\b(?:in|within|under|of|about|around|up to)?\s*\d+\s*words?\b", re.I)
 _SHAPES = re.compile(
     r"^\s*(?:(?:sure|certainly|absolutely|of course|okay|ok)\b[!,.]?\s*)?"
-    r"(?:$|here(?:'s| is| are)|below is|the following is|based on|according to the (?:given )?"
+    r"(?:$|here(?:'s| is| are)|below is|the following is|based (?:solely |only |entirely )?on|according to the (?:given )?"
     r"(?:passages?|context|text|article|documents?)|i hope|hope this|thank|thanks|you're welcome|"
-    r"glad|happy to|let me know|feel free|if you have|is there anything|hello|hi\b|great question|"
+    r"(?:the )?key (?:points|facts|details)|glad|happy to|let me know|feel free|if you have|is there anything|hello|hi\b|great question|"
     r"(?:(?:a |the )?(?:brief |short |concise )?(?:summary|answer|response|overview)\s*:?\s*$))",
     re.I,
 )

@@ -154,3 +154,38 @@ def test_a_fact_cannot_hide_in_a_preamble() -> None:
     assert not is_meta(answer)
     assert [u.text for u in segment_answer(answer)] == [answer]
     assert LexicalJudge().groundedness(answer, ["Nothing about it."]).score == 0.0
+
+
+def test_a_figure_or_name_the_source_lacks_is_a_mismatch() -> None:
+    source = Source.of(
+        [(0, "The film grossed $181.7 million worldwide on a budget of $160 million.")]
+    )
+    found = align("The film grossed $181,674,817 worldwide.", source)
+    assert "figure" in found.cues and found.support < 0.5
+    assert align("The film grossed $181.7 million worldwide.", source).cues == ()
+    named = Source.of([(0, "HSBC has appointed the chief executive of AIA, Mark Tucker.")])
+    assert "name" in align("HSBC has appointed Alex Tucker.", named).cues
+    assert align("HSBC has appointed Mark Tucker.", named).cues == ()
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "Here is a concise summary of the passage, covering the core pieces of information "
+        "described:",
+        "Based solely on the information provided in the passage, I can offer the following "
+        "concise summary:",
+        "Key points include:",
+    ],
+)
+def test_longer_preambles_are_meta(unit: str) -> None:
+    assert is_meta(unit)
+    assert not is_meta("Key points include the 2014 shortlist:")
+
+
+def test_ranking_score_breaks_ties_by_mean_support_only() -> None:
+    from ragtrace.evaluation.judges.lexical import ranking_score
+
+    assert ranking_score(1.0, [0.9]) < ranking_score(1.0, [1.0])
+    assert ranking_score(0.5, [1.0, 1.0]) < ranking_score(2 / 3, [0.0, 0.0, 0.0])
+    assert ranking_score(1.0, []) == ranking_score(1.0, [1.0])
