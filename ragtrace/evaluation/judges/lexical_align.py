@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .lexical_terms import Token, keys, require, tokens
+from .lexical_terms import Token, keys, require, spaced_figures, tokens
 from .text import split_sentences
 
 __all__ = [
@@ -99,7 +99,9 @@ class Source:
                 source._add(Window(s, doc, k))
                 if i + 1 < len(sentences):
                     nxt, nk = sentences[i + 1]
-                    source._add(Window(f"{s} {nxt}", doc, k | nk, pair=True))
+                    pair = f"{s} {nxt}"
+                    # a figure the sentence splitter cut in two ("$ 1. 7 million") is whole here
+                    source._add(Window(pair, doc, k | nk | spaced_figures(pair), pair=True))
         source.vocabulary = sorted(source.index)
         return source
 
@@ -226,7 +228,8 @@ def _algorithm() -> str:
         f"{FUZZY_MIN_LENGTH}/{FUZZY_CREDIT} cue={CUE_PENALTY} scope={_SCOPE} "
         f"negation={_NEGATION.pattern} hedge={_HEDGE.pattern} certain={_CERTAIN.pattern} "
         f"optional={_OPTIONAL.pattern} weights number={t.NUMBER_WEIGHT} name={t.NAME_WEIGHT} "
-        f"zipf={t.ZIPF_CEILING}/{t.ZIPF_SPAN} clip={t.MIN_WEIGHT}/{t.MAX_WEIGHT}"
+        f"zipf={t.ZIPF_CEILING}/{t.ZIPF_SPAN} clip={t.MIN_WEIGHT}/{t.MAX_WEIGHT} "
+        f"spaced={t._SPACED_NUMBER.pattern}"
     )
 
 

@@ -16,7 +16,10 @@
 Numbers are normalised before words are read: digits of any script become ASCII, thousands
 separators are dropped (``1,000`` → ``1000``), a decimal point stays (``5.68`` is one number, not
 ``5`` and ``68``), a unit written against its number is split off (``5.68m`` → ``5.68`` ``m``, as
-``5.68 m``), ``%`` reads as ``percent`` and the number words one to twenty as digits.
+``5.68 m``), ``%`` reads as ``percent`` and the number words one to twenty as digits. A source
+text also offers a figure split by spacing as the number it reads as (``26 000`` and ``26, 000``
+as ``26000``, ``1. 7`` as ``1.7``, besides their parts): text extracted from pages and PDFs
+often spaces figures so.
 
 Both word lists ship inside the ``wordfreq`` and ``simplemma`` wheels: nothing is downloaded.
 """
@@ -43,6 +46,7 @@ __all__ = [
     "Token",
     "keys",
     "require",
+    "spaced_figures",
     "tokens",
 ]
 
@@ -56,6 +60,7 @@ MIN_WEIGHT = 0.2
 MAX_WEIGHT = 2.0
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\d)")
+_SPACED_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,? \d{3})+(?![\d,])|(?<![\w.])\d+\. \d+(?!\d)")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NUMBER_WORDS = {
@@ -216,12 +221,21 @@ def tokens(text: str) -> tuple[Token, ...]:
     return tuple(found.values())
 
 
+def spaced_figures(text: str) -> frozenset[str]:
+    """The figures of ``text`` split by spacing (thousands grouped with a space, "26, 000" or
+    "1. 7" from text extraction), as the numbers they read as."""
+    return frozenset(
+        _normalise_number(re.sub(r"\s+", "", m.group(0)))
+        for m in _SPACED_NUMBER.finditer(unicodedata.normalize("NFKC", text))
+    )
+
+
 @lru_cache(maxsize=8192)
 def keys(text: str) -> frozenset[str]:
     """Every match key of the tokens of ``text`` (what a source window offers), without their
     weights: the same keys as :func:`tokens`, computed faster."""
     rest, numbers = _scan(text)
-    out = set(numbers)
+    out = set(numbers) | spaced_figures(text)
     for word in _words(rest):
         entry = _word(word)
         if entry and isinstance(entry[1], frozenset):

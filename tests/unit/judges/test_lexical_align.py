@@ -189,3 +189,13 @@ def test_ranking_score_breaks_ties_by_mean_support_only() -> None:
     assert ranking_score(1.0, [0.9]) < ranking_score(1.0, [1.0])
     assert ranking_score(0.5, [1.0, 1.0]) < ranking_score(2 / 3, [0.0, 0.0, 0.0])
     assert ranking_score(1.0, []) == ranking_score(1.0, [1.0])
+
+
+def test_a_figure_spaced_in_the_source_is_the_same_figure() -> None:
+    source = Source.of(
+        [(0, "There are about 26, 000 members and 15 000 staff; it cost $ 1. 7 million.")]
+    )
+    found = align("It has 26,000 members, 15,000 staff and cost $1.7 million.", source)
+    assert found.cues == () and found.anywhere == 1.0
+    assert found.support >= LexicalJudge().threshold
+    assert "figure" in align("It has 27,000 members.", source).cues
