@@ -222,6 +222,7 @@ def cues(unit: str, window: str) -> tuple[str, ...]:
 def _algorithm() -> str:
     """Every constant the support depends on, for the judge's prompt hash."""
     from . import lexical_terms as t
+    from .meta import meta_fingerprint
 
     return (
         f"align mismatch=figure,name share={ALIGNED_SHARE} pair={PAIR_DISCOUNT} fuzzy={FUZZY_CUTOFF}/"
@@ -229,7 +230,7 @@ def _algorithm() -> str:
         f"negation={_NEGATION.pattern} hedge={_HEDGE.pattern} certain={_CERTAIN.pattern} "
         f"optional={_OPTIONAL.pattern} weights number={t.NUMBER_WEIGHT} name={t.NAME_WEIGHT} "
         f"zipf={t.ZIPF_CEILING}/{t.ZIPF_SPAN} clip={t.MIN_WEIGHT}/{t.MAX_WEIGHT} "
-        f"spaced={t._SPACED_NUMBER.pattern}"
+        f"spaced={t._SPACED_NUMBER.pattern} meta={meta_fingerprint()}"
     )
 
 

@@ -14,11 +14,12 @@ no fact can ride along in it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from .terms import content_words
 
-__all__ = ["META_WORDS", "is_meta", "meta_lead"]
+__all__ = ["META_WORDS", "is_meta", "meta_fingerprint", "meta_lead"]
 
 META_WORDS = frozenset(
     [
@@ -149,3 +150,9 @@ def is_meta(unit: str) -> bool:
     if not _SHAPES.match(unit):
         return False
     return content_words(_LENGTH.sub(" ", unit)) <= _META_TERMS
+
+
+def meta_fingerprint() -> str:
+    """SHA-256 of the meta vocabulary and shapes: which units are exempt is part of a judge."""
+    blob = "\n".join([*sorted(META_WORDS), _SHAPES.pattern, _LENGTH.pattern])
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
