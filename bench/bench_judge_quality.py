@@ -12,7 +12,7 @@ sampling), three detectors score every answer:
 
 Reported, on the **test** half of each set only: AUROC (threshold-free; flag-every-answer
 scores 0.5 by construction; the judge's answers ranked by groundedness, ties broken by mean
-claim support — ``ranking_score``), F1 at the default threshold (the judge's 0.8; flagging every
+claim support, then word overlap — ``ranking_score``), F1 at the default threshold (the judge's 0.8; flagging every
 answer has no threshold), and F1 at the threshold that maximised F1 on the **tune** half.
 Groups: each set; ``summaries`` and ``overall`` pool the sets' answers (thresholds tuned on the
 pooled tune halves).
@@ -51,7 +51,7 @@ from ragtrace.cli._detect_results import judged, read_results
 from ragtrace.evaluation.detection import auroc, best_threshold, confusion_at
 from ragtrace.evaluation.hallucination_sets import LabelledAnswer, load_generic
 from ragtrace.evaluation.judges import make_judge
-from ragtrace.evaluation.judges.lexical import ranking_score
+from ragtrace.evaluation.judges.lexical import ranking_score, word_overlap
 
 DATA = ROOT / "bench" / "data" / "hallucination"
 DOC = ROOT / "docs" / "groundedness.md"
@@ -82,9 +82,10 @@ def judge_scores(
     path: Path, judge_args: list[str], work: Path
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(id -> groundedness, id -> ranking key), from the real ``detect-eval`` command (answers it
-    failed on left out). The ranking key is groundedness with ties broken by the mean claim
-    support stored in each result (:func:`ragtrace.evaluation.judges.lexical.ranking_score`);
-    a judge whose results carry no support is ranked by groundedness alone."""
+    failed on left out). The ranking key is groundedness, ties broken by the mean claim support
+    stored in each result, then by the answer's word overlap with the context
+    (:func:`ragtrace.evaluation.judges.lexical.ranking_score`); a judge whose results carry no
+    support is ranked by groundedness alone."""
     results = work / f"{path.stem}.results.jsonl"
     argv = ["detect-eval", "--input", str(path), "--results", str(results), *judge_args]
     code = ragtrace_main([*argv, "--json", str(work / f"{path.stem}.report.json")])
@@ -103,7 +104,12 @@ def judge_scores(
                 for c in (claims if isinstance(claims, list) else [])
                 if isinstance(c, dict) and isinstance(c.get("support"), (int, float))
             ]
-            ranked[item_id] = ranking_score(j.score, supports) if supports else j.score
+            it = items[item_id]
+            ranked[item_id] = (
+                ranking_score(j.score, supports, word_overlap(it.answer, it.context))
+                if supports
+                else j.score
+            )
     return scores, ranked
 
 
@@ -315,7 +321,8 @@ figure is on the held-out **test** half of each set; tuned thresholds were chose
 and are rebuilt with `bench/convert_hallucination_sets.py`). HaluEval's labels are by
 construction, not human judgements. No long-form RAG QA set with its contexts could be obtained
 here. AUROC and the tuned threshold rank the judge's answers by groundedness, ties broken by
-the mean support of their claims (`ranking_score`), and unigram overlap by its share; the
+the mean support of their claims, then by their word overlap with the context
+(`ranking_score`), and unigram overlap by its share; the
 default-threshold F1 flags an answer whose groundedness is below 0.8. F1 in %.
 
 {table}

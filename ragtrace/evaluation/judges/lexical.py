@@ -68,14 +68,17 @@ TIE_BREAK = 0.001
 different groundedness scores of answers with fewer than a thousand units."""
 
 
-def ranking_score(score: float, supports: Sequence[float]) -> float:
+def ranking_score(score: float, supports: Sequence[float], overlap: float = 1.0) -> float:
     """A continuous key to rank answers by suspicion (lower: more suspect): the groundedness
     ``score``, ties broken by the mean of the claims' ``supports`` (a score's
     :attr:`~ragtrace.evaluation.judges.base.ClaimVerdict.support` values, stored with every
-    lexical result). Groundedness alone takes few values (one-sentence answers score 0 or 1);
-    among answers with the same score, the one whose claims are less well supported ranks
-    lower. Not a score: it only orders answers (AUROC, a threshold tuned on it)."""
-    return score + TIE_BREAK * (sum(supports) / len(supports) if supports else 1.0)
+    lexical result), remaining ties by ``overlap``, the answer's :func:`word_overlap` with the
+    context (every word, "also" and "first" included). Groundedness alone takes few values
+    (one-sentence answers score 0 or 1); among answers with the same score, the one whose claims
+    are less well supported, then the one with more words the context lacks, ranks lower. Not a
+    score: it only orders answers (AUROC, a threshold tuned on it)."""
+    mean = sum(supports) / len(supports) if supports else 1.0
+    return score + TIE_BREAK * mean + TIE_BREAK**3 * overlap
 
 
 def word_overlap(sentence: str, context: Sequence[str]) -> float:

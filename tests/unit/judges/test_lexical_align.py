@@ -189,6 +189,9 @@ def test_ranking_score_breaks_ties_by_mean_support_only() -> None:
     assert ranking_score(1.0, [0.9]) < ranking_score(1.0, [1.0])
     assert ranking_score(0.5, [1.0, 1.0]) < ranking_score(2 / 3, [0.0, 0.0, 0.0])
     assert ranking_score(1.0, []) == ranking_score(1.0, [1.0])
+    # word overlap only orders answers whose score and mean support are equal
+    assert ranking_score(1.0, [1.0], 0.5) < ranking_score(1.0, [1.0], 0.9)
+    assert ranking_score(1.0, [0.9999], 1.0) < ranking_score(1.0, [1.0], 0.0)
 
 
 def test_a_figure_spaced_in_the_source_is_the_same_figure() -> None:
