@@ -8,7 +8,8 @@ lemmas, normalised numbers with their units, names and numbers weighing more tha
 found in its **best-aligned source window** — one sentence or two adjacent sentences of one
 passage — blended 0.8 : 0.2 with the share found anywhere in the context (passages flagged for
 injection left out), and halved by a contradiction cue against that window (a negation on one
-side only, a dropped hedge such as "reportedly", a "must" where the source says "may"). A unit is
+side only, a dropped hedge such as "reportedly", a "must" where the source says "may"), or by a
+figure or name found nowhere in the context. A unit is
 entailed at support ≥ :data:`DEFAULT_THRESHOLD`, and its evidence then goes through the same
 checks as a model judge's (:mod:`ragtrace.evaluation.judges.checks`).
 
