@@ -11,7 +11,8 @@ sampling), three detectors score every answer:
   context — the one-line baseline.
 
 Reported, on the **test** half of each set only: AUROC (threshold-free; flag-every-answer
-scores 0.5 by construction), F1 at the default threshold (the judge's 0.8; flagging every
+scores 0.5 by construction; the judge's answers ranked by groundedness, ties broken by mean
+claim support, then word overlap — ``ranking_score``), F1 at the default threshold (the judge's 0.8; flagging every
 answer has no threshold), and F1 at the threshold that maximised F1 on the **tune** half.
 Groups: each set; ``summaries`` and ``overall`` pool the sets' answers (thresholds tuned on the
 pooled tune halves).
@@ -50,6 +51,7 @@ from ragtrace.cli._detect_results import judged, read_results
 from ragtrace.evaluation.detection import auroc, best_threshold, confusion_at
 from ragtrace.evaluation.hallucination_sets import LabelledAnswer, load_generic
 from ragtrace.evaluation.judges import make_judge
+from ragtrace.evaluation.judges.lexical import ranking_score, word_overlap
 
 DATA = ROOT / "bench" / "data" / "hallucination"
 DOC = ROOT / "docs" / "groundedness.md"
@@ -76,9 +78,14 @@ def unigram_overlap(answer: str, context: Sequence[str]) -> float:
     return len(words & source) / len(words)
 
 
-def judge_scores(path: Path, judge_args: list[str], work: Path) -> dict[str, float]:
-    """id -> groundedness, from the real ``detect-eval`` command (answers it failed on left
-    out)."""
+def judge_scores(
+    path: Path, judge_args: list[str], work: Path
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(id -> groundedness, id -> ranking key), from the real ``detect-eval`` command (answers it
+    failed on left out). The ranking key is groundedness, ties broken by the mean claim support
+    stored in each result, then by the answer's word overlap with the context
+    (:func:`ragtrace.evaluation.judges.lexical.ranking_score`); a judge whose results carry no
+    support is ranked by groundedness alone."""
     results = work / f"{path.stem}.results.jsonl"
     argv = ["detect-eval", "--input", str(path), "--results", str(results), *judge_args]
     code = ragtrace_main([*argv, "--json", str(work / f"{path.stem}.report.json")])
@@ -86,12 +93,24 @@ def judge_scores(path: Path, judge_args: list[str], work: Path) -> dict[str, flo
         raise SystemExit(f"detect-eval failed on {path.name} (exit {code})")
     judge = make_judge(judge_args[judge_args.index("--judge") + 1])
     items = {it.id: it for it in load_generic(path)}
-    scores = {}
+    scores, ranked = {}, {}
     for item_id, record in read_results(results, judge.info).items():
         j = judged(items[item_id].answer, record)
         if j is not None:
             scores[item_id] = j.score
-    return scores
+            claims = record.get("claims")
+            supports = [
+                float(c["support"])
+                for c in (claims if isinstance(claims, list) else [])
+                if isinstance(c, dict) and isinstance(c.get("support"), (int, float))
+            ]
+            it = items[item_id]
+            ranked[item_id] = (
+                ranking_score(j.score, supports, word_overlap(it.answer, it.context))
+                if supports
+                else j.score
+            )
+    return scores, ranked
 
 
 def _f1(x: float) -> str:
@@ -99,14 +118,19 @@ def _f1(x: float) -> str:
 
 
 def _row(
-    items: Sequence[LabelledAnswer], scores: dict[str, float], default: float | None
+    items: Sequence[LabelledAnswer],
+    scores: dict[str, float],
+    default: float | None,
+    flagged_by: dict[str, float] | None = None,
 ) -> tuple[str, str, str]:
+    """AUROC and tuned F1 of ``scores``; F1 at ``default`` of ``flagged_by`` (else ``scores``)."""
     tune = [it for it in items if it.split == "tune" and it.id in scores]
     test = [it for it in items if it.split == "test" and it.id in scores]
     ts = [scores[it.id] for it in test]
     tl = [it.hallucinated for it in test]
     tuned = best_threshold([scores[it.id] for it in tune], [it.hallucinated for it in tune])
-    at_default = "n/a" if default is None else _f1(confusion_at(ts, tl, default).f1)
+    fs = ts if flagged_by is None else [flagged_by[it.id] for it in test]
+    at_default = "n/a" if default is None else _f1(confusion_at(fs, tl, default).f1)
     at_tuned = "n/a" if tuned is None else _f1(confusion_at(ts, tl, tuned.value).f1)
     return f"{auroc(ts, tl):.3f}", at_default, at_tuned
 
@@ -114,12 +138,13 @@ def _row(
 def quality_table(judge_args: list[str], judge_name: str) -> tuple[str, list[str]]:
     sets = sorted(DATA.glob("*.jsonl"))
     loaded = {p.stem: load_generic(p) for p in sets}
+    judge: dict[str, float] = {}
+    ranked: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ragtrace-judge-quality-") as tmp:
-        judge = {
-            f"{p.stem}/{k}": v
-            for p in sets
-            for k, v in judge_scores(p, judge_args, Path(tmp)).items()
-        }
+        for p in sets:
+            g, r = judge_scores(p, judge_args, Path(tmp))
+            judge.update({f"{p.stem}/{k}": v for k, v in g.items()})
+            ranked.update({f"{p.stem}/{k}": v for k, v in r.items()})
     # ids prefixed with their set, so pooled groups never mix two sets' answers up
     keyed = {
         name: [replace(it, id=f"{name}/{it.id}") for it in items] for name, items in loaded.items()
@@ -142,7 +167,7 @@ def quality_table(judge_args: list[str], judge_name: str) -> tuple[str, list[str
         rows = [
             (
                 f"{judge_name} judge, pass >= {DEFAULT_THRESHOLD:g}",
-                _row(items, judge, DEFAULT_THRESHOLD),
+                _row(items, ranked, DEFAULT_THRESHOLD, judge),
             ),
             ("flag every answer", ("0.500", flag_all, flag_all)),
             ("unigram overlap", _row(items, overlap, None)),
@@ -295,7 +320,10 @@ figure is on the held-out **test** half of each set; tuned thresholds were chose
 `bench/data/hallucination/README.md` (the QAGS files are not shipped — no licence upstream —
 and are rebuilt with `bench/convert_hallucination_sets.py`). HaluEval's labels are by
 construction, not human judgements. No long-form RAG QA set with its contexts could be obtained
-here. AUROC is threshold-free (from the groundedness score, or the overlap share); F1 in %.
+here. AUROC and the tuned threshold rank the judge's answers by groundedness, ties broken by
+the mean support of their claims, then by their word overlap with the context
+(`ranking_score`), and unigram overlap by its share; the
+default-threshold F1 flags an answer whose groundedness is below 0.8. F1 in %.
 
 {table}
 

@@ -99,8 +99,9 @@ def describe_judge(judge: Judge) -> JudgeDescription:
     if info.name == "lexical":
         threshold = getattr(judge, "threshold", 0.6)
         summary = (
-            f"lexical (offline: a sentence is supported when at least {threshold:.0%} of "
-            "its words appear in the retrieved context; set ANTHROPIC_API_KEY to judge "
+            f"lexical (offline: a sentence is supported when one retrieved sentence holds "
+            f"{threshold:.0%} of its weighted words, the context holds all its figures and "
+            "names, and no negation or hedge is dropped; set ANTHROPIC_API_KEY to judge "
             "with Claude)"
         )
     else:

@@ -79,7 +79,7 @@ MIN_UNIT_SHARE = 0.5
 MIN_COVERAGE = 0.5
 MAX_CLAIMLESS_WORDS = 4
 
-CHECKS_VERSION = 1
+CHECKS_VERSION = 2
 """Bump on a change to the checks' logic (thresholds, patterns and word lists are in the
 fingerprint by value)."""
 

@@ -10,7 +10,11 @@
 * each block is split into sentences by :func:`ragtrace.evaluation.judges.text.split_sentences`
   (Latin, Arabic and CJK terminators, abbreviations and decimals kept whole);
 * bracketed citation markers (``[c-9930]``) are removed, whitespace collapsed and dropped before
-  punctuation; a piece left with no word (punctuation, a lone marker) is not a unit.
+  punctuation; a piece left with no word (punctuation, a lone marker) is not a unit;
+* a *meta* sentence, one that only speaks about the answer itself ("Here is a concise summary of
+  the passage:", "I hope this helps!"; :mod:`ragtrace.evaluation.judges.meta`), is not a unit,
+  and a meta lead-in ending in a colon ("Based on the passages, the answer is: …") is cut off
+  the sentence it opens.
 
 Every unit must get a verdict, and the groundedness score is computed over units, so a judge
 that drops, merges, repeats or invents claims cannot move the denominator.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .meta import is_meta, meta_lead
 from .text import split_sentences, strip_citations, words
 
 __all__ = ["Unit", "segment_answer"]
@@ -99,6 +104,7 @@ def segment_answer(answer: str) -> tuple[Unit, ...]:
             continue
         for sentence in split_sentences(strip_citations(text)):
             sentence = _SPACE_BEFORE_MARK.sub("", _SPACE.sub(" ", sentence)).strip()
-            if words(sentence):
+            sentence = sentence[meta_lead(sentence) :].strip()
+            if words(sentence) and not is_meta(sentence):
                 units.append(Unit(len(units) + 1, sentence))
     return tuple(units)

@@ -4,7 +4,8 @@ Words come from :func:`ragtrace.evaluation.judges.text.word_list` (NFKC, case-fo
 marks and tatweel dropped). Then, per script:
 
 * **digits** of any script become ASCII (``٩٠`` → ``90``) and thousands separators are dropped
-  (``1,000`` → ``1000``); a word holding a digit is a *number*;
+  (``1,000`` → ``1000``); a unit of up to three letters written against its number is split off
+  (``5.68m`` reads as ``5.68 m``); a word holding a digit is a *number*;
 * **Arabic**: alef variants ``أ إ آ ٱ`` → ``ا``, ``ى`` → ``ي``, ``ة`` → ``ه``; one leading
   conjunction ``و``/``ف`` and then one article or preposition+article (``ال``, ``بال``, ``كال``,
   ``لل``, ``بـ``/``لـ`` before ``ال``) are stripped from words long enough to keep a stem of three
@@ -303,6 +304,8 @@ _ALEF = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي
 _AR_PREFIXES = ("وال", "فال", "بال", "كال", "لل", "ال")
 _LATIN_WORD = re.compile(r"[^\W\d_][\w'-]*|\d[\w-]*", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,\u066c\u202f'](?=\d{3}(?!\d))")
+# a unit written against its number ("5.68m", "20mg") reads as the number then the unit
+_UNIT_SUFFIX = re.compile(r"(?<=\d)(?=[^\W\d_]{1,3}\b)")
 _SENTENCE_START = re.compile(r"(?:^|[.!?؟…:;]\s+|\n\s*)$")
 
 
@@ -398,7 +401,7 @@ def content_words(text: str) -> frozenset[str]:
     """The distinct content terms of ``text`` (module docstring); cached, as the checks ask for
     the same claim, unit and quote several times."""
     out: set[str] = set()
-    for word in word_list(_THOUSANDS.sub("", text)):
+    for word in word_list(_UNIT_SUFFIX.sub(" ", _THOUSANDS.sub("", text))):
         if _is_stop(word):
             continue
         for t in term(word):

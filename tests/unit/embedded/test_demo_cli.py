@@ -134,8 +134,9 @@ def test_demo_text_report() -> None:
     )
     assert "  groundedness: 0.92 over 6 answers, 1 unsupported claim(s)" in out
     assert (
-        "  judge: lexical (offline: a sentence is supported when at least 60% of its words "
-        "appear in the retrieved context; set ANTHROPIC_API_KEY to judge with Claude)" in out
+        "  judge: lexical (offline: a sentence is supported when one retrieved sentence holds "
+        "84% of its weighted words, the context holds all its figures and names, and no "
+        "negation or hedge is dropped; set ANTHROPIC_API_KEY to judge with Claude)" in out
     )
     assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
 

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from ragtrace.evaluation.judges import JudgeCapabilityError, LexicalJudge, make_judge
+from ragtrace.evaluation.judges.lexical import DEFAULT_THRESHOLD, SEED_THRESHOLD, word_overlap
+from ragtrace.evaluation.judges.segment import segment_answer
 
 # The second seed document's faithfulness example, verbatim.
 SOURCE = (
@@ -32,9 +36,15 @@ def test_seed_arabic_example_two_supported_one_invented() -> None:
         "ويمكنك ترحيل عشرة أيام إلى السنة التالية.",
         "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة.",
     ]
-    assert [c.support for c in result.claims] == [6 / 7, 6 / 7, 0.0]
+    # the seed's rough check, kept as its documented metric: 86 %, 86 %, 0 % of the words
+    seed = [word_overlap(u.text, [SOURCE]) for u in segment_answer(ANSWER)]
+    assert seed == [6 / 7, 6 / 7, 0.0]
+    assert [round(s * 100) for s in seed] == [86, 86, 0]
+    assert [s >= SEED_THRESHOLD for s in seed] == [True, True, False]
+    # the judge's aligned, rarity-weighted support ("لك" is a stop word; "ويمكنك" matches "يمكن"
+    # fuzzily, at 0.8 of its weight)
+    assert [c.support for c in result.claims] == [1.0, 0.9571, 0.1961]
     assert [c.entailed for c in result.claims] == [True, True, False]
-    assert [round(c.support * 100) for c in result.claims if c.support is not None] == [86, 86, 0]
     assert result.score == pytest.approx(2 / 3)
     assert result.claims[0].evidence == "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل."
     assert result.claims[1].evidence == "يمكن ترحيل عشرة أيام إلى السنة التالية."
@@ -44,12 +54,16 @@ def test_seed_arabic_example_two_supported_one_invented() -> None:
 
 
 def test_threshold_is_inclusive_and_configurable() -> None:
-    # 3 of 5 words in the source: exactly 0.6 is supported
-    result = LexicalJudge().groundedness("alpha beta gamma delta epsilon.", ["alpha beta gamma"])
-    assert result.claims[0].support == 0.6 and result.score == 1.0
-    strict = LexicalJudge(threshold=0.8)
-    assert strict.groundedness("alpha beta gamma delta epsilon.", ["alpha beta gamma"]).score == 0
+    # 3 of 5 words in the source, weighted by rarity: support 0.564, supported at exactly that
+    answer, context = "alpha beta gamma delta epsilon.", ["alpha beta gamma"]
+    assert word_overlap(answer, context) == 0.6
+    result = LexicalJudge().groundedness(answer, context)
+    assert result.claims[0].support == 0.564 and result.score == 0.0
+    assert LexicalJudge(threshold=0.564).groundedness(answer, context).score == 1.0
+    strict = LexicalJudge(threshold=0.565)
+    assert strict.groundedness(answer, context).score == 0
     assert strict.info.prompt_sha256 != LexicalJudge().info.prompt_sha256
+    assert LexicalJudge().threshold == DEFAULT_THRESHOLD == 0.84
     with pytest.raises(ValueError, match="threshold"):
         LexicalJudge(threshold=0)
 
@@ -57,7 +71,9 @@ def test_threshold_is_inclusive_and_configurable() -> None:
 def test_audit_log_answer_is_grounded_and_citation_is_not_a_claim() -> None:
     result = LexicalJudge().groundedness(AUDIT_ANSWER, [AUDIT_CONTEXT])
     assert len(result.claims) == 1
-    assert result.claims[0].support == 11 / 16
+    assert word_overlap(AUDIT_ANSWER, [AUDIT_CONTEXT]) == 11 / 16  # the seed's check
+    # aligned with the context's two sentences ("retained" is not "retention"): 0.8509
+    assert result.claims[0].support == 0.8509
     assert result.score == 1.0
 
 
@@ -93,3 +109,18 @@ def test_make_judge_auto_is_lexical_without_a_key(monkeypatch: pytest.MonkeyPatc
         make_judge("anthropic")
     with pytest.raises(ValueError, match="unknown judge"):
         make_judge("gpt")
+
+
+def test_the_aligned_algorithm_is_a_judge_change() -> None:
+    """The calibration warning compares prompt hashes: the rebuilt judge must not share the word
+    overlap judge's hash, and its constants are part of the description."""
+    from ragtrace.evaluation.judges.lexical_align import ALGORITHM, ALIGNED_SHARE, CUE_PENALTY
+    from ragtrace.evaluation.judges.prompts import CHECKS_VERSION
+
+    overlap_v2 = f"ragtrace lexical groundedness v2: unit word overlap >= 0.6; {CHECKS_VERSION}"
+    old = hashlib.sha256(overlap_v2.encode("utf-8")).hexdigest()
+    assert LexicalJudge(threshold=0.6).info.prompt_sha256 != old
+    assert f"share={ALIGNED_SHARE}" in ALGORITHM and f"cue={CUE_PENALTY}" in ALGORITHM
+    from ragtrace.evaluation.judges.meta import meta_fingerprint
+
+    assert "mismatch=figure,name" in ALGORITHM and meta_fingerprint() in ALGORITHM

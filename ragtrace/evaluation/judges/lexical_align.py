@@ -1,0 +1,238 @@
+"""Support of one answer unit against its best-aligned source window, and contradiction cues.
+
+The source is read as *windows*: each sentence of a context passage, and each pair of adjacent
+sentences of one passage (a unit may join two neighbouring sentences). A unit's tokens
+(:mod:`ragtrace.evaluation.judges.lexical_terms`) are looked up in every window; a token missing
+from the whole source is matched fuzzily (``rapidfuzz`` ratio ≥ :data:`FUZZY_CUTOFF` against the
+source's words, tokens of at least :data:`FUZZY_MIN_LENGTH` letters, numbers never) and then
+counts :data:`FUZZY_CREDIT` of its weight.
+
+``aligned`` is the largest weighted share of the unit's tokens found in one window (a pair of
+sentences counts :data:`PAIR_DISCOUNT` of its share, so one sentence that says it all wins);
+``anywhere`` is the weighted share found anywhere in the source. The unit's *support* is
+``ALIGNED_SHARE * aligned + (1 - ALIGNED_SHARE) * anywhere``: mostly the best window, so
+words gathered from across the context (a recombined fabrication) do not add up to support.
+
+A *contradiction cue* compares the unit with its best window: a negation on one side only, a
+hedge of the source ("reportedly", "may", "allegedly") dropped by the unit, or a certainty the
+source does not have ("must", "always" where it says "may", "can"). A cue multiplies the support
+by :data:`CUE_PENALTY`. So does a *mismatch*: a figure written in digits (``figure``) or a name
+(``name``) of the unit found nowhere in the source, not even fuzzily — "$181,674,817" where the
+source says "$181.7 million", "Alex Tucker" in an article that never names him.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .lexical_terms import Token, keys, require, spaced_figures, tokens
+from .text import split_sentences
+
+__all__ = [
+    "ALGORITHM",
+    "ALIGNED_SHARE",
+    "CUE_PENALTY",
+    "FUZZY_CREDIT",
+    "FUZZY_CUTOFF",
+    "FUZZY_MIN_LENGTH",
+    "PAIR_DISCOUNT",
+    "Alignment",
+    "Source",
+    "align",
+    "cues",
+]
+
+ALIGNED_SHARE = 0.8
+PAIR_DISCOUNT = 0.95
+FUZZY_CUTOFF = 88.0
+FUZZY_MIN_LENGTH = 5
+FUZZY_CREDIT = 0.8
+CUE_PENALTY = 0.5
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n[’']t\b"
+    r"|(?<!\w)(?:لا|لم|لن|ليس|ليست|غير)(?!\w)",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"\b(?:reportedly|allegedly|alleged|apparently|possibly|probably|perhaps|suspected|"
+    r"believed|rumou?red|purportedly|presumably|seemingly|unconfirmed|might)\b"
+    r"|(?<!\w)(?:ربما|يعتقد|يُعتقد|يزعم|مزعوم)(?!\w)",
+    re.IGNORECASE,
+)
+_CERTAIN = re.compile(r"\b(?:must|always|required|mandatory|definitely|certainly)\b", re.I)
+_OPTIONAL = re.compile(r"\b(?:may|might|can|could|optional|optionally|sometimes)\b", re.I)
+_SCOPE = 3
+"""A negation or hedge of the source governs the next few words: only when one of them is a
+word of the unit does the unit have to carry it too."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One source window: its text (verbatim, for evidence), passage index and keys."""
+
+    text: str
+    doc: int
+    keys: frozenset[str]
+    pair: bool = False
+
+
+@dataclass
+class Source:
+    """The context, prepared once per judgement: windows, a key index and the vocabulary."""
+
+    windows: list[Window] = field(default_factory=list)
+    index: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    vocabulary: list[str] = field(default_factory=list)
+    _fuzzy: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, docs: Sequence[tuple[int, str]]) -> Source:
+        """Windows of ``(passage index, text)`` pairs (module docstring)."""
+        source = cls()
+        for doc, text in docs:
+            sentences = [(s, keys(s)) for s in split_sentences(text)]
+            for i, (s, k) in enumerate(sentences):
+                source._add(Window(s, doc, k))
+                if i + 1 < len(sentences):
+                    nxt, nk = sentences[i + 1]
+                    pair = f"{s} {nxt}"
+                    # a figure the sentence splitter cut in two ("$ 1. 7 million") is whole here
+                    source._add(Window(pair, doc, k | nk | spaced_figures(pair), pair=True))
+        source.vocabulary = sorted(source.index)
+        return source
+
+    def _add(self, window: Window) -> None:
+        n = len(self.windows)
+        self.windows.append(window)
+        for key in window.keys:
+            self.index[key].add(n)
+
+    def fuzzy(self, token: Token) -> str | None:
+        """The source key a token missing from the source matches fuzzily, if any."""
+        if token.number or len(token.text) < FUZZY_MIN_LENGTH or not self.vocabulary:
+            return None
+        if token.text not in self._fuzzy:
+            rapidfuzz = require("rapidfuzz")
+            hit = rapidfuzz.process.extractOne(
+                token.text, self.vocabulary, scorer=rapidfuzz.fuzz.ratio, score_cutoff=FUZZY_CUTOFF
+            )
+            self._fuzzy[token.text] = hit[0] if hit else None
+        return self._fuzzy[token.text]
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """A unit's support (module docstring), its best window (None: nothing matched) and the
+    contradiction cues found against that window."""
+
+    support: float
+    aligned: float
+    anywhere: float
+    window: Window | None
+    cues: tuple[str, ...]
+    ranked: tuple[Window, ...]
+
+
+def align(unit: str, source: Source) -> Alignment:
+    """Align ``unit`` with ``source`` (module docstring)."""
+    toks = tokens(unit)
+    total = sum(t.weight for t in toks)
+    if not toks or not source.windows:
+        return Alignment(0.0, 0.0, 0.0, None, (), ())
+    per_window: dict[int, float] = defaultdict(float)
+    anywhere = 0.0
+    missing: list[Token] = []
+    for tok in toks:
+        hits: set[int] = set()
+        for key in tok.keys:
+            hits |= source.index.get(key, set())
+        credit = tok.weight
+        if not hits:
+            alias = source.fuzzy(tok)
+            if alias is None:
+                missing.append(tok)
+                continue
+            hits = source.index[alias]
+            credit *= FUZZY_CREDIT
+        anywhere += credit
+        for w in hits:
+            per_window[w] += credit
+    if not per_window:
+        return Alignment(0.0, 0.0, 0.0, None, (), ())
+
+    def share(w: int) -> float:
+        s = per_window[w] / total
+        return s * PAIR_DISCOUNT if source.windows[w].pair else s
+
+    ranked = sorted(per_window, key=share, reverse=True)
+    best = source.windows[ranked[0]]
+    aligned = share(ranked[0])
+    found = cues(unit, best.text)
+    # a figure or a name found nowhere in the source is a new fact, however much else matches
+    if any(t.figure for t in missing):
+        found += ("figure",)
+    if any(t.name for t in missing):
+        found += ("name",)
+    support = ALIGNED_SHARE * aligned + (1 - ALIGNED_SHARE) * (anywhere / total)
+    if found:
+        support *= CUE_PENALTY
+    return Alignment(
+        min(1.0, support),
+        aligned,
+        anywhere / total,
+        best,
+        found,
+        tuple(source.windows[w] for w in ranked[:20]),
+    )
+
+
+def _scoped(pattern: re.Pattern[str], text: str, unit_keys: frozenset[str]) -> bool:
+    """Whether a ``pattern`` match in ``text`` governs a word of the unit (within _SCOPE)."""
+    for match in pattern.finditer(text):
+        after = " ".join(text[match.end() :].split()[:_SCOPE])
+        if keys(after) & unit_keys:
+            return True
+    return False
+
+
+def cues(unit: str, window: str) -> tuple[str, ...]:
+    """The contradiction cues of ``unit`` against ``window``: ``negation``, ``hedge``,
+    ``modality`` (module docstring)."""
+    unit_keys = frozenset(k for t in tokens(unit) for k in t.keys)
+    found: list[str] = []
+    unit_negated = bool(_NEGATION.search(unit))
+    if (
+        unit_negated
+        and not _NEGATION.search(window)
+        or not unit_negated
+        and _scoped(_NEGATION, window, unit_keys)
+    ):
+        found.append("negation")
+    if not _HEDGE.search(unit) and _scoped(_HEDGE, window, unit_keys):
+        found.append("hedge")
+    if _CERTAIN.search(unit) and not _CERTAIN.search(window) and _OPTIONAL.search(window):
+        found.append("modality")
+    return tuple(found)
+
+
+def _algorithm() -> str:
+    """Every constant the support depends on, for the judge's prompt hash."""
+    from . import lexical_terms as t
+    from .meta import meta_fingerprint
+
+    return (
+        f"align mismatch=figure,name share={ALIGNED_SHARE} pair={PAIR_DISCOUNT} fuzzy={FUZZY_CUTOFF}/"
+        f"{FUZZY_MIN_LENGTH}/{FUZZY_CREDIT} cue={CUE_PENALTY} scope={_SCOPE} "
+        f"negation={_NEGATION.pattern} hedge={_HEDGE.pattern} certain={_CERTAIN.pattern} "
+        f"optional={_OPTIONAL.pattern} weights number={t.NUMBER_WEIGHT} name={t.NAME_WEIGHT} "
+        f"zipf={t.ZIPF_CEILING}/{t.ZIPF_SPAN} clip={t.MIN_WEIGHT}/{t.MAX_WEIGHT} "
+        f"spaced={t._SPACED_NUMBER.pattern} meta={meta_fingerprint()}"
+    )
+
+
+ALGORITHM = _algorithm()
+"""The support algorithm's constants as text, part of the lexical judge's prompt hash."""
