@@ -51,7 +51,6 @@ from ragtrace.cli._detect_results import judged, read_results
 from ragtrace.evaluation.detection import auroc, best_threshold, confusion_at
 from ragtrace.evaluation.hallucination_sets import LabelledAnswer, load_generic
 from ragtrace.evaluation.judges import make_judge
-from ragtrace.evaluation.judges.lexical import ranking_score, word_overlap
 
 DATA = ROOT / "bench" / "data" / "hallucination"
 DOC = ROOT / "docs" / "groundedness.md"
@@ -95,21 +94,11 @@ def judge_scores(
     items = {it.id: it for it in load_generic(path)}
     scores, ranked = {}, {}
     for item_id, record in read_results(results, judge.info).items():
-        j = judged(items[item_id].answer, record)
+        it = items[item_id]
+        j = judged(it.answer, record, it.context)
         if j is not None:
             scores[item_id] = j.score
-            claims = record.get("claims")
-            supports = [
-                float(c["support"])
-                for c in (claims if isinstance(claims, list) else [])
-                if isinstance(c, dict) and isinstance(c.get("support"), (int, float))
-            ]
-            it = items[item_id]
-            ranked[item_id] = (
-                ranking_score(j.score, supports, word_overlap(it.answer, it.context))
-                if supports
-                else j.score
-            )
+            ranked[item_id] = j.key
     return scores, ranked
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.detection_report import JudgedAnswer, locate_units
 from ragtrace.evaluation.judges import JudgeInfo
+from ragtrace.evaluation.judges.lexical import ranking_score, word_overlap
 
 __all__ = ["DurableLines", "ResultsFileError", "default_results_path", "judged", "read_results"]
 
@@ -85,19 +86,31 @@ def done_ids(records: Mapping[str, Mapping[str, object]]) -> set[str]:
     return {i for i, r in records.items() if r.get("error") is None and r.get("score") is not None}
 
 
-def judged(answer: str, record: Mapping[str, object]) -> JudgedAnswer | None:
+def judged(
+    answer: str, record: Mapping[str, object], context: Sequence[str] = ()
+) -> JudgedAnswer | None:
     """The judgement a record holds (None: the judge failed on that answer). The flagged spans
-    are the units neither supported nor accepted as claimless, located in ``answer``."""
+    are the units neither supported nor accepted as claimless, located in ``answer``. When the
+    record's claims carry a support (the lexical judge's), the answer's ranking key breaks ties
+    of its score by them and by its word overlap with ``context``
+    (:func:`~ragtrace.evaluation.judges.lexical.ranking_score`)."""
     score = record.get("score")
     if record.get("error") is not None or not isinstance(score, (int, float)):
         return None
+    claims = record.get("claims")
+    supports = [
+        float(c["support"])
+        for c in (claims if isinstance(claims, list) else [])
+        if isinstance(c, dict) and isinstance(c.get("support"), (int, float))
+    ]
+    rank = ranking_score(score, supports, word_overlap(answer, context)) if supports else None
     units = record.get("units")
     if not isinstance(units, list) or not units:
-        return JudgedAnswer(float(score), None)
+        return JudgedAnswer(float(score), None, rank)
     located = locate_units(answer, [str(u.get("text", "")) for u in units])
     flagged = tuple(
         span
         for u, span in zip(units, located, strict=True)
         if span is not None and not u.get("supported") and not u.get("claimless")
     )
-    return JudgedAnswer(float(score), flagged)
+    return JudgedAnswer(float(score), flagged, rank)

@@ -279,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     by_id = {it.id: it for it in items}
     report = build_report(
         items,
-        {i: judged(by_id[i].answer, r) for i, r in records.items() if i in by_id},
+        {i: judged(by_id[i].answer, r, by_id[i].context) for i, r in records.items() if i in by_id},
         args.threshold,
     )
     if not report.overall.test and not report.overall.tune:

@@ -3,7 +3,8 @@ detect-eval`` and of the judge-quality benchmark.
 
 Per task type and overall, over the **test** split (held out): response-level precision,
 recall and F1 at the configured threshold (an answer scoring strictly below it is flagged),
-AUROC of the groundedness score, and the F1 at the threshold that maximised F1 on the **tune**
+AUROC of the judge's ranking key (:attr:`JudgedAnswer.key`: the groundedness score, ties
+broken where the judge gives a finer key), and the F1 at the threshold that maximised F1 on the **tune**
 split (:func:`~ragtrace.evaluation.detection.best_threshold`, chosen per group on that group's
 tuning answers). Where people marked spans and the judge returned units, the characters of the
 units it found unsupported are compared with the characters people marked
@@ -33,15 +34,27 @@ OVERALL = "overall"
 
 @dataclass(frozen=True)
 class JudgedAnswer:
-    """What a judge made of one answer: its groundedness ``score`` and the character spans of
-    the units it found unsupported (None when the judge gave no units to locate)."""
+    """What a judge made of one answer: its groundedness ``score``, the character spans of the
+    units it found unsupported (None when the judge gave no units to locate), and ``rank``, a
+    finer key that orders answers by suspicion without reordering two different scores (the
+    lexical judge's :func:`~ragtrace.evaluation.judges.lexical.ranking_score`; None: the score).
+    AUROC and the tuned threshold use :attr:`key`; the configured threshold applies to ``score``.
+    """
 
     score: float
     flagged: tuple[tuple[int, int], ...] | None = None
+    rank: float | None = None
 
     def __post_init__(self) -> None:
         if math.isnan(self.score) or not 0.0 <= self.score <= 1.0:
             raise ValueError(f"JudgedAnswer.score must be in [0, 1], got {self.score!r}")
+        if self.rank is not None and not math.isfinite(self.rank):
+            raise ValueError(f"JudgedAnswer.rank must be finite, got {self.rank!r}")
+
+    @property
+    def key(self) -> float:
+        """The ranking key: ``rank`` when the judge gave one, else ``score``."""
+        return self.score if self.rank is None else self.rank
 
 
 def _squeeze(text: str, start: int = 0) -> tuple[str, list[int]]:
@@ -135,8 +148,9 @@ def _group(
     tune = [(a, j) for a, j in pairs if a.split == "tune"]
     test = [(a, j) for a, j in pairs if a.split == "test"]
     scores = [j.score for _, j in test]
+    keys = [j.key for _, j in test]
     labels = [a.hallucinated for a, _ in test]
-    tuned = best_threshold([j.score for _, j in tune], [a.hallucinated for a, _ in tune])
+    tuned = best_threshold([j.key for _, j in tune], [a.hallucinated for a, _ in tune])
     spans: SpanOverlap | None = None
     for a, j in test:
         if a.spans is not None and j.flagged is not None:
@@ -148,9 +162,9 @@ def _group(
         len(test),
         sum(labels),
         confusion_at(scores, labels, threshold),
-        auroc(scores, labels),
+        auroc(keys, labels),
         tuned,
-        None if tuned is None else confusion_at(scores, labels, tuned.value),
+        None if tuned is None else confusion_at(keys, labels, tuned.value),
         spans,
     )
 

@@ -191,6 +191,39 @@ def test_report_tunes_on_tune_and_reports_on_test() -> None:
     assert doc["failed_answers"] == 1 and len(doc["groups"]) == 3  # type: ignore[arg-type]
 
 
+def test_the_ranking_key_breaks_ties_for_auroc_and_tuning_but_not_the_threshold() -> None:
+    """Two answers scoring 1.0 are ordered by their finer key; at the configured threshold both
+    still pass (the key never moves an answer across it)."""
+    items = [_item(1, True, "tune"), _item(2, False, "tune")]
+    items += [_item(3, True, "test"), _item(4, False, "test")]
+    judged: dict[str, JudgedAnswer | None] = {
+        "a1": JudgedAnswer(1.0, (), rank=1.0002),
+        "a2": JudgedAnswer(1.0, (), rank=1.0009),
+        "a3": JudgedAnswer(1.0, (), rank=1.0001),
+        "a4": JudgedAnswer(1.0, (), rank=1.0008),
+    }
+    qa = build_report(items, judged, 0.8).group("qa")
+    assert qa.auroc == 1.0  # by score alone: a tie, 0.5
+    assert qa.at_threshold == Confusion(tp=0, fp=0, fn=1, tn=1)
+    assert qa.tuned is not None and qa.tuned.value == pytest.approx(1.00055)
+    assert qa.at_tuned == Confusion(tp=1, fp=0, fn=0, tn=1)
+    assert JudgedAnswer(0.5).key == 0.5
+    with pytest.raises(ValueError, match="rank must be finite"):
+        JudgedAnswer(0.5, rank=math.nan)
+
+
+def test_a_lexical_record_is_ranked_by_its_claim_supports() -> None:
+    from ragtrace.cli._detect_results import judged
+
+    record = {"score": 1.0, "claims": [{"support": 0.9}, {"support": 0.8}], "units": []}
+    low = judged("x", record, ["x"])
+    high = judged("x", {**record, "claims": [{"support": 1.0}]}, ["x"])
+    assert low is not None and high is not None and low.score == high.score == 1.0
+    assert low.key < high.key < 1.0 + 0.0011
+    plain = judged("x", {"score": 1.0, "claims": [{"entailed": True}]})
+    assert plain is not None and plain.rank is None and plain.key == 1.0
+
+
 _scores = st.lists(
     st.tuples(st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0]) | st.floats(0, 1), st.booleans()),
     min_size=1,
