@@ -51,6 +51,7 @@ from functools import lru_cache
 
 from .evidence import normalise_for_match
 from .injection import PATTERNS, reads_as_instruction
+from .meta import meta_fingerprint
 from .terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, content_words, named_entities, numbers
 
 __all__ = [
@@ -109,8 +110,10 @@ _DESCRIPTIONS = {
 
 def checks_fingerprint() -> str:
     """SHA-256 of everything the checks decide by: their version, thresholds, the injection
-    pattern set and the stop-word lists. Part of every groundedness prompt hash, so a change to
-    the checks shows as a judge change, like a prompt change."""
+    pattern set, the stop-word lists and the meta vocabulary that decides which units are
+    exempt (:func:`~ragtrace.evaluation.judges.meta.meta_fingerprint`: it changes what a model
+    judge is asked to judge). Part of every groundedness prompt hash, so a change to the checks
+    shows as a judge change, like a prompt change."""
     blob = json.dumps(
         {
             "version": CHECKS_VERSION,
@@ -125,6 +128,7 @@ def checks_fingerprint() -> str:
             "checks": [CHECKS, UNIT_CHECKS],
             "patterns": PATTERNS,
             "stop_words": sorted(ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS),
+            "meta_units": meta_fingerprint(),
         },
         ensure_ascii=False,
         sort_keys=True,
