@@ -8,22 +8,13 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ragtrace.cli._arg_types import positive_int
 from ragtrace.cli._judge_args import build_judge
 from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "add_batch_arguments", "run_batch"]
 
 EXIT_JUDGE_UNAVAILABLE = 3
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +32,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     )
     batch.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         default=4,
         metavar="N",
         help="judge calls in flight at once (default: 4)",

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._arg_types import positive_int
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, warn
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
@@ -75,23 +76,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         default=4,
         metavar="N",
         help="judge calls in flight at once (default: 4)",
     )
     add_json_option(parser, "the report")
     parser.set_defaults(func=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def format_report(report: CalibrationReport) -> str:

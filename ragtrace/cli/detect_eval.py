@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._arg_types import count, non_negative, positive_int, unit_interval
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
@@ -83,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--threshold",
-        type=_unit_interval,
+        type=unit_interval,
         default=DEFAULT_THRESHOLD,
         metavar="T",
         help=f"flag an answer scoring below T (default: {DEFAULT_THRESHOLD:g})",
@@ -95,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--tune-sample",
-        type=_count,
+        type=count,
         metavar="N",
         help="judge at most N answers of the tune split (the same N on every run), e.g. to "
         "tune on part of RAGTruth's 15,090 training answers; all test answers are judged",
@@ -104,64 +105,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--yes", action="store_true", help="run a paid judge without a cap")
     parser.add_argument(
         "--max-cost",
-        type=_non_negative,
+        type=non_negative,
         metavar="USD",
         help="run a paid judge only if the estimate is within USD, and stop once this run "
         "has spent USD",
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         default=4,
         metavar="N",
         help="judge calls in flight at once (default: 4)",
     )
     add_json_option(parser, "the report")
     parser.set_defaults(func=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
-
-
-def _unit_interval(text: str) -> float:
-    value = _number(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value:g}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value:g}")
-    return value
 
 
 def _pct(x: float) -> str:
