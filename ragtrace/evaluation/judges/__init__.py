@@ -24,6 +24,7 @@ from .base import (
     UnitVerdict,
     Usage,
 )
+from .bounds import TOO_LARGE, JudgeLimits, is_too_large
 from .checks import CHECKS, UNIT_CHECKS, check_evidence
 from .evidence import normalise_for_match, quote_found
 from .injection import injection_hits, reads_as_instruction, suspect_documents
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from .openai_compat import OpenAICompatibleJudge
 
 __all__ = [
+    "TOO_LARGE",
+    "JudgeLimits",
+    "is_too_large",
     "CHECKS",
     "JUDGE_NAMES",
     "PROMPT_SHA256",
@@ -88,7 +92,7 @@ def __getattr__(name: str) -> Any:
 
 
 _SPEC_KEYS = frozenset(f.name for f in fields(JudgeSpec)) - {"name"}
-_LEXICAL_OPTIONS = frozenset({"threshold"})
+_LEXICAL_OPTIONS = frozenset({"threshold", "limits"})
 
 
 def make_judge(
@@ -104,7 +108,8 @@ def make_judge(
         spec = JudgeSpec(spec, **{k: options.pop(k) for k in _SPEC_KEYS & options.keys()})
     spec = spec.resolved()
     if spec.model_free:
-        return LexicalJudge(**{k: v for k, v in options.items() if k in _LEXICAL_OPTIONS})
+        lexical = {k: v for k, v in options.items() if k in _LEXICAL_OPTIONS}
+        return LexicalJudge(**{"limits": spec.limits, **lexical})
     if spec.provider == "openai":
         from .openai_compat import OpenAICompatibleJudge
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .base import GroundednessResult, Usage
+from .bounds import JudgeLimits
 from .caching import should_cache
 from .claude_clients import CLAUDE_PROVIDERS, claude_client
 from .injection import suspect_documents
@@ -65,6 +66,7 @@ class AnthropicJudge(ModelJudge):
         prices: PriceTable | None = None,
         max_tokens: int = 4096,
         instructions: str | None = None,
+        limits: JudgeLimits | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -85,6 +87,7 @@ class AnthropicJudge(ModelJudge):
             prices=prices,
             max_tokens=max_tokens,
             instructions=instructions,
+            limits=limits,
             sleep=sleep,
             clock=clock,
         )
@@ -114,6 +117,7 @@ class AnthropicJudge(ModelJudge):
             "timeout": spec.timeout_s,
             "budget_s": spec.budget_s,
             "max_tokens": spec.max_tokens,
+            "limits": spec.limits,
             **options,
         }
         return cls(spec.model, **kwargs)

@@ -40,12 +40,13 @@ from collections.abc import Sequence
 
 from .answer_metrics import token_f1
 from .base import GroundednessResult, JudgeCapabilityError, JudgeInfo, MetricResult
+from .bounds import JudgeLimits, bounded_claims, bounded_units
 from .checks import check_evidence
 from .injection import suspect_documents
 from .lexical_align import ALGORITHM, Source, align
 from .prompts import CHECKS_VERSION
 from .scoring import JudgedClaim, score_units
-from .segment import Unit, segment_answer
+from .segment import Unit
 from .text import strip_citations, words
 
 __all__ = [
@@ -102,7 +103,11 @@ class LexicalJudge:
     name = "lexical"
     paid = False  # local word overlap: the consumers' judge call budget does not apply
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
+    def __init__(
+        self, threshold: float = DEFAULT_THRESHOLD, *, limits: JudgeLimits | None = None
+    ) -> None:
+        self.limits = limits if limits is not None else JudgeLimits()
+        """What one judgement takes on (:mod:`~ragtrace.evaluation.judges.bounds`)."""
         if isinstance(threshold, bool) or not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
         self.threshold = float(threshold)
@@ -145,16 +150,21 @@ class LexicalJudge:
         return JudgedClaim(claim, entailed, evidence, round(found.support, 4))
 
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
-        return self._score(segment_answer(answer), context, time.perf_counter(), True)
+        start = time.perf_counter()
+        return self._score(bounded_units(answer, context, self.limits), context, start, True)
 
     def judge_claims(self, claims: Sequence[str], context: Sequence[str]) -> GroundednessResult:
         """Verdicts on claims already split (calibration), one per claim, in order."""
-        units = tuple(Unit(i, c) for i, c in enumerate(claims, start=1))
-        return self._score(units, context, time.perf_counter(), False)
+        start = time.perf_counter()
+        return self._score(bounded_claims(claims, context, self.limits), context, start, False)
 
     def _score(
-        self, units: Sequence[Unit], context: Sequence[str], start: float, answer_mode: bool
+        self, units: Sequence[Unit] | str, context: Sequence[str], start: float, answer_mode: bool
     ) -> GroundednessResult:
+        if isinstance(units, str):  # refused: too large to judge
+            return GroundednessResult.failed(
+                units, self._info, latency_s=time.perf_counter() - start
+            )
         suspect = suspect_documents(context)
         # a passage flagged for injection is never evidence
         source = Source.of([(i, d) for i, d in enumerate(context) if i + 1 not in suspect])

@@ -23,6 +23,7 @@ source says "$181.7 million", "Alex Tucker" in an article that never names him.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -65,6 +66,8 @@ _HEDGE = re.compile(
 )
 _CERTAIN = re.compile(r"\b(?:must|always|required|mandatory|definitely|certainly)\b", re.I)
 _OPTIONAL = re.compile(r"\b(?:may|might|can|could|optional|optionally|sometimes)\b", re.I)
+_RANKED = 20
+"""How many best windows an alignment keeps (evidence candidates, best first)."""
 _SCOPE = 3
 """A negation or hedge of the source governs the next few words: only when one of them is a
 word of the unit does the unit have to carry it too."""
@@ -164,13 +167,16 @@ def align(unit: str, source: Source) -> Alignment:
     if not per_window:
         return Alignment(0.0, 0.0, 0.0, None, (), ())
 
-    def share(w: int) -> float:
-        s = per_window[w] / total
-        return s * PAIR_DISCOUNT if source.windows[w].pair else s
-
-    ranked = sorted(per_window, key=share, reverse=True)
-    best = source.windows[ranked[0]]
-    aligned = share(ranked[0])
+    windows = source.windows
+    shares = {
+        w: (c / total) * PAIR_DISCOUNT if windows[w].pair else c / total
+        for w, c in per_window.items()
+    }
+    # the top 20 only (what ``ranked`` keeps), not a sort of every window sharing a word:
+    # linear in the windows hit, so a long context does not cost each unit a full sort
+    ranked = heapq.nlargest(_RANKED, shares, key=shares.__getitem__)
+    best = windows[ranked[0]]
+    aligned = shares[ranked[0]]
     found = cues(unit, best.text)
     # a figure or a name found nowhere in the source is a new fact, however much else matches
     if any(t.figure for t in missing):
@@ -186,7 +192,7 @@ def align(unit: str, source: Source) -> Alignment:
         anywhere / total,
         best,
         found,
-        tuple(source.windows[w] for w in ranked[:20]),
+        tuple(windows[w] for w in ranked),
     )
 
 

@@ -27,6 +27,7 @@ authentication) are also error results: retrying cannot help.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ from .answer_metrics import (
     score_relevancy,
 )
 from .base import GroundednessResult, JudgeInfo, MetricResult, Usage
+from .bounds import JudgeLimits, bounded_claims, bounded_units
 from .injection import suspect_documents
 from .pricing import PriceTable, load_prices
 from .prompts import (
@@ -61,7 +63,7 @@ from .prompts import (
 )
 from .retry import CallBudget, parse_retry_after, retryable
 from .scoring import score_units
-from .segment import Unit, segment_answer
+from .segment import Unit
 from .spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 
 __all__ = ["CallRecord", "ModelJudge", "Rejected"]
@@ -97,6 +99,7 @@ class ModelJudge:
         prices: PriceTable | None = None,
         max_tokens: int = 4096,
         instructions: str | None = None,
+        limits: JudgeLimits | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -113,6 +116,9 @@ class ModelJudge:
         self.max_tokens = max_tokens
         self.prices = prices if prices is not None else load_prices()
         self.instructions = instructions if instructions is not None else GROUNDEDNESS_INSTRUCTIONS
+        self.limits = limits if limits is not None else JudgeLimits()
+        """What one judgement takes on, the prompt's estimated tokens included
+        (:mod:`~ragtrace.evaluation.judges.bounds`)."""
         self._sleep = sleep
         self._clock = clock
         self._sdk = sdk
@@ -160,19 +166,41 @@ class ModelJudge:
 
     # --- groundedness ---------------------------------------------------------------------
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
-        units = segment_answer(answer)
-        return self._groundedness(render_answer_message(units, context), context, units, None)
+        start = time.perf_counter()
+        units = bounded_units(answer, context, self.limits)
+        if isinstance(units, str):
+            return self._refused(units, start)
+        message = render_answer_message(units, context)
+        return self._groundedness(message, context, units, None, start)
 
     def judge_claims(self, claims: Sequence[str], context: Sequence[str]) -> GroundednessResult:
         """Verdicts on claims already split (calibration), one per claim, in order."""
+        start = time.perf_counter()
         claims = list(claims)
-        units = tuple(Unit(i, c) for i, c in enumerate(claims, start=1))
-        return self._groundedness(render_claims_message(claims, context), context, units, claims)
+        units = bounded_claims(claims, context, self.limits)
+        if isinstance(units, str):
+            return self._refused(units, start)
+        message = render_claims_message(claims, context)
+        return self._groundedness(message, context, units, claims, start)
+
+    def _refused(self, refusal: str, start: float) -> GroundednessResult:
+        """A judgement too large to take on (:mod:`~ragtrace.evaluation.judges.bounds`): an
+        error result, no call made."""
+        return GroundednessResult.failed(refusal, self.info, latency_s=time.perf_counter() - start)
 
     def _groundedness(
-        self, message: str, context: Sequence[str], units: tuple[Unit, ...], given: list[str] | None
+        self,
+        message: str,
+        context: Sequence[str],
+        units: tuple[Unit, ...],
+        given: list[str] | None,
+        start: float,
     ) -> GroundednessResult:
-        start = time.perf_counter()
+        refusal = self.limits.prompt_refusal(
+            len(self.instructions) + len(json.dumps(GROUNDEDNESS_TOOL)) + len(message)
+        )
+        if refusal is not None:
+            return self._refused(refusal, start)
         suspect = suspect_documents(context)
         if not units:  # nothing to judge: no call
             return score_units(

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import Usage
+from .bounds import JudgeLimits
 from .model_judge import ModelJudge
 from .pricing import PriceTable
 from .prompts import MalformedOutput
@@ -78,6 +79,7 @@ class OpenAICompatibleJudge(ModelJudge):
         prices: PriceTable | None = None,
         max_tokens: int = 4096,
         instructions: str | None = None,
+        limits: JudgeLimits | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -100,6 +102,7 @@ class OpenAICompatibleJudge(ModelJudge):
             prices=prices,
             max_tokens=max_tokens,
             instructions=instructions,
+            limits=limits,
             sleep=sleep,
             clock=clock,
         )
@@ -123,6 +126,7 @@ class OpenAICompatibleJudge(ModelJudge):
             "timeout": spec.timeout_s,
             "budget_s": spec.budget_s,
             "max_tokens": spec.max_tokens,
+            "limits": spec.limits,
             **options,
         }
         return cls(spec.model, **kwargs)

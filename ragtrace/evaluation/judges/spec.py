@@ -36,6 +36,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from .bounds import JudgeLimits
+
 __all__ = [
     "DEFAULT_BUDGET_S",
     "DEFAULT_MAX_TOKENS",
@@ -101,7 +103,8 @@ class JudgeSpec:
     their lease from it). ``model`` None means the provider's default (module doc).
     ``api_key`` is the provider's credential (Bedrock API key, Vertex access token, …);
     ``region`` serves ``bedrock`` and ``vertex``, ``project`` ``vertex``, ``base_url`` every
-    provider, ``output_mode`` ``openai``.
+    provider, ``output_mode`` ``openai``. ``limits`` bounds what one groundedness judgement
+    takes on, for every judge (:mod:`~ragtrace.evaluation.judges.bounds`).
     """
 
     name: str = "auto"
@@ -115,6 +118,7 @@ class JudgeSpec:
     region: str | None = None
     project: str | None = None
     output_mode: str = "tools"
+    limits: JudgeLimits = field(default_factory=JudgeLimits)
 
     def __post_init__(self) -> None:
         if self.name not in JUDGE_NAMES:
