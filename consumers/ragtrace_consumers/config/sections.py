@@ -12,6 +12,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ragtrace.evaluation.judges.bounds import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_CONTEXT_CHARS,
+    DEFAULT_MAX_PROMPT_TOKENS,
+    DEFAULT_MAX_UNITS,
+)
 from ragtrace.evaluation.judges.spec import (
     DEFAULT_BUDGET_S,
     DEFAULT_TIMEOUT_S,
@@ -314,6 +320,17 @@ class JudgeSettings(_Section):
     """Total seconds one judgement may take, every request and retry wait included (the one
     retry owner honours retry-after within it); past it the trace is parked. The start-up
     check refuses an assembly.lease_s that a full round of judgements could outlast."""
+    max_units: PositiveInt = DEFAULT_MAX_UNITS
+    """Most answer units (sentences, list items, code blocks) one groundedness judgement takes
+    on; a longer answer is not judged: its result is the error too_large, naming the limit."""
+    max_answer_chars: PositiveInt = DEFAULT_MAX_ANSWER_CHARS
+    """Most answer characters one judgement takes on (beyond: too_large, as judge.max_units)."""
+    max_context_chars: PositiveInt = DEFAULT_MAX_CONTEXT_CHARS
+    """Most context characters, all passages together, one judgement takes on (beyond:
+    too_large). At the defaults one offline judgement takes about a second."""
+    max_prompt_tokens: PositiveInt = DEFAULT_MAX_PROMPT_TOKENS
+    """Most estimated prompt tokens a model judge is sent for one judgement (beyond: too_large,
+    no call made); keep it under the judge model's context window."""
     park_backoff_s: Positive = 30.0
     """Seconds a parked trace waits before its first retry; grows with the trace's age."""
     park_backoff_max_s: Positive = 600.0

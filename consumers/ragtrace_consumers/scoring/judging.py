@@ -28,11 +28,14 @@ from typing import Protocol
 
 from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.judges import (
+    TOO_LARGE,
     GroundednessResult,
     Judge,
+    JudgeLimits,
     JudgeSpec,
     JudgeUnavailable,
     MetricResult,
+    is_too_large,
     make_judge,
 )
 from ragtrace.evaluation.judges.spec import GEN_AI_PROVIDER_NAMES
@@ -82,12 +85,21 @@ class JudgeSettingsLike(Protocol):
     def base_url(self) -> str | None: ...
     @property
     def output_mode(self) -> str: ...
+    @property
+    def max_units(self) -> int: ...
+    @property
+    def max_answer_chars(self) -> int: ...
+    @property
+    def max_context_chars(self) -> int: ...
+    @property
+    def max_prompt_tokens(self) -> int: ...
 
 
 def spec_from_settings(settings: JudgeSettingsLike) -> JudgeSpec:
     """The :class:`JudgeSpec` of the ``judge`` settings (``name``, ``provider``, ``model``, the
     connection keys ``region``, ``project``, ``base_url``, ``output_mode``, and the limits
-    ``timeout_s``, ``budget_s``). Credentials are not settings: each provider's client reads its
+    ``timeout_s``, ``budget_s``, the bounds ``max_units``, ``max_answer_chars``,
+    ``max_context_chars``, ``max_prompt_tokens``). Credentials are not settings: each provider's client reads its
     own variables."""
     return JudgeSpec(
         settings.name,
@@ -99,6 +111,12 @@ def spec_from_settings(settings: JudgeSettingsLike) -> JudgeSpec:
         project=settings.project,
         base_url=settings.base_url,
         output_mode=settings.output_mode,
+        limits=JudgeLimits(
+            max_units=settings.max_units,
+            max_answer_chars=settings.max_answer_chars,
+            max_context_chars=settings.max_context_chars,
+            max_prompt_tokens=settings.max_prompt_tokens,
+        ),
     )
 
 
@@ -129,7 +147,7 @@ def record_judge_result(
         )
     if result.error is not None:
         metrics.judge_call(model, "error")
-        metrics.judge_error(model, "invalid_output")
+        metrics.judge_error(model, TOO_LARGE if is_too_large(result.error) else "invalid_output")
         return False
     metrics.judge_call(model, "ok")
     return True
@@ -273,7 +291,23 @@ class GroundednessScorer:
             + _PROMPT_OVERHEAD_TOKENS
             + _OUTPUT_ESTIMATE_TOKENS
         )
-        return JudgeJob(trace_id, service, answer, ctx, key, tokens)
+        job = JudgeJob(trace_id, service, answer, ctx, key, tokens)
+        self._refuse_too_large(job)
+        return job
+
+    def _refuse_too_large(self, job: JudgeJob) -> None:
+        """A trace beyond the judge's bounds gets its ``too_large`` result now, before the
+        cache, the budget or a batch see it: no call, no queue, counted as a judge error with
+        reason ``too_large`` (:mod:`ragtrace.evaluation.judges.bounds`)."""
+        refusal = getattr(self._judge, "refusal", None)
+        reason = refusal(job.answer, job.context) if callable(refusal) else None
+        if reason is None:
+            return
+        _log.warning("trace %s too large to judge: %s", job.trace_id, reason)
+        result = GroundednessResult.failed(reason, self._judge.info)
+        record_judge_result(self._metrics, self._cache_model, result, usage=False)
+        job.outcome = JudgeOutcome(result)
+        job.done.set()
 
     def plan(self, jobs: Sequence[JudgeJob]) -> None:
         """Answer what the cache knows (one lookup for all) and reserve the budget for the

@@ -149,6 +149,12 @@ class LexicalJudge:
             )
         return JudgedClaim(claim, entailed, evidence, round(found.support, 4))
 
+    def refusal(self, answer: str, context: Sequence[str]) -> str | None:
+        """Why :meth:`groundedness` would refuse ``answer`` and ``context`` as too large, or
+        None."""
+        units = bounded_units(answer, context, self.limits)
+        return units if isinstance(units, str) else None
+
     def groundedness(self, answer: str, context: Sequence[str]) -> GroundednessResult:
         start = time.perf_counter()
         return self._score(bounded_units(answer, context, self.limits), context, start, True)

@@ -183,6 +183,20 @@ class ModelJudge:
         message = render_claims_message(claims, context)
         return self._groundedness(message, context, units, claims, start)
 
+    def refusal(self, answer: str, context: Sequence[str]) -> str | None:
+        """Why :meth:`groundedness` would refuse ``answer`` and ``context`` as too large (its
+        limits, the prompt's estimated tokens included), or None: a check a caller can make
+        before it reserves budget or queues the request elsewhere."""
+        units = bounded_units(answer, context, self.limits)
+        if isinstance(units, str):
+            return units
+        return self._prompt_refusal(render_answer_message(units, context))
+
+    def _prompt_refusal(self, message: str) -> str | None:
+        return self.limits.prompt_refusal(
+            len(self.instructions) + len(json.dumps(GROUNDEDNESS_TOOL)) + len(message)
+        )
+
     def _refused(self, refusal: str, start: float) -> GroundednessResult:
         """A judgement too large to take on (:mod:`~ragtrace.evaluation.judges.bounds`): an
         error result, no call made."""
@@ -196,9 +210,7 @@ class ModelJudge:
         given: list[str] | None,
         start: float,
     ) -> GroundednessResult:
-        refusal = self.limits.prompt_refusal(
-            len(self.instructions) + len(json.dumps(GROUNDEDNESS_TOOL)) + len(message)
-        )
+        refusal = self._prompt_refusal(message)
         if refusal is not None:
             return self._refused(refusal, start)
         suspect = suspect_documents(context)
