@@ -7,6 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragtrace.cli._arg_types import positive_int
+from ragtrace.evaluation.judges.bounds import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_CONTEXT_CHARS,
+    DEFAULT_MAX_PROMPT_TOKENS,
+    DEFAULT_MAX_UNITS,
+    JudgeLimits,
+)
 from ragtrace.evaluation.judges.spec import (
     DEFAULT_BUDGET_S,
     DEFAULT_MODELS,
@@ -91,6 +99,31 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
         "overload, 5xx and timeouts, waiting what retry-after asks) included "
         f"(default: {DEFAULT_BUDGET_S:g})",
     )
+    for flag, dest, default, what in (
+        ("--max-units", "max_units", DEFAULT_MAX_UNITS, "answer units"),
+        ("--max-answer-chars", "max_answer_chars", DEFAULT_MAX_ANSWER_CHARS, "answer characters"),
+        (
+            "--max-context-chars",
+            "max_context_chars",
+            DEFAULT_MAX_CONTEXT_CHARS,
+            "context characters, all passages together",
+        ),
+        (
+            "--max-prompt-tokens",
+            "max_prompt_tokens",
+            DEFAULT_MAX_PROMPT_TOKENS,
+            "estimated prompt tokens sent to a model judge",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            dest=dest,
+            type=positive_int,
+            default=default,
+            metavar="N",
+            help=f"most {what} one judgement takes on; beyond it the result is the error "
+            f"too_large, not a score (default: {default})",
+        )
     parser.add_argument(
         "--calibration-file",
         metavar="PATH",
@@ -110,6 +143,12 @@ def judge_spec(args: argparse.Namespace) -> JudgeSpec:
         project=getattr(args, "project", None),
         base_url=getattr(args, "base_url", None),
         output_mode=getattr(args, "output_mode", "tools"),
+        limits=JudgeLimits(
+            max_units=getattr(args, "max_units", DEFAULT_MAX_UNITS),
+            max_answer_chars=getattr(args, "max_answer_chars", DEFAULT_MAX_ANSWER_CHARS),
+            max_context_chars=getattr(args, "max_context_chars", DEFAULT_MAX_CONTEXT_CHARS),
+            max_prompt_tokens=getattr(args, "max_prompt_tokens", DEFAULT_MAX_PROMPT_TOKENS),
+        ),
     )
 
 
