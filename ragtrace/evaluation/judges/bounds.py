@@ -39,7 +39,7 @@ __all__ = [
 TOO_LARGE = "too_large"
 """The prefix of a refused judgement's ``error`` (and its metric reason)."""
 DEFAULT_MAX_UNITS = 200
-DEFAULT_MAX_ANSWER_CHARS = 50_000
+DEFAULT_MAX_ANSWER_CHARS = 20_000
 DEFAULT_MAX_CONTEXT_CHARS = 100_000
 DEFAULT_MAX_PROMPT_TOKENS = 60_000
 CHARS_PER_TOKEN = 3.5

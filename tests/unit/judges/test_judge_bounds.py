@@ -37,8 +37,8 @@ def test_a_25000_sentence_answer_is_refused_fast_naming_the_limit() -> None:
     spent = time.process_time() - start
     assert result.score is None and is_too_large(result.error)
     assert result.error == (
-        f"{TOO_LARGE}: answer has {len(answer)} characters, limit 50000 "
-        f"(max_answer_chars; {len(answer) - 50000} over)"
+        f"{TOO_LARGE}: answer has {len(answer)} characters, limit 20000 "
+        f"(max_answer_chars; {len(answer) - 20000} over)"
     )
     assert result.claims == () and result.units == ()
     assert spent < 5.0  # generous: the refusal costs milliseconds; judging it took minutes
