@@ -8,8 +8,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from ragtrace.cli._arg_types import positive_int
-from ragtrace.cli._judge_args import build_judge
+from ragtrace.cli._judge_args import add_judge_concurrency, build_judge
 from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "add_batch_arguments", "run_batch"]
@@ -30,13 +29,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         help="append one JSON line per result here, skipping ids already done "
         "(resume); default: stdout",
     )
-    batch.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=4,
-        metavar="N",
-        help="judge calls in flight at once (default: 4)",
-    )
+    add_judge_concurrency(batch)
 
 
 def run_batch(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from ragtrace.evaluation.judges.spec import (
 
 __all__ = [
     "add_judge_arguments",
+    "add_judge_concurrency",
     "build_judge",
     "judge_line",
     "judge_spec",
@@ -129,6 +130,18 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="where the last calibration's stamp is kept (default: "
         "$RAGTRACE_CALIBRATION_FILE, else ~/.config/ragtrace/calibration.json)",
+    )
+
+
+def add_judge_concurrency(parser: argparse._ActionsContainer) -> None:
+    """``--concurrency N``: judge calls in flight at once (default 4), for the commands that
+    judge many answers or claims."""
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="judge calls in flight at once (default: 4)",
     )
 
 

@@ -7,8 +7,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from ragtrace.cli._arg_types import positive_int
-from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, warn
+from ragtrace.cli._judge_args import (
+    add_judge_arguments,
+    add_judge_concurrency,
+    build_judge,
+    judge_line,
+    warn,
+)
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -74,13 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--no-save", action="store_true", help="do not record this run as the last calibration"
     )
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=4,
-        metavar="N",
-        help="judge calls in flight at once (default: 4)",
-    )
+    add_judge_concurrency(parser)
     add_json_option(parser, "the report")
     parser.set_defaults(func=run)
 

@@ -12,8 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtrace.cli._arg_types import count, non_negative, positive_int, unit_interval
-from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line
+from ragtrace.cli._arg_types import count, non_negative, unit_interval
+from ragtrace.cli._judge_args import (
+    add_judge_arguments,
+    add_judge_concurrency,
+    build_judge,
+    judge_line,
+)
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -110,13 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run a paid judge only if the estimate is within USD, and stop once this run "
         "has spent USD",
     )
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=4,
-        metavar="N",
-        help="judge calls in flight at once (default: 4)",
-    )
+    add_judge_concurrency(parser)
     add_json_option(parser, "the report")
     parser.set_defaults(func=run)
 
