@@ -46,8 +46,30 @@ def f1(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+class _PrecisionRecall:
+    """Precision, recall and F1 of ``tp``/``fp``/``fn`` counts (NaN where a denominator is 0)."""
+
+    tp: int
+    fp: int
+    fn: int
+
+    @property
+    def precision(self) -> float:
+        """tp / (tp + fp): of what was flagged, the share people marked hallucinated."""
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        """tp / (tp + fn): of what people marked hallucinated, the share flagged."""
+        return _ratio(self.tp, self.tp + self.fn)
+
+    @property
+    def f1(self) -> float:
+        return f1(self.precision, self.recall)
+
+
 @dataclass(frozen=True)
-class Confusion:
+class Confusion(_PrecisionRecall):
     """Response-level counts, positive = hallucinated: ``tp`` flagged and hallucinated, ``fp``
     flagged but faithful, ``fn`` hallucinated but passed, ``tn`` faithful and passed."""
 
@@ -65,20 +87,6 @@ class Confusion:
     @property
     def n(self) -> int:
         return self.tp + self.fp + self.fn + self.tn
-
-    @property
-    def precision(self) -> float:
-        """tp / (tp + fp): of the answers flagged, the share people marked hallucinated."""
-        return _ratio(self.tp, self.tp + self.fp)
-
-    @property
-    def recall(self) -> float:
-        """tp / (tp + fn): of the hallucinated answers, the share flagged."""
-        return _ratio(self.tp, self.tp + self.fn)
-
-    @property
-    def f1(self) -> float:
-        return f1(self.precision, self.recall)
 
     def to_dict(self) -> dict[str, float | int]:
         return {
@@ -202,7 +210,7 @@ def char_positions(spans: Iterable[tuple[int, int]]) -> frozenset[int]:
 
 
 @dataclass(frozen=True)
-class SpanOverlap:
+class SpanOverlap(_PrecisionRecall):
     """Characters flagged by the judge vs characters people marked, summed over answers:
     ``tp`` flagged and marked, ``fp`` flagged only, ``fn`` marked only."""
 
@@ -222,18 +230,6 @@ class SpanOverlap:
         return SpanOverlap(
             self.tp + other.tp, self.fp + other.fp, self.fn + other.fn, self.answers + other.answers
         )
-
-    @property
-    def precision(self) -> float:
-        return _ratio(self.tp, self.tp + self.fp)
-
-    @property
-    def recall(self) -> float:
-        return _ratio(self.tp, self.tp + self.fn)
-
-    @property
-    def f1(self) -> float:
-        return f1(self.precision, self.recall)
 
     def to_dict(self) -> dict[str, float | int]:
         return {
