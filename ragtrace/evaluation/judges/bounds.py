@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from functools import lru_cache
 
 from .segment import Unit, segment_answer
 
@@ -116,8 +117,16 @@ def bounded_units(
     refusal = limits.text_refusal(len(answer), context)
     if refusal is not None:
         return refusal
-    units = segment_answer(answer)
+    units = _segmented(answer)
     return limits.units_refusal(len(units)) or units
+
+
+@lru_cache(maxsize=512)
+def _segmented(answer: str) -> tuple[Unit, ...]:
+    # A caller asks twice for the same answer: the consumer's pre-check (``refusal``) and then
+    # the judgement itself. The units are immutable, so the second ask reuses the first's (up to
+    # 512 answers in flight, each within max_answer_chars, since characters are checked first).
+    return segment_answer(answer)
 
 
 def bounded_claims(
