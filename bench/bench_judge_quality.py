@@ -11,8 +11,8 @@ sampling), three detectors score every answer:
   context — the one-line baseline.
 
 Reported, on the **test** half of each set only: AUROC (threshold-free; flag-every-answer
-scores 0.5 by construction; the judge's answers ranked by groundedness, ties broken by mean
-claim support, then word overlap — ``ranking_score``), F1 at the default threshold (the judge's 0.8; flagging every
+scores 0.5 by construction; the judge's answers ranked by ``ranking_score``: mean claim
+support and word overlap in equal parts), F1 at the default threshold (the judge's 0.8; flagging every
 answer has no threshold), and F1 at the threshold that maximised F1 on the **tune** half.
 Groups: each set; ``summaries`` and ``overall`` pool the sets' answers (thresholds tuned on the
 pooled tune halves).
@@ -81,8 +81,8 @@ def judge_scores(
     path: Path, judge_args: list[str], work: Path
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(id -> groundedness, id -> ranking key), from the real ``detect-eval`` command (answers it
-    failed on left out). The ranking key is groundedness, ties broken by the mean claim support
-    stored in each result, then by the answer's word overlap with the context
+    failed on left out). The ranking key is the mean claim support stored in each result and the
+    answer's word overlap with the context in equal parts
     (:func:`ragtrace.evaluation.judges.lexical.ranking_score`); a judge whose results carry no
     support is ranked by groundedness alone."""
     results = work / f"{path.stem}.results.jsonl"
@@ -309,10 +309,11 @@ figure is on the held-out **test** half of each set; tuned thresholds were chose
 `bench/data/hallucination/README.md` (the QAGS files are not shipped — no licence upstream —
 and are rebuilt with `bench/convert_hallucination_sets.py`). HaluEval's labels are by
 construction, not human judgements. No long-form RAG QA set with its contexts could be obtained
-here. AUROC and the tuned threshold rank the judge's answers by groundedness, ties broken by
-the mean support of their claims, then by their word overlap with the context
-(`ranking_score`), and unigram overlap by its share; the
-default-threshold F1 flags an answer whose groundedness is below 0.8. F1 in %.
+here. AUROC and the tuned threshold rank the judge's answers by `ranking_score`: the mean
+support of their claims and their word overlap with the context in equal parts (so the
+judge's ranking holds what unigram overlap knows, plus its aligned, weighted support), and
+unigram overlap by its share; the default-threshold F1 flags an answer whose groundedness is
+below 0.8. F1 in %.
 
 {table}
 

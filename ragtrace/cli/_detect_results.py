@@ -91,8 +91,8 @@ def judged(
 ) -> JudgedAnswer | None:
     """The judgement a record holds (None: the judge failed on that answer). The flagged spans
     are the units neither supported nor accepted as claimless, located in ``answer``. When the
-    record's claims carry a support (the lexical judge's), the answer's ranking key breaks ties
-    of its score by them and by its word overlap with ``context``
+    record's claims carry a support (the lexical judge's), the answer's ranking key is their mean
+    blended with its word overlap with ``context``
     (:func:`~ragtrace.evaluation.judges.lexical.ranking_score`)."""
     score = record.get("score")
     if record.get("error") is not None or not isinstance(score, (int, float)):

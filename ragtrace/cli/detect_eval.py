@@ -46,8 +46,10 @@ report, per task type and overall, how well its groundedness score finds the ans
 marked hallucinated (positive class: hallucinated; an answer scoring strictly below
 --threshold is flagged):
   P / R / F1 at --threshold (default {DEFAULT_THRESHOLD:g}, the four cells' pass threshold),
-  AUROC of the score (threshold-free),
-  the threshold maximising F1 on the tune split, and the F1 it gives on the test split,
+  AUROC of the judge's ranking key (threshold-free; the score, or for the lexical judge its
+  mean claim support blended with word overlap),
+  the threshold on that key maximising F1 on the tune split, and the F1 it gives on the test
+  split,
   span overlap: character-level P / R / F1 of the units the judge found unsupported against
   the spans people marked (where both exist).
 Every figure is on the test split; thresholds are chosen on the tune split only.

@@ -3,9 +3,9 @@ detect-eval`` and of the judge-quality benchmark.
 
 Per task type and overall, over the **test** split (held out): response-level precision,
 recall and F1 at the configured threshold (an answer scoring strictly below it is flagged),
-AUROC of the judge's ranking key (:attr:`JudgedAnswer.key`: the groundedness score, ties
-broken where the judge gives a finer key), and the F1 at the threshold that maximised F1 on the **tune**
-split (:func:`~ragtrace.evaluation.detection.best_threshold`, chosen per group on that group's
+AUROC of the judge's ranking key (:attr:`JudgedAnswer.key`: the groundedness score, or a
+finer key where the judge gives one), and the F1 at the threshold on that key that maximised F1
+on the **tune** split (:func:`~ragtrace.evaluation.detection.best_threshold`, chosen per group on that group's
 tuning answers). Where people marked spans and the judge returned units, the characters of the
 units it found unsupported are compared with the characters people marked
 (:class:`~ragtrace.evaluation.detection.SpanOverlap`). Answers the judge failed on are left out
@@ -36,8 +36,8 @@ OVERALL = "overall"
 class JudgedAnswer:
     """What a judge made of one answer: its groundedness ``score``, the character spans of the
     units it found unsupported (None when the judge gave no units to locate), and ``rank``, a
-    finer key that orders answers by suspicion without reordering two different scores (the
-    lexical judge's :func:`~ragtrace.evaluation.judges.lexical.ranking_score`; None: the score).
+    continuous key that orders answers by suspicion, not on the groundedness scale (the lexical
+    judge's :func:`~ragtrace.evaluation.judges.lexical.ranking_score`; None: the score).
     AUROC and the tuned threshold use :attr:`key`; the configured threshold applies to ``score``.
     """
 

@@ -183,15 +183,23 @@ def test_longer_preambles_are_meta(unit: str) -> None:
     assert not is_meta("Key points include the 2014 shortlist:")
 
 
-def test_ranking_score_breaks_ties_by_mean_support_only() -> None:
-    from ragtrace.evaluation.judges.lexical import ranking_score
+def test_ranking_score_blends_mean_support_with_word_overlap() -> None:
+    from ragtrace.evaluation.judges.lexical import OVERLAP_SHARE, TIE_BREAK, ranking_score
 
+    assert OVERLAP_SHARE == 0.5
+    # (1 - 0.5) * mean support + 0.5 * overlap + TIE_BREAK * groundedness, exactly
+    assert ranking_score(0.0, [0.6, 0.8], 0.5) == pytest.approx(0.6)
+    assert ranking_score(1.0, [0.9], 0.7) == pytest.approx(0.8 + TIE_BREAK)
+    assert ranking_score(1.0, []) == ranking_score(1.0, [1.0]) == pytest.approx(1.0 + TIE_BREAK)
+    # lower support or lower overlap: more suspect
     assert ranking_score(1.0, [0.9]) < ranking_score(1.0, [1.0])
-    assert ranking_score(0.5, [1.0, 1.0]) < ranking_score(2 / 3, [0.0, 0.0, 0.0])
-    assert ranking_score(1.0, []) == ranking_score(1.0, [1.0])
-    # word overlap only orders answers whose score and mean support are equal
     assert ranking_score(1.0, [1.0], 0.5) < ranking_score(1.0, [1.0], 0.9)
-    assert ranking_score(1.0, [0.9999], 1.0) < ranking_score(1.0, [1.0], 0.0)
+    # the key is not on the groundedness scale: a well-supported answer that failed one unit
+    # by a check can outrank a barely passing one
+    assert ranking_score(0.5, [0.95, 0.99], 1.0) > ranking_score(1.0, [0.84, 0.84], 0.6)
+    # groundedness only orders answers whose support and overlap are equal
+    assert ranking_score(0.5, [0.9], 0.9) < ranking_score(1.0, [0.9], 0.9)
+    assert ranking_score(1.0, [0.9], 0.9) < ranking_score(0.0, [0.9], 0.91)
 
 
 def test_a_figure_spaced_in_the_source_is_the_same_figure() -> None:
