@@ -85,8 +85,8 @@ def ranking_score(score: float, supports: Sequence[float], overlap: float = 1.0)
     Groundedness thresholds each unit's support at :data:`DEFAULT_THRESHOLD` and takes few
     values (one-sentence answers score 0 or 1); the mean support is the same judgement before
     that step. The overlap adds what the aligned support leaves out by design: words found
-    anywhere in the context, stop words and all — so the ranking is never less informed than
-    the plain unigram baseline. Not a score and not on the groundedness scale (it can reorder
+    anywhere in the context, stop words and all — so the ranking holds what the plain unigram
+    baseline measures. Not a score and not on the groundedness scale (it can reorder
     two different groundedness scores): it only orders answers (AUROC, a threshold tuned on
     labels)."""
     mean = sum(supports) / len(supports) if supports else 1.0
