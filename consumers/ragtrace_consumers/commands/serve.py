@@ -26,6 +26,7 @@ from ragtrace.cli.output import (
     json_to_stdout,
 )
 from ragtrace.evaluation.judges.spec import JUDGE_NAMES
+from ragtrace.masking import mask_url
 
 __all__ = ["ENV_LABELS", "register", "run"]
 
@@ -306,8 +307,10 @@ def run(args: argparse.Namespace) -> int:
             )
             print(f"  state:   {settings.state_path}", file=info)
             print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
+            spans_to = settings.otlp_endpoint
             print(
-                f"  evaluation spans: {settings.otlp_endpoint or 'kept local (no OTLP endpoint)'}",
+                "  evaluation spans: "
+                + (mask_url(spans_to) if spans_to else "kept local (no OTLP endpoint)"),
                 file=info,
                 flush=True,
             )

@@ -180,6 +180,9 @@ class RedisSettings(_Section):
     """Redis holding traces being assembled, labels, the judge cache and the idempotency keys."""
     key_prefix: NonEmpty = "ragtrace"
     """Prefix of every Redis key ragtrace writes; replicas of one deployment share it."""
+    password: OptSecret = None
+    """Redis password (AUTH), given to the client apart from url so no library can print it:
+    set it with RAGTRACE_REDIS_PASSWORD (a secret); it overrides a password inside url."""
 
 
 class ExportSettings(_Section):

@@ -27,12 +27,12 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ragtrace.masking import mask_url
 from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
@@ -238,19 +238,9 @@ def load_config(
 
 
 def redact_url(url: str) -> str:
-    """``url`` with the password of its user info and any ``password=`` query value masked."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":" + REDACTED
-        netloc = f"{userinfo}@{host}"
-    query = "&".join(
-        f"{k}={REDACTED}" if k.lower() == "password" else (f"{k}={v}" if sep else k)
-        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """``url`` with its user-info password and secret-named query values masked
+    (:func:`ragtrace.masking.mask_url`, the one masking function)."""
+    return mask_url(url)
 
 
 def example_path() -> Path:
