@@ -41,7 +41,7 @@ SET_BY_CHART: frozenset[str] = frozenset(
         *("kafka.bootstrap_servers", "kafka.topic", "kafka.group_id", "kafka.dlq_topic"),
         *("kafka.security_protocol", "kafka.sasl_mechanism", "kafka.sasl_username"),
         *("kafka.sasl_password", "kafka.ssl_cafile", "kafka.ssl_certfile", "kafka.ssl_keyfile"),
-        *("kafka.ssl_check_hostname", "redis.url", "export.otlp_endpoint"),
+        *("kafka.ssl_check_hostname", "redis.url", "redis.password", "export.otlp_endpoint"),
         *("judge.name", "judge.model", "health.enabled", "health.host", "health.port"),
     }
 )

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -71,9 +72,19 @@ def connect(url: str, password: str | None = None) -> redis.Redis:
     options: dict[str, Any] = {}
     if password is not None:
         options["password"] = password
+        url = _without_password(url)  # redis-py lets the URL's own password win over the argument
     return redis.Redis.from_url(
         url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30, **options
     )
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    netloc = f"{userinfo.split(':', 1)[0]}@{host}" if userinfo.split(":", 1)[0] else host
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _check_prefix(prefix: str) -> str:
