@@ -55,6 +55,7 @@ from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_rea
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
@@ -86,8 +87,13 @@ def default_state_path() -> Path:
     explicit = os.environ.get(ENV_STATE)
     if explicit:
         return Path(explicit)
+    return _own_state_directory() / "embedded.sqlite3"
+
+
+def _own_state_directory() -> Path:
+    """``$XDG_STATE_HOME/ragtrace`` (or ~/.local/state/ragtrace): ragtrace's own directory."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "ragtrace" / "embedded.sqlite3"
+    return Path(base) / "ragtrace"
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,10 @@ class EmbeddedEvaluator:
         require_realtime_judging(config)
         self.judge: Judge = judge or judge_from_settings(config.judge)
         check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
+        # Our own directory is tightened when an older version left it open; a directory the
+        # user chose is only warned about.
+        own = Path(settings.state_path).parent.absolute() == _own_state_directory().absolute()
+        private_state_file(settings.state_path, tighten_directory=own)
         self.state = SqliteState(settings.state_path)
         try:
             self._build(extra_metric_readers)
