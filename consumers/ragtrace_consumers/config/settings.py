@@ -1,6 +1,6 @@
 """Configuration of ``ragtrace consume`` and ``ragtrace serve``: one pydantic-settings model.
 
-:class:`ConsumerConfig` is a ``BaseSettings`` of nine frozen sections (``kafka``, ``redis``, ...,
+:class:`ConsumerConfig` is a ``BaseSettings`` of frozen sections (``kafka``, ``redis``, ...,
 ``mapping``). Each key is declared once, as a field of its section: its type and check (from
 :mod:`._values`), its default and its description (the docstring under it). Its environment variable
 is derived (:func:`env_var`: ``judge.concurrency`` is ``RAGTRACE_JUDGE_CONCURRENCY``); the
@@ -54,9 +54,11 @@ from ragtrace_consumers.config.sections import (
     JudgeSettings,
     KafkaSettings,
     MappingSettings,
+    RedactionSettings,
     RedisSettings,
     SamplingSettings,
     ScoringSettings,
+    ServeSettings,
 )
 from ragtrace_consumers.scoring.sampling import SamplingRule
 
@@ -74,10 +76,12 @@ __all__ = [
     "JudgeSettings",
     "KafkaSettings",
     "MappingSettings",
+    "RedactionSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
     "Secret",
+    "ServeSettings",
     "env_var",
     "example_path",
     "load_config",
@@ -100,6 +104,8 @@ SECTIONS: Mapping[str, type[BaseModel]] = {
     "judge": JudgeSettings,
     "health": HealthSettings,
     "mapping": MappingSettings,
+    "redaction": RedactionSettings,
+    "serve": ServeSettings,
 }
 """Every section of the configuration by name, in the order of the file."""
 
@@ -139,6 +145,8 @@ class ConsumerConfig(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     mapping: MappingSettings = Field(default_factory=MappingSettings)
+    redaction: RedactionSettings = Field(default_factory=RedactionSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
     source: str = "defaults"
     sources: Mapping[str, str] = Field(default_factory=dict, repr=False)
 

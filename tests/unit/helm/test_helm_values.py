@@ -201,6 +201,8 @@ _CONNECTION_KEYS |= {
 }
 # Where the health endpoints listen comes from consumer.health (the probes need the port).
 _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
+# Read by `ragtrace serve` only: the chart runs `consume`.
+_SERVE_KEYS = {("serve", k) for k in consumer_config.ServeSettings.model_fields}
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -209,7 +211,7 @@ def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
 
 def test_values_carry_every_key_of_the_consumer_example_file() -> None:
     example = yaml.safe_load(consumer_config.example_path().read_text())
-    assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS
+    assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS - _SERVE_KEYS
 
 
 def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
@@ -217,7 +219,7 @@ def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
     mark as set by the chart, and the model marks exactly the connection keys."""
     specs = config_docs.key_specs()
     assert _keys(VALUES["consumer"]["config"]) == {(s.section, s.name) for s in specs if s.chart}
-    assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS
+    assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS | _SERVE_KEYS
 
 
 def test_values_defaults_equal_the_consumers_defaults() -> None:

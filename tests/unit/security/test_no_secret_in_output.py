@@ -162,7 +162,7 @@ def test_serve_banner_in_a_real_process(planted: int, tmp_path: Path) -> None:
     )
     try:
         assert proc.stdout is not None
-        banner = [proc.stdout.readline() for _ in range(6)]
+        banner = [proc.stdout.readline() for _ in range(7)]
         assert banner[0].startswith("ragtrace serve: receiving"), banner
         time.sleep(0.2)
     finally:
