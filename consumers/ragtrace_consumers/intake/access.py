@@ -3,14 +3,16 @@ address it listens on.
 
 :class:`AccessPolicy` is checked by :class:`~ragtrace_consumers.intake.http_server.GatedRequestHandler`
 once per request, before any routing, for every method and path the server answers: a request
-without ``Authorization: Bearer <token>`` (compared in constant time) is answered 401 and its
-connection closed, its body never read. :func:`check_exposure` refuses to listen beyond loopback
+without ``Authorization: Bearer <token>`` (compared in constant time; ``Basic`` with the token as
+password is accepted too, so a browser can prompt for it) is answered 401 and its connection
+closed, its body never read. :func:`check_exposure` refuses to listen beyond loopback
 without a token unless the operator said ``insecure``; :func:`server_tls` builds the server's TLS
 context from a certificate and key pair (PEM files), read at start so a bad pair fails at once.
 """
 
 from __future__ import annotations
 
+import base64
 import hmac
 import ipaddress
 import ssl
@@ -39,11 +41,22 @@ class AccessPolicy:
             raise ExposureError("the bearer token must be non-empty, without surrounding spaces")
 
     def allows(self, authorization: str | None) -> bool:
-        """Whether a request whose ``Authorization`` header is ``authorization`` may proceed."""
+        """Whether a request whose ``Authorization`` header is ``authorization`` may proceed:
+        ``Bearer <token>`` (exporters, scrapers), or ``Basic`` with the token as the password
+        (any user name), which a browser asks for by itself on a 401."""
         if self.token is None:
             return True
         scheme, _, credentials = (authorization or "").strip().partition(" ")
-        given = credentials.strip() if scheme.lower() == _SCHEME else ""
+        scheme, credentials = scheme.lower(), credentials.strip()
+        given = ""
+        if scheme == _SCHEME:
+            given = credentials
+        elif scheme == "basic":
+            try:
+                decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                decoded = ""
+            given = decoded.partition(":")[2]
         # Constant time over the expected token, whatever was given.
         return hmac.compare_digest(given.encode(), self.token.encode())
 

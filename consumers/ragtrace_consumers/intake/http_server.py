@@ -54,6 +54,7 @@ class GatedRequestHandler(BaseHTTPRequestHandler):
         body = b"missing or wrong bearer token (Authorization: Bearer <token>)"
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Bearer realm="ragtrace"')
+        self.send_header("WWW-Authenticate", 'Basic realm="ragtrace", charset="UTF-8"')
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")

@@ -7,6 +7,7 @@ command); the real OTLP/HTTP exporter sends the token as its ``Authorization`` h
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import shutil
@@ -169,7 +170,10 @@ def _get(
         with urllib.request.urlopen(request, timeout=5, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
-        assert exc.code != 401 or exc.headers["WWW-Authenticate"] == 'Bearer realm="ragtrace"'
+        assert exc.code != 401 or exc.headers.get_all("WWW-Authenticate") == [
+            'Bearer realm="ragtrace"',
+            'Basic realm="ragtrace", charset="UTF-8"',
+        ]
         return exc.code, exc.read().decode()
 
 
@@ -231,6 +235,12 @@ def test_access_policy_and_exposure_rule() -> None:
     for header in (None, "", TOKEN, f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer "):
         assert not policy.allows(header), header
     assert AccessPolicy().allows(None)
+    # A browser: Basic with the token as the password, any user name.
+    basic = base64.b64encode(f"anyone:{TOKEN}".encode()).decode()
+    assert policy.allows(f"Basic {basic}")
+    for wrong in (f"anyone:{TOKEN}x", TOKEN, f"{TOKEN}:"):
+        assert not policy.allows(f"Basic {base64.b64encode(wrong.encode()).decode()}"), wrong
+    assert not policy.allows("Basic !!not-base64!!")
     for host in ("127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"):
         check_exposure({"receiver": host}, AccessPolicy(), insecure=False)
     for host in ("0.0.0.0", "::", "10.1.2.3", "evaluator.internal"):
