@@ -3,7 +3,8 @@
 :func:`mask_url` masks one URL: the password of its user info (``redis://user:pw@host`` reads
 ``redis://user:***@host``) and the value of any secret-named query parameter (``password=``,
 ``token=``, ``api_key=``, ...). :func:`mask_secrets` masks every URL found in a free text (an
-error message, a library's exception, a log line), ``Bearer`` credentials, and any value
+error message, a library's exception, a log line), secret-named ``key=value`` pairs, ``Bearer``
+credentials, and any value
 registered with :func:`register_secret` (a password or API key read from the environment), so
 a message quoting one verbatim still reads ``***``.
 
@@ -58,7 +59,10 @@ _lock = threading.Lock()
 
 # scheme://user:password@ — the password is anything up to the last '@' before the host.
 _USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/@:]*):(?P<pw>[^\s/]*)@")
-_QUERY = re.compile(r"(?P<head>[?&;](?P<key>[A-Za-z0-9_.\-]+)=)(?P<value>[^&;#\s'\"]*)")
+# key=value in a query string or free text ("password=..." in a message), key not mid-word.
+_QUERY = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]+)=)(?P<value>[^&;#,\s'\"]*)"
+)
 _BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?P<value>[A-Za-z0-9\-._~+/]+=*)")
 
 

@@ -188,3 +188,27 @@ def test_mask_url_and_free_text() -> None:
         f"Authorization: Bearer {MASK}"
     )
     assert mask_secrets("no url here: host:port@ that") == "no url here: host:port@ that"
+
+
+def test_a_logged_traceback_is_masked_in_json_logs(capfd: pytest.CaptureFixture[str]) -> None:
+    from ragtrace.cli._logging import configure_logging
+    from ragtrace.masking import install_log_masking
+
+    install_log_masking()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        configure_logging("json", "INFO")
+        try:
+            raise ConnectionError(f"cannot reach redis://u:{SECRET}@db:6379/0")
+        except ConnectionError:
+            logging.getLogger("ragtrace.test").exception("store failed at %s", f"token={SECRET}")
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
+    err = capfd.readouterr().err
+    assert SECRET not in err
+    assert f"redis://u:{MASK}@db:6379/0" in err and f"token={MASK}" in err
