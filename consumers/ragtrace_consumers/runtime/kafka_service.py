@@ -117,7 +117,11 @@ def build_service(
         check_lease(cfg.assembly.lease_s, judgement_bound_s(judge))  # fails before connecting
     wait_s = cfg.health.startup_wait_s
     password = cfg.redis.password
-    client = rs.connect(cfg.redis.url, None if password is None else password.get_secret_value())
+    client = (
+        rs.connect(cfg.redis.url)
+        if password is None
+        else rs.connect(cfg.redis.url, password.get_secret_value())
+    )
     wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)
     k = cfg.kafka
     client_id = f"{k.client_id}-{os.getpid()}"

@@ -101,7 +101,7 @@ def build_with_fakes(monkeypatch: pytest.MonkeyPatch, cfg: ConsumerConfig) -> Bu
     reader = InMemoryMetricReader()
     monkeypatch.setattr(kafka, "KafkaConsumer", consumer)
     monkeypatch.setattr(kafka, "KafkaProducer", producer)
-    monkeypatch.setattr(redis_stores, "connect", lambda url, password=None: redis_client)
+    monkeypatch.setattr(redis_stores, "connect", lambda url: redis_client)
     monkeypatch.setattr(redis_stores, "RedisTraceStore", recording(redis_stores.RedisTraceStore))
     meter_options: dict[str, Any] = {}
 

@@ -31,8 +31,10 @@ from ragtrace_consumers.stores.memory import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
+from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from tests import metric_points
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
 from tests.unit.consumers.scoring_helpers import T0, Clock, rag_spans
@@ -108,6 +110,7 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
         groundedness_threshold=settings.thresholds.groundedness,
     )
     redactor = load_config(env={"RAGTRACE_REDACTION_PATTERNS": "email,phone"}).redaction
+    state = SqliteState(":memory:")  # serve's results table: a write-back too
     with FakeAnthropic(lexical_responder) as api:
         pipeline = Pipeline(
             traces=MemoryTraceStore(clock=clock),
@@ -116,7 +119,7 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
             idempotency=MemoryIdempotencyStore(clock=clock),
             budget=MemoryJudgeBudget(1000, 10_000_000, clock=clock),
             judge=AnthropicJudge(api_key="k", base_url=api.base_url),
-            sink=sink,
+            sink=RecordingSink(state.results, sink),
             metrics=metrics,
             sampler=Sampler(SamplerConfig()),
             settings=settings,
@@ -156,6 +159,16 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
         if (e.attributes or {}).get(semconv.GEN_AI_EVALUATION_NAME) == "groundedness"
     ]
     assert scores and scores[0][semconv.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+
+    rows = [row.to_dict() for _, row in state.results.all()]
+    state.close()
+    assert (
+        len(rows) == 1
+        and rows[0]["query"] == "Where do I send my leave request? Reply to <EMAIL_1>"
+    )
+    assert "<EMAIL_2>" in rows[0]["answer"]
+    for planted in (EMAIL, ASKER, "7946", "corp.example"):
+        assert planted not in _texts(rows), planted
 
     counted = {
         dict(key)["pattern"]: metric_points.number(point)
