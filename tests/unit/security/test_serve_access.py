@@ -37,6 +37,7 @@ from ragtrace_consumers.intake.access import (
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
 
 TOKEN = "tok-3f9a1c-serve"
 
@@ -272,3 +273,28 @@ def test_serve_refuses_an_open_wide_bind(
     assert main(["serve", "--host", "0.0.0.0", *state, "--print-config"]) == 0
     out = capsys.readouterr().out
     assert "token: '***'  # env RAGTRACE_SERVE_TOKEN" in out and TOKEN not in out
+
+
+def test_the_embedded_evaluator_gates_its_receiver_and_metrics(
+    tmp_path: Path, pair: tuple[Path, Path]
+) -> None:
+    settings = EmbeddedSettings(
+        host="0.0.0.0",
+        port=0,
+        metrics_host="0.0.0.0",
+        metrics_port=0,
+        state_path=tmp_path / "state.sqlite3",
+        token=TOKEN,
+        tls_cert=str(pair[0]),
+        tls_key=str(pair[1]),
+    )
+    assert TOKEN not in repr(settings)
+    with EmbeddedEvaluator(settings) as evaluator:
+        metrics_url = evaluator.metrics_url
+        assert metrics_url is not None and metrics_url.startswith("https://")
+        local = metrics_url.replace("0.0.0.0", "127.0.0.1")
+        assert _get(local, pair, None)[0] == 401
+        assert _get(local, pair, TOKEN)[0] == 200
+        traces = f"https://127.0.0.1:{evaluator.receiver.port}/v1/traces"
+        assert _get(traces, pair, None, "POST")[0] == 401
+        assert _get(traces, pair, TOKEN, "POST")[0] == 415  # past the gate: routed
