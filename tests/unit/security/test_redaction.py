@@ -166,7 +166,7 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
         len(rows) == 1
         and rows[0]["query"] == "Where do I send my leave request? Reply to <EMAIL_1>"
     )
-    assert "<EMAIL_2>" in rows[0]["answer"]
+    assert rows[0]["answer"] == "Leave requests are sent to <EMAIL_2> at least 30 days ahead."
     for planted in (EMAIL, ASKER, "7946", "corp.example"):
         assert planted not in _texts(rows), planted
 
