@@ -105,6 +105,7 @@ __all__ = [
     "METRIC_RECALL",
     "METRIC_RECEIVER_REJECTED",
     "METRIC_RECIPROCAL_RANK",
+    "METRIC_REDACTIONS",
     "METRIC_SCORING_DELAY",
     "METRIC_SDK_DROPPED",
     "METRIC_SDK_ERRORS",
@@ -323,6 +324,8 @@ METRIC_CONSUMER_PARTITIONS: Final = "ragtrace.consumer.partitions"
 METRIC_DEPENDENCY_ERRORS: Final = "ragtrace.consumer.dependency.errors"
 """Failed attempts of a consumer call to a dependency (``dependency``: redis, kafka, writeback)."""
 METRIC_PARKED: Final = "ragtrace.traces.parked"
+METRIC_REDACTIONS: Final = "ragtrace.redactions"
+"""Values replaced by a placeholder before judging and write-back, by ``pattern`` and service."""
 METRIC_SPANS_UNRECOGNISED: Final = "ragtrace.spans.unrecognised"
 """Spans no reader recognised (neither retrieval nor generation), by instrumentation ``scope``."""
 METRIC_SDK_ERRORS: Final = "ragtrace.sdk.errors"

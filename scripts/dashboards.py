@@ -559,6 +559,18 @@ OPERATIONS_BOARD = Board(
             ),
             width=8,
         ),
+        Panel(
+            "Redacted values",
+            "Values replaced by a placeholder before judging and write-back (the redaction "
+            "setting), over the time range, by pattern.",
+            (
+                Query(
+                    increase(PROM_NAME["ragtrace.redactions"], "pattern", SERVICE, WHOLE_RANGE),
+                    "{{pattern}}",
+                ),
+            ),
+            width=8,
+        ),
         Row("Pipeline health"),
         Panel(
             "Dead-lettered messages",

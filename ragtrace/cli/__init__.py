@@ -73,6 +73,10 @@ EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ragtrace.masking import install_log_masking, register_environment_secrets
+
+    install_log_masking()  # before anything can log: no credential in any log line
+    register_environment_secrets(os.environ)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.log_format == "json":

@@ -40,7 +40,8 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
+            # exc_text when set: the traceback as the log mask left it (ragtrace.masking).
+            doc["exc"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(doc, ensure_ascii=False, default=str)
 
 

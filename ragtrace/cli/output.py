@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
+from ragtrace.masking import mask_secrets
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -45,8 +47,9 @@ T = TypeVar("T")
 
 
 def error(command: str, message: str, stream: TextIO | None = None) -> None:
-    """Print ``ragtrace COMMAND: error: MESSAGE`` to stderr (argparse's format)."""
-    print(f"ragtrace {command}: error: {message}", file=stream or sys.stderr)
+    """Print ``ragtrace COMMAND: error: MESSAGE`` to stderr (argparse's format), credentials in
+    it masked (:func:`ragtrace.masking.mask_secrets`)."""
+    print(f"ragtrace {command}: error: {mask_secrets(message)}", file=stream or sys.stderr)
 
 
 def fmt_num(value: float | None, digits: int = 3, *, signed: bool = False) -> str:

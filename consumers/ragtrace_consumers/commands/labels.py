@@ -25,6 +25,7 @@ from ragtrace.cli.output import (
     format_table,
     json_to_stdout,
 )
+from ragtrace.masking import mask_url
 
 __all__ = ["register", "resolve_redis"]
 
@@ -33,6 +34,7 @@ _COMMAND = "labels"
 # Same names as the consumer configuration's redis.url / redis.key_prefix overrides.
 ENV_REDIS_URL = "RAGTRACE_REDIS_URL"
 ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
+ENV_REDIS_PASSWORD = "RAGTRACE_REDIS_PASSWORD"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "ragtrace"
 
@@ -43,6 +45,7 @@ else by normalised question text) and score recall@k against.
 Labels file (JSON Lines): {"qid": "q1", "question": "...", "gold": ["chunk-id", ...]}
 Redis: --redis URL, else $RAGTRACE_REDIS_URL, else redis://127.0.0.1:6379/0; keys start with
 --prefix, else $RAGTRACE_REDIS_KEY_PREFIX, else "ragtrace" (use the consumers' prefix).
+The password: $RAGTRACE_REDIS_PASSWORD (kept out of the URL; it overrides one inside it).
 """
 
 
@@ -129,7 +132,8 @@ def _store(args: argparse.Namespace) -> Any:
     from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
     url, prefix = resolve_redis(args.redis, args.prefix)
-    return RedisLabelStore(connect(url), prefix=prefix), url
+    password = os.environ.get(ENV_REDIS_PASSWORD) or None  # never on the command line
+    return RedisLabelStore(connect(url, password), prefix=prefix), url
 
 
 def _run(args: argparse.Namespace, action: Any) -> int:
@@ -143,7 +147,7 @@ def _run(args: argparse.Namespace, action: Any) -> int:
     try:
         return int(action(store))
     except redis.RedisError as exc:
-        error(_COMMAND, f"cannot use Redis at {url}: {exc}")
+        error(_COMMAND, f"cannot use Redis at {mask_url(url)}: {exc}")
         return EXIT_FAILURE
 
 

@@ -26,6 +26,7 @@ from ragtrace.cli.output import (
     json_to_stdout,
 )
 from ragtrace.evaluation.judges.spec import JUDGE_NAMES
+from ragtrace.masking import mask_url, register_secret
 
 __all__ = ["ENV_LABELS", "register", "run"]
 
@@ -133,6 +134,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--no-metrics", action="store_true", help="serve no /metrics endpoint")
     p.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=None,
+        help="bearer token every request (OTLP, /metrics, every route) must carry as "
+        "'Authorization: Bearer TOKEN'; required with a --host or --metrics-host beyond "
+        "loopback (default: the config's serve.token, $RAGTRACE_SERVE_TOKEN: prefer it, a "
+        "command line is visible to other users)",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="allow listening beyond loopback without a token (default: serve.insecure, false)",
+    )
+    p.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        default=None,
+        help="serve HTTPS with this certificate (chain) (default: serve.tls_cert; none: HTTP)",
+    )
+    p.add_argument(
+        "--tls-key",
+        metavar="PEM",
+        default=None,
+        help="private key of --tls-cert (default: serve.tls_key; none: inside --tls-cert)",
+    )
+    p.add_argument(
         "--judge",
         choices=JUDGE_NAMES,
         default=None,
@@ -186,6 +214,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(the banner then goes to stderr)",
     )
     p.set_defaults(func=run)
+
+
+def _with_access_flags(config: Any, args: argparse.Namespace) -> Any:
+    """``config`` with the serve section's keys the flags give (a flag wins over the setting)."""
+    given = {
+        key: value
+        for key, value in (
+            ("token", args.token),
+            ("insecure", args.insecure),
+            ("tls_cert", args.tls_cert),
+            ("tls_key", args.tls_key),
+        )
+        if value is not None
+    }
+    if args.token is not None:
+        register_secret(args.token)
+    return config.replace(serve=given) if given else config
+
+
+def _access_line(settings: Any) -> str:
+    who = (
+        "bearer token required"
+        if settings.token is not None
+        else "open to anyone who reaches it (--insecure)"
+        if settings.insecure
+        else "no token (loopback only)"
+    )
+    return who + (", HTTPS" if settings.tls_cert is not None else ", plain HTTP")
 
 
 def _line(row: Any) -> str:
@@ -253,9 +309,11 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         if args.judge is not None:
             config = config.replace(judge={"name": args.judge})
+        config = _with_access_flags(config, args)
         if args.print_config:
             print(config.to_yaml(), end="")
             return EXIT_OK
+        access = config.serve
         settings = EmbeddedSettings(
             host=args.host,
             port=args.port,
@@ -268,6 +326,10 @@ def run(args: argparse.Namespace) -> int:
             metrics_port=None if args.no_metrics else args.metrics_port,
             max_pending_traces=args.max_pending_traces,
             max_pending_bytes=args.max_pending_mib * 1024 * 1024,
+            token=None if access.token is None else access.token.get_secret_value(),
+            tls_cert=access.tls_cert,
+            tls_key=access.tls_key,
+            insecure=access.insecure,
         )
         evaluator = EmbeddedEvaluator(settings, config=config)
     except (ConfigError, InputFileError, ValueError, OSError) as exc:
@@ -306,8 +368,11 @@ def run(args: argparse.Namespace) -> int:
             )
             print(f"  state:   {settings.state_path}", file=info)
             print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
+            print(f"  access:  {_access_line(settings)}", file=info)
+            spans_to = settings.otlp_endpoint
             print(
-                f"  evaluation spans: {settings.otlp_endpoint or 'kept local (no OTLP endpoint)'}",
+                "  evaluation spans: "
+                + (mask_url(spans_to) if spans_to else "kept local (no OTLP endpoint)"),
                 file=info,
                 flush=True,
             )

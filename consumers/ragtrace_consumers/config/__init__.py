@@ -2,7 +2,7 @@
 
 - :mod:`.settings`: the pydantic-settings model (:class:`ConsumerConfig`) and :func:`load_config`,
   with the precedence environment variable > file > default;
-- :mod:`.sections`: its nine sections, each key with its type, check, default and description;
+- :mod:`.sections`: its sections, each key with its type, check, default and description;
 - :mod:`._values`: the value types of its keys, each with its reader, check and JSON schema;
 - :mod:`._sources`: the YAML file and ``RAGTRACE_*`` environment sources, and the wording of errors;
 - :mod:`.docs`: the files generated from ``ConsumerConfig.model_json_schema()`` (the example
@@ -25,10 +25,12 @@ from ragtrace_consumers.config.settings import (
     JudgeSettings,
     KafkaSettings,
     MappingSettings,
+    RedactionSettings,
     RedisSettings,
     SamplingSettings,
     ScoringSettings,
     Secret,
+    ServeSettings,
     env_var,
     example_path,
     load_config,
@@ -49,10 +51,12 @@ __all__ = [
     "JudgeSettings",
     "KafkaSettings",
     "MappingSettings",
+    "RedactionSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
     "Secret",
+    "ServeSettings",
     "env_var",
     "example_path",
     "load_config",

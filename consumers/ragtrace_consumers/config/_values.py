@@ -43,6 +43,7 @@ __all__ = [
     "OptSecret",
     "OptStr",
     "OptUrl",
+    "Patterns",
     "Port",
     "Positive",
     "PositiveInt",
@@ -229,3 +230,33 @@ Url = Annotated[Str, _url]
 OptUrl = Annotated[OptStr, _url]
 MappingSpec = Annotated[OptStr, _Check(_mapping_spec, {})]
 Rules = Annotated[tuple[SamplingRule, ...], PlainValidator(_to_rules), WithJsonSchema(_RULE_SCHEMA)]
+
+
+def _to_patterns(raw: object) -> dict[str, str]:
+    """Named regular expressions from the file (a YAML mapping) or the environment (JSON or
+    YAML text); each is compiled, so a bad one is refused here, naming it."""
+    if isinstance(raw, str):
+        try:
+            raw = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise fail(f"not valid JSON or YAML: {exc}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise fail("expected a mapping of pattern name to regular expression (both text)")
+    from ragtrace.evaluation.redaction import RedactionError, Redactor
+
+    try:
+        Redactor.build((), raw)
+    except RedactionError as exc:
+        raise fail(str(exc)) from None
+    return dict(raw)
+
+
+Patterns = Annotated[
+    dict[str, str],
+    PlainValidator(_to_patterns),
+    WithJsonSchema({"type": "object", "additionalProperties": {"type": "string"}}),
+]

@@ -24,6 +24,7 @@ __all__ = [
     "DOCS_TABLE",
     "EXAMPLE",
     "GENERATED",
+    "NOT_IN_CHART_SECTIONS",
     "SET_BY_CHART",
     "KeySpec",
     "key_specs",
@@ -41,12 +42,15 @@ SET_BY_CHART: frozenset[str] = frozenset(
         *("kafka.bootstrap_servers", "kafka.topic", "kafka.group_id", "kafka.dlq_topic"),
         *("kafka.security_protocol", "kafka.sasl_mechanism", "kafka.sasl_username"),
         *("kafka.sasl_password", "kafka.ssl_cafile", "kafka.ssl_certfile", "kafka.ssl_keyfile"),
-        *("kafka.ssl_check_hostname", "redis.url", "export.otlp_endpoint"),
+        *("kafka.ssl_check_hostname", "redis.url", "redis.password", "export.otlp_endpoint"),
         *("judge.name", "judge.model", "health.enabled", "health.host", "health.port"),
     }
 )
 """Keys the Helm chart sets from its own top-level values (helm/ragtrace/templates), so they are
 not under ``consumer.config`` in values.yaml or its schema."""
+NOT_IN_CHART_SECTIONS: frozenset[str] = frozenset({"serve"})
+"""Sections only ``ragtrace serve`` reads: the chart runs ``consume``, so they are not under
+``consumer.config`` either."""
 _NOT_RULES = ("type", "title", "default", "description", "anyOf", "format", "writeOnly")
 
 
@@ -91,7 +95,7 @@ def _key_spec(section: str, name: str, prop: Mapping[str, Any]) -> KeySpec:
         default=prop["default"],
         doc=prop["description"],
         secret=any(v.get("format") == "password" for v in variants),
-        chart=f"{section}.{name}" not in SET_BY_CHART,
+        chart=f"{section}.{name}" not in SET_BY_CHART and section not in NOT_IN_CHART_SECTIONS,
         schema={"type": [kinds[0], "null"] if optional else kinds[0], **rules},
     )
 
@@ -165,6 +169,8 @@ def chart_config_schema() -> dict[str, object]:
     """JSON schema of the chart's ``consumer.config``: the keys the chart does not set itself."""
     sections: dict[str, object] = {}
     for section in SECTIONS:
+        if section in NOT_IN_CHART_SECTIONS:
+            continue
         props = {
             s.name: {**s.schema, "description": _one_line(s.doc)}
             for s in key_specs()
@@ -220,13 +226,20 @@ def render_docs() -> str:
         "an unknown `RAGTRACE_*` variable a warning naming the closest known one.",
         "`ragtrace consume --print-config` prints every value with its source, secrets masked.",
         "Keys marked *chart* are set by the Helm chart from its top-level values (the others are",
-        "under `consumer.config` in `helm/ragtrace/values.yaml`).",
+        "under `consumer.config` in `helm/ragtrace/values.yaml`); keys marked *serve* are read by",
+        "`ragtrace serve` only.",
         "",
         "| Key | Environment variable | Type | Default | Description |",
         "|---|---|---|---|---|",
     ]
     for spec in key_specs():
-        chart = "" if spec.chart else " *(chart)*"
+        chart = (
+            ""
+            if spec.chart
+            else " *(serve)*"
+            if spec.section in NOT_IN_CHART_SECTIONS
+            else " *(chart)*"
+        )
         out.append(
             f"| `{spec.dotted}`{chart} | `{spec.env}` | {_type(spec)} | {_default(spec)} "
             f"| {_cell(_one_line(spec.doc))} |"

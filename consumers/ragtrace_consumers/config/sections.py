@@ -1,4 +1,4 @@
-"""The nine sections of the consumer configuration (``kafka``, ``redis``, ..., ``mapping``).
+"""The sections of the consumer configuration (``kafka``, ``redis``, ..., ``mapping``, ``serve``).
 
 Each key is a field of its section: its type and check (:mod:`._values`), its default and its
 description (the docstring under it, which becomes the generated docs). Cross-key rules are
@@ -25,6 +25,7 @@ from ragtrace.evaluation.judges.spec import (
     OUTPUT_MODES,
     PROVIDERS,
 )
+from ragtrace.evaluation.redaction import RedactionError, Redactor
 from ragtrace_consumers.config._sources import (
     ConfigError,
 )
@@ -38,6 +39,7 @@ from ragtrace_consumers.config._values import (
     OptSecret,
     OptStr,
     OptUrl,
+    Patterns,
     Port,
     Positive,
     PositiveInt,
@@ -61,6 +63,8 @@ __all__ = [
     "JudgeSettings",
     "HealthSettings",
     "MappingSettings",
+    "RedactionSettings",
+    "ServeSettings",
 ]
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -180,6 +184,9 @@ class RedisSettings(_Section):
     """Redis holding traces being assembled, labels, the judge cache and the idempotency keys."""
     key_prefix: NonEmpty = "ragtrace"
     """Prefix of every Redis key ragtrace writes; replicas of one deployment share it."""
+    password: OptSecret = None
+    """Redis password (AUTH), given to the client apart from url so no library can print it:
+    set it with RAGTRACE_REDIS_PASSWORD (a secret); it overrides a password inside url."""
 
 
 class ExportSettings(_Section):
@@ -436,3 +443,53 @@ class MappingSettings(_Section):
         )
         keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
         return SpanReaders.build(rules, keys)
+
+
+class RedactionSettings(_Section):
+    """The ``redaction`` section: personal data kept from the judge and from the write-back."""
+
+    patterns: Str = ""
+    """Built-in patterns redacted from the query, context and answer before anything reaches a
+    judge or leaves as a write-back, comma-separated: email, phone, card (a payment card number
+    passing the Luhn check); empty: none. Each value becomes a placeholder such as <EMAIL_1>,
+    the same one wherever the value appears in the trace, so groundedness is judged as before."""
+    custom: Patterns = {}
+    """More patterns, name -> regular expression (the placeholder is the upper-cased name:
+    employee_id -> <EMPLOYEE_ID_1>), applied before the built-in ones; e.g.
+      custom: {employee_id: "EMP-[0-9]{6}"}
+    RAGTRACE_REDACTION_CUSTOM takes the same mapping as JSON."""
+
+    @model_validator(mode="after")
+    def _known_patterns(self) -> RedactionSettings:
+        self.redactor()  # a bad name fails at start, naming the key
+        return self
+
+    def redactor(self) -> Redactor:
+        """The :class:`~ragtrace.evaluation.redaction.Redactor` these settings describe."""
+        try:
+            return Redactor.build(self.patterns.split(","), self.custom)
+        except RedactionError as exc:
+            raise fail(f"redaction.patterns: {exc}") from None
+
+
+class ServeSettings(_Section):
+    """The ``serve`` section: who may reach ``ragtrace serve`` (``consume`` does not read it)."""
+
+    token: OptSecret = None
+    """Bearer token every request to serve's HTTP endpoints (the OTLP receiver, /metrics, every
+    other route) must carry as 'Authorization: Bearer <token>' (else 401); set it with
+    RAGTRACE_SERVE_TOKEN (a secret). Required to listen beyond loopback, unless insecure. OTLP
+    exporters send it with OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"."""
+    tls_cert: OptNonEmpty = None
+    """PEM certificate (chain) serve's HTTP endpoints answer HTTPS with (null: plain HTTP)."""
+    tls_key: OptNonEmpty = None
+    """PEM private key of tls_cert (null: the key is inside the tls_cert file)."""
+    insecure: Bool = False
+    """Listen beyond loopback without a token (anyone who reaches the port may send traces and
+    read /metrics); without it such a start is refused."""
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> ServeSettings:
+        if self.tls_key is not None and self.tls_cert is None:
+            raise fail("serve.tls_key: needs serve.tls_cert (the certificate the key belongs to)")
+        return self

@@ -1,6 +1,6 @@
 """Configuration of ``ragtrace consume`` and ``ragtrace serve``: one pydantic-settings model.
 
-:class:`ConsumerConfig` is a ``BaseSettings`` of nine frozen sections (``kafka``, ``redis``, ...,
+:class:`ConsumerConfig` is a ``BaseSettings`` of frozen sections (``kafka``, ``redis``, ...,
 ``mapping``). Each key is declared once, as a field of its section: its type and check (from
 :mod:`._values`), its default and its description (the docstring under it). Its environment variable
 is derived (:func:`env_var`: ``judge.concurrency`` is ``RAGTRACE_JUDGE_CONCURRENCY``); the
@@ -27,12 +27,12 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ragtrace.masking import mask_url
 from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
@@ -54,9 +54,11 @@ from ragtrace_consumers.config.sections import (
     JudgeSettings,
     KafkaSettings,
     MappingSettings,
+    RedactionSettings,
     RedisSettings,
     SamplingSettings,
     ScoringSettings,
+    ServeSettings,
 )
 from ragtrace_consumers.scoring.sampling import SamplingRule
 
@@ -74,10 +76,12 @@ __all__ = [
     "JudgeSettings",
     "KafkaSettings",
     "MappingSettings",
+    "RedactionSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
     "Secret",
+    "ServeSettings",
     "env_var",
     "example_path",
     "load_config",
@@ -100,6 +104,8 @@ SECTIONS: Mapping[str, type[BaseModel]] = {
     "judge": JudgeSettings,
     "health": HealthSettings,
     "mapping": MappingSettings,
+    "redaction": RedactionSettings,
+    "serve": ServeSettings,
 }
 """Every section of the configuration by name, in the order of the file."""
 
@@ -139,6 +145,8 @@ class ConsumerConfig(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     mapping: MappingSettings = Field(default_factory=MappingSettings)
+    redaction: RedactionSettings = Field(default_factory=RedactionSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
     source: str = "defaults"
     sources: Mapping[str, str] = Field(default_factory=dict, repr=False)
 
@@ -238,19 +246,9 @@ def load_config(
 
 
 def redact_url(url: str) -> str:
-    """``url`` with the password of its user info and any ``password=`` query value masked."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":" + REDACTED
-        netloc = f"{userinfo}@{host}"
-    query = "&".join(
-        f"{k}={REDACTED}" if k.lower() == "password" else (f"{k}={v}" if sep else k)
-        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """``url`` with its user-info password and secret-named query values masked
+    (:func:`ragtrace.masking.mask_url`, the one masking function)."""
+    return mask_url(url)
 
 
 def example_path() -> Path:

@@ -20,7 +20,9 @@
   maximum too): memory per request times the worker pool stays bounded;
 * ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
   ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
-* 404 for other paths, 405 for other methods on ``/v1/traces``.
+* 404 for other paths, 405 for other methods on ``/v1/traces``;
+* 401 for any request, before its path is looked at, without ``Authorization: Bearer <token>``
+  when the receiver has a token (``access``); over HTTPS when it has a TLS context (``tls``).
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
 Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
@@ -33,11 +35,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import ssl
 import threading
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 
 from google.protobuf import json_format
@@ -49,7 +51,12 @@ from typing_extensions import Self
 
 from ragtrace import semconv
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
-from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
+from ragtrace_consumers.intake.access import AccessPolicy
+from ragtrace_consumers.intake.http_server import (
+    DEFAULT_MAX_WORKERS,
+    BoundedHTTPServer,
+    GatedRequestHandler,
+)
 from ragtrace_consumers.model import Admission, SpanRecord
 
 __all__ = [
@@ -114,7 +121,8 @@ class OtlpHttpReceiver:
 
     Binds ``host:port`` (loopback and 4318 by default; ``port=0`` picks a free port, read it
     back from :attr:`port`). :meth:`start` serves in a background thread; :meth:`stop` shuts the
-    server down and waits for it. ``decode_protobuf``/``decode_json`` default to the consumers'
+    server down and waits for it. ``access`` (a bearer token) is checked on every request before
+    routing; ``tls`` serves HTTPS (:mod:`ragtrace_consumers.intake.access`). ``decode_protobuf``/``decode_json`` default to the consumers'
     ``decode_request``/``decode_json_request`` and must raise ``decode_error`` on bad input;
     the default decoders apply ``admission`` (the sampling at decode, as the Kafka intake
     does), so ``sink`` gets only the spans of admitted traces.
@@ -136,6 +144,8 @@ class OtlpHttpReceiver:
         max_inflight_bytes: int | None = None,
         other_signals: Callable[[str, str, str, bytes], None] | None = None,
         admission: Admission | None = None,
+        access: AccessPolicy | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
@@ -162,8 +172,9 @@ class OtlpHttpReceiver:
             unit="{request}",
             description="OTLP/HTTP requests (or spans, for partial success) the receiver refused",
         )
+        self._access = access
         self._server = BoundedHTTPServer(
-            (host, port), self._make_handler(), max_workers=max_workers
+            (host, port), self._make_handler(), max_workers=max_workers, tls=tls
         )
         self._thread: threading.Thread | None = None
 
@@ -180,7 +191,10 @@ class OtlpHttpReceiver:
     def endpoint(self) -> str:
         """Base URL for an OTLP/HTTP exporter (``OTEL_EXPORTER_OTLP_ENDPOINT`` style)."""
         host = self.host
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        scheme = "https" if self._server.tls is not None else "http"
+        return (
+            f"{scheme}://[{host}]:{self.port}" if ":" in host else f"{scheme}://{host}:{self.port}"
+        )
 
     @property
     def traces_url(self) -> str:
@@ -293,12 +307,13 @@ class OtlpHttpReceiver:
     def _count(self, reason: str, n: int = 1) -> None:
         self._rejected.add(n, {semconv.ATTR_REASON: reason})
 
-    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+    def _make_handler(self) -> type[GatedRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(GatedRequestHandler):
             protocol_version = "HTTP/1.1"
             server_version = "ragtrace-otlp"
+            access = receiver._access  # checked before any route (GatedRequestHandler)
             timeout = receiver._timeout_s  # read and idle timeout of the connection
 
             def do_POST(self) -> None:

@@ -15,6 +15,7 @@ import threading
 import urllib.error
 import urllib.request
 
+from ragtrace.masking import mask_url
 from ragtrace_consumers.model import Admission, SpanRecord
 
 __all__ = ["SignalForwarder", "decode_log_events"]
@@ -58,7 +59,7 @@ class SignalForwarder:
                 with urllib.request.urlopen(request, timeout=self._timeout_s):
                     self.forwarded += 1
             except (urllib.error.URLError, OSError) as exc:
-                self._warn(path, f"not forwarded to {self._endpoint}: {exc}")
+                self._warn(path, f"not forwarded to {mask_url(self._endpoint)}: {exc}")
 
 
 def decode_log_events(

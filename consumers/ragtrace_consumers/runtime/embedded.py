@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from wsgiref.simple_server import WSGIServer
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -42,6 +41,8 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
+from ragtrace_consumers.intake.access import AccessPolicy, check_exposure, server_tls
+from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -55,6 +56,7 @@ from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_rea
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
@@ -86,8 +88,13 @@ def default_state_path() -> Path:
     explicit = os.environ.get(ENV_STATE)
     if explicit:
         return Path(explicit)
+    return _own_state_directory() / "embedded.sqlite3"
+
+
+def _own_state_directory() -> Path:
+    """``$XDG_STATE_HOME/ragtrace`` (or ~/.local/state/ragtrace): ragtrace's own directory."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "ragtrace" / "embedded.sqlite3"
+    return Path(base) / "ragtrace"
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,14 @@ class EmbeddedSettings:
     request_timeout_s: float = 10.0
     http_workers: int = 64
     otlp_signals: str = "all"
+    token: str | None = field(default=None, repr=False)
+    """Bearer token every request to the receiver and ``/metrics`` must carry (None: none)."""
+    tls_cert: str | None = None
+    """PEM certificate (chain) the receiver and ``/metrics`` serve HTTPS with (None: HTTP)."""
+    tls_key: str | None = None
+    """PEM private key of ``tls_cert`` (None: inside the certificate file)."""
+    insecure: bool = False
+    """Allow listening beyond loopback without a token (otherwise refused at start)."""
     phoenix_endpoint: str | None = None
     """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as a span
     annotation, so it shows in Phoenix's evaluation columns."""
@@ -173,6 +188,16 @@ class EmbeddedEvaluator:
         require_realtime_judging(config)
         self.judge: Judge = judge or judge_from_settings(config.judge)
         check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
+        self.access = AccessPolicy(settings.token)
+        hosts = {"the OTLP receiver": settings.host}
+        if settings.metrics_port is not None:
+            hosts["/metrics"] = settings.metrics_host
+        check_exposure(hosts, self.access, insecure=settings.insecure)
+        self._tls = server_tls(settings.tls_cert, settings.tls_key)
+        # Our own directory is tightened when an older version left it open; a directory the
+        # user chose is only warned about.
+        own = Path(settings.state_path).parent.absolute() == _own_state_directory().absolute()
+        private_state_file(settings.state_path, tighten_directory=own)
         self.state = SqliteState(settings.state_path)
         try:
             self._build(extra_metric_readers)
@@ -185,7 +210,7 @@ class EmbeddedEvaluator:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
-        self._metrics_server: WSGIServer | None = None
+        self._metrics_server: MetricsEndpoint | None = None
 
     def _build(self, extra_readers: Sequence[MetricReader]) -> None:
         from ragtrace_consumers.writeback.otlp_sink import (
@@ -280,6 +305,8 @@ class EmbeddedEvaluator:
             max_workers=s.http_workers,
             other_signals=self._other_signal,
             admission=self.early,
+            access=self.access,
+            tls=self._tls,
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -291,25 +318,19 @@ class EmbeddedEvaluator:
     @property
     def metrics_url(self) -> str | None:
         server = self._metrics_server
-        if server is None:
-            return None
-        host, port = server.server_address[:2]
-        if isinstance(host, bytes):  # the socket API's type; a TCP server's host is text
-            host = host.decode()
-        return f"http://{host}:{port}/metrics"
+        return None if server is None else server.url
 
     def start(self) -> Self:
         if self._loop is not None:
             return self
         if self.prometheus_registry is not None and self.settings.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            server, _ = start_http_server(
-                self.settings.metrics_port,
+            self._metrics_server = MetricsEndpoint(
+                self.prometheus_registry,
                 self.settings.metrics_host,
-                registry=self.prometheus_registry,
-            )
-            self._metrics_server = server
+                self.settings.metrics_port,
+                access=self.access,
+                tls=self._tls,
+            ).start()
         resumed = self.traces.recover()  # leases of a previous (killed) process: due now
         if resumed:
             _log.info("resuming %d traces a previous run was scoring", resumed)
@@ -334,8 +355,7 @@ class EmbeddedEvaluator:
         self.workers.shutdown()
         server = self._metrics_server
         if server is not None:
-            server.shutdown()
-            server.server_close()
+            server.stop()
             self._metrics_server = None
         self.sink.shutdown()
         self.early.flush()

@@ -116,7 +116,12 @@ def build_service(
     if cfg.judge.mode != "batch":  # batch mode never blocks a worker on the judge
         check_lease(cfg.assembly.lease_s, judgement_bound_s(judge))  # fails before connecting
     wait_s = cfg.health.startup_wait_s
-    client = rs.connect(cfg.redis.url)
+    password = cfg.redis.password
+    client = (
+        rs.connect(cfg.redis.url)
+        if password is None
+        else rs.connect(cfg.redis.url, password.get_secret_value())
+    )
     wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)
     k = cfg.kafka
     client_id = f"{k.client_id}-{os.getpid()}"

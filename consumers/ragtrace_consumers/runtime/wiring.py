@@ -119,6 +119,7 @@ def build_scoring(
         settings=pipeline_settings,
         judge_batch=judge_batch,
         readers=readers,
+        redactor=settings.redaction.redactor(),
     )
     return Scoring(
         metrics=metrics,

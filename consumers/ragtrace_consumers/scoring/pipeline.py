@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
+from ragtrace.evaluation.redaction import Redactor
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.model import (
@@ -62,6 +63,7 @@ from ragtrace_consumers.scoring.assembly import completion_due, select_roles
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
+from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 
@@ -231,6 +233,7 @@ class Pipeline:
         clock: Callable[[], float] = time.time,
         judge_batch: BatchJudging | None = None,
         readers: SpanReaders | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.traces = traces
         self.labels = labels
@@ -252,6 +255,9 @@ class Pipeline:
             else GroundednessScorer(judge, cache, budget, metrics, batch=judge_batch)
         )
         self._answers = None if judge is None else AnswerScorer(judge, cache, budget, metrics)
+        self._redaction = (
+            TraceRedaction(redactor, metrics) if redactor is not None and redactor.enabled else None
+        )
 
     # --- intake ----------------------------------------------------------------------------
     def ingest(self, spans: Sequence[SpanRecord], now: float | None = None) -> int:
@@ -453,7 +459,10 @@ class Pipeline:
         answers = None
         if planned.judge and FAMILY_ANSWER not in planned.written and self._answers is not None:
             answers = self._answers.job(trace, self._labels)
-        work.planned = planned = replace(planned, retrieval=retrieval, answers=answers)
+        if self._redaction is not None:
+            # The one redaction seam: from here on (judges, cache, sinks) only redacted text.
+            trace, answers = self._redaction(trace, answers)
+        work.planned = planned = replace(planned, trace=trace, retrieval=retrieval, answers=answers)
         if not planned.judge or FAMILY_GROUNDEDNESS in planned.written or self._scorer is None:
             return
         texts = [c.text for c in trace.context]

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -50,6 +51,7 @@ from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_REDIS_URL",
+    "ENV_REDIS_PASSWORD",
     "ENV_REDIS_PREFIX",
     "ENV_REDIS_URL",
     "RedisTraceStore",
@@ -58,15 +60,31 @@ __all__ = [
 
 ENV_REDIS_URL = "RAGTRACE_REDIS_URL"
 ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
+ENV_REDIS_PASSWORD = "RAGTRACE_REDIS_PASSWORD"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "ragtrace"
 
 
-def connect(url: str) -> redis.Redis:
-    """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out."""
+def connect(url: str, password: str | None = None) -> redis.Redis:
+    """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out. ``password``
+    (``redis.password``, kept out of the URL so no library can print it) overrides a
+    password in the URL."""
+    options: dict[str, Any] = {}
+    if password is not None:
+        options["password"] = password
+        url = _without_password(url)  # redis-py lets the URL's own password win over the argument
     return redis.Redis.from_url(
-        url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30
+        url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30, **options
     )
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    netloc = f"{userinfo.split(':', 1)[0]}@{host}" if userinfo.split(":", 1)[0] else host
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _check_prefix(prefix: str) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ragtrace_consumers.stores.private_files import private_state_file
+
 __all__ = [
     "ScoredResult",
     "SqliteIdempotencyStore",
@@ -182,8 +184,7 @@ class SqliteState:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        private_state_file(self.path)  # it holds trace content: 0600 in a 0700 directory
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         with self._lock:

@@ -41,6 +41,7 @@ from ragtrace_consumers.stores.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
+from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 
 __all__ = ["SqliteTraceStore"]
@@ -108,8 +109,7 @@ class SqliteTraceStore:
         self.max_bytes = max_bytes
         self._clock = clock
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        private_state_file(self.path)  # it holds trace content: 0600 in a 0700 directory
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=30.0

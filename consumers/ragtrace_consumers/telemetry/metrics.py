@@ -222,6 +222,11 @@ class ConsumerMetrics:
         self._parked = m.create_counter(
             semconv.METRIC_PARKED, "{trace}", "Traces parked for a later retry"
         )
+        self._redactions = m.create_counter(
+            semconv.METRIC_REDACTIONS,
+            "{value}",
+            "Values replaced by a placeholder before judging and write-back (redaction)",
+        )
         self._dependency_errors = m.create_counter(
             semconv.METRIC_DEPENDENCY_ERRORS,
             "{error}",
@@ -360,6 +365,10 @@ class ConsumerMetrics:
 
     def parked(self, reason: str) -> None:
         self._parked.add(1, {semconv.ATTR_REASON: reason})
+
+    def redacted(self, pattern: str, count: int, service: str) -> None:
+        """``count`` values of ``pattern`` replaced in one trace of ``service``."""
+        self._redactions.add(count, {"pattern": pattern, semconv.ATTR_SERVICE: service})
 
     def dependency_error(self, dependency: str) -> None:
         self._dependency_errors.add(1, {"dependency": dependency})

@@ -43,14 +43,15 @@ from .Values.consumer.config; connection keys from the chart's top-level values,
 
 {{/*
 Redis URL for the RAGTRACE_REDIS_URL environment variable (read by `ragtrace consume`, over its
-config file, and by `ragtrace labels load`). The password is never written out: Kubernetes
-substitutes $(REDIS_PASSWORD) from the Secret-backed variable declared before it.
+config file, and by `ragtrace labels load`): the user name at most, never the password, which
+goes to the client apart (RAGTRACE_REDIS_PASSWORD, from a Secret), so no error or log line that
+prints the URL can carry it.
 */}}
 {{- define "ragtrace.consumer.redisUrl" -}}
 {{- $url := .Values.redis.url }}
-{{- if or .Values.redis.password.existingSecret .Values.redis.password.value }}
+{{- if .Values.redis.username }}
 {{- $scheme := regexFind "^[a-z]+://" $url }}
-{{- $url = printf "%s%s:$(REDIS_PASSWORD)@%s" $scheme .Values.redis.username (trimPrefix $scheme $url) }}
+{{- $url = printf "%s%s@%s" $scheme .Values.redis.username (trimPrefix $scheme $url) }}
 {{- end }}
 {{- if .Values.redis.tls.existingSecret }}
 {{- $sep := ternary "&" "?" (contains "?" $url) }}
@@ -70,7 +71,7 @@ substitutes $(REDIS_PASSWORD) from the Secret-backed variable declared before it
       name: {{ .Values.redis.urlSecret.existingSecret }}
       key: {{ .Values.redis.urlSecret.existingSecretKey }}
 {{- else }}
-{{- include "ragtrace.credentialEnv" (dict "root" . "env" "REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password") }}
+{{- include "ragtrace.credentialEnv" (dict "root" . "env" "RAGTRACE_REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password") }}
 - name: RAGTRACE_REDIS_URL
   value: {{ include "ragtrace.consumer.redisUrl" . | quote }}
 {{- end }}

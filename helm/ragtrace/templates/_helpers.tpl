@@ -73,7 +73,7 @@ credential names an existingSecret). */}}
 
 {{/*
 One credential as an environment variable read from a Secret, never inlined:
-  include "ragtrace.credentialEnv" (dict "root" $ "env" "REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password")
+  include "ragtrace.credentialEnv" (dict "root" $ "env" "RAGTRACE_REDIS_PASSWORD" "cred" .Values.redis.password "key" "redis-password")
 cred is {value, existingSecret, existingSecretKey}. existingSecret wins; an inline value is stored
 in the chart's own Secret under "key". Nothing is rendered when neither is set.
 */}}

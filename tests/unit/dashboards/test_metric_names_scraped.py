@@ -59,6 +59,7 @@ def test_scraped_names_are_the_charts() -> None:
     m.judge_usage("probe-model", 100, 20, 5, 1, 0.001, 1.5)
     m.budget_exhausted("shop")
     m.parked("judge_unavailable")
+    m.redacted("email", 2, "shop")
     m.dependency_error("redis")
     m.dead_lettered("decode_error")
     m.scoring_delay(2.0, "shop")

@@ -20,6 +20,7 @@ import yaml
 from ragtrace_consumers import config as consumer_config
 from ragtrace_consumers.commands.labels import resolve_redis
 from ragtrace_consumers.config import docs as config_docs
+from ragtrace_consumers.config import load_config
 from ragtrace_consumers.scoring.sampling import SamplingRule
 from tests.unit.helm.conftest import (
     CHART,
@@ -74,7 +75,7 @@ def test_existing_secrets_only_renders_no_secret(rendered: Callable[[str], Rende
         "name": "kafka-ragtrace-user",
         "key": "password",
     }
-    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+    assert env["RAGTRACE_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": "redis-credentials",
         "key": "redis-password",
     }
@@ -82,12 +83,10 @@ def test_existing_secrets_only_renders_no_secret(rendered: Callable[[str], Rende
         "name": "anthropic",
         "key": "api-key",
     }
-    # The password is substituted by Kubernetes from the variable declared before it.
-    names = list(env)
-    assert names.index("REDIS_PASSWORD") < names.index("RAGTRACE_REDIS_URL")
+    # The password goes to the client apart: never inside the URL a library may print.
+    assert "REDIS_PASSWORD" not in env
     assert env["RAGTRACE_REDIS_URL"]["value"] == (
-        "rediss://ragtrace:$(REDIS_PASSWORD)@redis-master:6380/0"
-        "?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt"
+        "rediss://ragtrace@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt"
     )
     coll = env_of(containers(r.get("Deployment", "-collector"))[0])
     assert (
@@ -180,6 +179,7 @@ _CONNECTION_KEYS = {
     ("kafka", "group_id"),
     ("kafka", "dlq_topic"),
     ("redis", "url"),
+    ("redis", "password"),
     ("export", "otlp_endpoint"),
     ("judge", "name"),
     ("judge", "model"),
@@ -201,6 +201,8 @@ _CONNECTION_KEYS |= {
 }
 # Where the health endpoints listen comes from consumer.health (the probes need the port).
 _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
+# Read by `ragtrace serve` only: the chart runs `consume`.
+_SERVE_KEYS = {("serve", k) for k in consumer_config.ServeSettings.model_fields}
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -209,7 +211,7 @@ def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
 
 def test_values_carry_every_key_of_the_consumer_example_file() -> None:
     example = yaml.safe_load(consumer_config.example_path().read_text())
-    assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS
+    assert _keys(VALUES["consumer"]["config"]) == _keys(example) - _CONNECTION_KEYS - _SERVE_KEYS
 
 
 def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
@@ -217,7 +219,7 @@ def test_values_consumer_config_keys_are_the_models_chart_keys() -> None:
     mark as set by the chart, and the model marks exactly the connection keys."""
     specs = config_docs.key_specs()
     assert _keys(VALUES["consumer"]["config"]) == {(s.section, s.name) for s in specs if s.chart}
-    assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS
+    assert {(s.section, s.name) for s in specs if not s.chart} == _CONNECTION_KEYS | _SERVE_KEYS
 
 
 def test_values_defaults_equal_the_consumers_defaults() -> None:
@@ -545,12 +547,15 @@ def test_consume_sees_the_charts_settings(
     )
     assert proc.returncode == 0, proc.stderr
     effective = yaml.safe_load(proc.stdout)
-    # Secrets are masked in the output: the Redis password of the URL and the SASL password.
+    # Secrets are masked in the output: the Redis password (apart from the URL) and the SASL one.
     assert effective["redis"] == {
-        "url": "rediss://ragtrace:***@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
+        "url": "rediss://ragtrace@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt",
         "key_prefix": "ragtrace",
+        "password": "***",
     }
     assert "pw@" not in proc.stdout and "kpw" not in proc.stdout and "sk-x" not in proc.stdout
+    password = load_config(conf, env=env).redis.password
+    assert password is not None and password.get_secret_value() == "pw"
     assert effective["kafka"]["bootstrap_servers"] == "kafka-0.kafka:9093,kafka-1.kafka:9093"
     assert {
         k: v
@@ -577,7 +582,8 @@ def test_labels_job_reaches_the_consumers_redis(rendered: Callable[[str], Render
         containers(r.get("Job", "-labels-load"))[0],
         {("rt-ragtrace-credentials", "redis-password"): "pw"},
     )
-    assert resolve_redis(None, None, job_env) == ("redis://:pw@redis-master:6379/0", "ragtrace")
+    assert resolve_redis(None, None, job_env) == ("redis://redis-master:6379/0", "ragtrace")
+    assert job_env["RAGTRACE_REDIS_PASSWORD"] == "pw"  # read by the labels command
 
 
 # --- collector -----------------------------------------------------------------------------
