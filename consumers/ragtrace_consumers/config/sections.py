@@ -61,6 +61,7 @@ __all__ = [
     "JudgeSettings",
     "HealthSettings",
     "MappingSettings",
+    "WebSettings",
 ]
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -436,3 +437,19 @@ class MappingSettings(_Section):
         )
         keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
         return SpanReaders.build(rules, keys)
+
+
+class WebSettings(_Section):
+    """The ``web`` section: the embedded evaluator's web view (``ragtrace serve``'s own address)."""
+
+    enabled: Bool = True
+    """Serve the web view (overview, trace list, trace pages, labelling) under /ui/ on serve's
+    OTLP/HTTP address. Loopback by default, like the receiver."""
+    token: OptSecret = None
+    """Access token of the web view (null: none, fine on loopback). With one, browsers sign in
+    once with it (an HttpOnly, SameSite=Strict session cookie) and scripts send
+    Authorization: Bearer <token>. Set one whenever serve listens beyond loopback."""
+    trace_url_template: OptUrl = None
+    """Link from a trace page to the same trace in your trace backend: an http(s) URL with
+    {trace_id} (and optionally {span_id}, the scored span) filled in, e.g.
+    http://127.0.0.1:16686/trace/{trace_id} for Jaeger."""

@@ -57,6 +57,7 @@ from ragtrace_consumers.config.sections import (
     RedisSettings,
     SamplingSettings,
     ScoringSettings,
+    WebSettings,
 )
 from ragtrace_consumers.scoring.sampling import SamplingRule
 
@@ -74,6 +75,7 @@ __all__ = [
     "JudgeSettings",
     "KafkaSettings",
     "MappingSettings",
+    "WebSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
@@ -100,6 +102,7 @@ SECTIONS: Mapping[str, type[BaseModel]] = {
     "judge": JudgeSettings,
     "health": HealthSettings,
     "mapping": MappingSettings,
+    "web": WebSettings,
 }
 """Every section of the configuration by name, in the order of the file."""
 
@@ -139,6 +142,7 @@ class ConsumerConfig(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     mapping: MappingSettings = Field(default_factory=MappingSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     source: str = "defaults"
     sources: Mapping[str, str] = Field(default_factory=dict, repr=False)
 

@@ -20,7 +20,9 @@
   maximum too): memory per request times the worker pool stays bounded;
 * ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
   ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
-* 404 for other paths, 405 for other methods on ``/v1/traces``.
+* 404 for other paths, 405 for other methods on ``/v1/traces``; with a ``web`` handler
+  (:mod:`ragtrace_consumers.intake.web_seam`), a GET of any other path and a POST under
+  ``/ui/`` go to it instead (the web view: its pages share this server and its gates).
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
 Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
@@ -50,6 +52,13 @@ from typing_extensions import Self
 from ragtrace import semconv
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
 from ragtrace_consumers.intake.http_server import DEFAULT_MAX_WORKERS, BoundedHTTPServer
+from ragtrace_consumers.intake.web_seam import (
+    MAX_FORM_BYTES,
+    WEB_PREFIX,
+    WebHandler,
+    WebRequest,
+    WebResponse,
+)
 from ragtrace_consumers.model import Admission, SpanRecord
 
 __all__ = [
@@ -136,7 +145,9 @@ class OtlpHttpReceiver:
         max_inflight_bytes: int | None = None,
         other_signals: Callable[[str, str, str, bytes], None] | None = None,
         admission: Admission | None = None,
+        web: WebHandler | None = None,
     ) -> None:
+        self._web = web
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
         if max_body_bytes <= 0:
@@ -302,6 +313,9 @@ class OtlpHttpReceiver:
             timeout = receiver._timeout_s  # read and idle timeout of the connection
 
             def do_POST(self) -> None:
+                if receiver._web is not None and self.path.startswith(WEB_PREFIX):
+                    self._web_post()
+                    return
                 if self.path.split("?", 1)[0] in (METRICS_PATH, LOGS_PATH):
                     self._other_signal(self.path.split("?", 1)[0])
                     return
@@ -387,8 +401,46 @@ class OtlpHttpReceiver:
             def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] == TRACES_PATH:
                     self._reply(405, "text/plain; charset=utf-8", b"use POST", {"Allow": "POST"})
+                elif receiver._web is not None:
+                    self._web_reply("GET", b"")
                 else:
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
+
+            def _web_post(self) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= MAX_FORM_BYTES:
+                    self._reply(413, "text/plain; charset=utf-8", b"form too large", close=True)
+                    return
+                try:
+                    body = self.rfile.read(length)
+                except TimeoutError:
+                    body = b""
+                if len(body) != length:
+                    self._reply(408, "text/plain; charset=utf-8", b"body incomplete", close=True)
+                    return
+                self._web_reply("POST", body)
+
+            def _web_reply(self, method: str, body: bytes) -> None:
+                web = receiver._web
+                assert web is not None
+                path, _, query = self.path.partition("?")
+                if not path.startswith("/"):
+                    self._reply(400, "text/plain; charset=utf-8", b"bad request target")
+                    return
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                try:
+                    response = web.handle(WebRequest(method, path or "/", query, headers, body))
+                except Exception:  # noqa: BLE001 - a bug in a page must not kill the server
+                    _log.exception("web view: %s %s failed", method, path)
+                    response = WebResponse(500, "text/plain; charset=utf-8", b"internal error")
+                if response is None:
+                    response = WebResponse(404, "text/plain; charset=utf-8", b"not found")
+                self._reply(
+                    response.status, response.content_type, response.body, dict(response.headers)
+                )
 
             def _other_signal(self, path: str) -> None:
                 try:
