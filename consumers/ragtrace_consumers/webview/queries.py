@@ -258,7 +258,8 @@ def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
     reasons = [
         ("recall n/a", str(why), int(n))
         for why, n in state.execute(
-            "SELECT json_extract(record, '$.extra.recall_na_reason') AS why, COUNT(*) "
+            "SELECT COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
+            "'no labelled question matches the trace') AS why, COUNT(*) "
             "FROM scored WHERE cell = 'unlabelled' GROUP BY why"
         )
         if why
