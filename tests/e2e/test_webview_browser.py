@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
@@ -49,7 +50,7 @@ def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEval
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[WebDriver]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -79,11 +80,17 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-def _shot(driver: object, name: str) -> Path:
+def _shot(driver: WebDriver, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
-    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+    driver.save_screenshot(str(path))
     assert path.stat().st_size > 10_000
     return path
+
+
+def _web(ev: EmbeddedEvaluator) -> str:
+    url = ev.web_url
+    assert url is not None, "the web view is not served"
+    return url
 
 
 def _trace_id(ev: EmbeddedEvaluator, question: str) -> str:
@@ -91,17 +98,17 @@ def _trace_id(ev: EmbeddedEvaluator, question: str) -> str:
 
 
 def test_overview_shows_the_cells_charts_and_reasons(
-    evaluator: EmbeddedEvaluator, browser: object
+    evaluator: EmbeddedEvaluator, browser: WebDriver
 ) -> None:
     from selenium.webdriver.common.by import By
 
     d = browser
-    d.get(evaluator.web_url)  # type: ignore[attr-defined]
+    d.get(_web(evaluator))
     counts = {
-        card.get_attribute("class").split("cell-")[1]: card.find_element(
+        str(card.get_attribute("class")).split("cell-")[1]: card.find_element(
             By.CLASS_NAME, "count"
         ).text
-        for card in d.find_elements(By.CSS_SELECTOR, "a.card")  # type: ignore[attr-defined]
+        for card in d.find_elements(By.CSS_SELECTOR, "a.card")
     }
     assert counts == {
         "both_failed": "0",
@@ -111,76 +118,76 @@ def test_overview_shows_the_cells_charts_and_reasons(
         "unlabelled": "1",
         "fine": "3",
     }
-    charts = d.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
+    charts = d.find_elements(By.CSS_SELECTOR, "svg.chart")
     assert len(charts) == 3
     assert charts[0].find_elements(By.CSS_SELECTOR, "rect.fill-fine")
-    assert "lexical" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
+    assert "lexical" in d.find_element(By.TAG_NAME, "main").text
     _shot(d, "overview")
 
 
 def test_the_list_filters_by_cell_worst_first(
-    evaluator: EmbeddedEvaluator, browser: object
+    evaluator: EmbeddedEvaluator, browser: WebDriver
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     d = browser
-    d.get(evaluator.web_url + "traces")  # type: ignore[attr-defined]
-    cells = [e.text for e in d.find_elements(By.CSS_SELECTOR, "table.traces td .cell")]  # type: ignore[attr-defined]
+    d.get(_web(evaluator) + "traces")
+    cells = [e.text for e in d.find_elements(By.CSS_SELECTOR, "table.traces td .cell")]
     assert cells[:2] == ["generation failed", "retrieval failed"]
     assert len(cells) == len(QUESTIONS)
-    Select(d.find_element(By.NAME, "cell")).select_by_value("retrieval_failed")  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, "form.filters button").click()  # type: ignore[attr-defined]
-    assert "cell=retrieval_failed" in d.current_url  # type: ignore[attr-defined]
-    rows = d.find_elements(By.CSS_SELECTOR, "table.traces tbody tr")  # type: ignore[attr-defined]
+    Select(d.find_element(By.NAME, "cell")).select_by_value("retrieval_failed")
+    d.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    assert "cell=retrieval_failed" in d.current_url
+    rows = d.find_elements(By.CSS_SELECTOR, "table.traces tbody tr")
     assert [r.find_element(By.CLASS_NAME, "q").text for r in rows] == [QUESTIONS[0]]
     _shot(d, "list-filtered")
-    d.get(evaluator.web_url + "traces?cell=nope")  # type: ignore[attr-defined]
-    assert "cell must be one of" in d.find_element(By.CSS_SELECTOR, "[role=alert]").text  # type: ignore[attr-defined]
+    d.get(_web(evaluator) + "traces?cell=nope")
+    assert "cell must be one of" in d.find_element(By.CSS_SELECTOR, "[role=alert]").text
 
 
-def test_the_two_escalations_show_why(evaluator: EmbeddedEvaluator, browser: object) -> None:
+def test_the_two_escalations_show_why(evaluator: EmbeddedEvaluator, browser: WebDriver) -> None:
     from selenium.webdriver.common.by import By
 
     d = browser
     # generation failed: the unsupported unit, and the passage it contradicts
-    d.get(f"{evaluator.web_url}traces/{_trace_id(evaluator, QUESTIONS[1])}")  # type: ignore[attr-defined]
-    assert d.find_element(By.CSS_SELECTOR, ".summary .cell").text == "generation failed"  # type: ignore[attr-defined]
-    bad = d.find_element(By.CSS_SELECTOR, ".unit.unsupported")  # type: ignore[attr-defined]
+    d.get(f"{_web(evaluator)}traces/{_trace_id(evaluator, QUESTIONS[1])}")
+    assert d.find_element(By.CSS_SELECTOR, ".summary .cell").text == "generation failed"
+    bad = d.find_element(By.CSS_SELECTOR, ".unit.unsupported")
     assert "XML spreadsheet" in bad.find_element(By.CLASS_NAME, "unit-text").text
     assert bad.find_element(By.CSS_SELECTOR, ".near code").text == "c-2210"
-    good = d.find_element(By.CSS_SELECTOR, ".unit.supported")  # type: ignore[attr-defined]
+    good = d.find_element(By.CSS_SELECTOR, ".unit.supported")
     assert good.find_element(By.CSS_SELECTOR, ".quote a code").text == "c-2211"
-    mark = d.find_element(By.CSS_SELECTOR, "#passage-c-2211 mark.ev-ok")  # type: ignore[attr-defined]
+    mark = d.find_element(By.CSS_SELECTOR, "#passage-c-2211 mark.ev-ok")
     assert mark.text.startswith("Exports are limited to one running job per workspace")
-    gold = d.find_elements(By.CSS_SELECTOR, "ol.chunks li.gold")  # type: ignore[attr-defined]
+    gold = d.find_elements(By.CSS_SELECTOR, "ol.chunks li.gold")
     assert [g.get_attribute("data-chunk") for g in gold] == ["c-2210"]
     _shot(d, "trace-generation-failed")
     # retrieval failed: the gold passage never made the top k, and where the cut-off fell
-    d.get(f"{evaluator.web_url}traces/{_trace_id(evaluator, QUESTIONS[0])}")  # type: ignore[attr-defined]
-    assert d.find_element(By.CSS_SELECTOR, ".summary .cell").text == "retrieval failed"  # type: ignore[attr-defined]
-    items = d.find_elements(By.CSS_SELECTOR, "ol.chunks > li")  # type: ignore[attr-defined]
+    d.get(f"{_web(evaluator)}traces/{_trace_id(evaluator, QUESTIONS[0])}")
+    assert d.find_element(By.CSS_SELECTOR, ".summary .cell").text == "retrieval failed"
+    items = d.find_elements(By.CSS_SELECTOR, "ol.chunks > li")
     assert [i.get_attribute("class") for i in items] == ["chunk"] * 3 + ["cutoff"]
-    assert "c-4410" in d.find_element(By.CSS_SELECTOR, "p.missing").text  # type: ignore[attr-defined]
+    assert "c-4410" in d.find_element(By.CSS_SELECTOR, "p.missing").text
     _shot(d, "trace-retrieval-failed")
 
 
 def test_a_label_saved_from_a_trace_scores_the_next_one(
-    evaluator: EmbeddedEvaluator, browser: object
+    evaluator: EmbeddedEvaluator, browser: WebDriver
 ) -> None:
     from selenium.webdriver.common.by import By
 
     d = browser
-    d.get(evaluator.web_url + "questions")  # type: ignore[attr-defined]
-    link = d.find_element(By.CSS_SELECTOR, "main table a")  # type: ignore[attr-defined]
-    assert DARK_MODE in d.find_element(By.CSS_SELECTOR, "main table").text  # type: ignore[attr-defined]
+    d.get(_web(evaluator) + "questions")
+    link = d.find_element(By.CSS_SELECTOR, "main table a")
+    assert DARK_MODE in d.find_element(By.CSS_SELECTOR, "main table").text
     link.click()
-    boxes = d.find_elements(By.CSS_SELECTOR, "form.label-form input[name=gold]")  # type: ignore[attr-defined]
+    boxes = d.find_elements(By.CSS_SELECTOR, "form.label-form input[name=gold]")
     first = boxes[0].get_attribute("value")
     boxes[0].click()
-    d.find_element(By.NAME, "extra_gold").send_keys("c-ui-1, c-ui-2")  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, "form.label-form button").click()  # type: ignore[attr-defined]
-    assert "Saved" in d.find_element(By.CSS_SELECTOR, ".saved").text  # type: ignore[attr-defined]
+    d.find_element(By.NAME, "extra_gold").send_keys("c-ui-1, c-ui-2")
+    d.find_element(By.CSS_SELECTOR, "form.label-form button").click()
+    assert "Saved" in d.find_element(By.CSS_SELECTOR, ".saved").text
     _shot(d, "labelled")
     labelled = evaluator.labels.by_id(evaluator.labels.questions()[-1].qid)
     assert labelled is not None
@@ -196,8 +203,8 @@ def test_a_label_saved_from_a_trace_scores_the_next_one(
     while evaluator.state.results.get(str(asked["trace_id"])) is None:
         assert time.monotonic() < deadline, "the new trace was not scored"
         evaluator.wait_for_results(before + 1, 1.0)
-    d.get(f"{evaluator.web_url}traces/{asked['trace_id']}")  # type: ignore[attr-defined]
-    summary = d.find_element(By.CSS_SELECTOR, ".summary").text  # type: ignore[attr-defined]
+    d.get(f"{_web(evaluator)}traces/{asked['trace_id']}")
+    summary = d.find_element(By.CSS_SELECTOR, ".summary").text
     assert "recall@3 0.33" in summary, summary
     assert "unlabelled" not in summary
     _shot(d, "next-trace-scored")

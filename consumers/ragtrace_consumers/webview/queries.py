@@ -60,6 +60,12 @@ def check_trace_id(text: str) -> str:
     return value
 
 
+def _text(value: object) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
 @dataclass(frozen=True)
 class TraceFilter:
     """The list's filters (None: any) and page (1-based)."""
@@ -123,7 +129,7 @@ class TraceFilter:
             "page": self.page if self.page != 1 else None,
         }
         values.update(change)
-        return {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in values.items() if v}
+        return {k: _text(v) for k, v in values.items() if v}
 
 
 @dataclass(frozen=True)
