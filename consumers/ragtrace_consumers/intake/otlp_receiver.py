@@ -311,6 +311,9 @@ class OtlpHttpReceiver:
             protocol_version = "HTTP/1.1"
             server_version = "ragtrace-otlp"
             timeout = receiver._timeout_s  # read and idle timeout of the connection
+            # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
+            # client's delayed ACK (~40 ms per keep-alive response).
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 if receiver._web is not None and self.path.startswith(WEB_PREFIX):

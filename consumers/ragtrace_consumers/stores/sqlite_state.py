@@ -285,29 +285,33 @@ class SqliteState:
                 raise
             self._conn.execute("COMMIT")
 
-    def put_scored(self, row: Sequence[object], detail: str | None) -> None:
-        """Upsert one ``scored`` row (and its detail) in one transaction."""
+    def put_scored(self, rows: Sequence[tuple[Sequence[object], str | None]]) -> None:
+        """Upsert ``scored`` rows (and their detail, when not None) in one transaction."""
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                self._conn.execute(
-                    "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
-                    "query, severity, worst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
-                    "record = excluded.record, service = excluded.service, "
-                    "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
-                    "severity = excluded.severity, worst = excluded.worst",
-                    tuple(row),
-                )
-                if detail is not None:
-                    self._conn.execute(
-                        "INSERT OR REPLACE INTO scored_detail (trace_id, body) VALUES (?, ?)",
-                        (row[0], detail),
-                    )
+                for row, detail in rows:
+                    self._put_scored(row, detail)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def _put_scored(self, row: Sequence[object], detail: str | None) -> None:
+        self._conn.execute(
+            "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
+            "query, severity, worst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
+            "record = excluded.record, service = excluded.service, "
+            "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
+            "severity = excluded.severity, worst = excluded.worst",
+            tuple(row),
+        )
+        if detail is not None:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO scored_detail (trace_id, body) VALUES (?, ?)",
+                (row[0], detail),
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -416,24 +420,33 @@ class SqliteScoredResults:
     def put(self, result: ScoredResult, detail: Mapping[str, object] | None = None) -> None:
         """Record ``result`` (and its ``detail``, JSON-able, when given: the web view's trace
         page); a trace recorded before keeps its place and detail unless replaced."""
-        record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
-        worst = min(
-            1.0 if _opt_float(result.groundedness) is None else float(result.groundedness or 0),
-            1.0 if _opt_float(result.recall) is None else float(result.recall or 0),
-        )
-        row = (
-            result.trace_id,
-            result.scored_at,
-            record,
-            result.service,
-            result.cell,
-            result.judge_name,
-            result.query,
-            SEVERITY.get(result.cell, len(SEVERITY)),
-            worst,
-        )
-        body = None if detail is None else json.dumps(detail, sort_keys=True, allow_nan=False)
-        self._state.put_scored(row, body)
+        self.put_many([(result, detail)])
+
+    def put_many(self, items: Sequence[tuple[ScoredResult, Mapping[str, object] | None]]) -> None:
+        """:meth:`put` for many results, in one transaction."""
+        rows = []
+        for result, detail in items:
+            record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
+            g, r = _opt_float(result.groundedness), _opt_float(result.recall)
+            worst = min(1.0 if g is None else g, 1.0 if r is None else r)
+            body = None if detail is None else json.dumps(detail, sort_keys=True, allow_nan=False)
+            rows.append(
+                (
+                    (
+                        result.trace_id,
+                        result.scored_at,
+                        record,
+                        result.service,
+                        result.cell,
+                        result.judge_name,
+                        result.query,
+                        SEVERITY.get(result.cell, len(SEVERITY)),
+                        worst,
+                    ),
+                    body,
+                )
+            )
+        self._state.put_scored(rows)
 
     def detail(self, trace_id: str) -> dict[str, Any] | None:
         """The detail recorded with the trace (None: none, e.g. scored before it was kept)."""
