@@ -155,7 +155,10 @@ def main(quick: bool) -> None:
             results["trace page (random)"] = [
                 timed(conn, f"/ui/traces/{rng.choice(ids)}") for _ in range(rounds * 5)
             ]
-            results["overview"] = [timed(conn, "/ui/") for _ in range(max(5, rounds // 6))]
+            results["overview, first (computed)"] = [timed(conn, "/ui/")]
+            results["overview, again (cached, no new traces)"] = [
+                timed(conn, "/ui/") for _ in range(max(5, rounds // 6))
+            ]
             results["questions to label"] = [
                 timed(conn, "/ui/questions") for _ in range(max(5, rounds // 6))
             ]
@@ -186,7 +189,8 @@ def main(quick: bool) -> None:
             verdict,
             "",
             "The list reads through the `(severity, worst, seq)` index and one index per filter "
-            "column; the overview aggregates the whole table (not under the 200 ms target). "
+            "column; the overview aggregates the last 48 time buckets through a covering index "
+            "and is kept for 5 s while traces arrive (it is not under the 200 ms target). "
             f"{machine_line()}.",
         ]
     )

@@ -8,7 +8,8 @@ One local database file holds what must survive a restart of the single embedded
   not written back a second time;
 * the scored-results table — one row per scored trace, what ``ragtrace serve`` and
   ``ragtrace demo`` print from, with the columns the web view filters and orders by
-  (service, cell, judge, severity, worst score; indexed) and, beside it, each trace's detail
+  (service, cell, judge, query, groundedness, recall, severity, worst score; indexed) and,
+  beside it, each trace's detail
   (ranked chunks with their text, gold IDs, the judge's units, claims, quotes and checks).
 
 Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; a file
@@ -73,6 +74,8 @@ _COLUMNS = (
     ("cell", "TEXT", "json_extract(record, '$.cell')"),
     ("judge", "TEXT", "json_extract(record, '$.judge_name')"),
     ("query", "TEXT", "json_extract(record, '$.query')"),
+    ("groundedness", "REAL", "json_extract(record, '$.groundedness')"),
+    ("recall", "REAL", "json_extract(record, '$.recall')"),
     ("severity", "INTEGER", None),
     ("worst", "REAL", None),
 )
@@ -81,7 +84,7 @@ CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_time ON scored(scored_at);
+CREATE INDEX IF NOT EXISTS scored_time ON scored(scored_at, cell, groundedness, recall);
 CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
 """
 SEVERITY: Mapping[str, int] = {
@@ -110,9 +113,12 @@ def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older state file to :data:`SCHEMA_VERSION` (one transaction)."""
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
         return
-    have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("BEGIN IMMEDIATE")  # another process opening the file waits, then sees it done
     try:
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+            conn.execute("COMMIT")
+            return
+        have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
         for name, kind, _ in _COLUMNS:
             if name not in have:
                 conn.execute(f"ALTER TABLE scored ADD COLUMN {name} {kind}")
@@ -300,10 +306,12 @@ class SqliteState:
     def _put_scored(self, row: Sequence[object], detail: str | None) -> None:
         self._conn.execute(
             "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
-            "query, severity, worst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "query, groundedness, recall, severity, worst) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
             "record = excluded.record, service = excluded.service, "
             "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
+            "groundedness = excluded.groundedness, recall = excluded.recall, "
             "severity = excluded.severity, worst = excluded.worst",
             tuple(row),
         )
@@ -440,6 +448,8 @@ class SqliteScoredResults:
                         result.cell,
                         result.judge_name,
                         result.query,
+                        g,
+                        r,
                         SEVERITY.get(result.cell, len(SEVERITY)),
                         worst,
                     ),

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -40,6 +42,7 @@ from ragtrace_consumers.webview.pages import (
     render_questions,
 )
 from ragtrace_consumers.webview.queries import (
+    Overview,
     TraceFilter,
     check_trace_id,
     choices,
@@ -50,7 +53,10 @@ from ragtrace_consumers.webview.queries import (
 from ragtrace_consumers.webview.sessions import Sessions
 from ragtrace_consumers.webview.trace_page import TraceView, render_trace
 
-__all__ = ["LabelSet", "WebView", "WebViewOptions"]
+__all__ = ["OVERVIEW_TTL_S", "LabelSet", "WebView", "WebViewOptions"]
+
+OVERVIEW_TTL_S = 5.0
+"""While traces keep arriving, the overview is at most this many seconds behind."""
 
 _log = logging.getLogger(__name__)
 _HTML = "text/html; charset=utf-8"
@@ -134,6 +140,8 @@ class WebView:
         self.sessions = sessions or Sessions()
         self._on_label = on_label
         self._css = _css()
+        self._lock = threading.Lock()
+        self._cached: tuple[object, float, Overview] | None = None
 
     # --- the seam ------------------------------------------------------------------------------
     def handle(self, request: WebRequest) -> WebResponse | None:
@@ -173,7 +181,7 @@ class WebView:
             raise BadRequest(f"no form posts to {path}", 404)
         if path == "/ui":
             self._only(params, set())
-            o = overview(self._state)
+            o = self._overview()
             body = render_overview(o, *self._judge_lines())
             return self._page(200, "Overview", body, active="/ui/")
         if path == "/ui/traces":
@@ -273,6 +281,21 @@ class WebView:
         if cookie is None:
             return self._page(401, "Sign in", render_login("wrong token"))
         return WebResponse(303, _HTML, b"", (("Location", "/ui/"), ("Set-Cookie", cookie)))
+
+    def _overview(self) -> Overview:
+        """The overview, recomputed at most every :data:`OVERVIEW_TTL_S` while traces arrive
+        (it aggregates the whole table; the list and trace pages are always current)."""
+        newest = self._state.execute("SELECT MAX(seq) FROM scored")[0][0]
+        with self._lock:
+            cached = self._cached
+            if cached is not None and (
+                cached[0] == newest or time.monotonic() - cached[1] < OVERVIEW_TTL_S
+            ):
+                return cached[2]
+        fresh = overview(self._state)
+        with self._lock:
+            self._cached = (newest, time.monotonic(), fresh)
+        return fresh
 
     def _judge_lines(self) -> tuple[str, str | None]:
         judge = self._options.judge

@@ -224,19 +224,18 @@ def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
     counts = {c: 0 for c in CELLS}
     for cell, n in state.execute("SELECT cell, COUNT(*) FROM scored GROUP BY cell"):
         counts[str(cell)] = int(n)
-    bounds = state.execute("SELECT MIN(scored_at), MAX(scored_at) FROM scored")[0]
+    first = state.execute("SELECT scored_at FROM scored ORDER BY scored_at LIMIT 1")
+    last_at = state.execute("SELECT scored_at FROM scored ORDER BY scored_at DESC LIMIT 1")
     series: list[Bucket] = []
     size = 60.0
-    if bounds[0] is not None:
-        lo, hi = float(bounds[0]), float(bounds[1])
+    if first and last_at:
+        lo, hi = float(first[0][0]), float(last_at[0][0])
         size = _bucket_size(hi - lo)
         start = max(lo, hi - size * buckets)
         start -= start % size
         rows = state.execute(
             "SELECT CAST((scored_at - ?) / ? AS INTEGER), cell, COUNT(*), "
-            "SUM(json_extract(record, '$.groundedness')), "
-            "COUNT(json_extract(record, '$.groundedness')), "
-            "SUM(json_extract(record, '$.recall')), COUNT(json_extract(record, '$.recall')) "
+            "SUM(groundedness), COUNT(groundedness), SUM(recall), COUNT(recall) "
             "FROM scored WHERE scored_at >= ? GROUP BY 1, 2",
             (start, size, start),
         )

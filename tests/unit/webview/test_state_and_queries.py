@@ -42,11 +42,22 @@ def test_a_state_file_of_schema_0_is_migrated_and_keeps_its_rows(tmp_path: Path)
     with SqliteState(path) as state:
         assert state.execute("PRAGMA user_version") == [(SCHEMA_VERSION,)]
         got = state.execute(
-            "SELECT trace_id, service, cell, judge, query, severity, worst FROM scored ORDER BY seq"
+            "SELECT trace_id, service, cell, judge, query, groundedness, recall, severity, worst "
+            "FROM scored ORDER BY seq"
         )
         assert got == [
-            (rows[0].trace_id, "svc-a", "fine", "lexical", "question 1?", 5, 1.0),
-            (rows[1].trace_id, "svc-b", "generation_failed", "lexical", "question 2?", 1, 0.25),
+            (rows[0].trace_id, "svc-a", "fine", "lexical", "question 1?", 1.0, 1.0, 5, 1.0),
+            (
+                rows[1].trace_id,
+                "svc-b",
+                "generation_failed",
+                "lexical",
+                "question 2?",
+                0.25,
+                1.0,
+                1,
+                0.25,
+            ),
         ]
         assert state.results.get(rows[1].trace_id) == rows[1]
         assert state.results.detail(rows[1].trace_id) is None
@@ -94,6 +105,14 @@ def test_the_list_is_worst_first_and_filters_use_the_indexes() -> None:
         )
     )
     assert "scored_cell" in plan and "TEMP B-TREE" not in plan
+    buckets = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT CAST((scored_at - 1) / 60 AS INTEGER), cell, COUNT(*), "
+            "SUM(groundedness), SUM(recall) FROM scored WHERE scored_at >= 1 GROUP BY 1, 2"
+        )
+    )
+    assert "COVERING INDEX scored_time" in buckets
 
 
 def test_overview_counts_buckets_and_reasons() -> None:
