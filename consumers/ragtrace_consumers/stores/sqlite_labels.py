@@ -68,6 +68,9 @@ class SqliteLabelStore:
     def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
         """Replace the set (lookups switch atomically) and record it; returns its version."""
         version = self._memory.load(questions, source=source)
+        last = self._state.execute("SELECT version FROM label_sets ORDER BY seq DESC LIMIT 1")
+        if last and last[0][0] == version:  # a restart with the same set records nothing
+            return version
         body = json.dumps([question_to_json(q) for q in sorted(questions, key=lambda q: q.qid)])
         self._state.execute(
             "INSERT INTO label_sets (version, loaded_at, source, body) VALUES (?, ?, ?, ?)",

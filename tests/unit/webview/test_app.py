@@ -166,10 +166,13 @@ def test_a_label_saved_from_a_trace_is_a_new_versioned_set(
     assert current_label_set(state) == (labels.version(), labels.questions())
     saved = get(view, location.split("#")[0])
     assert "Saved. Label set version" in text(saved)
-    # A restart lays the web-view label over the file again.
+    # A restart lays the web-view label over the file again (the same set: no new row).
+    sets = state.execute("SELECT COUNT(*) FROM label_sets")
+    assert sets == [(2,)]
     again = SqliteLabelStore(state)
     again.start([LabelledQuestion("q-7", "question 7?", frozenset({"c-gold"}))], source="file")
     assert again.by_id(q.qid) == q and again.version() == labels.version()
+    assert state.execute("SELECT COUNT(*) FROM label_sets") == sets
 
 
 @pytest.mark.parametrize(
