@@ -71,8 +71,8 @@ def test_labels_export_writes_the_set_in_use(
     assert main(["labels", "export", "--state", str(path), "-o", str(out)]) == 0
     assert version in capsys.readouterr().err
     assert [(q.qid, q.question, q.gold) for q in load_labels(out)] == [
-        ("q-1", "first?", {"c-1"}),
-        ("web-1", "second?", {"c-2", "c-3"}),
+        ("q-1", "first?", frozenset({"c-1"})),
+        ("web-1", "second?", frozenset({"c-2", "c-3"})),
     ]
     assert main(["labels", "export", "--state", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
