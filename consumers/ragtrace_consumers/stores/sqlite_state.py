@@ -84,7 +84,9 @@ CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_time ON scored(scored_at, cell, groundedness, recall);
+CREATE INDEX IF NOT EXISTS scored_time ON scored(
+    scored_at, cell, groundedness, recall, severity, worst
+);
 CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
 """
 SEVERITY: Mapping[str, int] = {

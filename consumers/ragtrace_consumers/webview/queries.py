@@ -155,13 +155,25 @@ def list_traces(state: SqliteState, f: TraceFilter, page_size: int = PAGE_SIZE) 
     if f.until is not None:
         where.append("scored_at < ?")
         params.append(f.until)
-    sql = "SELECT record FROM scored"
+    # The page's seqs first, from the index alone; then only those rows' records.
+    sql = "SELECT seq FROM scored"
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY severity, worst, seq LIMIT ? OFFSET ?"
     params += [page_size + 1, (f.page - 1) * page_size]
-    rows = [ScoredResult.from_dict(json.loads(str(r[0]))) for r in state.execute(sql, params)]
-    return TracePage(tuple(rows[:page_size]), f.page, len(rows) > page_size)
+    seqs = [int(r[0]) for r in state.execute(sql, params)]
+    shown = seqs[:page_size]
+    records: dict[int, str] = {}
+    if shown:
+        marks = ",".join("?" * len(shown))
+        records = {
+            int(seq): str(rec)
+            for seq, rec in state.execute(
+                f"SELECT seq, record FROM scored WHERE seq IN ({marks})", shown
+            )
+        }
+    rows = tuple(ScoredResult.from_dict(json.loads(records[s])) for s in shown if s in records)
+    return TracePage(rows, f.page, len(seqs) > page_size)
 
 
 def choices(state: SqliteState, column: str) -> list[str]:
@@ -292,11 +304,18 @@ def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
 def unlabelled_questions(state: SqliteState, limit: int = 20) -> list[tuple[str, int, str]]:
     """(question, times seen, latest trace ID) of traces with no labelled question, most seen
     first (through the partial index on unlabelled queries)."""
-    return [
-        (str(q), int(n), str(t))
-        for q, n, t in state.execute(
-            "SELECT query, COUNT(*), MAX(trace_id) FROM scored WHERE cell = 'unlabelled' "
-            "AND query IS NOT NULL GROUP BY query ORDER BY 2 DESC, 1 LIMIT ?",
-            (limit,),
+    counted = state.execute(
+        "SELECT query, COUNT(*) FROM scored INDEXED BY scored_unlabelled "
+        "WHERE cell = 'unlabelled' AND query IS NOT NULL "
+        "GROUP BY query ORDER BY 2 DESC, 1 LIMIT ?",
+        (limit,),
+    )  # index-only: the partial index holds every unlabelled query
+    out = []
+    for query, n in counted:
+        latest = state.execute(
+            "SELECT trace_id FROM scored WHERE cell = 'unlabelled' AND query = ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (query,),
         )
-    ]
+        out.append((str(query), int(n), str(latest[0][0])))
+    return out
