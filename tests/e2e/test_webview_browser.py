@@ -5,7 +5,8 @@ One embedded evaluator scores the demo app's six questions (the real SDK in a ch
 OTLP/HTTP → scoring → the SQLite state), then the browser reads the overview, filters the list,
 opens the seed's two escalations — in opposite cells — and labels an unlabelled question from
 its trace; the next trace asking it is scored with recall. Screenshots land in
-test-artifacts/webview/ (the README's is copied from there by ``make screenshot``).
+test-artifacts/webview/ (git-ignored); the README shows a copy of
+trace-generation-failed.png (docs/images/webview-trace.png).
 """
 
 from __future__ import annotations
