@@ -88,6 +88,11 @@ provision_prometheus() {
     log "prometheus    $(command -v prometheus) ($(prometheus --version 2>&1 | head -1 | grep -o 'version [0-9.]*'))"
 }
 
+provision_chromium() {   # headless Chromium and its driver for the web view's browser tests
+    provision_debian chromium chromium chromedriver chromium-driver
+    log "chromium      $(command -v chromium) ($(chromium --version 2>/dev/null | head -1)), $(command -v chromedriver)"
+}
+
 # --------------------------------------------------------------------------- Kafka
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
 
@@ -162,13 +167,13 @@ provision_helm() {   # helm, and kube-score for the chart's static checks
 
 # --------------------------------------------------------------------------- main
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(redis prometheus kafka collector helm)
+[ ${#components[@]} -gt 0 ] || components=(redis prometheus kafka collector helm chromium)
 start=$SECONDS
 log "cache $CACHE"
 for c in "${components[@]}"; do
     case "$c" in
-        redis|prometheus|kafka|collector|helm) "provision_$c" ;;
-        *) die "unknown component '$c' (choose from: redis prometheus kafka collector helm)" ;;
+        redis|prometheus|kafka|collector|helm|chromium) "provision_$c" ;;
+        *) die "unknown component '$c' (choose from: redis prometheus kafka collector helm chromium)" ;;
     esac
 done
 log "done in $((SECONDS - start)) s"

@@ -26,6 +26,8 @@ __all__ = [
     "REPO_ROOT",
     "NotProvisioned",
     "cache_dir",
+    "chromedriver",
+    "chromium",
     "helm",
     "kafka_libs",
     "kube_score",
@@ -124,3 +126,13 @@ def prometheus() -> Path:
 
 def promtool() -> Path:
     return _on_path("promtool", "RAGTRACE_PROMTOOL", "promtool")
+
+
+def chromium() -> Path:
+    """Debian's headless-capable Chromium (``provision.sh chromium``), for the browser tests."""
+    return _on_path("Chromium", "RAGTRACE_CHROMIUM", "chromium")
+
+
+def chromedriver() -> Path:
+    """The chromedriver matching :func:`chromium` (Debian's ``chromium-driver``)."""
+    return _on_path("chromedriver", "RAGTRACE_CHROMEDRIVER", "chromedriver")

@@ -1,8 +1,10 @@
 """``ragtrace labels``: the labelled questions the consumers score recall against, kept in Redis.
 
 ``load FILE`` replaces the set atomically (consumers see the old set or the new one, never a
-mix) and prints its version; ``list`` and ``stats`` show what is loaded; ``clear`` removes it.
-The file format is the one ``ragtrace eval`` reads.
+mix) and prints its version; ``list`` and ``stats`` show what is loaded; ``clear`` removes it;
+``export`` writes the set in use (Redis's, or with ``--state`` the one an embedded evaluator
+keeps, questions labelled in its web view included) as a labels file. The file format is the
+one ``ragtrace eval`` reads.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -121,6 +125,27 @@ def register(subparsers: Any) -> None:
     common(stats)
     stats.set_defaults(func=_stats)
 
+    export = commands.add_parser(
+        "export",
+        help="write the label set in use as a labels file (JSON Lines), web-view labels included",
+    )
+    export.add_argument(
+        "--state",
+        metavar="PATH",
+        default=None,
+        help="read the set an embedded evaluator (ragtrace serve) keeps in this state file "
+        "instead of Redis's",
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default=None,
+        help="write to PATH (replaced atomically; default: stdout)",
+    )
+    common(export)
+    export.set_defaults(func=_export)
+
     clear = commands.add_parser("clear", help="remove the label set (traces then go unlabelled)")
     add_json_option(clear, "what was cleared (one object)")
     common(clear)
@@ -217,6 +242,56 @@ def _list(args: argparse.Namespace) -> int:
         if len(shown) < len(questions):
             print(f"({len(questions) - len(shown)} more; version {store.version()})")
         return EXIT_OK
+
+    return _run(args, action)
+
+
+def _write_labels(questions: list[Any], output: str | None, version: str) -> int:
+    from ragtrace_consumers.scoring.label_match import question_to_json
+
+    text = "".join(question_to_json(q) + "\n" for q in sorted(questions, key=lambda q: q.qid))
+    if output is None:
+        print(text, end="")
+        return EXIT_OK
+    try:
+        tmp = Path(f"{output}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        error(_COMMAND, f"cannot write {output}: {exc}")
+        return EXIT_FAILURE
+    print(
+        f"wrote {len(questions)} labelled questions (version {version}) to {output}",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    if args.state is not None:
+        from ragtrace_consumers.stores.sqlite_labels import current_label_set
+        from ragtrace_consumers.stores.sqlite_state import SqliteState
+
+        if not Path(args.state).is_file():
+            error(_COMMAND, f"--state {args.state}: no such state file")
+            return EXIT_BAD_INPUT
+        try:
+            with SqliteState(args.state) as state:
+                found = current_label_set(state)
+        except sqlite3.Error as exc:
+            error(_COMMAND, f"--state {args.state}: not a readable state file: {exc}")
+            return EXIT_BAD_INPUT
+        if found is None:
+            error(_COMMAND, f"--state {args.state}: no label set was ever loaded there")
+            return EXIT_FAILURE
+        return _write_labels(found[1], args.output, found[0])
+
+    def action(store: Any) -> int:
+        questions = store.questions()
+        if not questions:
+            error(_COMMAND, "no label set loaded")
+            return EXIT_FAILURE
+        return _write_labels(questions, args.output, store.version())
 
     return _run(args, action)
 

@@ -181,6 +181,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "secrets masked) and exit",
     )
     p.add_argument(
+        "--no-web",
+        action="store_true",
+        help="serve no web view (default: overview, traces and labelling under /ui/ on the "
+        "OTLP address; the config's web.enabled)",
+    )
+    p.add_argument(
+        "--trace-url",
+        metavar="TEMPLATE",
+        default=None,
+        help="link each trace page to your trace backend: a URL with {trace_id} "
+        "(and optionally {span_id}), e.g. http://127.0.0.1:16686/trace/{trace_id} "
+        "(default: the config's web.trace_url_template)",
+    )
+    p.add_argument(
         "--history",
         type=int,
         default=10,
@@ -310,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
         if args.judge is not None:
             config = config.replace(judge={"name": args.judge})
         config = _with_access_flags(config, args)
+        if args.no_web:
+            config = config.replace(web={"enabled": False})
+        if args.trace_url is not None:
+            config = config.replace(web={"trace_url_template": args.trace_url})
         if args.print_config:
             print(config.to_yaml(), end="")
             return EXIT_OK
@@ -367,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
                 file=info,
             )
             print(f"  state:   {settings.state_path}", file=info)
+            print(f"  web:     {evaluator.web_url or 'not served (--no-web)'}", file=info)
             print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
             print(f"  access:  {_access_line(settings)}", file=info)
             spans_to = settings.otlp_endpoint

@@ -65,6 +65,7 @@ __all__ = [
     "MappingSettings",
     "RedactionSettings",
     "ServeSettings",
+    "WebSettings",
 ]
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -493,3 +494,17 @@ class ServeSettings(_Section):
         if self.tls_key is not None and self.tls_cert is None:
             raise fail("serve.tls_key: needs serve.tls_cert (the certificate the key belongs to)")
         return self
+
+
+class WebSettings(_Section):
+    """The ``web`` section: the embedded evaluator's web view (``ragtrace serve``'s own address)."""
+
+    enabled: Bool = True
+    """Serve the web view (overview, trace list, trace pages, labelling) under /ui/ on serve's
+    OTLP/HTTP address, under the receiver's rules: loopback by default, serve.token asked for
+    beyond it (browsers sign in once: an HttpOnly, SameSite=Strict session cookie; scripts send
+    Authorization: Bearer <token>), HTTPS with serve.tls_cert."""
+    trace_url_template: OptUrl = None
+    """Link from a trace page to the same trace in your trace backend: an http(s) URL with
+    {trace_id} (and optionally {span_id}, the scored span) filled in, e.g.
+    http://127.0.0.1:16686/trace/{trace_id} for Jaeger."""

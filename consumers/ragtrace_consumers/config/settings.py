@@ -59,6 +59,7 @@ from ragtrace_consumers.config.sections import (
     SamplingSettings,
     ScoringSettings,
     ServeSettings,
+    WebSettings,
 )
 from ragtrace_consumers.scoring.sampling import SamplingRule
 
@@ -77,6 +78,7 @@ __all__ = [
     "KafkaSettings",
     "MappingSettings",
     "RedactionSettings",
+    "WebSettings",
     "RedisSettings",
     "SamplingSettings",
     "ScoringSettings",
@@ -106,6 +108,7 @@ SECTIONS: Mapping[str, type[BaseModel]] = {
     "mapping": MappingSettings,
     "redaction": RedactionSettings,
     "serve": ServeSettings,
+    "web": WebSettings,
 }
 """Every section of the configuration by name, in the order of the file."""
 
@@ -147,6 +150,7 @@ class ConsumerConfig(BaseSettings):
     mapping: MappingSettings = Field(default_factory=MappingSettings)
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     source: str = "defaults"
     sources: Mapping[str, str] = Field(default_factory=dict, repr=False)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import Judge
+    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 
 __all__ = [
     "DemoQuestion",
@@ -115,11 +116,15 @@ def run_demo(
     state_path: str | Path | None = None,
     timeout_s: float = 60.0,
     progress: Callable[[str], None] = lambda line: None,
+    serve: Callable[[DemoRun, EmbeddedEvaluator], None] | None = None,
+    port: int = 0,
 ) -> DemoRun:
     """Run the demo end to end; raises :class:`DemoTimeout` if scoring does not finish in time.
 
     ``state_path`` keeps the evaluator's SQLite state there (default: a temporary file removed
-    afterwards, so every run starts fresh).
+    afterwards, so every run starts fresh). ``serve``, when given, is called with the result
+    while the evaluator is still up (its web view and receiver on ``port``, 0: a free one) and
+    the evaluator stops when it returns (``ragtrace demo --serve``).
     """
     import ragtrace
     from ragtrace.evaluation.judges import make_judge
@@ -141,7 +146,7 @@ def run_demo(
             )
             judge = make_judge(judge_name)
             settings = EmbeddedSettings(
-                port=0,
+                port=port,
                 state_path=state,
                 labels_path=lp,
                 metrics_port=None,
@@ -196,41 +201,44 @@ def run_demo(
                         f"{row.cell.replace('_', ' ')}"
                     )
                 seen = len(rows)
-        gold = {q.qid: tuple(sorted(q.gold)) for q in labels}
-        questions = []
-        for n, (question, trace_id, retrieved, answer) in enumerate(asked, start=1):
-            scored = by_trace.get(trace_id)
-            if scored is None:
-                raise DemoTimeout(f"question {n} (trace {trace_id}) was not scored")
-            questions.append(
-                DemoQuestion(
-                    number=n,
-                    question=question,
-                    trace_id=trace_id,
-                    retrieved=retrieved,
-                    answer=answer,
-                    qid=scored.question_id,
-                    gold=gold.get(scored.question_id or "", ()),
-                    cell=scored.cell,
-                    recall=scored.recall,
-                    hit_rate=scored.hit_rate,
-                    groundedness=scored.groundedness,
-                    claims=scored.claims,
-                    unsupported_claims=scored.unsupported_claims,
-                    judge_error=scored.judge_error,
+            gold = {q.qid: tuple(sorted(q.gold)) for q in labels}
+            questions = []
+            for n, (question, trace_id, retrieved, answer) in enumerate(asked, start=1):
+                scored = by_trace.get(trace_id)
+                if scored is None:
+                    raise DemoTimeout(f"question {n} (trace {trace_id}) was not scored")
+                questions.append(
+                    DemoQuestion(
+                        number=n,
+                        question=question,
+                        trace_id=trace_id,
+                        retrieved=retrieved,
+                        answer=answer,
+                        qid=scored.question_id,
+                        gold=gold.get(scored.question_id or "", ()),
+                        cell=scored.cell,
+                        recall=scored.recall,
+                        hit_rate=scored.hit_rate,
+                        groundedness=scored.groundedness,
+                        claims=scored.claims,
+                        unsupported_claims=scored.unsupported_claims,
+                        judge_error=scored.judge_error,
+                    )
                 )
+            result = DemoRun(
+                judge=description,
+                k=TOP_K,
+                recall_definition=config.scoring.recall_definition,
+                recall_threshold=config.scoring.recall_threshold,
+                groundedness_threshold=config.scoring.groundedness_threshold,
+                labelled_questions=len(labels),
+                questions=tuple(questions),
+                endpoint=evaluator.endpoint,
+                state_path=None if tmp is not None else str(state),
             )
-        return DemoRun(
-            judge=description,
-            k=TOP_K,
-            recall_definition=config.scoring.recall_definition,
-            recall_threshold=config.scoring.recall_threshold,
-            groundedness_threshold=config.scoring.groundedness_threshold,
-            labelled_questions=len(labels),
-            questions=tuple(questions),
-            endpoint=evaluator.endpoint,
-            state_path=None if tmp is not None else str(state),
-        )
+            if serve is not None:
+                serve(result, evaluator)
+        return result
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

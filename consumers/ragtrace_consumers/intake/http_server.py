@@ -45,11 +45,19 @@ class GatedRequestHandler(BaseHTTPRequestHandler):
 
     access: ClassVar[AccessPolicy | None] = None
 
+    def checks_access_itself(self) -> bool:
+        """Whether this request goes to a route that asks for the same token in its own way
+        (the web view: a sign-in form and a session cookie, since a browser sends no bearer
+        header); such a request passes the gate to it. None does by default."""
+        return False
+
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
         access = self.access
         if access is None or access.allows(self.headers.get("Authorization")):
+            return True
+        if self.checks_access_itself():
             return True
         body = b"missing or wrong bearer token (Authorization: Bearer <token>)"
         self.send_response(401)

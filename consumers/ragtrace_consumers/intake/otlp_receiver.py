@@ -20,9 +20,13 @@
   maximum too): memory per request times the worker pool stays bounded;
 * ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
   ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
-* 404 for other paths, 405 for other methods on ``/v1/traces``;
-* 401 for any request, before its path is looked at, without ``Authorization: Bearer <token>``
-  when the receiver has a token (``access``); over HTTPS when it has a TLS context (``tls``).
+* 404 for other paths, 405 for other methods on ``/v1/traces``; with a ``web`` handler
+  (:mod:`ragtrace_consumers.intake.web_seam`), a GET of any other path and a POST under
+  ``/ui/`` go to it instead (the web view: its pages share this server and its gates);
+* 401 for any other request, before its path is looked at, without ``Authorization: Bearer
+  <token>`` when the receiver has a token (``access``); the web view's paths are let through to
+  the web handler, which asks for the same token (a bearer header or its sign-in cookie) on
+  every page but its sign-in form and stylesheet. Over HTTPS when it has a TLS context (``tls``).
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
 Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
@@ -56,6 +60,13 @@ from ragtrace_consumers.intake.http_server import (
     DEFAULT_MAX_WORKERS,
     BoundedHTTPServer,
     GatedRequestHandler,
+)
+from ragtrace_consumers.intake.web_seam import (
+    MAX_FORM_BYTES,
+    WEB_PREFIX,
+    WebHandler,
+    WebRequest,
+    WebResponse,
 )
 from ragtrace_consumers.model import Admission, SpanRecord
 
@@ -146,7 +157,9 @@ class OtlpHttpReceiver:
         admission: Admission | None = None,
         access: AccessPolicy | None = None,
         tls: ssl.SSLContext | None = None,
+        web: WebHandler | None = None,
     ) -> None:
+        self._web = web
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be within 0..65535, got {port}")
         if max_body_bytes <= 0:
@@ -315,8 +328,22 @@ class OtlpHttpReceiver:
             server_version = "ragtrace-otlp"
             access = receiver._access  # checked before any route (GatedRequestHandler)
             timeout = receiver._timeout_s  # read and idle timeout of the connection
+            # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
+            # client's delayed ACK (~40 ms per keep-alive response).
+            disable_nagle_algorithm = True
+
+            def checks_access_itself(self) -> bool:
+                if receiver._web is None:
+                    return False
+                path = self.path.split("?", 1)[0]
+                if self.command == "GET":
+                    return path != TRACES_PATH
+                return self.command == "POST" and path.startswith(WEB_PREFIX)
 
             def do_POST(self) -> None:
+                if receiver._web is not None and self.path.startswith(WEB_PREFIX):
+                    self._web_post()
+                    return
                 if self.path.split("?", 1)[0] in (METRICS_PATH, LOGS_PATH):
                     self._other_signal(self.path.split("?", 1)[0])
                     return
@@ -402,8 +429,46 @@ class OtlpHttpReceiver:
             def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] == TRACES_PATH:
                     self._reply(405, "text/plain; charset=utf-8", b"use POST", {"Allow": "POST"})
+                elif receiver._web is not None:
+                    self._web_reply("GET", b"")
                 else:
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
+
+            def _web_post(self) -> None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= MAX_FORM_BYTES:
+                    self._reply(413, "text/plain; charset=utf-8", b"form too large", close=True)
+                    return
+                try:
+                    body = self.rfile.read(length)
+                except TimeoutError:
+                    body = b""
+                if len(body) != length:
+                    self._reply(408, "text/plain; charset=utf-8", b"body incomplete", close=True)
+                    return
+                self._web_reply("POST", body)
+
+            def _web_reply(self, method: str, body: bytes) -> None:
+                web = receiver._web
+                assert web is not None
+                path, _, query = self.path.partition("?")
+                if not path.startswith("/"):
+                    self._reply(400, "text/plain; charset=utf-8", b"bad request target")
+                    return
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                try:
+                    response = web.handle(WebRequest(method, path or "/", query, headers, body))
+                except Exception:  # noqa: BLE001 - a bug in a page must not kill the server
+                    _log.exception("web view: %s %s failed", method, path)
+                    response = WebResponse(500, "text/plain; charset=utf-8", b"internal error")
+                if response is None:
+                    response = WebResponse(404, "text/plain; charset=utf-8", b"not found")
+                self._reply(
+                    response.status, response.content_type, response.body, dict(response.headers)
+                )
 
             def _other_signal(self, path: str) -> None:
                 try:

@@ -4,7 +4,9 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
 (:func:`~ragtrace_consumers.runtime.wiring.build_scoring`), over different seams:
 
 * spans come from an :class:`~ragtrace_consumers.intake.otlp_receiver.OtlpHttpReceiver` instead of Kafka;
-* the label store and judge budget live in process memory (labels from a JSONL file), while the
+* the judge budget lives in process memory; the label store is served from memory and every
+  set it loads (the JSONL file, with the questions labelled in the web view laid over it) is
+  kept in the state file (:mod:`ragtrace_consumers.stores.sqlite_labels`); the
   traces being assembled (:mod:`ragtrace_consumers.stores.sqlite_traces`), the judge-result cache,
   the idempotency store and a scored-results table live in a local SQLite file
   (:mod:`ragtrace_consumers.stores.sqlite_state`) and survive a restart, killed or graceful: a request
@@ -17,6 +19,9 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
   evaluation span there (the consumer's :class:`~ragtrace_consumers.writeback.otlp_sink.OtlpScoreSink`);
 * metrics are the consumer's :class:`~ragtrace_consumers.telemetry.metrics.ConsumerMetrics`, served on a
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
+
+The web view (:mod:`ragtrace_consumers.webview`, unless ``config.web.enabled`` is false) is
+served by the same receiver under ``/ui/``, read from the same state file.
 
 Scoring runs on :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` driven by one loop thread
 that wakes when spans arrive, when a trace finishes, or when the next trace falls due.
@@ -55,10 +60,12 @@ from ragtrace_consumers.model import ScoreSink, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
-from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
+from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file
+from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
+from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
 
 __all__ = [
@@ -220,9 +227,11 @@ class EmbeddedEvaluator:
         )
 
         s, cfg = self.settings, self.config
-        labels = MemoryLabelStore()
-        if s.labels_path is not None:
-            labels.load(load_labels(s.labels_path), source=str(s.labels_path))
+        labels = SqliteLabelStore(self.state)
+        labels.start(
+            load_labels(s.labels_path) if s.labels_path is not None else [],
+            source=None if s.labels_path is None else str(s.labels_path),
+        )
         readers = list(extra_readers)
         self.prometheus_registry = None
         if s.metrics_port is not None:
@@ -264,7 +273,11 @@ class EmbeddedEvaluator:
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
                 )
-            return RecordingSink(state.results, inner)
+            return RecordingSink(state.results, inner, gold_of=gold_of)
+
+        def gold_of(qid: str) -> frozenset[str] | None:
+            found = labels.by_id(qid)
+            return None if found is None else found.gold
 
         self.labels = labels
         self.traces = SqliteTraceStore(
@@ -296,6 +309,7 @@ class EmbeddedEvaluator:
             scoring.admission,
         )
         self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
+        self.web = self._web_view() if cfg.web.enabled else None
         self.receiver = OtlpHttpReceiver(
             self._accept,
             host=s.host,
@@ -307,6 +321,19 @@ class EmbeddedEvaluator:
             admission=self.early,
             access=self.access,
             tls=self._tls,
+            web=self.web,
+        )
+
+    def _web_view(self) -> WebView:
+        web = self.config.web
+        return WebView(
+            self.state,
+            self.labels,
+            options=WebViewOptions(
+                trace_url_template=web.trace_url_template, judge=self.judge.info
+            ),
+            sessions=Sessions(self.access.token, secure_cookie=self._tls is not None),
+            on_label=lambda _q, _v: self._wake.set(),
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -314,6 +341,11 @@ class EmbeddedEvaluator:
     def endpoint(self) -> str:
         """The OTLP/HTTP base URL applications export to."""
         return str(self.receiver.endpoint)
+
+    @property
+    def web_url(self) -> str | None:
+        """The web view's address (None: not served)."""
+        return None if self.web is None else f"{self.endpoint}/ui/"
 
     @property
     def metrics_url(self) -> str | None:

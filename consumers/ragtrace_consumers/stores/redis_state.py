@@ -119,6 +119,13 @@ class RedisLabelStore:
         pipe.execute()
         return str(index.version)
 
+    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str:
+        """Replace the set with ``question`` added (or replaced, by qid); returns the new
+        version. Two concurrent adds may each miss the other's question (last one wins)."""
+        kept = [q for q in self.questions() if q.qid != question.qid]
+        where = f"trace {trace_id}" if trace_id else "the web view"
+        return self.load([*kept, question], source=f"labelled from {where}")
+
     def by_id(self, qid: str) -> LabelledQuestion | None:
         raw = self._get(keys=[], args=[self._p, "id", qid])
         return question_from_json(raw) if raw else None

@@ -7,7 +7,14 @@ One local database file holds what must survive a restart of the single embedded
 * the idempotency store (:class:`IdempotencyStore` seam) — a trace scored before the restart is
   not written back a second time;
 * the scored-results table — one row per scored trace, what ``ragtrace serve`` and
-  ``ragtrace demo`` print from.
+  ``ragtrace demo`` print from, with the columns the web view filters and orders by
+  (service, cell, judge, query, groundedness, recall, severity, worst score; indexed) and,
+  beside it, each trace's detail
+  (ranked chunks with their text, gold IDs, the judge's units, claims, quotes and checks).
+
+Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; a file
+written before is migrated in place when opened (its columns filled from the stored records;
+its traces have no detail, and the web view says so).
 
 Every write is committed before the call returns (autocommit, WAL journal), so a crash loses
 nothing that a method reported as stored. One connection is shared by the receiver's request
@@ -32,6 +39,8 @@ from typing_extensions import Self
 from ragtrace_consumers.stores.private_files import private_state_file
 
 __all__ = [
+    "SCHEMA_VERSION",
+    "SEVERITY",
     "ScoredResult",
     "SqliteIdempotencyStore",
     "SqliteJudgeResultCache",
@@ -55,7 +64,79 @@ CREATE TABLE IF NOT EXISTS scored (
     scored_at REAL NOT NULL,
     record TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS scored_detail (
+    trace_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
 """
+
+SCHEMA_VERSION = 1
+_COLUMNS = (
+    ("service", "TEXT", "json_extract(record, '$.service')"),
+    ("cell", "TEXT", "json_extract(record, '$.cell')"),
+    ("judge", "TEXT", "json_extract(record, '$.judge_name')"),
+    ("query", "TEXT", "json_extract(record, '$.query')"),
+    ("groundedness", "REAL", "json_extract(record, '$.groundedness')"),
+    ("recall", "REAL", "json_extract(record, '$.recall')"),
+    ("severity", "INTEGER", None),
+    ("worst", "REAL", None),
+)
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_time ON scored(
+    scored_at, cell, groundedness, recall, severity, worst
+);
+CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
+"""
+SEVERITY: Mapping[str, int] = {
+    "both_failed": 0,
+    "generation_failed": 1,
+    "retrieval_failed": 2,
+    "unjudged": 3,
+    "unlabelled": 4,
+    "fine": 5,
+}
+"""Worst first: a cell's place in the web view's default order (unknown cells after fine)."""
+
+
+def _severity_sql() -> str:
+    cases = " ".join(f"WHEN '{c}' THEN {n}" for c, n in SEVERITY.items())
+    return f"CASE json_extract(record, '$.cell') {cases} ELSE {len(SEVERITY)} END"
+
+
+_WORST_SQL = (
+    "MIN(COALESCE(json_extract(record, '$.groundedness'), 1.0), "
+    "COALESCE(json_extract(record, '$.recall'), 1.0))"
+)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older state file to :data:`SCHEMA_VERSION` (one transaction)."""
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")  # another process opening the file waits, then sees it done
+    try:
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+            conn.execute("COMMIT")
+            return
+        have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
+        for name, kind, _ in _COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE scored ADD COLUMN {name} {kind}")
+        fills = [f"{n} = {expr}" for n, _, expr in _COLUMNS if expr is not None]
+        fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
+        conn.execute(f"UPDATE scored SET {', '.join(fills)} WHERE severity IS NULL")
+        for statement in _INDEXES.strip().split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _opt_float(value: float | None) -> float | None:
@@ -192,6 +273,7 @@ class SqliteState:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            _migrate(self._conn)
         self.judge_cache = SqliteJudgeResultCache(self)
         self.idempotency = SqliteIdempotencyStore(self)
         self.results = SqliteScoredResults(self)
@@ -211,6 +293,36 @@ class SqliteState:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def put_scored(self, rows: Sequence[tuple[Sequence[object], str | None]]) -> None:
+        """Upsert ``scored`` rows (and their detail, when not None) in one transaction."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                for row, detail in rows:
+                    self._put_scored(row, detail)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _put_scored(self, row: Sequence[object], detail: str | None) -> None:
+        self._conn.execute(
+            "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
+            "query, groundedness, recall, severity, worst) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
+            "record = excluded.record, service = excluded.service, "
+            "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
+            "groundedness = excluded.groundedness, recall = excluded.recall, "
+            "severity = excluded.severity, worst = excluded.worst",
+            tuple(row),
+        )
+        if detail is not None:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO scored_detail (trace_id, body) VALUES (?, ?)",
+                (row[0], detail),
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -316,14 +428,46 @@ class SqliteScoredResults:
     def __init__(self, state: SqliteState) -> None:
         self._state = state
 
-    def put(self, result: ScoredResult) -> None:
-        record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
-        self._state.execute(
-            "INSERT INTO scored (trace_id, scored_at, record) VALUES (?, ?, ?) "
-            "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
-            "record = excluded.record",
-            (result.trace_id, result.scored_at, record),
-        )
+    def put(self, result: ScoredResult, detail: Mapping[str, object] | None = None) -> None:
+        """Record ``result`` (and its ``detail``, JSON-able, when given: the web view's trace
+        page); a trace recorded before keeps its place and detail unless replaced."""
+        self.put_many([(result, detail)])
+
+    def put_many(self, items: Sequence[tuple[ScoredResult, Mapping[str, object] | None]]) -> None:
+        """:meth:`put` for many results, in one transaction."""
+        rows = []
+        for result, detail in items:
+            record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
+            g, r = _opt_float(result.groundedness), _opt_float(result.recall)
+            worst = min(1.0 if g is None else g, 1.0 if r is None else r)
+            body = None if detail is None else json.dumps(detail, sort_keys=True, allow_nan=False)
+            rows.append(
+                (
+                    (
+                        result.trace_id,
+                        result.scored_at,
+                        record,
+                        result.service,
+                        result.cell,
+                        result.judge_name,
+                        result.query,
+                        g,
+                        r,
+                        SEVERITY.get(result.cell, len(SEVERITY)),
+                        worst,
+                    ),
+                    body,
+                )
+            )
+        self._state.put_scored(rows)
+
+    def detail(self, trace_id: str) -> dict[str, Any] | None:
+        """The detail recorded with the trace (None: none, e.g. scored before it was kept)."""
+        rows = self._state.execute("SELECT body FROM scored_detail WHERE trace_id = ?", (trace_id,))
+        if not rows:
+            return None
+        value = json.loads(str(rows[0][0]))
+        return value if isinstance(value, dict) else None
 
     def get(self, trace_id: str) -> ScoredResult | None:
         rows = self._state.execute("SELECT record FROM scored WHERE trace_id = ?", (trace_id,))

@@ -16,7 +16,10 @@ from ragtrace_consumers.model import ScoreSink, TraceScores
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
 from ragtrace_consumers.writeback.span_content import deliver_each
 
-__all__ = ["RecordingSink", "to_scored_result"]
+__all__ = ["GoldLookup", "RecordingSink", "to_scored_result", "trace_detail"]
+
+GoldLookup = Callable[[str], "frozenset[str] | None"]
+"""The gold chunk IDs of a labelled question by qid (None: not labelled now)."""
 
 
 def _known(value: float | None) -> float | None:
@@ -103,10 +106,37 @@ def to_scored_result(
     )
 
 
+def _chunks(chunks: Sequence[Any]) -> list[dict[str, object]]:
+    return [
+        {"id": c.id, "text": c.text, "score": _known(c.score), "hashed": c.hashed} for c in chunks
+    ]
+
+
+def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, object]:
+    """What the web view's trace page shows beyond the row: the ranked retrieved chunks and the
+    context with their text, the gold IDs of the matched question, the judge's full result
+    (units, claims, quotes, failed checks, provenance) and the span IDs."""
+    trace, g = scores.trace, scores.groundedness
+    return {
+        "retrieved": _chunks(trace.retrieved),
+        "context": _chunks(trace.context),
+        "gold": sorted(gold) if gold is not None else None,
+        "groundedness": g.to_dict() if g is not None else None,
+        "span_ids": {
+            "target": trace.target_span_id,
+            "retrieval": trace.retrieval_span_id,
+            "generation": trace.generation_span_id,
+        },
+        "context_truncated": trace.context_truncated,
+        "model": trace.model,
+    }
+
+
 class RecordingSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
     SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
 
+    With ``gold_of``, the gold IDs of the matched question are kept in the trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
     trace instead of marking it written.
     """
@@ -117,7 +147,9 @@ class RecordingSink:
         inner: ScoreSink | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        gold_of: GoldLookup | None = None,
     ) -> None:
+        self._gold_of = gold_of
         self._results = results
         self._inner = inner
         self._clock = clock
@@ -128,7 +160,14 @@ class RecordingSink:
             self._inner.write(scores)
         try:
             previous = self._results.get(scores.trace.trace_id)
-            self._results.put(to_scored_result(scores, self._clock(), previous))
+            result = to_scored_result(scores, self._clock(), previous)
+            gold = None
+            if self._gold_of is not None and result.question_id:
+                gold = self._gold_of(result.question_id)
+            detail = None
+            if previous is None or scores.groundedness is not None or scores.retrieval is not None:
+                detail = trace_detail(scores, gold)
+            self._results.put(result, detail)
         except Exception as exc:
             raise WriteBackError(
                 f"scores of trace {scores.trace.trace_id} not recorded: {exc}"

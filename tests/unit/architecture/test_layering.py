@@ -111,6 +111,7 @@ SERVICE_ROOMS: tuple[str, ...] = (
     "stores",
     "writeback",
     "intake",
+    "webview",
     "runtime",
     "demo",
     "commands",

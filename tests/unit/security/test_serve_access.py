@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -171,10 +172,13 @@ def _get(
         with urllib.request.urlopen(request, timeout=5, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
-        assert exc.code != 401 or exc.headers.get_all("WWW-Authenticate") == [
-            'Bearer realm="ragtrace"',
-            'Basic realm="ragtrace", charset="UTF-8"',
-        ]
+        schemes = exc.headers.get_all("WWW-Authenticate")
+        web_page = urllib.parse.urlsplit(url).path.startswith("/ui/")
+        assert exc.code != 401 or schemes == (
+            ['Bearer realm="ragtrace"']  # the web view's sign-in page: no browser prompt
+            if web_page
+            else ['Bearer realm="ragtrace"', 'Basic realm="ragtrace", charset="UTF-8"']
+        )
         return exc.code, exc.read().decode()
 
 
@@ -298,3 +302,54 @@ def test_the_embedded_evaluator_gates_its_receiver_and_metrics(
         traces = f"https://127.0.0.1:{evaluator.receiver.port}/v1/traces"
         assert _get(traces, pair, None, "POST")[0] == 401
         assert _get(traces, pair, TOKEN, "POST")[0] == 415  # past the gate: routed
+
+
+def test_the_web_view_shares_the_token_and_tls_of_the_receiver(
+    tmp_path: Path, pair: tuple[Path, Path]
+) -> None:
+    """The receiver's gate lets the web view's paths through to the web view, which asks for the
+    same token: a bearer header, or a sign-in that sets a Secure cookie over TLS."""
+    settings = EmbeddedSettings(
+        host="127.0.0.1",
+        port=0,
+        state_path=tmp_path / "state.sqlite3",
+        token=TOKEN,
+        tls_cert=str(pair[0]),
+        tls_key=str(pair[1]),
+    )
+    with EmbeddedEvaluator(settings) as evaluator:
+        base = f"https://127.0.0.1:{evaluator.receiver.port}"
+        assert evaluator.web_url == base + "/ui/"
+        status, page = _get(base + "/ui/traces", pair, None)
+        assert status == 401 and "Access token" in page  # the web view's sign-in page
+        assert _get(base + "/ui/traces", pair, "wrong-token")[0] == 401
+        assert _get(base + "/ui/traces", pair, TOKEN)[0] == 200
+        assert _get(base + "/ui/static/ragtrace.css", pair, None)[0] == 200
+        assert _get(base + "/v1/traces", pair, None, "POST")[0] == 401  # OTLP still gated
+        assert _get(base + "/v1/traces", pair, None)[0] == 401
+
+        context = ssl.create_default_context(cafile=str(pair[0]))
+        login = urllib.request.Request(
+            base + "/ui/login",
+            data=f"token={TOKEN}".encode(),
+            headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": base},
+            method="POST",
+        )
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: object, **kwargs: object) -> None:
+                return None
+
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=context), NoRedirect()
+        )
+        with pytest.raises(urllib.error.HTTPError) as seen:
+            opener.open(login, timeout=5)
+        assert seen.value.code == 303
+        cookie = seen.value.headers["Set-Cookie"]
+        assert "Secure" in cookie and "HttpOnly" in cookie
+        page_request = urllib.request.Request(
+            base + "/ui/traces", headers={"Cookie": cookie.split(";", 1)[0]}
+        )
+        with opener.open(page_request, timeout=5) as response:
+            assert response.status == 200

@@ -1,0 +1,365 @@
+"""The web view: routes of the embedded evaluator's pages, behind one :meth:`WebView.handle`.
+
+It is the :class:`~ragtrace_consumers.intake.web_seam.WebHandler` the OTLP receiver consults, so
+the pages live on ``ragtrace serve``'s own address. Routes:
+
+* ``GET /`` → ``/ui/``; ``GET /ui/`` the overview; ``GET /ui/traces`` the list (``cell``,
+  ``service``, ``judge``, ``since``, ``until``, ``page``); ``GET /ui/traces/<trace id>`` a
+  trace; ``GET /ui/questions`` questions seen most often without a label;
+  ``GET /ui/static/ragtrace.css``;
+* ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin);
+* ``GET``/``POST /ui/login`` when a token is set (:mod:`~ragtrace_consumers.webview.sessions`).
+
+A bad parameter is a 4xx page naming it; nothing raises into the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import parse_qs, quote
+
+from ragtrace.evaluation.calibration import calibration_warning, load_stamp
+from ragtrace.evaluation.judges import JudgeInfo
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
+from ragtrace_consumers.stores.sqlite_state import SqliteState
+from ragtrace_consumers.webview.errors import BadRequest
+from ragtrace_consumers.webview.html import page
+from ragtrace_consumers.webview.pages import (
+    render_error,
+    render_list,
+    render_login,
+    render_overview,
+    render_questions,
+)
+from ragtrace_consumers.webview.queries import (
+    Overview,
+    TraceFilter,
+    check_trace_id,
+    choices,
+    list_traces,
+    overview,
+    unlabelled_questions,
+)
+from ragtrace_consumers.webview.sessions import Sessions
+from ragtrace_consumers.webview.trace_page import TraceView, render_trace
+
+__all__ = ["OVERVIEW_TTL_S", "LabelSet", "WebView", "WebViewOptions"]
+
+OVERVIEW_TTL_S = 5.0
+"""While traces keep arriving, the overview is at most this many seconds behind."""
+
+_log = logging.getLogger(__name__)
+_HTML = "text/html; charset=utf-8"
+_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'self'; img-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'",
+    ),
+)
+_QID = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
+_MAX_GOLD = 100
+
+
+class LabelSet(Protocol):
+    """The label store the web view writes to: the embedded SQLite one or Redis's. ``add``
+    replaces the set atomically with ``question`` added (by qid) and returns its version."""
+
+    def questions(self) -> list[LabelledQuestion]: ...
+
+    def version(self) -> str: ...
+
+    def by_id(self, qid: str) -> LabelledQuestion | None: ...
+
+    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class WebViewOptions:
+    """``trace_url_template``: a link to the trace in another backend, ``{trace_id}`` (and
+    optionally ``{span_id}``) filled in; ``judge``: the judge in use, shown on the overview
+    with the last calibration stamp ``ragtrace calibrate`` saved (``calibration_path``; None:
+    its default place)."""
+
+    trace_url_template: str | None = None
+    judge: JudgeInfo | None = None
+    calibration_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        t = self.trace_url_template
+        if t is not None:
+            if not t.startswith(("http://", "https://")) or "{trace_id}" not in t:
+                raise ValueError(
+                    "web.trace_url_template must be an http(s) URL containing {trace_id}, "
+                    f"got {t!r}"
+                )
+            try:
+                t.format(trace_id="0", span_id="0")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"web.trace_url_template: only {{trace_id}} and {{span_id}} may be "
+                    f"filled in ({exc})"
+                ) from None
+
+
+def _css() -> bytes:
+    return (
+        resources.files("ragtrace_consumers.webview").joinpath("static/ragtrace.css").read_bytes()
+    )
+
+
+class WebView:
+    """Serves the pages from ``state``; writes labels to ``labels`` (None: read-only)."""
+
+    def __init__(
+        self,
+        state: SqliteState,
+        labels: LabelSet | None,
+        *,
+        options: WebViewOptions | None = None,
+        sessions: Sessions | None = None,
+        on_label: Callable[[LabelledQuestion, str], None] | None = None,
+    ) -> None:
+        self._state = state
+        self._labels = labels
+        self._options = options or WebViewOptions()
+        self.sessions = sessions or Sessions()
+        self._on_label = on_label
+        self._css = _css()
+        self._lock = threading.Lock()
+        self._cached: tuple[object, float, Overview] | None = None
+
+    # --- the seam ------------------------------------------------------------------------------
+    def handle(self, request: WebRequest) -> WebResponse | None:
+        path = request.path
+        if path == "/" and request.method in ("GET", "HEAD"):
+            return self._redirect("/ui/")
+        if path != "/ui" and not path.startswith("/ui/"):
+            return None
+        try:
+            return self._route(request)
+        except BadRequest as exc:
+            return self._page(exc.status, "Bad request", render_error(str(exc)))
+
+    def authorised(self, headers: Mapping[str, str]) -> bool:
+        """The gate every page but the login form and stylesheet passes (see Sessions)."""
+        return self.sessions.authorised(headers)
+
+    def _route(self, req: WebRequest) -> WebResponse:
+        path = req.path.rstrip("/") or "/"
+        if path == "/ui/static/ragtrace.css":
+            return WebResponse(
+                200,
+                "text/css; charset=utf-8",
+                self._css,
+                (("Cache-Control", "max-age=3600"), ("X-Content-Type-Options", "nosniff")),
+            )
+        if path == "/ui/login":
+            return self._login(req)
+        if not self.authorised(req.headers):
+            if req.method == "POST":
+                return self._page(401, "Sign in", render_login("sign in first"))
+            return self._page(401, "Sign in", render_login(None))
+        params = self._params(req.query)
+        if req.method == "POST":
+            if path == "/ui/labels":
+                return self._save_label(req)
+            raise BadRequest(f"no form posts to {path}", 404)
+        if path == "/ui":
+            self._only(params, set())
+            o = self._overview()
+            body = render_overview(o, *self._judge_lines())
+            return self._page(200, "Overview", body, active="/ui/")
+        if path == "/ui/traces":
+            f = TraceFilter.parse(params)
+            body = render_list(
+                list_traces(self._state, f),
+                f,
+                choices(self._state, "service"),
+                choices(self._state, "judge"),
+            )
+            return self._page(200, "Scored traces", body, active="/ui/traces")
+        if path.startswith("/ui/traces/"):
+            saved = self._only(params, {"saved"}).get("saved")
+            return self._trace(req, path[len("/ui/traces/") :], saved)
+        if path == "/ui/questions":
+            self._only(params, set())
+            labels = self._labels
+            body = render_questions(
+                unlabelled_questions(self._state),
+                len(labels.questions()) if labels is not None else 0,
+                labels.version() if labels is not None else "",
+            )
+            return self._page(200, "Questions to label", body, active="/ui/questions")
+        raise BadRequest(f"no page at {path}", 404)
+
+    # --- pages -----------------------------------------------------------------------------------
+    def _trace(self, req: WebRequest, raw_id: str, saved: str | None) -> WebResponse:
+        trace_id = check_trace_id(raw_id)
+        result = self._state.results.get(trace_id)
+        if result is None:
+            raise BadRequest(f"no scored trace {trace_id} in this evaluator's state", 404)
+        detail = self._state.results.detail(trace_id)
+        gold_now = None
+        if self._labels is not None and result.question_id:
+            q = self._labels.by_id(result.question_id)
+            gold_now = q.gold if q is not None else None
+        backend = None
+        template = self._options.trace_url_template
+        if template is not None:
+            spans = detail.get("span_ids") if detail else None
+            span = spans.get("target") if isinstance(spans, Mapping) else None
+            backend = template.format(trace_id=trace_id, span_id=quote(str(span or "")))
+        message = None
+        if saved:
+            message = f"Saved. Label set version {saved[:80]}: the next trace asking this " + (
+                "question is scored with recall."
+            )
+        title, body = render_trace(
+            TraceView(result, detail, gold_now, backend, self.sessions.csrf(req.headers), message)
+        )
+        return self._page(200, title, body)
+
+    def _save_label(self, req: WebRequest) -> WebResponse:
+        form = self._form(req)
+        why = self.sessions.may_write(req.headers, self._field(form, "csrf", required=False))
+        if why is not None:
+            raise BadRequest(why, 403)
+        if self._labels is None:
+            raise BadRequest("this evaluator has no writable label store", 409)
+        trace_id = check_trace_id(self._field(form, "trace_id"))
+        question = self._field(form, "question").strip()
+        if not question or len(question) > 4000:
+            raise BadRequest("question must be 1..4000 characters")
+        gold = [g for g in form.get("gold", []) if g.strip()]
+        extra = self._field(form, "extra_gold", required=False)
+        gold += [g for g in re.split(r"[\s,]+", extra) if g]
+        if not gold:
+            raise BadRequest("mark or paste at least one chunk ID that answers the question")
+        if len(gold) > _MAX_GOLD or any(len(g) > 500 for g in gold):
+            raise BadRequest(f"at most {_MAX_GOLD} chunk IDs of up to 500 characters each")
+        qid = self._field(form, "qid", required=False).strip()
+        if not qid:
+            qid = (
+                "web-"
+                + hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:12]
+            )
+        if not _QID.match(qid):
+            raise BadRequest(f"qid may hold letters, digits and . _ : / - only, got {qid[:80]!r}")
+        if self._state.results.get(trace_id) is None:
+            raise BadRequest(f"no scored trace {trace_id}", 404)
+        labelled = LabelledQuestion(qid=qid, question=question, gold=frozenset(gold))
+        version = self._labels.add(labelled, trace_id=trace_id)
+        if self._on_label is not None:
+            self._on_label(labelled, version)
+        _log.info("web view: labelled %s from trace %s (set %s)", qid, trace_id, version)
+        return self._redirect(f"/ui/traces/{trace_id}?saved={quote(version)}#label")
+
+    def _login(self, req: WebRequest) -> WebResponse:
+        if not self.sessions.login_required:
+            return self._redirect("/ui/")
+        if req.method != "POST":
+            return self._page(200, "Sign in", render_login(None))
+        origin = req.headers.get("origin")
+        if origin is not None and origin.split("://", 1)[-1] != req.headers.get("host"):
+            raise BadRequest("cross-site sign-in refused", 403)
+        cookie = self.sessions.login(self._field(self._form(req), "token", required=False))
+        if cookie is None:
+            return self._page(401, "Sign in", render_login("wrong token"))
+        return WebResponse(303, _HTML, b"", (("Location", "/ui/"), ("Set-Cookie", cookie)))
+
+    def _overview(self) -> Overview:
+        """The overview, recomputed at most every :data:`OVERVIEW_TTL_S` while traces arrive
+        (it aggregates the whole table; the list and trace pages are always current)."""
+        newest = self._state.execute("SELECT MAX(seq) FROM scored")[0][0]
+        with self._lock:
+            cached = self._cached
+            if cached is not None and (
+                cached[0] == newest or time.monotonic() - cached[1] < OVERVIEW_TTL_S
+            ):
+                return cached[2]
+        fresh = overview(self._state)
+        with self._lock:
+            self._cached = (newest, time.monotonic(), fresh)
+        return fresh
+
+    def _judge_lines(self) -> tuple[str, str | None]:
+        judge = self._options.judge
+        if judge is None:
+            return "not known", None
+        name = judge.name + (f" · model {judge.model}" if judge.model else "")
+        name += f" · prompt {judge.prompt_sha256[:12]}"
+        stamp = load_stamp(self._options.calibration_path)
+        if stamp is None:
+            return name, None
+        text = (
+            f"{stamp.calibrated_at}: {stamp.judge.name}"
+            + (f" ({stamp.judge.model})" if stamp.judge.model else "")
+            + f" on {stamp.claims} claims, agreement "
+            + ("n/a" if stamp.agreement is None else f"{stamp.agreement:.2f}")
+            + ", kappa "
+            + ("n/a" if stamp.kappa is None else f"{stamp.kappa:.2f}")
+        )
+        warning = calibration_warning(judge, self._options.calibration_path)
+        return name, text + (f" — {warning}" if warning else "")
+
+    # --- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _params(query: str) -> dict[str, list[str]]:
+        try:
+            return parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=50)
+        except ValueError as exc:
+            raise BadRequest(f"bad query string: {exc}") from None
+
+    @staticmethod
+    def _only(params: Mapping[str, list[str]], allowed: set[str]) -> dict[str, str]:
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise BadRequest(f"unknown parameter {unknown[0]!r}")
+        return {k: v[0] for k, v in params.items() if v}
+
+    @staticmethod
+    def _form(req: WebRequest) -> dict[str, list[str]]:
+        ctype = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            raise BadRequest(f"forms must be application/x-www-form-urlencoded, got {ctype!r}", 415)
+        try:
+            return parse_qs(req.body.decode("utf-8"), keep_blank_values=True, max_num_fields=200)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise BadRequest(f"unreadable form: {exc}") from None
+
+    @staticmethod
+    def _field(form: Mapping[str, list[str]], name: str, *, required: bool = True) -> str:
+        values = form.get(name) or []
+        if len(values) > 1:
+            raise BadRequest(f"form field {name} given {len(values)} times")
+        if not values and required:
+            raise BadRequest(f"form field {name} is missing")
+        return values[0] if values else ""
+
+    @staticmethod
+    def _redirect(location: str) -> WebResponse:
+        return WebResponse(303, _HTML, b"", (("Location", location),))
+
+    @staticmethod
+    def _page(status: int, title: str, body: str, *, active: str = "") -> WebResponse:
+        # A 401 names its scheme (RFC 9110); Bearer only, so a browser shows the sign-in form
+        # instead of its own password prompt.
+        headers = _HEADERS + (
+            (("WWW-Authenticate", 'Bearer realm="ragtrace"'),) if status == 401 else ()
+        )
+        return WebResponse(status, _HTML, page(title, body, active=active), headers)
