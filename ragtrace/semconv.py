@@ -19,6 +19,9 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "EVAL_FAMILY",
+    "GEN_AI_RETRIEVAL_TOP_K",
+    "SCHEMA_URL",
     "ATTR_CELL",
     "ATTR_DATA_SOURCE",
     "ATTR_JUDGE_MODEL",
@@ -151,6 +154,11 @@ INSTRUMENTATION_SCOPE: Final = "ragtrace"
 """Tracer name of the decorators: the consumers recognise our spans by it."""
 EVALUATION_SCOPE: Final = "ragtrace.evaluation"
 """Tracer/meter name of the consumers' write-back; spans from it are never scored again."""
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai/1.42.0"
+"""``schema_url`` of every scope ragtrace emits under: the GenAI semantic conventions version
+followed (open-telemetry/semantic-conventions-genai; core attributes such as ``error.type``
+from semantic-conventions 1.44.0). docs/semantic-conventions.md lists what changed from the
+names emitted before."""
 
 
 class SpanKind:
@@ -196,6 +204,10 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+"""The LLM sampling setting in the conventions; older ragtrace SDKs (and the default,
+non-opt-in mode) wrote the retriever's k under it, so readers accept it on retrieval spans."""
+GEN_AI_RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
+"""How many documents the retriever was asked to return (the conventions' retrieval k)."""
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
 """Value of ``gen_ai.operation.name`` on retrieval spans."""
@@ -258,6 +270,9 @@ def retrieval_document_length(i: int) -> str:
 EVAL_MARKER: Final = "ragtrace.evaluation"
 """``True`` on every span the consumers write; such spans are never scored."""
 EVAL_TARGET_SPAN_ID: Final = "ragtrace.eval.target.span_id"
+EVAL_FAMILY: Final = "ragtrace.eval.family"
+"""On a per-family evaluation span: the metric family it carries (``recall``,
+``groundedness``, ``answer``). ``gen_ai.evaluation.name`` only ever names one metric."""
 EVAL_GROUNDEDNESS: Final = "ragtrace.eval.groundedness"
 EVAL_GROUNDEDNESS_CLAIMS: Final = "ragtrace.eval.groundedness.claims"
 EVAL_GROUNDEDNESS_UNSUPPORTED: Final = "ragtrace.eval.groundedness.unsupported_claims"

@@ -228,6 +228,8 @@ class EmbeddedEvaluator:
                     timeout_s=cfg.export.timeout_s,
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
+                    # "traces" names a backend that takes spans only (Phoenix): no /v1/logs.
+                    results_as="spans" if s.otlp_signals == "traces" else cfg.export.results_as,
                 )
             if s.phoenix_endpoint is not None:
                 from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink

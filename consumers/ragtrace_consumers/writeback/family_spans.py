@@ -133,7 +133,7 @@ def metric_spans(
                     semconv.EVAL_MARKER: True,
                     semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
                     semconv.EVAL_TARGET_SPAN_ID: parent,
-                    semconv.GEN_AI_EVALUATION_NAME: family,
+                    semconv.EVAL_FAMILY: family,
                 },
                 events=tuple(events),
             )

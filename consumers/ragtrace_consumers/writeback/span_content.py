@@ -28,6 +28,7 @@ __all__ = [
     "FAIL",
     "PASS",
     "EvaluationEvent",
+    "cell_event",
     "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
@@ -236,6 +237,40 @@ def evaluation_events(
     if scores.answers is not None:
         events += [_answer_event(m) for m in scores.answers.results]
     return events
+
+
+def _versus(name: str, value: float, threshold: float | None) -> str:
+    if threshold is None:
+        return f"{name} {value:.2f}"
+    return f"{name} {value:.2f} {'>=' if value >= threshold else '<'} {threshold:g}"
+
+
+def cell_event(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> EvaluationEvent:
+    """The headline result: ``gen_ai.evaluation.name`` ``cell``, the attribution cell as its
+    label (``fine``, ``retrieval_failed``, ``generation_failed``, ``both_failed``,
+    ``unlabelled``, ``unjudged``) and why as its explanation (each side against its
+    threshold, or why it is unknown). No value: a cell is a category."""
+    trace, why = scores.trace, []
+    r = scores.retrieval
+    if r is not None and r.answerable:
+        why.append(_versus(r.definition.value, r.headline, recall_threshold))
+    elif r is not None:
+        why.append(f"question {r.question_id} is unanswerable (empty gold set)")
+    elif trace.recall_na_reason:
+        why.append(f"recall unknown: {trace.recall_na_reason}")
+    g = scores.groundedness
+    if g is not None and g.score is not None:
+        why.append(_versus("groundedness", g.score, groundedness_threshold))
+    elif g is not None:
+        why.append("groundedness unknown: the judge failed")
+    elif trace.answer_na_reason:
+        why.append(f"groundedness unknown: {trace.answer_na_reason}")
+    return _event("cell", None, scores.cell.value, "; ".join(why) or None)
 
 
 def _answer_event(m: MetricResult) -> EvaluationEvent:

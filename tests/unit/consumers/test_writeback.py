@@ -166,7 +166,7 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
             semconv.EVAL_MARKER: True,
             semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
             semconv.EVAL_TARGET_SPAN_ID: target,
-            semconv.GEN_AI_EVALUATION_NAME: family,
+            semconv.EVAL_FAMILY: family,
         }
     events = [
         (e.name, dict(e.attributes or {}), e.timestamp)
