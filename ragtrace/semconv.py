@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ERROR_TYPE",
     "EVAL_FAMILY",
     "GEN_AI_RETRIEVAL_TOP_K",
     "SCHEMA_URL",
@@ -215,6 +216,9 @@ GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
 """JSON array of ``{"id", "score"}`` objects, the GenAI form of the ranked result list."""
 GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+ERROR_TYPE: Final = "error.type"
+"""The class of a failure (core conventions, stable): on a failed result and on the judge's
+duration metric (ragtrace.evaluation.judges.error_types lists the values)."""
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"

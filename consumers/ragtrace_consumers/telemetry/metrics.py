@@ -463,7 +463,13 @@ class ConsumerMetrics:
         cost_usd: float,
         latency_s: float,
         provider: str = "anthropic",
+        *,
+        error_type: str | None = None,
+        response_model: str | None = None,
     ) -> None:
+        """One judge call's usage. ``error_type`` (the call failed) and ``response_model`` (the
+        model the API served) go on ``gen_ai.client.operation.duration`` as the GenAI
+        conventions name them (``error.type``, ``gen_ai.response.model``)."""
         self.ensure_judge(model)
         attrs = {semconv.ATTR_JUDGE_MODEL: model}
         for token_type, n in zip(
@@ -483,4 +489,30 @@ class ConsumerMetrics:
             input_tokens + cache_read + cache_write, {**genai, semconv.GEN_AI_TOKEN_TYPE: "input"}
         )
         self._genai_tokens.record(output_tokens, {**genai, semconv.GEN_AI_TOKEN_TYPE: "output"})
+        self._genai_duration.record(
+            max(0.0, latency_s), _call_outcome(genai, error_type, response_model)
+        )
+
+    def judge_call_failed(
+        self, model: str, latency_s: float, error_type: str, provider: str = "anthropic"
+    ) -> None:
+        """A judge call that raised (no result, no usage: the API never answered in time):
+        its duration, with ``error.type``, on ``gen_ai.client.operation.duration``."""
+        genai = {
+            semconv.GEN_AI_OPERATION_NAME: "chat",
+            semconv.GEN_AI_PROVIDER_NAME: provider,
+            semconv.GEN_AI_REQUEST_MODEL: model,
+            semconv.ERROR_TYPE: error_type,
+        }
         self._genai_duration.record(max(0.0, latency_s), genai)
+
+
+def _call_outcome(
+    attrs: dict[str, str], error_type: str | None, response_model: str | None
+) -> dict[str, str]:
+    out = dict(attrs)
+    if error_type is not None:
+        out[semconv.ERROR_TYPE] = error_type
+    if response_model:
+        out[semconv.GEN_AI_RESPONSE_MODEL] = response_model
+    return out

@@ -21,6 +21,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
+from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import METRIC_RELEVANCY, TraceScores
 
@@ -155,6 +156,14 @@ def _event(
     return semconv.GEN_AI_EVALUATION_RESULT, attrs
 
 
+def _error_event(name: str, error: str | None) -> EvaluationEvent:
+    """A judge failure: no value and no label (a failure is not a score), the class of the
+    failure as ``error.type`` and the judge's message as the explanation."""
+    event_name, attrs = _event(name, None, None, error)
+    attrs[semconv.ERROR_TYPE] = judge_error_type(error)
+    return event_name, attrs
+
+
 def evaluation_events(
     scores: TraceScores,
     *,
@@ -164,8 +173,9 @@ def evaluation_events(
     """One ``gen_ai.evaluation.result`` event per metric, retrieval metrics first.
 
     Unanswerable questions (empty gold set) get a single ``recall`` event labelled
-    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event labelled
-    ``error`` with the error as explanation and no value.
+    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event with no value
+    and no label, its ``error.type`` (:func:`~ragtrace.evaluation.judges.error_types.judge_error_type`)
+    and the judge's message as explanation.
     """
     events: list[EvaluationEvent] = []
     r = scores.retrieval
@@ -215,7 +225,7 @@ def evaluation_events(
     g = scores.groundedness
     if g is not None:
         if g.score is None:
-            events.append(_event("groundedness", None, "error", g.error))
+            events.append(_error_event("groundedness", g.error))
         elif g.no_claims:
             events.append(
                 _event(
@@ -274,9 +284,9 @@ def cell_event(
 
 
 def _answer_event(m: MetricResult) -> EvaluationEvent:
-    """An answer metric's event: its score, or ``error`` with the judge's message."""
+    """An answer metric's event: its score, or the judge's failure."""
     if m.score is None:
-        return _event(m.metric, None, "error", m.error)
+        return _error_event(m.metric, m.error)
     if m.metric == METRIC_RELEVANCY:
         needs = [d for d in m.details if "need" in d]
         addressed = sum(bool(d.get("addressed")) for d in needs)
