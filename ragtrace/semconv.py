@@ -22,6 +22,7 @@ __all__ = [
     "ERROR_TYPE",
     "EVAL_FAMILY",
     "GEN_AI_RETRIEVAL_TOP_K",
+    "LEGACY_SCHEMA_URL",
     "SCHEMA_URL",
     "ATTR_CELL",
     "ATTR_DATA_SOURCE",
@@ -73,6 +74,7 @@ __all__ = [
     "GEN_AI_EVALUATION_RESULT",
     "GEN_AI_EVALUATION_SCORE_LABEL",
     "GEN_AI_EVALUATION_SCORE_VALUE",
+    "GEN_AI_OPERATION_CHAT",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_OPERATION_RETRIEVAL",
     "GEN_AI_PROVIDER_NAME",
@@ -159,7 +161,11 @@ SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai/1.42.0"
 """``schema_url`` of every scope ragtrace emits under: the GenAI semantic conventions version
 followed (open-telemetry/semantic-conventions-genai; core attributes such as ``error.type``
 from semantic-conventions 1.44.0). docs/semantic-conventions.md lists what changed from the
-names emitted before."""
+names emitted before. The decorators' scope carries it under
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (ragtrace._stability)."""
+LEGACY_SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.36.0"
+"""The decorators' ``schema_url`` by default: the GenAI names they emit without the opt-in
+(``retrieve``, ``gen_ai.request.top_k``) are those of semantic-conventions 1.36.0 and before."""
 
 
 class SpanKind:
@@ -211,6 +217,8 @@ GEN_AI_RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
 """How many documents the retriever was asked to return (the conventions' retrieval k)."""
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+GEN_AI_OPERATION_CHAT: Final = "chat"
+"""Value of ``gen_ai.operation.name`` on generation spans."""
 """Value of ``gen_ai.operation.name`` on retrieval spans."""
 GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
