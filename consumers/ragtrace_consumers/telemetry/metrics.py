@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace_consumers.errors import DECODE_REASONS as _DECODE_REASONS
 from ragtrace_consumers.model import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
@@ -112,7 +112,9 @@ class ConsumerMetrics:
         self.generator_models = BoundedLabel()
         self.data_sources = BoundedLabel()
         self.meter_provider = meter_provider
-        m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
+        m = meter_provider.get_meter(
+            semconv.EVALUATION_SCOPE, __version__, schema_url=semconv.SCHEMA_URL
+        )
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(
             semconv.METRIC_GROUNDEDNESS,
