@@ -4,7 +4,7 @@ i.e. OTLP log records in the evaluated span's context.
 One log record per result, its ``trace_id``/``span_id`` those of the span the result judges
 (the same targets as the per-family evaluation spans, :mod:`~ragtrace_consumers.writeback.family_spans`:
 retrieval metrics on the retrieval span, groundedness and the answer metrics on the generation
-span), plus the ``cell`` result on the trace's target span. ``event_name`` is
+span), plus the ``cell`` result on the trace's root span. ``event_name`` is
 ``gen_ai.evaluation.result``; the attributes are the event's (``gen_ai.evaluation.name``,
 ``.score.value``, ``.score.label``, ``.explanation``, ``gen_ai.response.id``, ``error.type``).
 A backend that keeps log records but drops (or samples away) our evaluation spans still has
@@ -92,7 +92,7 @@ def evaluation_log_records(
     _, cell = cell_event(
         scores, recall_threshold=recall_threshold, groundedness_threshold=groundedness_threshold
     )
-    add(scores.trace.target_span_id, cell)
+    add(scores.trace.root_span_id or scores.trace.target_span_id, cell)
     return out
 
 
