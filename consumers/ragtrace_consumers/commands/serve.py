@@ -109,9 +109,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--otlp-signals",
         choices=("all", "traces", "metrics"),
         default="all",
-        help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
-        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
-        "metrics only (default: %(default)s)",
+        help="what goes to --otlp-endpoint: evaluation results (spans and "
+        "gen_ai.evaluation.result log records, as export.results_as says) and metrics (all: "
+        "an OpenTelemetry Collector), evaluation spans only (traces; a trace backend such as "
+        "Phoenix, Jaeger or Tempo, which take no /v1/logs or /v1/metrics) or metrics only "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--phoenix-url",

@@ -140,12 +140,12 @@ class _Delivery:
                 with suppressed():
                     ok = self._exporter.export([s for s, _ in batch])
             except Exception:  # noqa: BLE001 - reported to the writers as a failed delivery
-                _log.warning("exporting evaluation spans failed", exc_info=True)
+                _log.warning("exporting evaluation results failed", exc_info=True)
                 ok = False
             took = time.monotonic() - started
             if not ok or took > 1.0:
                 _log.warning(
-                    "exported %d evaluation spans in %.1f s: %s",
+                    "exported %d evaluation spans or log records in %.1f s: %s",
                     len(batch),
                     took,
                     "ok" if ok else "FAILED",
