@@ -90,8 +90,11 @@ def retrieve(
 ) -> Any:
     """Trace a retrieval function: its query, and the ranked chunks it returns (or yields).
 
-    ``top_k`` is recorded as ``gen_ai.request.top_k`` (else the call's ``top_k`` argument, if the
-    function has one); ``data_source`` as ``gen_ai.data_source.id``. Chunks are read by
+    ``top_k`` is recorded as ``gen_ai.request.top_k``, or ``gen_ai.retrieval.top_k`` with
+    ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (else the call's ``top_k``
+    argument, if the function has one); ``data_source`` as ``gen_ai.data_source.id``. With that
+    opt-in the span is the conventions' ``retrieval {data_source}``, kind CLIENT, unless
+    ``name`` is given (ragtrace._stability). Chunks are read by
     :func:`ragtrace.extract_chunks` with ``id_of``/``text_of``/``score_of``.
     """
     _check_common(
@@ -113,6 +116,7 @@ def retrieve(
         return Spec(
             RETRIEVE,
             name or semconv.SPAN_RETRIEVE,
+            named=name is not None,
             fixed=fixed,
             query=locate(f, "query", query_arg, QUERY_NAMES),
             top_k=None
@@ -138,6 +142,7 @@ def generate(
     query_arg: str | int | None = None,
     context_arg: str | int | None = None,
     model_arg: str | int | None = None,
+    provider: str | None = None,
     id_of: Extractor | None = None,
     text_of: Extractor | None = None,
     score_of: Extractor | None = None,
@@ -154,6 +159,7 @@ def generate(
     query_arg: str | int | None = None,
     context_arg: str | int | None = None,
     model_arg: str | int | None = None,
+    provider: str | None = None,
     id_of: Extractor | None = None,
     text_of: Extractor | None = None,
     score_of: Extractor | None = None,
@@ -165,6 +171,9 @@ def generate(
 
     The answer is the return value (or the concatenated yielded pieces of a stream), read by
     ``answer_of`` when given. ``model`` is static; otherwise the call's ``model`` argument is used.
+    The span carries ``gen_ai.operation.name`` ``chat`` and, when ``provider`` names the model's
+    provider (the conventions' values: ``openai``, ``anthropic``, ``aws.bedrock``, ...),
+    ``gen_ai.provider.name``.
     """
     _check_common(
         name,
@@ -173,13 +182,20 @@ def generate(
         {"id_of": id_of, "text_of": text_of, "score_of": score_of, "answer_of": answer_of},
     )
     _check("model", model, str, "a string")
+    _check("provider", provider, str, "a string")
+    fixed = {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM,
+        semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_CHAT,
+    }
+    if provider:
+        fixed[semconv.GEN_AI_PROVIDER_NAME] = provider
 
     def make(f: Callable[..., Any]) -> Spec:
         query = locate(f, "query", query_arg, QUERY_NAMES)
         return Spec(
             GENERATE,
             name or semconv.SPAN_GENERATE,
-            fixed={semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM},
+            fixed=fixed,
             query=query,
             context=locate(f, "context", context_arg, CONTEXT_NAMES, after=query),
             model=None if model else locate(f, "model", model_arg, MODEL_NAMES, by_position=False),

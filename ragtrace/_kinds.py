@@ -26,6 +26,7 @@ from ragtrace._arguments import MISSING, ArgRef
 from ragtrace._config import Redactor, Settings
 from ragtrace._context import FRAME_KEY, PipelineFrame, current_frame, note_for
 from ragtrace._recording import CONTEXT_KEYS, RETRIEVAL_KEYS, Recorder, answer_text
+from ragtrace._stability import gen_ai_latest_experimental
 from ragtrace.chunks import ExtractedChunk, Extractor, extract_chunks
 
 __all__ = ["GENERATE", "PIPELINE", "RETRIEVE", "Active", "Spec", "tracer"]
@@ -40,6 +41,13 @@ _QUERY_ATTRS = ("query_str", "query", "text")  # LlamaIndex QueryBundle and the 
 _tracer: trace.Tracer | None = None
 
 
+def top_k_key() -> str:
+    """The retrieval k's attribute in the conventions followed (ragtrace._stability)."""
+    if gen_ai_latest_experimental():
+        return semconv.GEN_AI_RETRIEVAL_TOP_K
+    return semconv.GEN_AI_REQUEST_TOP_K
+
+
 def tracer() -> trace.Tracer:
     """Our tracer from the global provider (a proxy until the app sets one, then the real one)."""
     global _tracer
@@ -47,7 +55,10 @@ def tracer() -> trace.Tracer:
     if t is None:
         from ragtrace import __version__
 
-        t = _tracer = trace.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__)
+        schema = semconv.SCHEMA_URL if gen_ai_latest_experimental() else semconv.LEGACY_SCHEMA_URL
+        t = _tracer = trace.get_tracer(
+            semconv.INSTRUMENTATION_SCOPE, __version__, schema_url=schema
+        )
     return t
 
 
@@ -63,6 +74,7 @@ class Spec:
         "kind",
         "model",
         "model_static",
+        "named",
         "query",
         "question_id",
         "redact",
@@ -92,9 +104,12 @@ class Spec:
         answer_of: Extractor | None = None,
         question_id: str | None = None,
         static_user: Mapping[str, object] | None = None,
+        named: bool = False,
     ) -> None:
         self.kind = kind
         self.span_name = span_name
+        self.named = named
+        """The user gave the span its name (never replaced by the conventions' name)."""
         self.fixed = dict(fixed)
         self.query, self.context, self.model, self.top_k = query, context, model, top_k
         self.model_static = model_static
@@ -116,13 +131,25 @@ class Spec:
         parent: otel_context.Context | None = None,
     ) -> Active:
         """Open this call's span (child of ``parent``, default: the current context)."""
-        span = tracer().start_span(self.span_name, context=parent)
+        latest = self.kind is RETRIEVE and gen_ai_latest_experimental()
+        if latest:  # the GenAI retrieval span (ragtrace._stability)
+            source = self.fixed.get(semconv.GEN_AI_DATA_SOURCE_ID)
+            conventional = f"retrieval {source}" if source else "retrieval"
+            span = tracer().start_span(
+                self.span_name if self.named else conventional,
+                context=parent,
+                kind=trace.SpanKind.CLIENT,
+            )
+        else:
+            span = tracer().start_span(self.span_name, context=parent)
         ctx = trace.set_span_in_context(span, parent)
         if not span.is_recording():
             return Active(self, span, ctx, None)
         capture = settings.capture_content if self.capture is None else self.capture
         rec = Recorder(settings, capture, settings.redact if self.redact is None else self.redact)
         rec.attrs.update(self.fixed)
+        if latest and semconv.GEN_AI_REQUEST_TOP_K in rec.attrs:
+            rec.attrs[semconv.GEN_AI_RETRIEVAL_TOP_K] = rec.attrs.pop(semconv.GEN_AI_REQUEST_TOP_K)
         active = Active(self, span, ctx, rec)
         try:
             active.begin(args, kwargs)
@@ -290,7 +317,7 @@ class Active:
                 rec.text(semconv.LLM_MODEL_NAME, self.model)
                 rec.attrs[semconv.GEN_AI_REQUEST_MODEL] = rec.attrs[semconv.LLM_MODEL_NAME]
             if self.top_k is not None:
-                rec.attrs[semconv.GEN_AI_REQUEST_TOP_K] = self.top_k
+                rec.attrs[top_k_key()] = self.top_k
             if retrieved is not None:
                 rec.ids(retrieved, RETRIEVAL_KEYS)
             if self.chunks is not None:

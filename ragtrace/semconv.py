@@ -19,6 +19,11 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ERROR_TYPE",
+    "EVAL_FAMILY",
+    "GEN_AI_RETRIEVAL_TOP_K",
+    "LEGACY_SCHEMA_URL",
+    "SCHEMA_URL",
     "ATTR_CELL",
     "ATTR_DATA_SOURCE",
     "ATTR_JUDGE_MODEL",
@@ -69,6 +74,7 @@ __all__ = [
     "GEN_AI_EVALUATION_RESULT",
     "GEN_AI_EVALUATION_SCORE_LABEL",
     "GEN_AI_EVALUATION_SCORE_VALUE",
+    "GEN_AI_OPERATION_CHAT",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_OPERATION_RETRIEVAL",
     "GEN_AI_PROVIDER_NAME",
@@ -152,6 +158,15 @@ INSTRUMENTATION_SCOPE: Final = "ragtrace"
 """Tracer name of the decorators: the consumers recognise our spans by it."""
 EVALUATION_SCOPE: Final = "ragtrace.evaluation"
 """Tracer/meter name of the consumers' write-back; spans from it are never scored again."""
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai/1.42.0"
+"""``schema_url`` of every scope ragtrace emits under: the GenAI semantic conventions version
+followed (open-telemetry/semantic-conventions-genai; core attributes such as ``error.type``
+from semantic-conventions 1.44.0). docs/semantic-conventions.md lists what changed from the
+names emitted before. The decorators' scope carries it under
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (ragtrace._stability)."""
+LEGACY_SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.36.0"
+"""The decorators' ``schema_url`` by default: the GenAI names they emit without the opt-in
+(``retrieve``, ``gen_ai.request.top_k``) are those of semantic-conventions 1.36.0 and before."""
 
 
 class SpanKind:
@@ -197,13 +212,22 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+"""The LLM sampling setting in the conventions; older ragtrace SDKs (and the default,
+non-opt-in mode) wrote the retriever's k under it, so readers accept it on retrieval spans."""
+GEN_AI_RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
+"""How many documents the retriever was asked to return (the conventions' retrieval k)."""
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+GEN_AI_OPERATION_CHAT: Final = "chat"
+"""Value of ``gen_ai.operation.name`` on generation spans."""
 """Value of ``gen_ai.operation.name`` on retrieval spans."""
 GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
 """JSON array of ``{"id", "score"}`` objects, the GenAI form of the ranked result list."""
 GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+ERROR_TYPE: Final = "error.type"
+"""The class of a failure (core conventions, stable): on a failed result and on the judge's
+duration metric (ragtrace.evaluation.judges.error_types lists the values)."""
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
@@ -259,6 +283,9 @@ def retrieval_document_length(i: int) -> str:
 EVAL_MARKER: Final = "ragtrace.evaluation"
 """``True`` on every span the consumers write; such spans are never scored."""
 EVAL_TARGET_SPAN_ID: Final = "ragtrace.eval.target.span_id"
+EVAL_FAMILY: Final = "ragtrace.eval.family"
+"""On a per-family evaluation span: the metric family it carries (``recall``,
+``groundedness``, ``answer``). ``gen_ai.evaluation.name`` only ever names one metric."""
 EVAL_GROUNDEDNESS: Final = "ragtrace.eval.groundedness"
 EVAL_GROUNDEDNESS_CLAIMS: Final = "ragtrace.eval.groundedness.claims"
 EVAL_GROUNDEDNESS_UNSUPPORTED: Final = "ragtrace.eval.groundedness.unsupported_claims"

@@ -148,6 +148,9 @@ class RagTrace:
     recall_na_reason: str | None = None
     answer_na_reason: str | None = None
     reference_answer: str | None = None
+    root_span_id: str | None = None
+    """The trace's root span (no parent), when it was among the spans: where the headline
+    (the cell) is shown, since trace views list root spans."""
     """``ragtrace.reference_answer`` from any span of the trace (the app's own reference)."""
 
 
@@ -265,6 +268,9 @@ class RetrievalScores:
     definition: RecallDefinition
     scores: QuestionScores
     context_relevancy: float | None = None
+    gold_positions: tuple[int, ...] = ()
+    """0-based positions in the trace's retrieved list whose chunk is gold (every position,
+    not only the top k): what Phoenix's per-document annotations show."""
 
     def __post_init__(self) -> None:
         if self.matched_by not in ("question_id", "query_text"):

@@ -2,9 +2,9 @@
 
 It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collector's
 ``otlphttp`` exporter sends it), decodes each ``ExportTraceServiceRequest`` with
-``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values. ``/v1/metrics``
-and ``/v1/logs`` are accepted and counted only. Tests wait for spans with
-:meth:`OtlpSink.wait_for_spans`.
+``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values; ``/v1/logs``
+likewise as :class:`ReceivedLog` values. ``/v1/metrics`` is accepted and counted only. Tests
+wait with :meth:`OtlpSink.wait_for_spans` and :meth:`OtlpSink.wait_for_logs`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from typing import Any
 
 from .process import free_port
 
-__all__ = ["OtlpSink", "ReceivedSpan", "any_value", "spans_of_request"]
+__all__ = [
+    "OtlpSink",
+    "ReceivedLog",
+    "ReceivedSpan",
+    "any_value",
+    "logs_of_request",
+    "spans_of_request",
+]
 
 
 def any_value(value: Any) -> object:
@@ -57,6 +64,45 @@ class ReceivedSpan:
     start_ns: int = 0
     end_ns: int = 0
     raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ReceivedLog:
+    """One log record as the backend received it. IDs are lowercase hex ('' when absent)."""
+
+    trace_id: str
+    span_id: str
+    event_name: str
+    attributes: Mapping[str, object]
+    resource: Mapping[str, object]
+    scope: str
+    scope_version: str
+    schema_url: str
+    time_ns: int = 0
+
+
+def logs_of_request(body: bytes) -> list[ReceivedLog]:
+    """Decode a serialized ``ExportLogsServiceRequest`` into flat log records."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    request = ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    return [
+        ReceivedLog(
+            trace_id=r.trace_id.hex(),
+            span_id=r.span_id.hex(),
+            event_name=r.event_name,
+            attributes=_attributes(r.attributes),
+            resource=_attributes(rl.resource.attributes),
+            scope=sl.scope.name,
+            scope_version=sl.scope.version,
+            schema_url=sl.schema_url,
+            time_ns=int(r.time_unix_nano),
+        )
+        for rl in request.resource_logs
+        for sl in rl.scope_logs
+        for r in sl.log_records
+    ]
 
 
 def spans_of_request(body: bytes) -> list[ReceivedSpan]:
@@ -105,6 +151,7 @@ class OtlpSink:
         self._port = port or 0
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
+        self._logs: list[ReceivedLog] = []
         self.requests: dict[str, int] = {"traces": 0, "metrics": 0, "logs": 0}
         self.errors: list[str] = []
         self._server: ThreadingHTTPServer | None = None
@@ -184,6 +231,28 @@ class OtlpSink:
                     )
                 self._lock.wait(left)
 
+    def wait_for_logs(
+        self,
+        predicate: Callable[[ReceivedLog], bool] | None = None,
+        count: int = 1,
+        timeout: float = 15.0,
+    ) -> list[ReceivedLog]:
+        """Block until at least ``count`` matching log records arrived; return all matching
+        ones. Raises TimeoutError naming how many matched."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                found = [r for r in self._logs if predicate is None or predicate(r)]
+                if len(found) >= count:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"OTLP sink: {len(found)} of {count} expected log records after "
+                        f"{timeout} s ({len(self._logs)} received; errors: {self.errors})"
+                    )
+                self._lock.wait(left)
+
     def trace(self, trace_id: str) -> list[ReceivedSpan]:
         """Every span received for one trace (hex ID)."""
         return self.spans(lambda s: s.trace_id == trace_id)
@@ -191,6 +260,7 @@ class OtlpSink:
     def clear(self) -> None:
         with self._lock:
             self._spans.clear()
+            self._logs.clear()
 
     # -- HTTP ------------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -213,6 +283,14 @@ class OtlpSink:
                 with self._lock:
                     self._spans.extend(received)
                     self.requests["traces"] += 1
+                    self._lock.notify_all()
+            elif signal == "logs":
+                if "protobuf" not in (h.headers.get("Content-Type") or ""):
+                    raise ValueError("only application/x-protobuf is accepted")
+                records = logs_of_request(body)
+                with self._lock:
+                    self._logs.extend(records)
+                    self.requests["logs"] += 1
                     self._lock.notify_all()
             else:
                 with self._lock:

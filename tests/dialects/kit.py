@@ -50,6 +50,7 @@ def make_evaluator(
     otlp_endpoint: str | None = None,
     mapping: Mapping[str, object] | None = None,
     phoenix_endpoint: str | None = None,
+    **settings: object,
 ) -> EmbeddedEvaluator:
     """``ragtrace serve``'s engine on a free loopback port: the corpus labels, k=3, the lexical
     judge; evaluation spans to ``otlp_endpoint`` when given."""
@@ -71,6 +72,7 @@ def make_evaluator(
             metrics_port=None,
             otlp_endpoint=otlp_endpoint,
             phoenix_endpoint=phoenix_endpoint,
+            **settings,  # type: ignore[arg-type]
         ),
         config=config,
         judge=LexicalJudge(),

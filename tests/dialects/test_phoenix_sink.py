@@ -1,10 +1,14 @@
-"""Scores in Phoenix's own evaluation columns: a real ``phoenix serve`` (arize-phoenix in its
-own cached virtualenv, scripts/phoenix_venv.sh) receives the app's spans, and the evaluator's
-Phoenix sink posts each metric as a span annotation on the span it evaluates."""
+"""Scores in Phoenix's own views: a real ``phoenix serve`` (arize-phoenix in its own cached
+virtualenv, scripts/phoenix_venv.sh) receives the app's spans, and the evaluator's Phoenix sink
+posts each metric as a span annotation on the span it evaluates, the cell on the root span and
+as a trace annotation, and a ``gold`` annotation per retrieved document — within 5 s of
+scoring, with nothing logged on the way (Phoenix stores spans asynchronously: the first posts
+of a trace meet 404s, retried quietly)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -12,9 +16,11 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ragtrace import semconv
 from tests.dialects.apps import corpus
 from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
 from tests.dialects.kit import ROOT, make_evaluator, run_app, scored
@@ -26,7 +32,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _get(url: str) -> object:
+def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
 
@@ -77,25 +83,110 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def test_scores_appear_as_phoenix_span_annotations(tmp_path: Path, phoenix: str) -> None:
-    with make_evaluator(tmp_path, phoenix_endpoint=phoenix) as ev:
+def _annotations(phoenix: str, kind: str, ids: str) -> list[Any]:
+    got = _get(f"{phoenix}/v1/projects/default/{kind}_annotations?{ids}&limit=1000")
+    return list(got["data"])
+
+
+def _documents(phoenix: str, span_id: str) -> list[Any]:
+    """A span's document annotations (Phoenix's REST API has no GET for them: GraphQL)."""
+    query = (
+        "query($id: String!) { getSpanByOtelId(spanId: $id) { documentEvaluations {"
+        " name label score documentPosition } } }"
+    )
+    request = urllib.request.Request(
+        f"{phoenix}/graphql",
+        data=json.dumps({"query": query, "variables": {"id": span_id}}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        got = json.loads(response.read())
+    span = got["data"]["getSpanByOtelId"]
+    assert span is not None, got
+    return [
+        {
+            "document_position": d["documentPosition"],
+            "result": {"label": d["label"], "score": d["score"]},
+        }
+        for d in span["documentEvaluations"]
+        if d["name"] == "gold"
+    ]
+
+
+def _within(seconds: float, check: object) -> float:
+    """Poll ``check()`` (an assertion) until it passes; the time it took."""
+    start = time.monotonic()
+    while True:
+        try:
+            check()  # type: ignore[operator]
+            return time.monotonic() - start
+        except (AssertionError, KeyError, StopIteration):
+            if time.monotonic() - start > seconds:
+                raise
+            time.sleep(0.1)
+
+
+def _quiet(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Warnings and errors on the write-back path (sinks, retries)."""
+    return [
+        f"{r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if r.levelno >= logging.WARNING
+        and r.name.startswith(("ragtrace_consumers.writeback", "ragtrace_consumers.runtime"))
+    ]
+
+
+def test_scores_appear_as_phoenix_annotations(
+    tmp_path: Path, phoenix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    # Phoenix is also the OTLP backend: the evaluation spans would go there, but not unasked.
+    with make_evaluator(
+        tmp_path, otlp_endpoint=phoenix, otlp_signals="traces", phoenix_endpoint=phoenix
+    ) as ev:
         asked = run_app("genai_app", ev.endpoint, phoenix, env=LATEST_SPAN_CONTENT)
         results = scored(ev, asked)
-    audit = next(a["trace_id"] for a in asked if a["question"] == corpus.AUDIT)
-    assert results[corpus.AUDIT].cell == "fine"
-    spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]  # type: ignore[index]
-    in_trace = [s for s in spans if s["context"]["trace_id"] == audit]
-    chat = next(s for s in in_trace if s["attributes"].get("gen_ai.operation.name") == "chat")
-    retrieval = next(s for s in in_trace if s["name"] == "retrieval corpus")
-    ids = f"span_ids={chat['context']['span_id']}&span_ids={retrieval['context']['span_id']}"
-    found = _get(f"{phoenix}/v1/projects/default/span_annotations?{ids}&limit=100")
-    by_name = {(a["span_id"], a["name"]): a for a in found["data"]}  # type: ignore[index]
-    ground = by_name[(chat["context"]["span_id"], "groundedness")]
-    assert ground["result"]["score"] == 1.0 and ground["result"]["label"] == "pass"
+        audit = next(a["trace_id"] for a in asked if a["question"] == corpus.AUDIT)
+        assert results[corpus.AUDIT].cell == "fine"
+        found: dict[tuple[str, str], Any] = {}
+        ids: dict[str, str] = {}
+
+        def shown() -> None:
+            spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]
+            in_trace = [s for s in spans if s["context"]["trace_id"] == audit]
+            ids["chat"] = next(
+                s for s in in_trace if s["attributes"].get("gen_ai.operation.name") == "chat"
+            )["context"]["span_id"]
+            ids["retrieval"] = next(s for s in in_trace if s["name"] == "retrieval corpus")[
+                "context"
+            ]["span_id"]
+            ids["root"] = next(s for s in in_trace if not s["parent_id"])["context"]["span_id"]
+            query = "&".join(f"span_ids={v}" for v in ids.values())
+            found.clear()
+            found.update(
+                {(a["span_id"], a["name"]): a for a in _annotations(phoenix, "span", query)}
+            )
+            assert (ids["root"], "cell") in found and (ids["chat"], "groundedness") in found
+
+        took = _within(5.0, shown)
+    assert took < 5.0
+    ground = found[(ids["chat"], "groundedness")]
+    assert ground["result"] == {
+        "score": 1.0,
+        "label": "pass",
+        "explanation": "1 of 1 claims entailed by the context",
+    }
     assert ground["annotator_kind"] == "CODE"  # the offline lexical judge has no model
-    recall = by_name[(retrieval["context"]["span_id"], "recall")]
+    recall = found[(ids["retrieval"], "recall")]
     assert recall["result"]["score"] == 1.0 and recall["result"]["label"] == "pass"
-    assert {n for (_, n) in by_name} == {
+    cell = found[(ids["root"], "cell")]
+    assert cell["result"] == {
+        "score": None,
+        "label": "fine",
+        "explanation": "mean_recall 1.00 >= 0.5; groundedness 1.00 >= 0.8",
+    }
+    assert {n for (_, n) in found} == {
         "recall",
         "hit_rate",
         "precision",
@@ -103,4 +194,53 @@ def test_scores_appear_as_phoenix_span_annotations(tmp_path: Path, phoenix: str)
         "ndcg",
         "context_relevancy",
         "groundedness",
+        "cell",
     }
+    traces = _annotations(phoenix, "trace", f"trace_ids={audit}")
+    assert [(t["name"], t["result"]["label"]) for t in traces] == [("cell", "fine")]
+    # No evaluation span reached Phoenix, and nothing was logged as a failure on the way.
+    spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]
+    assert not [s for s in spans if s["name"].startswith(semconv.SPAN_EVALUATION)]
+    assert _quiet(caplog) == []
+
+
+def test_gold_documents_on_the_retriever_and_evaluation_spans_only_when_asked(
+    tmp_path: Path, phoenix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    project = "default"  # no openinference.project.name on the resources
+    with make_evaluator(
+        tmp_path,
+        otlp_endpoint=phoenix,
+        phoenix_endpoint=phoenix,
+        otlp_signals="traces",
+        phoenix_evaluation_spans=True,
+    ) as ev:
+        asked = run_app("sdk_app", ev.endpoint, phoenix)
+        results = scored(ev, asked)
+        regions = next(a["trace_id"] for a in asked if a["question"] == corpus.REGIONS)
+        audit = next(a["trace_id"] for a in asked if a["question"] == corpus.AUDIT)
+        assert results[corpus.REGIONS].cell == "retrieval_failed"
+        docs: dict[str, list[tuple[int, object, object]]] = {}
+
+        def shown() -> None:
+            spans = _get(f"{phoenix}/v1/projects/{project}/spans?limit=1000")["data"]
+            for trace_id in (audit, regions):
+                retriever = next(
+                    s
+                    for s in spans
+                    if s["context"]["trace_id"] == trace_id and s["name"] == "retrieve"
+                )["context"]["span_id"]
+                docs[trace_id] = sorted(
+                    (d["document_position"], d["result"]["label"], d["result"]["score"])
+                    for d in _documents(phoenix, retriever)
+                )
+                assert len(docs[trace_id]) == 2
+
+        took = _within(5.0, shown)
+    assert took < 5.0
+    assert docs[audit] == [(0, "gold", 1.0), (1, "not_gold", 0.0)]
+    assert docs[regions] == [(0, "not_gold", 0.0), (1, "not_gold", 0.0)]
+    spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]
+    assert [s for s in spans if s["name"] == f"{semconv.SPAN_EVALUATION}.recall"]  # asked for
+    assert _quiet(caplog) == []

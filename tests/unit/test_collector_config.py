@@ -25,6 +25,11 @@ def test_evaluation_receiver_never_feeds_kafka() -> None:
         "processors": ["memory_limiter", "batch"],
         "exporters": ["otlp_http/backend"],
     }
+    assert pipelines["logs/eval"] == {
+        "receivers": ["otlp/eval"],
+        "processors": ["memory_limiter", "batch"],
+        "exporters": ["otlp_http/backend"],
+    }
     assert pipelines["traces/app"]["receivers"] == ["otlp/app"]
     assert set(pipelines["traces/app"]["exporters"]) == {"otlp_http/backend", "kafka"}
 

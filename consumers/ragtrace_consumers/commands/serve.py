@@ -110,16 +110,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--otlp-signals",
         choices=("all", "traces", "metrics"),
         default="all",
-        help="what goes to --otlp-endpoint: evaluation spans and metrics (all), "
-        "spans only (traces; e.g. Phoenix, which has no /v1/metrics) or "
-        "metrics only (default: %(default)s)",
+        help="what goes to --otlp-endpoint: evaluation results (spans and "
+        "gen_ai.evaluation.result log records, as export.results_as says) and metrics (all: "
+        "an OpenTelemetry Collector), evaluation spans only (traces; a trace backend such as "
+        "Phoenix, Jaeger or Tempo, which take no /v1/logs or /v1/metrics) or metrics only "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--phoenix-url",
         metavar="URL",
         default=None,
-        help="also post every score to this Arize Phoenix as span annotations "
-        "(its evaluation columns), e.g. http://127.0.0.1:6006",
+        help="also post every score to this Arize Phoenix as annotations (its evaluation "
+        "columns: each metric on the span it judged, the cell on the root span and the trace, "
+        "gold documents on the retriever), e.g. http://127.0.0.1:6006",
+    )
+    p.add_argument(
+        "--phoenix-evaluation-spans",
+        action="store_true",
+        help="with --phoenix-url: still send evaluation spans to --otlp-endpoint (by default "
+        "they are not: Phoenix shows the annotations instead)",
     )
     p.add_argument(
         "--metrics-host",
@@ -296,11 +305,12 @@ class _Output:
             self._file = self._json = open(target, "w", encoding="utf-8")  # noqa: SIM115
 
     def emit(self, row: Any) -> None:
-        if self.text:
-            print(_line(row), flush=True)
+        # The JSON line first: whoever sees the text line can read the row already.
         if self._json is not None:
             self._json.write(json.dumps(json_safe(row.to_dict()), ensure_ascii=False) + "\n")
             self._json.flush()
+        if self.text:
+            print(_line(row), flush=True)
 
     def close(self) -> None:
         if self._file is not None:
@@ -316,6 +326,7 @@ def run(args: argparse.Namespace) -> int:
         EmbeddedEvaluator,
         EmbeddedSettings,
         default_state_path,
+        describe_results,
     )
 
     info = sys.stderr if json_to_stdout(args.json) else sys.stdout
@@ -340,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
             otlp_endpoint=args.otlp_endpoint or os.environ.get(ENV_OTLP_ENDPOINT) or None,
             otlp_signals=args.otlp_signals,
             phoenix_endpoint=args.phoenix_url,
+            phoenix_evaluation_spans=args.phoenix_evaluation_spans,
             metrics_host=args.metrics_host,
             metrics_port=None if args.no_metrics else args.metrics_port,
             max_pending_traces=args.max_pending_traces,
@@ -388,13 +400,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"  web:     {evaluator.web_url or 'not served (--no-web)'}", file=info)
             print(f"  metrics: {evaluator.metrics_url or 'not served'}", file=info)
             print(f"  access:  {_access_line(settings)}", file=info)
-            spans_to = settings.otlp_endpoint
-            print(
-                "  evaluation spans: "
-                + (mask_url(spans_to) if spans_to else "kept local (no OTLP endpoint)"),
-                file=info,
-                flush=True,
-            )
+            print(f"  results: {describe_results(settings, config)}", file=info)
+            if settings.phoenix_endpoint is not None:
+                print(
+                    f"  annotations: to Phoenix at {mask_url(settings.phoenix_endpoint)} (each "
+                    "metric on the span it judged, the cell on the root span and the trace, gold "
+                    "documents on the retriever)",
+                    file=info,
+                )
+            print(end="", file=info, flush=True)
             rows = evaluator.state.results.all()
             last = rows[-1][0] if rows else 0
             if rows and args.history > 0:

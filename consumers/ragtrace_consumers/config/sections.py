@@ -206,6 +206,11 @@ class ExportSettings(_Section):
     """Push metrics to otlp_endpoint every metrics_interval_s. The health server (health.enabled)
     serves them on GET /metrics either way; set false when Prometheus scrapes that directly, so
     nothing is counted twice (the Helm chart does)."""
+    results_as: Annotated[Str, one_of("both", "events", "spans")] = "both"
+    """How evaluation results are written: events (one gen_ai.evaluation.result OTLP log record
+    per result, in the evaluated span's context, to /v1/logs), spans (ragtrace's evaluation
+    spans with their span events, to /v1/traces) or both (the default while trace backends
+    learn to show the log records; docs/semantic-conventions.md says which shows what)."""
 
 
 class AssemblySettings(_Section):

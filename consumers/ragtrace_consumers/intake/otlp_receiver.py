@@ -53,7 +53,7 @@ from opentelemetry import metrics
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from typing_extensions import Self
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
 from ragtrace_consumers.intake.access import AccessPolicy
 from ragtrace_consumers.intake.http_server import (
@@ -179,7 +179,9 @@ class OtlpHttpReceiver:
         self._decoders = {_PROTOBUF: decode_protobuf, _JSON: decode_json}
         self._decode_error: type[Exception] = decode_error
         self._max_body = max_body_bytes
-        meter = (meter_provider or metrics.get_meter_provider()).get_meter(semconv.EVALUATION_SCOPE)
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(
+            semconv.EVALUATION_SCOPE, __version__, schema_url=semconv.SCHEMA_URL
+        )
         self._rejected = meter.create_counter(
             semconv.METRIC_RECEIVER_REJECTED,
             unit="{request}",

@@ -39,6 +39,8 @@ class RagtraceReader:
         if role is None:
             if span.name in _NAME_ROLE:
                 role = _NAME_ROLE[span.name]
+            elif span.name.split(" ", 1)[0] == semconv.GEN_AI_OPERATION_RETRIEVAL:
+                role = Role.RETRIEVAL  # the conventions' name (OTEL_SEMCONV_STABILITY_OPT_IN)
             elif semconv.RAGTRACE_CONTEXT_COUNT in attrs:
                 role = Role.GENERATION
             elif semconv.RAGTRACE_RETRIEVAL_COUNT in attrs:

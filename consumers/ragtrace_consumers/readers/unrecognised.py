@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from opentelemetry import metrics
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers._reading import SpanReading
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
@@ -39,7 +39,9 @@ class UnrecognisedSpans:
         readers: SpanReaders | None = None,
         max_scopes: int = 200,
     ) -> None:
-        meter = (meter_provider or metrics.get_meter_provider()).get_meter(semconv.EVALUATION_SCOPE)
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(
+            semconv.EVALUATION_SCOPE, __version__, schema_url=semconv.SCHEMA_URL
+        )
         self._counter = meter.create_counter(
             METRIC_SPANS_UNRECOGNISED,
             unit="{span}",

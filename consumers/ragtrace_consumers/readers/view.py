@@ -244,4 +244,9 @@ def to_rag_trace(
         recall_na_reason=_hash_reason(retrieved),
         answer_na_reason=answer_na,
         reference_answer=_first_attr(ordered, semconv.RAGTRACE_REFERENCE_ANSWER),
+        root_span_id=min(
+            (s for s in spans if not s.parent_span_id and not is_evaluation_span(s)),
+            key=lambda s: s.start_ns,
+            default=target[0],
+        ).span_id,
     )

@@ -44,6 +44,7 @@ from typing_extensions import Self
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
+from ragtrace.masking import mask_url
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
 from ragtrace_consumers.intake.access import AccessPolicy, check_exposure, server_tls
@@ -77,6 +78,8 @@ __all__ = [
     "EmbeddedEvaluator",
     "EmbeddedSettings",
     "default_state_path",
+    "describe_results",
+    "results_for",
 ]
 
 _log = logging.getLogger(__name__)
@@ -140,8 +143,14 @@ class EmbeddedSettings:
     insecure: bool = False
     """Allow listening beyond loopback without a token (otherwise refused at start)."""
     phoenix_endpoint: str | None = None
-    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as a span
-    annotation, so it shows in Phoenix's evaluation columns."""
+    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as
+    annotations (:mod:`~ragtrace_consumers.writeback.phoenix_sink`), so it shows in Phoenix's
+    evaluation columns, trace table and document views."""
+    phoenix_evaluation_spans: bool = False
+    """With ``phoenix_endpoint``: still send evaluation spans to ``otlp_endpoint``. Off by
+    default: when Phoenix is the trace backend the annotations already show every score, and
+    the evaluation spans would only crowd its spans table. Log records (``export.results_as``)
+    still go when ``otlp_signals`` is ``all``."""
     """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
     ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
     an app sends to the evaluator are forwarded there too."""
@@ -172,6 +181,37 @@ class EmbeddedSettings:
                 f"request_timeout_s must be > 0 and http_workers >= 1, got "
                 f"{self.request_timeout_s}, {self.http_workers}"
             )
+
+
+def results_for(settings: EmbeddedSettings, configured: str) -> str | None:
+    """What the embedded evaluator sends to its OTLP endpoint (``export.results_as``'s values;
+    None: nothing). ``otlp_signals`` ``traces`` names a backend that takes spans only (Phoenix:
+    no ``/v1/logs``); with the Phoenix sink on, evaluation spans go only when asked
+    (``phoenix_evaluation_spans``)."""
+    events = configured in ("both", "events") and settings.otlp_signals == "all"
+    spans = configured in ("both", "spans") or settings.otlp_signals == "traces"
+    if settings.phoenix_endpoint is not None and not settings.phoenix_evaluation_spans:
+        spans = False
+    if events and spans:
+        return "both"
+    return "events" if events else "spans" if spans else None
+
+
+def describe_results(settings: EmbeddedSettings, config: ConsumerConfig) -> str:
+    """Where results leave, in one line for ``serve``'s start-up banner."""
+    if settings.otlp_endpoint is None or settings.otlp_signals == "metrics":
+        return "kept local (no OTLP endpoint for them)"
+    sent = results_for(settings, config.export.results_as)
+    if sent is None:
+        return (
+            "kept local (Phoenix shows them as annotations; --phoenix-evaluation-spans sends spans)"
+        )
+    what = {
+        "both": "gen_ai.evaluation.result log records and evaluation spans",
+        "events": "gen_ai.evaluation.result log records",
+        "spans": "evaluation spans",
+    }[sent]
+    return f"{what} to {mask_url(settings.otlp_endpoint)}"
 
 
 class EmbeddedEvaluator:
@@ -253,15 +293,18 @@ class EmbeddedEvaluator:
         )
         state = self.state
 
+        results_as = results_for(s, cfg.export.results_as)
+
         def sink(thresholds: Thresholds) -> RecordingSink:
             inner: ScoreSink | None = None
-            if traces_to is not None:
+            if traces_to is not None and results_as is not None:
                 inner = OtlpScoreSink.to_collector(
                     traces_to,
                     resource,
                     timeout_s=cfg.export.timeout_s,
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
+                    results_as=results_as,
                 )
             if s.phoenix_endpoint is not None:
                 from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink

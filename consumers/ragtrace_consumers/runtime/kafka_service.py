@@ -208,6 +208,7 @@ def build_service(
                 timeout_s=cfg.export.timeout_s,
                 recall_threshold=thresholds.recall,
                 groundedness_threshold=thresholds.groundedness,
+                results_as=cfg.export.results_as,
             ),
             dependencies,
         )

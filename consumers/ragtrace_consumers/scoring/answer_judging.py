@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from ragtrace.evaluation.judges import (
     MetricResult,
 )
 from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
+from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.model import (
     METRIC_CORRECTNESS,
@@ -52,6 +54,7 @@ from ragtrace_consumers.scoring.judging import (
     ParkTrace,
     cache_model,
     is_paid,
+    provider_of,
     record_judge_result,
 )
 from ragtrace_consumers.scoring.label_match import LabelLookup, match_label
@@ -194,12 +197,19 @@ class AnswerScorer:
         time budget (its one retry owner), so there is no second loop here."""
         method = getattr(self._judge, metric)
         model = self._reported_model()
+        start = time.perf_counter()
         try:
             result: MetricResult = method(*args)
             return result
         except JudgeCapabilityError:
             raise
         except JudgeUnavailable as exc:
+            self._metrics.judge_call_failed(
+                model,
+                time.perf_counter() - start,
+                judge_error_type(str(exc)),
+                provider_of(self._judge),
+            )
             self._metrics.judge_call(model, "unavailable")
             self._metrics.judge_error(model, "unavailable")
             _log.warning("%s judge unavailable, parking the trace: %s", metric, exc)

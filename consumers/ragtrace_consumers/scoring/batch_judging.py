@@ -30,6 +30,7 @@ from ragtrace.evaluation.judges.anthropic_batch import (
     BatchNotFound,
     BatchRequest,
 )
+from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.model import JudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
@@ -205,6 +206,8 @@ class BatchJudging:
                 u.cache_creation_input_tokens,
                 result.cost_usd,
                 result.latency_s,
+                error_type=None if result.error is None else judge_error_type(result.error),
+                response_model=result.served_model,
             )
             if result.error is not None:
                 self._metrics.judge_call(model, "error")

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,6 +39,7 @@ from ragtrace.evaluation.judges import (
     is_too_large,
     make_judge,
 )
+from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace.evaluation.judges.spec import GEN_AI_PROVIDER_NAMES
 from ragtrace_consumers.model import JudgeBudget, JudgeResultCache
 from ragtrace_consumers.scoring.batch_judging import PARK_BATCH_PENDING, BatchJudging
@@ -125,6 +127,13 @@ def judge_from_settings(settings: JudgeSettingsLike) -> Judge:
     return make_judge(spec_from_settings(settings))
 
 
+def provider_of(judge: object) -> str:
+    """The ``gen_ai.provider.name`` of ``judge``'s calls (its info's provider; Anthropic when it
+    names none, as the judge results do)."""
+    provider = getattr(getattr(judge, "info", None), "provider", None)
+    return GEN_AI_PROVIDER_NAMES.get(provider or "anthropic", str(provider))
+
+
 def record_judge_result(
     metrics: ConsumerMetrics,
     model: str,
@@ -144,6 +153,8 @@ def record_judge_result(
             result.cost_usd,
             result.latency_s,
             provider=GEN_AI_PROVIDER_NAMES[result.judge.provider or "anthropic"],
+            error_type=None if result.error is None else judge_error_type(result.error),
+            response_model=result.served_model,
         )
     if result.error is not None:
         metrics.judge_call(model, "error")
@@ -434,9 +445,16 @@ class GroundednessScorer:
 
     def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
         """One judge call; :class:`ParkTrace` when it fails (no second loop: module doc)."""
+        start = time.perf_counter()
         try:
             return self._judge.groundedness(answer, list(context))
         except JudgeUnavailable as exc:
+            self._metrics.judge_call_failed(
+                model,
+                time.perf_counter() - start,
+                judge_error_type(str(exc)),
+                provider_of(self._judge),
+            )
             self._metrics.judge_call(model, "unavailable")
             self._metrics.judge_error(model, "unavailable")
             _log.warning("judge unavailable, parking the trace: %s", exc)

@@ -52,7 +52,10 @@ def score_retrieval(
     relevancy = context_relevancy(supplied, gold) if supplied and gold else None
     if relevancy is not None and math.isnan(relevancy):
         relevancy = None
-    return RetrievalScores(qid, matched_by, labels_version, definition, scores, relevancy)
+    positions = tuple(i for i, chunk_id in enumerate(retrieved) if chunk_id in gold)
+    return RetrievalScores(
+        qid, matched_by, labels_version, definition, scores, relevancy, gold_positions=positions
+    )
 
 
 def combine(

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace_consumers.errors import DECODE_REASONS as _DECODE_REASONS
 from ragtrace_consumers.model import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
@@ -112,7 +112,9 @@ class ConsumerMetrics:
         self.generator_models = BoundedLabel()
         self.data_sources = BoundedLabel()
         self.meter_provider = meter_provider
-        m = meter_provider.get_meter(semconv.EVALUATION_SCOPE)
+        m = meter_provider.get_meter(
+            semconv.EVALUATION_SCOPE, __version__, schema_url=semconv.SCHEMA_URL
+        )
         score = list(SCORE_BUCKETS)
         self._groundedness = m.create_histogram(
             semconv.METRIC_GROUNDEDNESS,
@@ -472,7 +474,13 @@ class ConsumerMetrics:
         cost_usd: float,
         latency_s: float,
         provider: str = "anthropic",
+        *,
+        error_type: str | None = None,
+        response_model: str | None = None,
     ) -> None:
+        """One judge call's usage. ``error_type`` (the call failed) and ``response_model`` (the
+        model the API served) go on ``gen_ai.client.operation.duration`` as the GenAI
+        conventions name them (``error.type``, ``gen_ai.response.model``)."""
         self.ensure_judge(model)
         attrs = {semconv.ATTR_JUDGE_MODEL: model}
         for token_type, n in zip(
@@ -492,4 +500,30 @@ class ConsumerMetrics:
             input_tokens + cache_read + cache_write, {**genai, semconv.GEN_AI_TOKEN_TYPE: "input"}
         )
         self._genai_tokens.record(output_tokens, {**genai, semconv.GEN_AI_TOKEN_TYPE: "output"})
+        self._genai_duration.record(
+            max(0.0, latency_s), _call_outcome(genai, error_type, response_model)
+        )
+
+    def judge_call_failed(
+        self, model: str, latency_s: float, error_type: str, provider: str = "anthropic"
+    ) -> None:
+        """A judge call that raised (no result, no usage: the API never answered in time):
+        its duration, with ``error.type``, on ``gen_ai.client.operation.duration``."""
+        genai = {
+            semconv.GEN_AI_OPERATION_NAME: "chat",
+            semconv.GEN_AI_PROVIDER_NAME: provider,
+            semconv.GEN_AI_REQUEST_MODEL: model,
+            semconv.ERROR_TYPE: error_type,
+        }
         self._genai_duration.record(max(0.0, latency_s), genai)
+
+
+def _call_outcome(
+    attrs: dict[str, str], error_type: str | None, response_model: str | None
+) -> dict[str, str]:
+    out = dict(attrs)
+    if error_type is not None:
+        out[semconv.ERROR_TYPE] = error_type
+    if response_model:
+        out[semconv.GEN_AI_RESPONSE_MODEL] = response_model
+    return out

@@ -9,8 +9,8 @@ its target, carrying that family's events:
 * ``recall`` (recall, hit_rate, precision, reciprocal_rank, ndcg, context_relevancy) → the
   retrieval span that returned the documents (``RagTrace.retrieval_span_id``);
 * ``groundedness`` → the generation span that carried the answer
-  (``RagTrace.generation_span_id``), with ``gen_ai.response.id`` when that span has one and
-  ``error.type`` on a judge error (the convention's conditionally required attribute);
+  (``RagTrace.generation_span_id``), with ``gen_ai.response.id`` when that span has one
+  (a judge error's ``error.type`` comes with the event, :mod:`~ragtrace_consumers.writeback.span_content`);
 * ``answer`` (answer_relevancy, answer_correctness) → the same generation span, with the same
   two attributes.
 
@@ -38,19 +38,13 @@ from ragtrace_consumers.model import (
 from ragtrace_consumers.writeback.span_content import EvaluationEvent, evaluation_events
 
 __all__ = [
-    "ERROR_TYPE",
     "GEN_AI_RESPONSE_ID",
-    "JUDGE_ERROR_TYPE",
     "MetricSpan",
     "metric_span_id",
     "metric_spans",
 ]
 
 GEN_AI_RESPONSE_ID = "gen_ai.response.id"
-ERROR_TYPE = "error.type"
-JUDGE_ERROR_TYPE = "judge_error"
-"""``error.type`` of a groundedness result whose judge call failed (low cardinality: the
-message is the event's explanation)."""
 _FAMILY_OF_EVENT = {
     "groundedness": FAMILY_GROUNDEDNESS,
     METRIC_RELEVANCY: FAMILY_ANSWER,
@@ -109,9 +103,6 @@ def metric_spans(
             attrs = dict(attrs)
             if trace.response_id:
                 attrs[GEN_AI_RESPONSE_ID] = trace.response_id
-            # A judge error: no value, labelled "error" (writeback.evaluation_events).
-            if semconv.GEN_AI_EVALUATION_SCORE_VALUE not in attrs:
-                attrs[ERROR_TYPE] = JUDGE_ERROR_TYPE
         by_family[family].append((name, attrs))
     targets = {
         FAMILY_RECALL: trace.retrieval_span_id,
@@ -133,7 +124,7 @@ def metric_spans(
                     semconv.EVAL_MARKER: True,
                     semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.EVALUATOR,
                     semconv.EVAL_TARGET_SPAN_ID: parent,
-                    semconv.GEN_AI_EVALUATION_NAME: family,
+                    semconv.EVAL_FAMILY: family,
                 },
                 events=tuple(events),
             )

@@ -26,7 +26,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource as PbResource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, SpanFlags
 from opentelemetry.sdk.resources import Resource
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace_consumers.model import TraceScores
 from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
@@ -158,19 +158,23 @@ _REQUEST_RESOURCE_SPANS = 1
 _RESOURCE_SPANS_SCOPE_SPANS = 2
 _RESOURCE_SPANS_SCHEMA_URL = 3
 _SCOPE_SPANS_SPANS = 2
+_SCOPE_SPANS_SCHEMA_URL = 3
 
 
 def export_request(
     spans: Sequence[bytes], resource: Resource, scope: str = semconv.EVALUATION_SCOPE
 ) -> bytes:
     """The serialised ``ExportTraceServiceRequest`` carrying ``spans`` (each a serialised
-    ``Span``) under one resource and one instrumentation scope, fields in the order protobuf
-    itself writes them."""
+    ``Span``) under one resource and one instrumentation scope (name, version, schema URL),
+    fields in the order protobuf itself writes them."""
     pb_resource = PbResource()
     encode_attributes(resource.attributes, pb_resource.attributes)
     head = ResourceSpans(resource=pb_resource).SerializePartialToString()
-    scope_spans = ScopeSpans(scope=InstrumentationScope(name=scope)).SerializePartialToString()
+    scope_spans = ScopeSpans(
+        scope=InstrumentationScope(name=scope, version=__version__)
+    ).SerializePartialToString()
     scope_spans += b"".join(_field(_SCOPE_SPANS_SPANS, span) for span in spans)
+    scope_spans += _field(_SCOPE_SPANS_SCHEMA_URL, semconv.SCHEMA_URL.encode())
     body = head + _field(_RESOURCE_SPANS_SCOPE_SPANS, scope_spans)
     if resource.schema_url:
         body += _field(_RESOURCE_SPANS_SCHEMA_URL, resource.schema_url.encode())

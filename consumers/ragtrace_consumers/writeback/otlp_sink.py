@@ -11,6 +11,11 @@ straight into OTLP protobuf (:mod:`~ragtrace_consumers.writeback.otlp_encoding`:
 exporter would send, at a fraction of its CPU); given an SDK ``SpanExporter`` (tests, other
 backends) the sink builds finished SDK spans (``ReadableSpan``) for it instead.
 
+Results leave as ``results_as`` says: ``spans`` (those evaluation spans), ``events`` (one
+``gen_ai.evaluation.result`` OTLP log record per result in the evaluated span's context,
+:mod:`~ragtrace_consumers.writeback.evaluation_logs`, to ``/v1/logs``) or ``both`` (the default
+until backends read the log records).
+
 Delivery is synchronous for the caller but batched on the wire: ``write_many`` ends one span per
 scored trace, and a single exporter thread ships everything queued in one request (up to 512
 spans), then wakes the writer with each span's outcome. ``write``/``write_many`` return only
@@ -37,10 +42,16 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link
 
-from ragtrace import semconv
+from ragtrace import __version__, semconv
 from ragtrace.suppression import suppressed
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import TraceScores
+from ragtrace_consumers.writeback.evaluation_logs import (
+    RESULTS_AS,
+    LogMessageExporter,
+    OtlpLogRequestExporter,
+    evaluation_log_records,
+)
 from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
@@ -54,7 +65,7 @@ __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 _log = logging.getLogger(__name__)
 _BATCH_MAX = 512
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the SDK exporter's default limit
-_SCOPE = InstrumentationScope(semconv.EVALUATION_SCOPE)
+_SCOPE = InstrumentationScope(semconv.EVALUATION_SCOPE, __version__, semconv.SCHEMA_URL)
 _SAMPLED = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED)
 
 
@@ -95,7 +106,7 @@ class _Delivery:
     """Queues finished spans (SDK spans or protobuf messages, as ``exporter`` takes them); one
     thread exports them in batches and reports back per span."""
 
-    def __init__(self, exporter: _SdkExporter | SpanMessageExporter) -> None:
+    def __init__(self, exporter: _SdkExporter | SpanMessageExporter | LogMessageExporter) -> None:
         self._exporter = exporter
         self._cond = threading.Condition()
         self._queue: list[tuple[Any, _Pending]] = []
@@ -129,12 +140,12 @@ class _Delivery:
                 with suppressed():
                     ok = self._exporter.export([s for s, _ in batch])
             except Exception:  # noqa: BLE001 - reported to the writers as a failed delivery
-                _log.warning("exporting evaluation spans failed", exc_info=True)
+                _log.warning("exporting evaluation results failed", exc_info=True)
                 ok = False
             took = time.monotonic() - started
             if not ok or took > 1.0:
                 _log.warning(
-                    "exported %d evaluation spans in %.1f s: %s",
+                    "exported %d evaluation spans or log records in %.1f s: %s",
                     len(batch),
                     took,
                     "ok" if ok else "FAILED",
@@ -155,7 +166,9 @@ class OtlpScoreSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` sending evaluation spans to
     ``exporter``: a :class:`~ragtrace_consumers.writeback.otlp_encoding.SpanMessageExporter` (protobuf
     messages; :meth:`to_collector`) or an SDK ``SpanExporter`` (``ReadableSpan``; an in-memory
-    one in tests)."""
+    one in tests), and ``gen_ai.evaluation.result`` log records to ``log_exporter``.
+    ``results_as`` (``both``, ``events``, ``spans``) chooses which of the two are written; with
+    no ``log_exporter`` only spans can be."""
 
     def __init__(
         self,
@@ -165,10 +178,24 @@ class OtlpScoreSink:
         timeout_s: float = 30.0,
         recall_threshold: float | None = None,
         groundedness_threshold: float | None = None,
+        log_exporter: LogMessageExporter | None = None,
+        results_as: str = "both",
     ) -> None:
+        if results_as not in RESULTS_AS:
+            raise ValueError(
+                f"results_as must be one of {', '.join(RESULTS_AS)}, got {results_as!r}"
+            )
+        if results_as == "events" and log_exporter is None:
+            raise ValueError("results_as='events' needs a log_exporter")
         self._direct = not isinstance(exporter, SpanExporter)
+        self._spans_on = results_as in ("both", "spans")
         self._delivery = _Delivery(
             _SdkExporter(exporter) if isinstance(exporter, SpanExporter) else exporter
+        )
+        self._log_delivery = (
+            _Delivery(log_exporter)
+            if log_exporter is not None and results_as in ("both", "events")
+            else None
         )
         self._resource = resource
         self._timeout_s = timeout_s
@@ -183,18 +210,26 @@ class OtlpScoreSink:
         timeout_s: float = 10.0,
         recall_threshold: float | None = None,
         groundedness_threshold: float | None = None,
+        results_as: str = "both",
     ) -> OtlpScoreSink:
-        """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` is appended)."""
+        """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` and ``/v1/logs`` are appended)."""
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        url = endpoint.rstrip("/") + "/v1/traces"
+        base = endpoint.rstrip("/")
+        url, logs_url = base + "/v1/traces", base + "/v1/logs"
         exporter = OTLPSpanExporter(endpoint=url, timeout=timeout_s, session=_session(url))
+        log_exporter = OTLPLogExporter(
+            endpoint=logs_url, timeout=timeout_s, session=_session(logs_url)
+        )
         return cls(
             OtlpRequestExporter(exporter, resource, max_request_bytes=_MAX_REQUEST_BYTES),
             resource,
             timeout_s=timeout_s * 3,
             recall_threshold=recall_threshold,
             groundedness_threshold=groundedness_threshold,
+            log_exporter=OtlpLogRequestExporter(log_exporter, resource),
+            results_as=results_as,
         )
 
     def write(self, scores: TraceScores) -> None:
@@ -203,12 +238,26 @@ class OtlpScoreSink:
             raise error
 
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
-        """One evaluation span per item, delivered together; per item None (delivered) or the
-        :class:`WriteBackError` (not delivered within the timeout, or refused)."""
-        with self._delivery.holding():
-            pending = [
-                [self._delivery.submit(span) for span in self._encode(scores)] for scores in batch
-            ]
+        """Each item's evaluation spans and log records, delivered together; per item None
+        (delivered) or the :class:`WriteBackError` (not delivered within the timeout, or
+        refused)."""
+        pending: list[list[_Pending]] = [[] for _ in batch]
+        if self._spans_on:
+            with self._delivery.holding():
+                for ps, scores in zip(pending, batch, strict=True):
+                    ps += [self._delivery.submit(span) for span in self._encode(scores)]
+        logs = self._log_delivery
+        if logs is not None:
+            recall_t, ground_t = self._thresholds
+            with logs.holding():
+                for ps, scores in zip(pending, batch, strict=True):
+                    records = evaluation_log_records(
+                        scores,
+                        at_ns=scores.trace.ended_ns or time.time_ns(),
+                        recall_threshold=recall_t,
+                        groundedness_threshold=ground_t,
+                    )
+                    ps += [logs.submit(record) for record in records]
         deadline = time.monotonic() + self._timeout_s
         out: list[WriteBackError | None] = []
         for scores, ps in zip(batch, pending, strict=True):
@@ -217,7 +266,7 @@ class OtlpScoreSink:
             else:
                 out.append(
                     WriteBackError(
-                        f"evaluation span of trace {scores.trace.trace_id} not delivered"
+                        f"evaluation results of trace {scores.trace.trace_id} not delivered"
                     )
                 )
         return out
@@ -282,6 +331,8 @@ class OtlpScoreSink:
 
     def shutdown(self) -> None:
         self._delivery.shutdown()
+        if self._log_delivery is not None:
+            self._log_delivery.shutdown()
 
 
 _CREDENTIAL_PROVIDER_VARS = (

@@ -21,6 +21,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
+from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import METRIC_RELEVANCY, TraceScores
 
@@ -28,6 +29,7 @@ __all__ = [
     "FAIL",
     "PASS",
     "EvaluationEvent",
+    "cell_event",
     "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
@@ -154,6 +156,14 @@ def _event(
     return semconv.GEN_AI_EVALUATION_RESULT, attrs
 
 
+def _error_event(name: str, error: str | None) -> EvaluationEvent:
+    """A judge failure: no value and no label (a failure is not a score), the class of the
+    failure as ``error.type`` and the judge's message as the explanation."""
+    event_name, attrs = _event(name, None, None, error)
+    attrs[semconv.ERROR_TYPE] = judge_error_type(error)
+    return event_name, attrs
+
+
 def evaluation_events(
     scores: TraceScores,
     *,
@@ -163,8 +173,9 @@ def evaluation_events(
     """One ``gen_ai.evaluation.result`` event per metric, retrieval metrics first.
 
     Unanswerable questions (empty gold set) get a single ``recall`` event labelled
-    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event labelled
-    ``error`` with the error as explanation and no value.
+    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event with no value
+    and no label, its ``error.type`` (:func:`~ragtrace.evaluation.judges.error_types.judge_error_type`)
+    and the judge's message as explanation.
     """
     events: list[EvaluationEvent] = []
     r = scores.retrieval
@@ -214,7 +225,7 @@ def evaluation_events(
     g = scores.groundedness
     if g is not None:
         if g.score is None:
-            events.append(_event("groundedness", None, "error", g.error))
+            events.append(_error_event("groundedness", g.error))
         elif g.no_claims:
             events.append(
                 _event(
@@ -238,10 +249,44 @@ def evaluation_events(
     return events
 
 
+def _versus(name: str, value: float, threshold: float | None) -> str:
+    if threshold is None:
+        return f"{name} {value:.2f}"
+    return f"{name} {value:.2f} {'>=' if value >= threshold else '<'} {threshold:g}"
+
+
+def cell_event(
+    scores: TraceScores,
+    *,
+    recall_threshold: float | None = None,
+    groundedness_threshold: float | None = None,
+) -> EvaluationEvent:
+    """The headline result: ``gen_ai.evaluation.name`` ``cell``, the attribution cell as its
+    label (``fine``, ``retrieval_failed``, ``generation_failed``, ``both_failed``,
+    ``unlabelled``, ``unjudged``) and why as its explanation (each side against its
+    threshold, or why it is unknown). No value: a cell is a category."""
+    trace, why = scores.trace, []
+    r = scores.retrieval
+    if r is not None and r.answerable:
+        why.append(_versus(r.definition.value, r.headline, recall_threshold))
+    elif r is not None:
+        why.append(f"question {r.question_id} is unanswerable (empty gold set)")
+    elif trace.recall_na_reason:
+        why.append(f"recall unknown: {trace.recall_na_reason}")
+    g = scores.groundedness
+    if g is not None and g.score is not None:
+        why.append(_versus("groundedness", g.score, groundedness_threshold))
+    elif g is not None:
+        why.append("groundedness unknown: the judge failed")
+    elif trace.answer_na_reason:
+        why.append(f"groundedness unknown: {trace.answer_na_reason}")
+    return _event("cell", None, scores.cell.value, "; ".join(why) or None)
+
+
 def _answer_event(m: MetricResult) -> EvaluationEvent:
-    """An answer metric's event: its score, or ``error`` with the judge's message."""
+    """An answer metric's event: its score, or the judge's failure."""
     if m.score is None:
-        return _event(m.metric, None, "error", m.error)
+        return _error_event(m.metric, m.error)
     if m.metric == METRIC_RELEVANCY:
         needs = [d for d in m.details if "need" in d]
         addressed = sum(bool(d.get("addressed")) for d in needs)

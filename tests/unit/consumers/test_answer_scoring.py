@@ -135,7 +135,7 @@ def test_reference_answer_scores_relevancy_and_correctness_under_the_generation_
     assert parent_id_of(span) == sid(13)  # the generation span
     assert [f"{link.context.span_id:016x}" for link in span.links] == [sid(13)]
     attrs = dict(span.attributes or {})
-    assert attrs.pop(semconv.GEN_AI_EVALUATION_NAME) == FAMILY_ANSWER
+    assert attrs.pop(semconv.EVAL_FAMILY) == FAMILY_ANSWER
     assert attrs.pop(semconv.EVAL_TARGET_SPAN_ID) == sid(13)
     assert attrs.pop(semconv.EVAL_MARKER) is True
     assert attrs.pop(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SpanKind.EVALUATOR

@@ -12,9 +12,7 @@ from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine
 from ragtrace_consumers.writeback.family_spans import (
-    ERROR_TYPE,
     GEN_AI_RESPONSE_ID,
-    JUDGE_ERROR_TYPE,
     metric_span_id,
     metric_spans,
 )
@@ -37,7 +35,10 @@ def _trace(**over: Any) -> RagTrace:
 
 
 def test_a_judge_error_carries_error_type_and_the_response_id() -> None:
-    failed = GroundednessResult.failed("upstream 529", JudgeInfo("anthropic", MODEL, PROMPT))
+    failed = GroundednessResult.failed(
+        "malformed judge output after one retry: no tool call",
+        JudgeInfo("anthropic", MODEL, PROMPT),
+    )
     scores = combine(_trace(response_id="chatcmpl-9"), None, failed, Thresholds())
     assert scores is not None
     (span,) = metric_spans(scores)
@@ -47,10 +48,11 @@ def test_a_judge_error_carries_error_type_and_the_response_id() -> None:
             semconv.GEN_AI_EVALUATION_RESULT,
             {
                 semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
-                semconv.GEN_AI_EVALUATION_EXPLANATION: "upstream 529",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: (
+                    "malformed judge output after one retry: no tool call"
+                ),
+                semconv.ERROR_TYPE: "malformed_output",
                 GEN_AI_RESPONSE_ID: "chatcmpl-9",
-                ERROR_TYPE: JUDGE_ERROR_TYPE,
             },
         ),
     )
@@ -61,7 +63,7 @@ def test_no_response_id_no_error_type_when_judged() -> None:
     assert scores is not None
     (span,) = metric_spans(scores)
     ((_, attrs),) = span.events
-    assert GEN_AI_RESPONSE_ID not in attrs and ERROR_TYPE not in attrs
+    assert GEN_AI_RESPONSE_ID not in attrs and semconv.ERROR_TYPE not in attrs
 
 
 def test_without_an_evaluated_span_the_target_span_is_the_parent() -> None:

@@ -240,3 +240,39 @@ def test_a_revoked_partition_leaves_the_lag_gauge(
     assert semconv.METRIC_CONSUMER_LAG not in got
     (idle,) = _points(got[semconv.METRIC_CONSUMER_PARTITIONS]).values()
     assert idle.value == 0
+
+
+def test_judge_duration_carries_the_served_model_and_the_error_type(
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
+    m, reader = rig
+    m.judge_usage("model-a", 10, 2, 0, 0, 0.001, 0.5, response_model="model-a-2026-01-01")
+    m.judge_usage("model-a", 10, 0, 0, 0, 0.001, 0.25, error_type="malformed_output")
+    m.judge_call_failed("model-a", 30.0, "rate_limit", "openai")
+    durations = {
+        k: (p.count, p.sum)
+        for k, p in _points(
+            _collect(reader)[semconv.METRIC_GEN_AI_CLIENT_OPERATION_DURATION]
+        ).items()
+    }
+    chat = (("gen_ai.operation.name", "chat"),)
+    assert durations == {
+        (
+            *chat,
+            ("gen_ai.provider.name", "anthropic"),
+            ("gen_ai.request.model", "model-a"),
+            ("gen_ai.response.model", "model-a-2026-01-01"),
+        ): (1, 0.5),
+        (
+            ("error.type", "malformed_output"),
+            *chat,
+            ("gen_ai.provider.name", "anthropic"),
+            ("gen_ai.request.model", "model-a"),
+        ): (1, 0.25),
+        (
+            ("error.type", "rate_limit"),
+            *chat,
+            ("gen_ai.provider.name", "openai"),
+            ("gen_ai.request.model", "model-a"),
+        ): (1, 30.0),
+    }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -25,7 +26,14 @@ from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, grounded, tid
 from tests.unit.consumers.test_writeback import _scores
 
 RESOURCE = Resource.create({"service.name": "ragtrace-consumer", "service.instance.id": "h-1"})
-THRESHOLDS = {"recall_threshold": 0.5, "groundedness_threshold": 0.8}
+
+
+class _Thresholds(TypedDict):
+    recall_threshold: float
+    groundedness_threshold: float
+
+
+THRESHOLDS: _Thresholds = {"recall_threshold": 0.5, "groundedness_threshold": 0.8}
 
 
 def _answers() -> AnswerScores:

@@ -69,7 +69,8 @@ def test_a_huge_trace_is_refused_before_the_judge_and_the_next_one_is_scored() -
     assert judge.calls == [(GOOD, CONTEXT)]  # the huge answer never reached the judge
     events = _groundedness_events(r)
     huge, good = events[tid(1)], events[tid(2)]
-    assert huge[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "error"
+    assert huge[semconv.ERROR_TYPE] == "too_large"
+    assert semconv.GEN_AI_EVALUATION_SCORE_LABEL not in huge
     assert semconv.GEN_AI_EVALUATION_SCORE_VALUE not in huge
     assert str(huge[semconv.GEN_AI_EVALUATION_EXPLANATION]).startswith("too_large: answer has ")
     assert "max_answer_chars" in str(huge[semconv.GEN_AI_EVALUATION_EXPLANATION])

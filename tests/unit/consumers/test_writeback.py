@@ -166,7 +166,7 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
             semconv.EVAL_MARKER: True,
             semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
             semconv.EVAL_TARGET_SPAN_ID: target,
-            semconv.GEN_AI_EVALUATION_NAME: family,
+            semconv.EVAL_FAMILY: family,
         }
     events = [
         (e.name, dict(e.attributes or {}), e.timestamp)
@@ -240,7 +240,10 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
     ]
     assert evaluation_attributes(no_claims)[semconv.EVAL_GROUNDEDNESS_NO_CLAIMS] is True
 
-    failed = _scores(gold=frozenset(), result=GroundednessResult.failed("malformed output", info))
+    failed = _scores(
+        gold=frozenset(),
+        result=GroundednessResult.failed("malformed judge output: no tool call", info),
+    )
     events = evaluation_events(failed)
     assert events == [
         (
@@ -255,8 +258,8 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
             semconv.GEN_AI_EVALUATION_RESULT,
             {
                 semconv.GEN_AI_EVALUATION_NAME: "groundedness",
-                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "error",
-                semconv.GEN_AI_EVALUATION_EXPLANATION: "malformed output",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: "malformed judge output: no tool call",
+                semconv.ERROR_TYPE: "malformed_output",
             },
         ),
     ]

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import ragtrace
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
@@ -162,7 +163,8 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
     # model: the demo app's generator (@ragtrace.generate(model=...)), a bounded label.
     rest = (
         'model="demo-template-generator",otel_scope_name="ragtrace.evaluation",'
-        'otel_scope_schema_url="",otel_scope_version="",pipeline="support-bot",'
+        f'otel_scope_schema_url="{semconv.SCHEMA_URL}",'
+        f'otel_scope_version="{ragtrace.__version__}",pipeline="support-bot",'
         'service="lumen-support-bot"'
     )
     lines = set(scrape.splitlines())

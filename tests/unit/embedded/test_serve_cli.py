@@ -117,7 +117,7 @@ def test_serve_scores_sdk_spans_serves_metrics_and_restarts_with_its_state(
     assert serve.err_line(r"labels: +(.*)")[1] == f"5 labelled questions from {LABELS}"
     assert serve.err_line(r"state: +(.*)")[1] == str(state)
     metrics_url = serve.err_line(r"metrics: +(http://127\.0\.0\.1:\d+/metrics)")[1]
-    assert serve.err_line(r"evaluation spans: +(.*)")[1] == "kept local (no OTLP endpoint)"
+    assert serve.err_line(r"results: +(.*)")[1] == "kept local (no OTLP endpoint for them)"
 
     asked = run_app(endpoint)
     rows = serve.results(len(QUESTIONS))

@@ -115,6 +115,7 @@ def test_generation_span_exact_attributes_without_retrieval() -> None:
         span,
         {
             sc.OPENINFERENCE_SPAN_KIND: "LLM",
+            sc.GEN_AI_OPERATION_NAME: "chat",
             sc.INPUT_VALUE: Q,
             sc.OUTPUT_VALUE: "Ninety days.",
             sc.RAGTRACE_QUERY_SHA256: QH,
@@ -141,6 +142,7 @@ def test_model_from_call_argument_and_json_answer() -> None:
         span,
         {
             sc.OPENINFERENCE_SPAN_KIND: "LLM",
+            sc.GEN_AI_OPERATION_NAME: "chat",
             sc.INPUT_VALUE: "q?",
             sc.OUTPUT_VALUE: '{"verdict": "yes", "n": 2}',
             sc.OUTPUT_MIME_TYPE: "application/json",
@@ -224,6 +226,7 @@ def test_full_trace_pipeline_retrieve_generate() -> None:
         gen,
         {
             sc.OPENINFERENCE_SPAN_KIND: "LLM",
+            sc.GEN_AI_OPERATION_NAME: "chat",
             sc.INPUT_VALUE: Q,
             sc.OUTPUT_VALUE: "Ninety days.",
             sc.RAGTRACE_QUERY_SHA256: QH,

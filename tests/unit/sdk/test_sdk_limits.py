@@ -58,6 +58,7 @@ def capture_off_retrieval(query: str) -> dict[str, Any]:
 def capture_off_generation(query: str) -> dict[str, Any]:
     return {
         sc.OPENINFERENCE_SPAN_KIND: "LLM",
+        sc.GEN_AI_OPERATION_NAME: "chat",
         sc.RAGTRACE_QUERY_SHA256: question_sha256(query),
         sc.RAGTRACE_CONTENT_CAPTURED: False,
         sc.RAGTRACE_CONTEXT_COUNT: 2,
@@ -174,6 +175,7 @@ def test_per_value_truncation_is_marked(monkeypatch: pytest.MonkeyPatch) -> None
         only_span(),
         {
             sc.OPENINFERENCE_SPAN_KIND: "LLM",
+            sc.GEN_AI_OPERATION_NAME: "chat",
             sc.INPUT_VALUE: "a long",
             sc.OUTPUT_VALUE: "a long",
             sc.RAGTRACE_QUERY_SHA256: question_sha256("a long question"),
