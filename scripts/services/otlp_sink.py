@@ -2,7 +2,8 @@
 
 It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collector's
 ``otlphttp`` exporter sends it), decodes each ``ExportTraceServiceRequest`` with
-``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values. ``/v1/metrics``
+``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values, each with the
+time it arrived (:meth:`OtlpSink.spans_since`). ``/v1/metrics``
 and ``/v1/logs`` are accepted and counted only. Tests wait for spans with
 :meth:`OtlpSink.wait_for_spans`.
 """
@@ -105,6 +106,7 @@ class OtlpSink:
         self._port = port or 0
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
+        self._arrived: list[float] = []  # time.monotonic() each span arrived, as _spans
         self.requests: dict[str, int] = {"traces": 0, "metrics": 0, "logs": 0}
         self.errors: list[str] = []
         self._server: ThreadingHTTPServer | None = None
@@ -184,6 +186,13 @@ class OtlpSink:
                     )
                 self._lock.wait(left)
 
+    def spans_since(self, cursor: int) -> tuple[list[tuple[float, ReceivedSpan]], int]:
+        """The spans that arrived after the first ``cursor`` ones, each with its arrival time
+        (``time.monotonic()``), and the cursor to pass next time."""
+        with self._lock:
+            end = len(self._spans)
+            return list(zip(self._arrived[cursor:end], self._spans[cursor:end], strict=True)), end
+
     def trace(self, trace_id: str) -> list[ReceivedSpan]:
         """Every span received for one trace (hex ID)."""
         return self.spans(lambda s: s.trace_id == trace_id)
@@ -191,6 +200,7 @@ class OtlpSink:
     def clear(self) -> None:
         with self._lock:
             self._spans.clear()
+            self._arrived.clear()
 
     # -- HTTP ------------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -212,6 +222,7 @@ class OtlpSink:
                 received = self._decode_traces(body, h.headers.get("Content-Type") or "")
                 with self._lock:
                     self._spans.extend(received)
+                    self._arrived.extend([time.monotonic()] * len(received))
                     self.requests["traces"] += 1
                     self._lock.notify_all()
             else:
