@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, nargs=2, default=(20.0, 60.0), metavar=("MIN", "MAX"))
     parser.add_argument("--overlap", type=float, default=0.3)
     parser.add_argument("--calm", type=float, default=60.0, help="seconds of load after faults")
+    parser.add_argument("--warmup", type=float, default=15.0, help="seconds of load before")
+    parser.add_argument("--max-hold", type=float, default=None, help="cap on any fault's hold")
+    parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait at the end")
     parser.add_argument("--no-big-trace", action="store_true")
     parser.add_argument(
         "--collector-during-broker-outage",
@@ -40,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         gap_s=tuple(args.gap),
         overlap=args.overlap,
         calm_s=args.calm,
+        warmup_s=args.warmup,
+        max_hold_s=args.max_hold,
+        drain_timeout_s=args.drain,
         big_trace=not args.no_big_trace,
         collector_during_broker_outage=args.collector_during_broker_outage,
     )

@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +95,9 @@ class SoakResult:
     big_trace_delay_s: float | None
     pending_keys: int
     wall_s: float
+    settled: tuple[tuple[float, float], ...] = ()
+    timeline: tuple[tuple[float, int, float], ...] = ()
+    """(window start in s from the first fault, traces accepted in it, their latency p95)."""
 
     @property
     def peak_rss_mib(self) -> float:
@@ -133,6 +136,9 @@ class SoakResult:
             f"(drift {self.drift(self.samples.redis_memory):.2f}), keys peak {max(keys, default=0)} "
             f"(drift {self.drift(self.samples.redis_keys):.2f}), pending at end {self.pending_keys}",
             f"app requests refused and retried: {self.refused}; judge answers: {self.judge_answers}",
+            f"collector restarts after its Kafka backlog settled (accepted, handled): {self.settled}",
+            "latency p95 by 10 s of acceptance (s from the first fault): "
+            + ", ".join(f"{at:+.0f}: {p:.1f}" for at, _, p in self.timeline),
             "oversized trace: "
             + (
                 "not sent"
@@ -281,7 +287,19 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
             big_trace_delay_s=None if big_delay is None else big_delay - baseline,
             pending_keys=_pending(stack) if latency_ok else -1,
             wall_s=time.monotonic() - began,
+            settled=tuple(stack.settled),
+            timeline=_timeline(accepted, verdict.latency_s, fault_start),
         )
+
+
+def _timeline(
+    accepted: dict[str, float], latency_s: Mapping[str, float], origin: float, step: float = 10.0
+) -> tuple[tuple[float, int, float], ...]:
+    windows: dict[int, list[float]] = {}
+    for trace, at in accepted.items():
+        if trace in latency_s:
+            windows.setdefault(int((at - origin) // step), []).append(latency_s[trace])
+    return tuple((k * step, len(v), p95(v)) for k, v in sorted(windows.items()))
 
 
 def _oversized_trace(

@@ -22,6 +22,7 @@ import re
 import signal
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -93,10 +94,13 @@ class SoakStack:
     retired: list[ConsumerProcess] = field(default_factory=list)
     redis_stopped: bool = False
     collector_waits_for_broker: bool = True
-    """Restart the collector only while the broker is up. A collector stopped while the broker
-    is down loses the spans it had acknowledged and queued in memory for Kafka (its Kafka
-    exporter's queue is not persistent: docs/reliability.md, finding 1); until that is fixed
-    the soak does not combine the two unless asked to (``--collector-during-broker-outage``)."""
+    """Restart the collector only once the broker is up and the collector has written what it
+    accepted to Kafka. A collector stopped (even by SIGTERM) while its Kafka exporter still
+    retries loses the spans it had acknowledged: its queue is in memory and shutdown ends the
+    retries (docs/reliability.md, finding 1). Until that is fixed the soak does not combine the
+    two unless asked to (``--collector-during-broker-outage``)."""
+    settled: list[tuple[float, float]] = field(default_factory=list)
+    """Per guarded collector restart: (spans accepted when the wait began, spans handled)."""
     _broker_up: threading.Event = field(default_factory=threading.Event)
     _started: int = 0
     _locks: dict[str, threading.RLock] = field(
@@ -144,15 +148,22 @@ class SoakStack:
         (``time.monotonic()``), in a thread of its own; the started thread."""
 
         def run() -> None:
-            for at, step, name in (
-                (fault.at_s, self.begin, "inject"),
-                (fault.end_s, self.end, "lift  "),
-            ):
-                time.sleep(max(0.0, start + at - time.monotonic()))
-                late = time.monotonic() - start - at
-                log(f"  {name} {fault.describe()} (late {late:.1f} s)")
-                with self._locks[_SERVICE.get(fault.kind, "replicas")]:
-                    step(fault)
+            service = _SERVICE.get(fault.kind)
+            # A service is held for the whole fault: a second fault on it waits (a restart never
+            # starts while another one has it stopped); replica and judge faults interleave.
+            whole = self._locks[service] if service else contextlib.nullcontext()
+            step_lock = contextlib.nullcontext() if service else self._locks["replicas"]
+            time.sleep(max(0.0, start + fault.at_s - time.monotonic()))
+            with whole:
+                for at, step, name in (
+                    (fault.at_s, self.begin, "inject"),
+                    (fault.end_s, self.end, "lift  "),
+                ):
+                    time.sleep(max(0.0, start + at - time.monotonic()))
+                    late = time.monotonic() - start - at
+                    log(f"  {name} {fault.describe()} (late {late:.1f} s)")
+                    with step_lock:
+                        step(fault)
 
         thread = threading.Thread(target=run, name=f"fault-{fault.kind}", daemon=True)
         thread.start()
@@ -179,6 +190,7 @@ class SoakStack:
         elif kind == "collector_restart":
             if self.collector_waits_for_broker:
                 self._broker_up.wait(300)
+                self._kafka_settled()
             self.collector.stop()
         elif kind.startswith("judge_"):
             spell = kind.removeprefix("judge_")
@@ -206,6 +218,26 @@ class SoakStack:
         elif kind == "collector_restart":
             with _detached():
                 self.collector = self.collector.restart()
+
+    def _kafka_settled(self, timeout: float = 120.0) -> None:
+        """Wait until the collector's Kafka exporter has sent (or failed to send) every span its
+        application receiver had accepted when the wait began (its own metrics), or ``timeout``
+        s. What arrives later is in its batch, which a SIGTERM flushes to the running broker."""
+        url = f"http://{self.endpoints.telemetry_metrics}/metrics"
+        target: float | None = None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    text = resp.read().decode()
+                accepted = _metric_sum(text, "otelcol_receiver_accepted_spans", "otlp/app")
+                sent = _metric_sum(text, "otelcol_exporter_sent_spans", 'exporter="kafka"')
+                failed = _metric_sum(text, "otelcol_exporter_send_failed_spans", 'exporter="kafka"')
+                target = accepted if target is None else target
+                if sent + failed >= target > 0:
+                    self.settled.append((target, sent + failed))
+                    return
+            time.sleep(0.2)
 
     def restart_redis(self) -> None:
         if self.redis_stopped:
@@ -255,6 +287,15 @@ class SoakStack:
                 getattr(self, name).stop()  # one not started yet is not set
         self.judge.stop()
         self.sink.stop()
+
+
+def _metric_sum(text: str, name: str, label: str) -> float:
+    """The sum of the samples of ``name`` (with or without ``_total``) carrying ``label``."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith((name + "{", name + "_total{")) and label in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 _SERVICE = {

@@ -1,5 +1,5 @@
-"""The short fault soak (fixed seed): every fault kind at least once in 45 s, several at once,
-under 10 traces/s across two replicas, then the history checked (tests/soak/run.py)."""
+"""The short fault soak (fixed seed): every fault kind at least once in 35 s, several at once,
+under 5 traces/s across two replicas, then the history checked (tests/soak/run.py)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from tests.soak.run import SoakConfig, run_soak
 pytestmark = pytest.mark.e2e
 
 SHORT = SoakConfig(
-    seed=36,
-    fault_s=45.0,
-    rate=10.0,
+    seed=30,
+    fault_s=35.0,
+    rate=5.0,
     warmup_s=8.0,
-    calm_s=25.0,
-    gap_s=(3.0, 6.0),
+    calm_s=20.0,
+    gap_s=(2.5, 5.0),
     overlap=0.3,
-    max_hold_s=6.0,
-    drain_timeout_s=90.0,
+    max_hold_s=5.0,
+    drain_timeout_s=60.0,
 )
 
 
