@@ -95,7 +95,6 @@ class SoakResult:
     big_trace_delay_s: float | None
     pending_keys: int
     wall_s: float
-    settled: tuple[tuple[float, float], ...] = ()
     timeline: tuple[tuple[float, int, float], ...] = ()
     """(window start in s from the first fault, traces accepted in it, their latency p95)."""
 
@@ -136,7 +135,6 @@ class SoakResult:
             f"(drift {self.drift(self.samples.redis_memory):.2f}), keys peak {max(keys, default=0)} "
             f"(drift {self.drift(self.samples.redis_keys):.2f}), pending at end {self.pending_keys}",
             f"app requests refused and retried: {self.refused}; judge answers: {self.judge_answers}",
-            f"collector restarts after its Kafka backlog settled (accepted, handled): {self.settled}",
             "latency p95 by 10 s of acceptance (s from the first fault): "
             + ", ".join(f"{at:+.0f}: {p:.1f}" for at, _, p in self.timeline),
             "oversized trace: "
@@ -287,7 +285,6 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
             big_trace_delay_s=None if big_delay is None else big_delay - baseline,
             pending_keys=_pending(stack) if latency_ok else -1,
             wall_s=time.monotonic() - began,
-            settled=tuple(stack.settled),
             timeline=_timeline(accepted, verdict.latency_s, fault_start),
         )
 
