@@ -13,11 +13,11 @@ from tests.soak.run import SoakConfig, run_soak
 pytestmark = pytest.mark.e2e
 
 SHORT = SoakConfig(
-    seed=30,
+    seed=420,
     fault_s=35.0,
     rate=5.0,
     warmup_s=8.0,
-    calm_s=20.0,
+    calm_s=50.0,
     gap_s=(2.5, 5.0),
     overlap=0.3,
     max_hold_s=5.0,
