@@ -2,9 +2,10 @@
 
 It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collector's
 ``otlphttp`` exporter sends it), decodes each ``ExportTraceServiceRequest`` with
-``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values; ``/v1/logs``
-likewise as :class:`ReceivedLog` values. ``/v1/metrics`` is accepted and counted only. Tests
-wait with :meth:`OtlpSink.wait_for_spans` and :meth:`OtlpSink.wait_for_logs`.
+``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values, each with the
+time it arrived (:meth:`OtlpSink.spans_since`); ``/v1/logs`` likewise as :class:`ReceivedLog`
+values. ``/v1/metrics`` is accepted and counted only. Tests wait with
+:meth:`OtlpSink.wait_for_spans` and :meth:`OtlpSink.wait_for_logs`.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ class OtlpSink:
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
         self._logs: list[ReceivedLog] = []
+        self._arrived: list[float] = []  # time.monotonic() each span arrived, as _spans
         self.requests: dict[str, int] = {"traces": 0, "metrics": 0, "logs": 0}
         self.errors: list[str] = []
         self._server: ThreadingHTTPServer | None = None
@@ -253,6 +255,13 @@ class OtlpSink:
                     )
                 self._lock.wait(left)
 
+    def spans_since(self, cursor: int) -> tuple[list[tuple[float, ReceivedSpan]], int]:
+        """The spans that arrived after the first ``cursor`` ones, each with its arrival time
+        (``time.monotonic()``), and the cursor to pass next time."""
+        with self._lock:
+            end = len(self._spans)
+            return list(zip(self._arrived[cursor:end], self._spans[cursor:end], strict=True)), end
+
     def trace(self, trace_id: str) -> list[ReceivedSpan]:
         """Every span received for one trace (hex ID)."""
         return self.spans(lambda s: s.trace_id == trace_id)
@@ -261,6 +270,7 @@ class OtlpSink:
         with self._lock:
             self._spans.clear()
             self._logs.clear()
+            self._arrived.clear()
 
     # -- HTTP ------------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -282,6 +292,7 @@ class OtlpSink:
                 received = self._decode_traces(body, h.headers.get("Content-Type") or "")
                 with self._lock:
                     self._spans.extend(received)
+                    self._arrived.extend([time.monotonic()] * len(received))
                     self.requests["traces"] += 1
                     self._lock.notify_all()
             elif signal == "logs":
