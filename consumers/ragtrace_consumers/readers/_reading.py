@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from ragtrace._arguments import QUERY_NAMES
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS, chunks_from_json
 
@@ -18,6 +19,7 @@ __all__ = [
     "json_or_none",
     "model_of",
     "query_field",
+    "query_in",
     "text_attr",
 ]
 
@@ -127,6 +129,28 @@ def query_field(value: Mapping[str, object]) -> str | None:
         if isinstance(value.get(key), str):
             return str(value[key])
     return None
+
+
+def query_in(value: object) -> str | None:
+    """The question in a parsed JSON input: a string as is; a mapping's :func:`query_field`;
+    a decorator SDK's call record ``{"args": [...], "kwargs": {...}}`` (Langfuse ``@observe``,
+    Traceloop ``@workflow``/``@task``) resolved as ragtrace's own decorators resolve it: a
+    query-named keyword (:data:`ragtrace._arguments.QUERY_NAMES`), else the first positional
+    string argument."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    args, kwargs = value.get("args"), value.get("kwargs")
+    if isinstance(args, list) or isinstance(kwargs, Mapping):
+        if isinstance(kwargs, Mapping):
+            for key in QUERY_NAMES:
+                if isinstance(kwargs.get(key), str):
+                    return str(kwargs[key])
+        if isinstance(args, list):
+            return next((a for a in args if isinstance(a, str)), None)
+        return None
+    return query_field(value)
 
 
 def json_or_none(text: str | None) -> object | None:

@@ -21,6 +21,7 @@ __all__ = [
     "chunk",
     "chunks_from_json",
     "content_id",
+    "looks_like_chunks",
     "metadata_id",
 ]
 
@@ -38,6 +39,7 @@ _POSITION_KEYS = ("chunk_index", "start_index", "position", "page", "row")
 HASH_PREFIX = "sha256:"
 
 _TEXT_KEYS = ("content", "page_content", "text", "document", "chunk")
+_ID_KEYS = ("id", "doc_id", "chunk_id", "node_id", "id_")
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "distance_score")
 
 
@@ -137,10 +139,28 @@ def _document(item: object, keys: Sequence[str]) -> Chunk | None:
     text = next((doc[k] for k in _TEXT_KEYS if isinstance(doc.get(k), str)), None)
     score = next((doc[k] for k in _SCORE_KEYS if k in doc), None)
     raw_id = next(
-        (doc[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_") if _scalar_id(doc.get(k))),
+        (doc[k] for k in _ID_KEYS if _scalar_id(doc.get(k))),
         None,
     )
     return chunk(raw_id, text, score, doc.get("metadata"), keys)
+
+
+def looks_like_chunks(value: object) -> bool:
+    """True for a non-empty list whose every item is a document: a mapping with a text field
+    and an ID, score or metadata field (a function returning other records is not a
+    retrieval)."""
+    if not isinstance(value, list) or not value:
+        return False
+    for item in value:
+        if not isinstance(item, Mapping):
+            return False
+        kwargs = item.get("kwargs")
+        doc = kwargs if isinstance(kwargs, Mapping) and "page_content" in kwargs else item
+        if not any(isinstance(doc.get(k), str) for k in _TEXT_KEYS):
+            return False
+        if not any(k in doc for k in (*_ID_KEYS, *_SCORE_KEYS, "metadata")):
+            return False
+    return True
 
 
 def chunks_from_json(

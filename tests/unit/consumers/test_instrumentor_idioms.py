@@ -1,0 +1,134 @@
+"""How the readers take each instrumentor's own idioms, on span shapes captured from the real
+packages (the dialect tests in tests/dialects run the packages themselves)."""
+
+from __future__ import annotations
+
+import json
+
+from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.readers import default_readers, to_rag_trace
+from ragtrace_consumers.readers._reading import Role, query_in
+from ragtrace_consumers.readers.chunks import looks_like_chunks
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+Q = "How long are audit logs kept?"
+
+
+def span(
+    span_id: str,
+    name: str,
+    attributes: dict[str, object],
+    parent: str | None = "a" * 16,
+    start: int = 1,
+    end: int = 2,
+) -> SpanRecord:
+    return SpanRecord(
+        trace_id=TRACE,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        scope="test",
+        service="app",
+        start_ns=start,
+        end_ns=end,
+        attributes=attributes,  # type: ignore[arg-type]
+    )
+
+
+def test_query_from_a_decorator_call_record() -> None:
+    assert query_in({"args": [Q], "kwargs": {}}) == Q
+    assert query_in({"args": [], "kwargs": {"top_k": 3, "question": Q}}) == Q
+    # a query-named keyword wins over a positional string; non-strings are passed over
+    assert query_in({"args": ["tenant-1"], "kwargs": {"query": Q}}) == Q
+    assert query_in({"args": [{"self": 1}, 3, Q], "kwargs": {}}) == Q
+    assert query_in({"args": [3], "kwargs": {"k": 1}}) is None
+    assert query_in({"question": Q}) == Q
+    assert query_in(Q) == Q
+
+
+def test_langfuse_observe_retriever_reads_the_call_record() -> None:
+    reading = default_readers().read(
+        span(
+            "b" * 16,
+            "search",
+            {
+                "langfuse.observation.type": "retriever",
+                "langfuse.observation.input": json.dumps({"args": [Q], "kwargs": {"top_k": 3}}),
+                "langfuse.observation.output": json.dumps(
+                    [
+                        {
+                            "id": "doc-audit",
+                            "content": "Audit logs are kept for 90 days.",
+                            "score": 0.9,
+                        }
+                    ]
+                ),
+            },
+        )
+    )
+    assert reading is not None and reading.role is Role.RETRIEVAL
+    assert reading.query == Q
+    assert [c.id for c in reading.chunks] == ["doc-audit"]
+
+
+def test_looks_like_chunks() -> None:
+    assert looks_like_chunks([{"id": "d1", "text": "t", "score": 0.5}])
+    assert looks_like_chunks([{"page_content": "t", "metadata": {"doc_id": "d1"}}])
+    assert not looks_like_chunks([])
+    assert not looks_like_chunks([{"text": "t"}])  # a text alone is no document
+    assert not looks_like_chunks([{"id": 1, "name": "x"}])
+    assert not looks_like_chunks(["a", "b"])
+    assert not looks_like_chunks({"id": "d1", "text": "t"})
+
+
+def _traceloop_task(name: str, output: object) -> SpanRecord:
+    return span(
+        "c" * 16,
+        f"{name}.task",
+        {
+            "traceloop.span.kind": "task",
+            "traceloop.entity.name": name,
+            "traceloop.entity.input": json.dumps({"args": [Q], "kwargs": {}}),
+            "traceloop.entity.output": json.dumps(output),
+        },
+    )
+
+
+def test_a_traceloop_task_returning_documents_is_a_retrieval_whatever_its_name() -> None:
+    docs = [
+        {"id": "doc-audit", "text": "Audit logs are kept for 90 days.", "score": 0.9},
+        {"id": "doc-pricing", "text": "The Team plan costs 20 dollars per seat.", "score": 0.4},
+    ]
+    reading = default_readers().read(_traceloop_task("retrieve", docs))
+    assert reading is not None and reading.role is Role.RETRIEVAL
+    assert reading.query == Q
+    assert [(c.id, c.score) for c in reading.chunks] == [("doc-audit", 0.9), ("doc-pricing", 0.4)]
+    other = default_readers().read(_traceloop_task("format", {"prompt": "x"}))
+    assert other is not None and other.role is None
+
+
+def test_a_traceloop_workflow_takes_the_query_from_its_call_record() -> None:
+    root = span(
+        "a" * 16,
+        "support_rag.workflow",
+        {
+            "traceloop.span.kind": "workflow",
+            "traceloop.entity.input": json.dumps({"args": [Q], "kwargs": {}}),
+        },
+        parent=None,
+        end=9,
+    )
+    chat = span(
+        "d" * 16,
+        "openai.chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "90 days."}]}]
+            ),
+        },
+        start=3,
+        end=4,
+    )
+    trace = to_rag_trace([root, chat])
+    assert trace is not None and trace.query == Q and trace.answer == "90 days."
