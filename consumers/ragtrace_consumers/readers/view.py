@@ -134,6 +134,14 @@ def _hash_reason(retrieved: Sequence[Chunk]) -> str | None:
     hashed = sum(1 for c in retrieved if c.hashed)
     if not hashed:
         return None
+    tools = sum(1 for c in retrieved if c.hashed and chunk_ids.is_tool_hash(c.id))
+    if tools:
+        return (
+            f"{tools} of {len(retrieved)} retrieved chunks carry only a tool's content hash "
+            "as their ID (a 64-hex SHA-256, e.g. Haystack's Document.id) and no metadata key "
+            f"among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}: set the document's own "
+            "ID in its metadata (e.g. meta doc_id) so recall can match gold chunk IDs"
+        )
     return (
         f"{hashed} of {len(retrieved)} retrieved chunks carry no ID (no ID field and no "
         f"metadata key among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}, source): "

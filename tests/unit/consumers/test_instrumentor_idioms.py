@@ -132,3 +132,39 @@ def test_a_traceloop_workflow_takes_the_query_from_its_call_record() -> None:
     )
     trace = to_rag_trace([root, chat])
     assert trace is not None and trace.query == Q and trace.answer == "90 days."
+
+
+HAYSTACK_ID = "3f1c2b0d9a8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a"
+
+
+def _haystack_retrieval(metadata: dict[str, object]) -> SpanRecord:
+    # OpenInference's Haystack instrumentation: document.id is Haystack's own SHA-256 ID
+    return span(
+        "e" * 16,
+        "CorpusRetriever.run",
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "input.value": json.dumps({"query": Q}),
+            "input.mime_type": "application/json",
+            "retrieval.documents.0.document.id": HAYSTACK_ID,
+            "retrieval.documents.0.document.content": "Audit logs are kept for 90 days.",
+            "retrieval.documents.0.document.score": 0.9,
+            "retrieval.documents.0.document.metadata": json.dumps(metadata),
+        },
+    )
+
+
+def test_the_users_metadata_id_wins_over_a_tools_content_hash() -> None:
+    trace = to_rag_trace([_haystack_retrieval({"doc_id": "doc-audit"})])
+    assert trace is not None
+    assert [c.id for c in trace.retrieved] == ["doc-audit"]
+    assert trace.recall_na_reason is None
+
+
+def test_a_tools_content_hash_alone_makes_recall_na_with_the_fix() -> None:
+    trace = to_rag_trace([_haystack_retrieval({"file": "faq.md"})])
+    assert trace is not None
+    (only,) = trace.retrieved
+    assert only.id == HAYSTACK_ID and only.hashed
+    assert trace.recall_na_reason is not None
+    assert "content hash" in trace.recall_na_reason and "doc_id" in trace.recall_na_reason

@@ -1,0 +1,37 @@
+"""Haystack, DSPy and GenAI apps written the way each tool's users write them, each through its
+real package with a wire-level fake LLM and the corpus labels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+from tests.dialects.kit import ROOT, assert_known_truth, run_app, scored
+
+
+def _haystack2_python() -> str:
+    venv = subprocess.run(
+        [str(ROOT / "scripts" / "haystack2_venv.sh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    ).stdout.strip()
+    return f"{venv}/bin/python"
+
+
+@pytest.mark.parametrize("major", ["3", "2"])
+def test_haystack_prefers_the_users_document_id_over_its_content_hash(
+    evaluator: EmbeddedEvaluator, major: str
+) -> None:
+    """``document.id`` is Haystack's SHA-256 of content and meta; the user's ``doc_id`` in the
+    document's metadata is the ID recall is computed on (haystack-ai 3.x in the project's venv,
+    2.x in its own, scripts/haystack2_venv.sh)."""
+    python = _haystack2_python() if major == "2" else sys.executable
+    asked = run_app(
+        "haystack_app", evaluator.endpoint, env={"HAYSTACK_MAJOR": major}, python=python
+    )
+    assert_known_truth(scored(evaluator, asked))
