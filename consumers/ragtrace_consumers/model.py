@@ -149,6 +149,9 @@ class RagTrace:
     answer_na_reason: str | None = None
     reference_answer: str | None = None
     """``ragtrace.reference_answer`` from any span of the trace (the app's own reference)."""
+    context_source: str | None = None
+    """Where ``context`` came from (:data:`ragtrace.semconv.EVAL_CONTEXT_SOURCE`'s values);
+    None when there is none."""
 
 
 @dataclass(frozen=True)

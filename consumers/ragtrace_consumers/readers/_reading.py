@@ -18,6 +18,7 @@ __all__ = [
     "SpanReading",
     "json_or_none",
     "model_of",
+    "prompt_chunks",
     "query_field",
     "query_in",
     "text_attr",
@@ -39,7 +40,9 @@ class SpanReading:
     ``role`` None means the reader recognised the span as its dialect's but not as a RAG step
     (an embedding, tool, prompt-template or task span): it is ignored, not unrecognised.
     ``chunks`` are a retrieval's ranked documents; ``context`` the documents a generation says
-    it was given (None: it says nothing); ``answer`` a generation's answer text, or
+    it was given (None: it says nothing); ``prompt`` the non-system messages the model was
+    given, one chunk each (the context of last resort when the documents carry IDs only);
+    ``answer`` a generation's answer text, or
     ``answer_problem`` saying why an output was there but held no extractable text.
     """
 
@@ -48,6 +51,7 @@ class SpanReading:
     query: str | None = None
     chunks: tuple[Chunk, ...] = ()
     context: tuple[Chunk, ...] | None = None
+    prompt: tuple[Chunk, ...] = ()
     answer: str | None = None
     answer_problem: str | None = None
     model: str | None = None
@@ -65,6 +69,8 @@ class SpanReading:
             out["chunks"] = [_chunk_summary(c) for c in self.chunks]
         if self.context is not None:
             out["context"] = [_chunk_summary(c) for c in self.context]
+        if self.prompt:
+            out["prompt"] = [_chunk_summary(c) for c in self.prompt]
         for key in ("answer", "answer_problem", "model", "response_id"):
             value = getattr(self, key)
             if value is not None:
@@ -151,6 +157,20 @@ def query_in(value: object) -> str | None:
             return next((a for a in args if isinstance(a, str)), None)
         return None
     return query_field(value)
+
+
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
+
+
+def prompt_chunks(messages: Sequence[tuple[str, str]]) -> tuple[Chunk, ...]:
+    """The ``(role, text)`` messages a model was given as context chunks (IDs
+    ``input.message.N``, N the message's position), system and developer messages left out:
+    they hold instructions, which never serve as evidence."""
+    return tuple(
+        Chunk(id=f"input.message.{i}", text=text)
+        for i, (role, text) in enumerate(messages)
+        if role.lower() not in _INSTRUCTION_ROLES and text.strip()
+    )
 
 
 def json_or_none(text: str | None) -> object | None:

@@ -7,7 +7,10 @@
   records the answer on the inner ``stream_complete`` span, not on the outer one that ends
   last); else the last-ending one, whose ``answer_problem`` becomes ``answer_na_reason``.
 * ``context``: the generation's listed documents with texts recovered by ID from
-  ``retrieved``; ``retrieved`` when it lists none.
+  ``retrieved``; ``retrieved`` when it lists none. When a context document still has no text
+  (the documents carry IDs only: GenAI makes content opt-in), the messages the generation was
+  given (its ``prompt``, instructions left out) when it recorded them.
+  ``context_source`` names which: ``retrieved``, ``generation`` or ``generation_input``.
 * ``query``: the first retrieval's, else the generation's, else the pipeline's;
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
@@ -199,6 +202,10 @@ def to_rag_trace(
         )
     )
 
+    source = "retrieved" if listed is None else "generation"
+    if any(c.text is None for c in context) and generation is not None and generation[1].prompt:
+        context, source = generation[1].prompt, "generation_input"
+
     query = next((r.query for _, r in retrievals if r.query), None)
     if query is None and generation is not None:
         query = generation[1].query
@@ -252,4 +259,5 @@ def to_rag_trace(
         recall_na_reason=_hash_reason(retrieved),
         answer_na_reason=answer_na,
         reference_answer=_first_attr(ordered, semconv.RAGTRACE_REFERENCE_ANSWER),
+        context_source=source if context else None,
     )

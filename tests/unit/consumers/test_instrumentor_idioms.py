@@ -168,3 +168,71 @@ def test_a_tools_content_hash_alone_makes_recall_na_with_the_fix() -> None:
     assert only.id == HAYSTACK_ID and only.hashed
     assert trace.recall_na_reason is not None
     assert "content hash" in trace.recall_na_reason and "doc_id" in trace.recall_na_reason
+
+
+def _ids_only_retrieval() -> SpanRecord:
+    return span(
+        "b" * 16,
+        "retrieval corpus",
+        {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.retrieval.query.text": Q,
+            "gen_ai.retrieval.documents": json.dumps(
+                [{"id": "doc-audit", "score": 0.9}, {"id": "doc-pricing", "score": 0.4}]
+            ),
+        },
+        start=1,
+        end=2,
+    )
+
+
+def test_ids_only_documents_take_the_context_from_the_genai_input_messages() -> None:
+    messages = [
+        {"role": "system", "parts": [{"type": "text", "content": "Answer from the context only."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "Context:\nAudit logs ...\nQ?"}]},
+    ]
+    chat = span(
+        "d" * 16,
+        "chat gpt-test",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(messages),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "90 days."}]}]
+            ),
+        },
+        start=3,
+        end=4,
+    )
+    trace = to_rag_trace([_ids_only_retrieval(), chat])
+    assert trace is not None
+    assert [c.id for c in trace.retrieved] == ["doc-audit", "doc-pricing"]
+    # the system message is an instruction: never evidence
+    assert [(c.id, c.text) for c in trace.context] == [
+        ("input.message.1", "Context:\nAudit logs ...\nQ?")
+    ]
+    assert trace.context_source == "generation_input"
+    # without the input messages the documents stay the context (texts unknown)
+    bare = to_rag_trace([_ids_only_retrieval()])
+    assert bare is not None and bare.context_source == "retrieved"
+
+
+def test_openinference_llm_input_messages_are_the_prompt() -> None:
+    reading = default_readers().read(
+        span(
+            "d" * 16,
+            "llm",
+            {
+                "openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": "Be brief.",
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": "Context: Audit logs are kept.",
+                "output.value": "Kept.",
+            },
+        )
+    )
+    assert reading is not None
+    assert [(c.id, c.text) for c in reading.prompt] == [
+        ("input.message.1", "Context: Audit logs are kept.")
+    ]

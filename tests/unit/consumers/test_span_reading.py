@@ -120,6 +120,7 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
         ended_ns=root.end_ns,
         retrieval_span_id=next(r.span_id for r in records if r.name == "retrieve"),
         generation_span_id=next(r.span_id for r in records if r.name == "generate"),
+        context_source="generation",
     )
     generation = next(r for r in records if r.name == "generate")
     # The SDK did not repeat the texts on the generation span; they came from the retrieval.
@@ -204,6 +205,7 @@ def test_ragtrace_spans_full_view() -> None:
         ended_ns=1000,
         retrieval_span_id=RET,
         generation_span_id=GEN,
+        context_source="generation",
     )
 
 
@@ -393,6 +395,7 @@ def test_openinference_trace_is_scored_without_our_decorators() -> None:
         ended_ns=5000,
         retrieval_span_id=RET,
         generation_span_id=GEN,
+        context_source="retrieved",
     )
 
 
