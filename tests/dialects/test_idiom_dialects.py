@@ -35,3 +35,11 @@ def test_haystack_prefers_the_users_document_id_over_its_content_hash(
         "haystack_app", evaluator.endpoint, env={"HAYSTACK_MAJOR": major}, python=python
     )
     assert_known_truth(scored(evaluator, asked))
+
+
+def test_dspy_program_gets_the_known_truth(evaluator: EmbeddedEvaluator) -> None:
+    """``Retrieve.forward`` (passage texts) around ``ColBERTv2.__call__`` (passage IDs) is one
+    retrieval; the answer is the program's ``response`` field, not the LM's
+    ``[[ ## reasoning ## ]] …`` completion (its reasoning would lower groundedness)."""
+    asked = run_app("dspy_app", evaluator.endpoint)
+    assert_known_truth(scored(evaluator, asked))

@@ -8,6 +8,7 @@ import json
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import default_readers, to_rag_trace
 from ragtrace_consumers.readers._reading import Role, query_in
+from ragtrace_consumers.readers.answers import dspy_output, extract_answer
 from ragtrace_consumers.readers.chunks import looks_like_chunks
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -236,3 +237,51 @@ def test_openinference_llm_input_messages_are_the_prompt() -> None:
     assert [(c.id, c.text) for c in reading.prompt] == [
         ("input.message.1", "Context: Audit logs are kept.")
     ]
+
+
+def test_dspy_field_format_yields_the_programs_output_field() -> None:
+    wire = (
+        "[[ ## reasoning ## ]]\nThe context says so.\n\n[[ ## response ## ]]\n"
+        "Audit logs are kept for 90 days.\n\n[[ ## completed ## ]]"
+    )
+    assert dspy_output(wire) == "Audit logs are kept for 90 days."
+    assert extract_answer(wire) == ("Audit logs are kept for 90 days.", None)
+    assert extract_answer(json.dumps([wire])) == ("Audit logs are kept for 90 days.", None)
+    assert dspy_output("plain answer") is None
+    assert dspy_output("[[ ## reasoning ## ]]\nonly thoughts\n[[ ## completed ## ]]") is None
+
+
+def _dspy_retrieval(span_id: str, parent: str, documents: list[dict[str, object]]) -> SpanRecord:
+    attrs: dict[str, object] = {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": json.dumps({"query": Q}),
+        "input.mime_type": "application/json",
+    }
+    for i, doc in enumerate(documents):
+        for field, value in doc.items():
+            attrs[f"retrieval.documents.{i}.document.{field}"] = value
+    return span(span_id, "retrieve", attrs, parent=parent)
+
+
+def test_nested_retrieval_spans_are_one_retrieval() -> None:
+    texts = ["Audit logs are kept for 90 days.", "The Team plan costs 20 dollars per seat."]
+    outer = _dspy_retrieval("1" * 16, "a" * 16, [{"content": t} for t in texts])
+    inner = _dspy_retrieval(
+        "2" * 16,
+        "1" * 16,
+        [
+            {"id": "doc-audit", "content": texts[0], "score": 0.9},
+            {"id": "doc-pricing", "content": texts[1], "score": 0.4},
+        ],
+    )
+    trace = to_rag_trace([outer, inner])
+    assert trace is not None
+    assert [(c.id, c.text, c.score, c.hashed) for c in trace.retrieved] == [
+        ("doc-audit", texts[0], 0.9, False),
+        ("doc-pricing", texts[1], 0.4, False),
+    ]
+    assert trace.recall_na_reason is None and trace.retrieval_span_id == "1" * 16
+    # siblings stay two retrievals
+    sibling = _dspy_retrieval("3" * 16, "a" * 16, [{"id": "doc-dark", "content": "Dark."}])
+    both = to_rag_trace([outer, sibling])
+    assert both is not None and len(both.retrieved) == 3
