@@ -53,6 +53,7 @@ from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_l
 from ragtrace_consumers.model import ScoreSink, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
+from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget, MemoryLabelStore
 from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
@@ -257,6 +258,7 @@ class EmbeddedEvaluator:
                 cache=state.judge_cache,
                 idempotency=state.idempotency,
                 budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
+                skips=state.skipped,
             ),
             sink,
             self.judge,
@@ -395,6 +397,10 @@ class EmbeddedEvaluator:
             else:
                 self._wake.wait(tick)
                 self._wake.clear()
+
+    def skipped_traces(self) -> list[SkippedTrace]:
+        """Every trace seen and not scored, with its reason, first skipped first."""
+        return self.state.skipped.all()
 
     def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
         """Block until the results table holds at least ``count`` rows (or the timeout); returns
