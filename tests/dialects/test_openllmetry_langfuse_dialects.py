@@ -25,6 +25,7 @@ def test_langfuse_observe_decorators_get_the_known_truth(evaluator: EmbeddedEval
     (``{"args": [...], "kwargs": {...}}``), the answer the generation function's return."""
     asked = run_app("langfuse_observe_app", evaluator.endpoint)
     assert_known_truth(scored(evaluator, asked))
+    assert evaluator.skipped_traces() == []
 
 
 def test_traceloop_workflow_and_task_decorators_get_the_known_truth(
@@ -37,3 +38,4 @@ def test_traceloop_workflow_and_task_decorators_get_the_known_truth(
         "traceloop_decorators_app", evaluator.endpoint, env={"TRACELOOP_TELEMETRY": "false"}
     )
     assert_known_truth(scored(evaluator, asked))
+    assert evaluator.skipped_traces() == []
