@@ -137,6 +137,9 @@ def query_field(value: Mapping[str, object]) -> str | None:
     return None
 
 
+_CALL_RECORD = frozenset({"args", "kwargs"})
+
+
 def query_in(value: object) -> str | None:
     """The question in a parsed JSON input: a string as is; a mapping's :func:`query_field`;
     a decorator SDK's call record ``{"args": [...], "kwargs": {...}}`` (Langfuse ``@observe``,
@@ -148,7 +151,7 @@ def query_in(value: object) -> str | None:
     if not isinstance(value, Mapping):
         return None
     args, kwargs = value.get("args"), value.get("kwargs")
-    if isinstance(args, list) or isinstance(kwargs, Mapping):
+    if value.keys() <= _CALL_RECORD and (isinstance(args, list) or isinstance(kwargs, Mapping)):
         if isinstance(kwargs, Mapping):
             for key in QUERY_NAMES:
                 if isinstance(kwargs.get(key), str):

@@ -41,7 +41,7 @@ def _query(raw: str | None) -> str | None:
     if isinstance(parsed, str):
         return parsed
     if isinstance(parsed, Mapping):
-        if "args" in parsed or "kwargs" in parsed:  # @workflow / @task on the user's function
+        if parsed.keys() <= {"args", "kwargs"}:  # @workflow / @task on the user's function
             return query_in(parsed)
         for key in ("query", "question", "input", "inputs", "query_str"):
             value = parsed.get(key)

@@ -44,6 +44,8 @@ def test_query_from_a_decorator_call_record() -> None:
     assert query_in({"args": [{"self": 1}, 3, Q], "kwargs": {}}) == Q
     assert query_in({"args": [3], "kwargs": {"k": 1}}) is None
     assert query_in({"question": Q}) == Q
+    # LangChain's run record under Traceloop is no call record: its "inputs" hold the query
+    assert query_in({"inputs": {"query": Q}, "kwargs": {"name": "x"}}) is None
     assert query_in(Q) == Q
 
 
