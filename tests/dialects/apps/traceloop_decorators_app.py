@@ -18,7 +18,7 @@ from tests.fakes.openai_server import FakeOpenAI
 def main(endpoint: str) -> None:
     import openai
     from opentelemetry import trace
-    from traceloop.sdk import Traceloop
+    from traceloop.sdk import Instruments, Traceloop
     from traceloop.sdk.decorators import task, workflow
 
     ids = TraceIds()
@@ -27,6 +27,7 @@ def main(endpoint: str) -> None:
         exporter=exporter(endpoint),
         disable_batch=True,
         telemetry_enabled=False,
+        instruments={Instruments.OPENAI},  # only what the app uses: import time
     )
     provider = trace.get_tracer_provider()
     provider.add_span_processor(ids)  # type: ignore[attr-defined]
