@@ -18,8 +18,9 @@ from tests.fakes.openai_server import FakeOpenAI
 def main(endpoint: str) -> None:
     import openai
     from opentelemetry import trace
-    from traceloop.sdk import Instruments, Traceloop
+    from traceloop.sdk import Traceloop
     from traceloop.sdk.decorators import task, workflow
+    from traceloop.sdk.instruments import Instruments
 
     ids = TraceIds()
     Traceloop.init(
