@@ -375,10 +375,16 @@ class SqliteSkippedTraces:
 
     def all(self) -> list[SkippedTrace]:
         """Every skipped trace, first skipped first."""
+        return [entry for _, entry in self.after(0)]
+
+    def after(self, seq: int) -> list[tuple[int, SkippedTrace]]:
+        """``(seq, entry)`` of the traces first skipped after ``seq``: poll with the last seq."""
         return [
-            SkippedTrace(str(t), str(svc), str(r), str(d), float(at))
-            for t, svc, r, d, at in self._state.execute(
-                "SELECT trace_id, service, reason, detail, at FROM skipped ORDER BY seq"
+            (int(n), SkippedTrace(str(t), str(svc), str(r), str(d), float(at)))
+            for n, t, svc, r, d, at in self._state.execute(
+                "SELECT seq, trace_id, service, reason, detail, at FROM skipped WHERE seq > ? "
+                "ORDER BY seq",
+                (seq,),
             )
         ]
 

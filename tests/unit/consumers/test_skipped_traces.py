@@ -80,3 +80,20 @@ def test_inspect_says_why_a_trace_would_not_be_scored() -> None:
     (bare,) = explain([root])
     assert bare["rag"] is None
     assert str(bare["skipped"]["trace"]).startswith("not_rag: ")  # type: ignore[index]
+
+
+def test_the_skip_log_keeps_one_row_per_trace_and_polls_by_seq() -> None:
+    from ragtrace_consumers.scoring.skips import SkippedTrace
+
+    with SqliteState(":memory:") as state:
+        log = state.skipped
+        log.skipped(SkippedTrace(tid(1), "app", "no_context", "first", 1.0))
+        log.skipped(SkippedTrace(tid(2), "app", "not_rag", "second", 2.0))
+        log.skipped(SkippedTrace(tid(1), "app", "unlabelled", "again", 3.0))
+        assert [(e.trace_id, e.reason, e.detail) for e in log.all()] == [
+            (tid(1), "unlabelled", "again"),
+            (tid(2), "not_rag", "second"),
+        ]
+        first, second = log.after(0)
+        assert log.after(first[0]) == [second] and log.after(second[0]) == []
+        assert len(log) == 2
