@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # in $RAGTRACE_CACHE (default ~/.cache/ragtrace; scripts/README.md). It is not exported from here:
 # the services under test would report it as an unknown RAGTRACE_* setting.
 
-.PHONY: demo test test-unit test-e2e provision phoenix venv bench lint clean config-docs
+.PHONY: demo test test-unit test-e2e provision phoenix haystack2 openlit venv bench lint clean config-docs
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
@@ -30,12 +30,20 @@ provision:
 phoenix:
 	scripts/phoenix_venv.sh >/dev/null
 
+## haystack-ai 2.x for the Haystack dialect test, in its own cached virtualenv (.venv has 3.x).
+haystack2:
+	scripts/haystack2_venv.sh >/dev/null
+
+## OpenLIT for its dialect test, in its own cached virtualenv (it pins anthropic<1).
+openlit:
+	scripts/openlit_venv.sh >/dev/null
+
 ## The README's first command: the embedded evaluator on a bundled RAG app.
 demo: venv
 	$(VENV)/bin/ragtrace demo
 
 ## The whole suite, unit and end-to-end, provisioning what it needs.
-test: venv provision phoenix
+test: venv provision phoenix haystack2 openlit
 	$(PY) -m pytest tests
 
 test-unit: venv

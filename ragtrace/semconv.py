@@ -43,6 +43,7 @@ __all__ = [
     "EVAL_ANSWER_RELEVANCY",
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
+    "EVAL_CONTEXT_SOURCE",
     "EVAL_GENERATOR_MODEL",
     "EVAL_GOLD_SIZE",
     "EVAL_GROUNDEDNESS",
@@ -296,6 +297,10 @@ EVAL_PRECISION: Final = "ragtrace.eval.precision"
 EVAL_RECIPROCAL_RANK: Final = "ragtrace.eval.reciprocal_rank"
 EVAL_NDCG: Final = "ragtrace.eval.ndcg"
 EVAL_CONTEXT_RELEVANCY: Final = "ragtrace.eval.context_relevancy"
+EVAL_CONTEXT_SOURCE: Final = "ragtrace.eval.context.source"
+"""Where the context the answer was judged against came from: ``retrieved`` (the retrieved
+documents' texts), ``generation`` (the documents the generation span lists) or
+``generation_input`` (the messages the model was given: the documents carried IDs only)."""
 EVAL_K: Final = "ragtrace.eval.k"
 EVAL_RECALL_DEFINITION: Final = "ragtrace.eval.recall.definition"
 EVAL_GOLD_SIZE: Final = "ragtrace.eval.gold.size"

@@ -152,6 +152,9 @@ class RagTrace:
     """The trace's root span (no parent), when it was among the spans: where the headline
     (the cell) is shown, since trace views list root spans."""
     """``ragtrace.reference_answer`` from any span of the trace (the app's own reference)."""
+    context_source: str | None = None
+    """Where ``context`` came from (:data:`ragtrace.semconv.EVAL_CONTEXT_SOURCE`'s values);
+    None when there is none."""
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_app(
-    module: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 180
+    module: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 180,
+    python: str = sys.executable,
 ) -> list[dict[str, str]]:
-    """Run ``tests.dialects.apps.<module>`` with ``args``; what it printed (its last line)."""
+    """Run ``tests.dialects.apps.<module>`` with ``args`` (under ``python``: another venv's
+    interpreter for a framework version the project's venv does not hold); what it printed
+    (its last line)."""
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -33,7 +39,7 @@ def run_app(
     }
     clean.update({"PYTHONPATH": str(ROOT), **(env or {})})
     done = subprocess.run(
-        [sys.executable, "-m", f"tests.dialects.apps.{module}", *args],
+        [python, "-m", f"tests.dialects.apps.{module}", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -80,3 +80,17 @@ def test_openai_v2_content_sent_as_log_events_gets_the_known_truth(
     log record sent to ``/v1/logs``; the chat span carries no content."""
     asked = run_app("genai_app", evaluator.endpoint, env=LATEST_EVENT_CONTENT)
     assert_known_truth(scored(evaluator, asked), query_prefix=QUERY_PREFIX)
+
+
+def test_ids_only_documents_are_judged_against_the_context_the_model_was_given(
+    evaluator: EmbeddedEvaluator,
+) -> None:
+    """The retrieval span lists document IDs and scores only; the context the answer is judged
+    against is the chat's input messages, sent as a log event (``event_only``), system message
+    left out; the result says so."""
+    asked = run_app(
+        "genai_app", evaluator.endpoint, env={**LATEST_EVENT_CONTENT, "GENAI_IDS_ONLY": "1"}
+    )
+    results = scored(evaluator, asked)
+    assert_known_truth(results, query_prefix=QUERY_PREFIX)
+    assert {r.extra["context_source"] for r in results.values()} == {"generation_input"}

@@ -5,7 +5,9 @@ file — protobuf (``.pb``/``.bin``) or OTLP/JSON (one request per file, or one 
 the collector's file exporter writes) — or ``-`` for standard input. For every trace it prints
 each span with its reader (or ``unrecognised``, with the attribute keys it carried) and the
 extracted query, chunks (``hashed`` marks a content-hash ID), context, answer or the reason
-there is none, then the RAG view that scoring uses.
+there is none, then the RAG view that scoring uses, where its context came from, and — for a
+trace that would not be fully scored — why (the skip reasons of the skipped-by-reason metric,
+at full sampling rates; whether a label matches is not known here).
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ def _spans(raw: bytes) -> list[Any]:
 def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
     """Per trace: every span's reading and the resulting RAG view, as plain data."""
     from ragtrace_consumers.readers import read_trace, to_rag_trace
+    from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+    from ragtrace_consumers.scoring.skips import skip_detail
+
+    sampler = Sampler(SamplerConfig())
 
     by_trace: dict[str, list[Any]] = {}
     for s in spans:
@@ -89,7 +95,17 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
             rows.append(row)
         rag = to_rag_trace(group, readers)
         view: dict[str, object] | None = None
-        if rag is not None:
+        skips: dict[str, str] = {}
+        if rag is None:
+            skips["trace"] = "not_rag: " + skip_detail(None, "not_rag")
+        else:
+            decision = sampler.decide(rag)
+            for step, reason in (
+                ("recall", decision.recall_reason),
+                ("judge", decision.judge_reason),
+            ):
+                if reason is not None:
+                    skips[step] = f"{reason}: {skip_detail(None, reason)}"
             view = {
                 "query": rag.query,
                 "question_id": rag.question_id,
@@ -100,8 +116,9 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
                 "answer_na_reason": rag.answer_na_reason,
                 "retrieval_span_id": rag.retrieval_span_id,
                 "generation_span_id": rag.generation_span_id,
+                "context_source": rag.context_source,
             }
-        out.append({"trace_id": trace_id, "spans": rows, "rag": view})
+        out.append({"trace_id": trace_id, "spans": rows, "rag": view, "skipped": skips})
     return out
 
 
@@ -125,6 +142,8 @@ def _text(trace: dict[str, Any]) -> str:
         lines.append("  RAG view: none (no retrieval and no generation recognised)")
     else:
         lines.append("  RAG view: " + json.dumps(rag, ensure_ascii=False))
+    for step, why in trace.get("skipped", {}).items():
+        lines.append(f"  not scored ({step}): {why}")
     return "\n".join(lines)
 
 

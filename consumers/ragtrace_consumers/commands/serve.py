@@ -419,11 +419,20 @@ def run(args: argparse.Namespace) -> int:
                 )
                 for _, row in rows[-args.history :]:
                     out.emit(row)
+            skipped = evaluator.state.skipped.after(0)
+            last_skip = skipped[-1][0] if skipped else 0
             while not stop.is_set():
                 evaluator.sink.wait_for_change(1.0)
                 for seq, row in evaluator.state.results.all(after_seq=last):
                     out.emit(row)
                     last = seq
+                for seq, entry in evaluator.state.skipped.after(last_skip):
+                    print(
+                        f"  not scored: {entry.trace_id} ({entry.reason}): {entry.detail}",
+                        file=info,
+                        flush=True,
+                    )
+                    last_skip = seq
             print("ragtrace serve: stopping", file=info, flush=True)
     finally:
         out.close()

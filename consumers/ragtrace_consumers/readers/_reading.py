@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from ragtrace._arguments import QUERY_NAMES
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS, chunks_from_json
 
@@ -17,7 +18,9 @@ __all__ = [
     "SpanReading",
     "json_or_none",
     "model_of",
+    "prompt_chunks",
     "query_field",
+    "query_in",
     "text_attr",
 ]
 
@@ -37,7 +40,9 @@ class SpanReading:
     ``role`` None means the reader recognised the span as its dialect's but not as a RAG step
     (an embedding, tool, prompt-template or task span): it is ignored, not unrecognised.
     ``chunks`` are a retrieval's ranked documents; ``context`` the documents a generation says
-    it was given (None: it says nothing); ``answer`` a generation's answer text, or
+    it was given (None: it says nothing); ``prompt`` the non-system messages the model was
+    given, one chunk each (the context of last resort when the documents carry IDs only);
+    ``answer`` a generation's answer text, or
     ``answer_problem`` saying why an output was there but held no extractable text.
     """
 
@@ -46,6 +51,7 @@ class SpanReading:
     query: str | None = None
     chunks: tuple[Chunk, ...] = ()
     context: tuple[Chunk, ...] | None = None
+    prompt: tuple[Chunk, ...] = ()
     answer: str | None = None
     answer_problem: str | None = None
     model: str | None = None
@@ -63,6 +69,8 @@ class SpanReading:
             out["chunks"] = [_chunk_summary(c) for c in self.chunks]
         if self.context is not None:
             out["context"] = [_chunk_summary(c) for c in self.context]
+        if self.prompt:
+            out["prompt"] = [_chunk_summary(c) for c in self.prompt]
         for key in ("answer", "answer_problem", "model", "response_id"):
             value = getattr(self, key)
             if value is not None:
@@ -127,6 +135,45 @@ def query_field(value: Mapping[str, object]) -> str | None:
         if isinstance(value.get(key), str):
             return str(value[key])
     return None
+
+
+_CALL_RECORD = frozenset({"args", "kwargs"})
+
+
+def query_in(value: object) -> str | None:
+    """The question in a parsed JSON input: a string as is; a mapping's :func:`query_field`;
+    a decorator SDK's call record ``{"args": [...], "kwargs": {...}}`` (Langfuse ``@observe``,
+    Traceloop ``@workflow``/``@task``) resolved as ragtrace's own decorators resolve it: a
+    query-named keyword (:data:`ragtrace._arguments.QUERY_NAMES`), else the first positional
+    string argument."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    args, kwargs = value.get("args"), value.get("kwargs")
+    if value.keys() <= _CALL_RECORD and (isinstance(args, list) or isinstance(kwargs, Mapping)):
+        if isinstance(kwargs, Mapping):
+            for key in QUERY_NAMES:
+                if isinstance(kwargs.get(key), str):
+                    return str(kwargs[key])
+        if isinstance(args, list):
+            return next((a for a in args if isinstance(a, str)), None)
+        return None
+    return query_field(value)
+
+
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
+
+
+def prompt_chunks(messages: Sequence[tuple[str, str]]) -> tuple[Chunk, ...]:
+    """The ``(role, text)`` messages a model was given as context chunks (IDs
+    ``input.message.N``, N the message's position), system and developer messages left out:
+    they hold instructions, which never serve as evidence."""
+    return tuple(
+        Chunk(id=f"input.message.{i}", text=text)
+        for i, (role, text) in enumerate(messages)
+        if role.lower() not in _INSTRUCTION_ROLES and text.strip()
+    )
 
 
 def json_or_none(text: str | None) -> object | None:

@@ -7,14 +7,19 @@ GenAI ``{"role", "parts": [{"type": "text", "content"}]}``: the last assistant m
 (``[{"type": "text", "text"}]``) and ``{"output"|"outputs"|"answer"|"response"|"text"|
 "content"|"result": ...}``. Anything else that parses as JSON has no extractable answer: the
 trace is unjudged with that reason, never judged on the raw envelope.
+
+A completion in DSPy's field format (``[[ ## reasoning ## ]] … [[ ## response ## ]] … [[ ##
+completed ## ]]``) is the model's wire format, not the program's answer: the answer is the
+last output field other than ``reasoning`` (the program's output field).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
-__all__ = ["extract_answer", "unwrap"]
+__all__ = ["dspy_output", "extract_answer", "unwrap"]
 
 _TEXT_KEYS = (
     "answer",
@@ -27,6 +32,24 @@ _TEXT_KEYS = (
     "completion",
     "message",
 )
+
+
+_DSPY_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]")
+_DSPY_NOT_OUTPUT = frozenset({"reasoning", "completed"})
+
+
+def dspy_output(text: str) -> str | None:
+    """The program's output field of a completion in DSPy's field format, or None when
+    ``text`` is not in that format."""
+    if "[[ ## " not in text:
+        return None
+    marks = list(_DSPY_FIELD.finditer(text))
+    fields = [
+        (m.group(1), text[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)])
+        for i, m in enumerate(marks)
+    ]
+    outputs = [body.strip() for name, body in fields if name not in _DSPY_NOT_OUTPUT]
+    return outputs[-1] if outputs and outputs[-1] else None
 
 
 def _parts_text(parts: list[object]) -> str | None:
@@ -128,15 +151,15 @@ def extract_answer(raw: str | None, mime_type: str | None = None) -> tuple[str |
     stripped = raw.strip()
     declared_json = "json" in (mime_type or "")
     if not declared_json and (not stripped or stripped[0] not in '{["'):
-        return raw, None
+        return dspy_output(raw) or raw, None
     try:
         parsed = json.loads(stripped)
     except ValueError:
         if declared_json:
             return None, "output declared as JSON does not parse"
-        return raw, None
+        return dspy_output(raw) or raw, None
     text = unwrap(parsed)
     if text is None or not text.strip():
         shape = ", ".join(sorted(parsed)) if isinstance(parsed, Mapping) else type(parsed).__name__
         return None, f"no answer text in the JSON output ({shape})"
-    return text, None
+    return dspy_output(text) or text, None

@@ -4,12 +4,17 @@ An ID comes from the dialect's own ID field; else from the document's metadata, 
 :data:`DEFAULT_METADATA_ID_KEYS` in order (then ``source`` plus a position key:
 ``source#position``, else ``source`` alone); only then from the SHA-256 of the text, marked
 ``hashed`` so recall against gold IDs is reported n/a, never a silent 0.0.
+
+A tool's own content hash in the ID field — a 64-hex SHA-256, Haystack's auto-generated
+``Document.id`` — is no ID the user knows: the metadata ID is preferred over it, and without
+one the chunk keeps the hash marked ``hashed`` (recall n/a, never a silent 0.0).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +26,8 @@ __all__ = [
     "chunk",
     "chunks_from_json",
     "content_id",
+    "is_tool_hash",
+    "looks_like_chunks",
     "metadata_id",
 ]
 
@@ -38,12 +45,21 @@ _POSITION_KEYS = ("chunk_index", "start_index", "position", "page", "row")
 HASH_PREFIX = "sha256:"
 
 _TEXT_KEYS = ("content", "page_content", "text", "document", "chunk")
+_ID_KEYS = ("id", "doc_id", "chunk_id", "node_id", "id_")
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "distance_score")
 
 
 def content_id(text: str) -> str:
     """The stable ID of a document known only by its text."""
     return HASH_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def is_tool_hash(chunk_id: str) -> bool:
+    """True for an ID that is a tool's content hash (64 lower-case hex digits: SHA-256)."""
+    return len(chunk_id) == 64 and _SHA256_HEX.fullmatch(chunk_id) is not None
 
 
 def _scalar_id(value: object) -> str | None:
@@ -110,8 +126,14 @@ def chunk(
     """One chunk: ID field, else metadata ID, else a hashed content ID; None with neither an ID
     nor a text."""
     body = text if isinstance(text, str) else None
-    found = _scalar_id(raw_id) or metadata_id(_metadata(metadata), keys)
+    own = _scalar_id(raw_id)
     number = _number(score)
+    if own is not None and is_tool_hash(own):
+        found = metadata_id(_metadata(metadata), keys)
+        if found:
+            return Chunk(id=found, text=body, score=number)
+        return Chunk(id=own, text=body, score=number, hashed=True)
+    found = own or metadata_id(_metadata(metadata), keys)
     if found:
         return Chunk(id=found, text=body, score=number)
     if body is not None:
@@ -137,10 +159,28 @@ def _document(item: object, keys: Sequence[str]) -> Chunk | None:
     text = next((doc[k] for k in _TEXT_KEYS if isinstance(doc.get(k), str)), None)
     score = next((doc[k] for k in _SCORE_KEYS if k in doc), None)
     raw_id = next(
-        (doc[k] for k in ("id", "doc_id", "chunk_id", "node_id", "id_") if _scalar_id(doc.get(k))),
+        (doc[k] for k in _ID_KEYS if _scalar_id(doc.get(k))),
         None,
     )
     return chunk(raw_id, text, score, doc.get("metadata"), keys)
+
+
+def looks_like_chunks(value: object) -> bool:
+    """True for a non-empty list whose every item is a document: a mapping with a text field
+    and an ID, score or metadata field (a function returning other records is not a
+    retrieval)."""
+    if not isinstance(value, list) or not value:
+        return False
+    for item in value:
+        if not isinstance(item, Mapping):
+            return False
+        kwargs = item.get("kwargs")
+        doc = kwargs if isinstance(kwargs, Mapping) and "page_content" in kwargs else item
+        if not any(isinstance(doc.get(k), str) for k in _TEXT_KEYS):
+            return False
+        if not any(k in doc for k in (*_ID_KEYS, *_SCORE_KEYS, "metadata")):
+            return False
+    return True
 
 
 def chunks_from_json(

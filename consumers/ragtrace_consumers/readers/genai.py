@@ -4,8 +4,8 @@ friends, and OpenLLMetry's LLM spans, which follow them).
 ``gen_ai.operation.name`` ``retrieval`` is a retrieval: ``gen_ai.retrieval.query.text`` and
 ``gen_ai.retrieval.documents`` (``{"id", "score", "content"?}`` documents, or documents with
 metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.intake.decode` keeps as
-the JSON of its plain form — or as a JSON string). ``chat`` / ``text_completion`` / ``generate_content`` are generations: the answer
-from ``gen_ai.output.messages`` (JSON messages with parts), else the older indexed
+the JSON of its plain form — or as a JSON string). ``chat`` / ``text_completion`` / ``generate_content`` are generations: the messages the model was given
+from ``gen_ai.input.messages`` (the prompt), the answer from ``gen_ai.output.messages`` (JSON messages with parts), else the older indexed
 ``gen_ai.completion.N.content``, else the content of ``gen_ai.choice`` events merged in from
 logs (see :mod:`ragtrace_consumers.readers.genai_logs`). Other operations (embeddings,
 execute_tool, invoke_agent, execute_task, …) are recognised and ignored.
@@ -23,6 +23,7 @@ from ragtrace_consumers.readers._reading import (
     Role,
     SpanReading,
     json_or_none,
+    prompt_chunks,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer, unwrap
@@ -43,14 +44,17 @@ def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
     return found
 
 
-def _last_user_text(attrs: Mapping[str, AttributeValue]) -> str | None:
+def _input_messages(attrs: Mapping[str, AttributeValue]) -> list[tuple[str, str]]:
+    """``(role, text)`` of each message in ``gen_ai.input.messages`` that has text."""
     messages = json_or_none(text_attr(attrs, INPUT_MESSAGES))
+    out: list[tuple[str, str]] = []
     if isinstance(messages, list):
-        users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
-        if users:
-            text: str | None = unwrap([users[-1]])
-            return text
-    return None
+        for m in messages:
+            if isinstance(m, Mapping):
+                text = unwrap([m])
+                if text:
+                    out.append((str(m.get("role", "")), text))
+    return out
 
 
 def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanReading:
@@ -64,10 +68,13 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
         )
         if indexed:
             answer, problem = extract_answer(indexed[0][1])
+    messages = _input_messages(attrs)
+    users = [text for role, text in messages if role == "user"]
     return SpanReading(
         name,
         Role.GENERATION,
-        query=_last_user_text(attrs),
+        query=users[-1] if users else None,
+        prompt=prompt_chunks(messages),
         answer=answer,
         answer_problem=problem,
         model=_model(attrs),

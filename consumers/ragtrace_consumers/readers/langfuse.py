@@ -1,7 +1,7 @@
 """The Langfuse SDK (v3+, OpenTelemetry-based; instrumentation scope ``langfuse-sdk``).
 
 ``langfuse.observation.type`` ``retriever`` is a retrieval (query from the observation input:
-a string or ``{"query"|"question"|"input": ...}``; documents from its output: a list, or
+a string, ``{"query"|"question"|"input": ...}`` or ``@observe``'s ``{"args", "kwargs"}``; documents from its output: a list, or
 ``{"documents": [...]}``); ``generation`` is a generation (answer from the output, unwrapped;
 model ``langfuse.observation.model.name``). A root observation is the pipeline; every other
 type (span, chain, agent, tool, embedding, evaluator, guardrail, event) is ignored.
@@ -9,15 +9,13 @@ type (span, chain, agent, tool, embedding, evaluator, guardrail, event) is ignor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
     json_or_none,
-    query_field,
+    query_in,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer
@@ -35,11 +33,7 @@ def _query(raw: str | None) -> str | None:
     parsed = json_or_none(raw)
     if parsed is None:
         return raw
-    if isinstance(parsed, str):
-        return parsed
-    if isinstance(parsed, Mapping):
-        return query_field(parsed)
-    return None
+    return query_in(parsed)
 
 
 class LangfuseReader(DocumentReader):

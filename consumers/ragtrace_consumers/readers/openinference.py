@@ -6,7 +6,8 @@
 * Retrieval: ``retrieval.documents.N.document.{id,content,score,metadata}`` (LangChain records
   no ID: it is taken from the metadata JSON); the query is ``input.value`` unless that is JSON
   (LlamaIndex's inner ``_retrieve``: ``query_bundle.query_str``).
-* Generation: ``output.value`` unwrapped (LangChain's LLMResult JSON), else
+* Generation: the prompt from ``llm.input_messages.N.message.{role,content}``;
+  ``output.value`` unwrapped (LangChain's LLMResult JSON), else
   ``llm.output_messages.N.message.content``; a span with neither (LlamaIndex's outer streaming
   span) has no answer, and assembly takes the inner ``stream_complete`` span's.
 """
@@ -25,6 +26,7 @@ from ragtrace_consumers.readers._reading import (
     SpanReading,
     json_or_none,
     model_of,
+    prompt_chunks,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer
@@ -46,6 +48,8 @@ _RETRIEVAL_KEY = re.compile(
     "^" + re.escape(_RETRIEVAL_PREFIX) + r"(\d+)\.document\.(id|content|score|metadata)$"
 )
 _OUTPUT_MESSAGE = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+_INPUT_PREFIX = "llm.input_messages."
+_INPUT_MESSAGE = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|content)$")
 
 
 def kind_role(attrs: Mapping[str, AttributeValue]) -> Role | None:
@@ -114,6 +118,18 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
     return None, problem
 
 
+def _prompt(attrs: Mapping[str, AttributeValue]) -> tuple[Chunk, ...]:
+    found: dict[int, dict[str, str]] = {}
+    for key, value in attrs.items():
+        if key.startswith(_INPUT_PREFIX) and isinstance(value, str):
+            m = _INPUT_MESSAGE.match(key)
+            if m:
+                found.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return prompt_chunks(
+        [(f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f]
+    )
+
+
 class OpenInferenceReader(DocumentReader):
     name = "openinference"
 
@@ -129,7 +145,12 @@ class OpenInferenceReader(DocumentReader):
         if role is Role.GENERATION:
             answer, problem = _answer(attrs)
             return SpanReading(
-                self.name, role, answer=answer, answer_problem=problem, model=model_of(attrs)
+                self.name,
+                role,
+                prompt=_prompt(attrs),
+                answer=answer,
+                answer_problem=problem,
+                model=model_of(attrs),
             )
         if role is Role.PIPELINE:
             return SpanReading(self.name, role, query=_query(attrs))

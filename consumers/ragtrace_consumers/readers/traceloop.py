@@ -4,7 +4,10 @@ Its framework spans carry ``traceloop.span.kind`` (workflow / task / agent / too
 ``traceloop.entity.input`` / ``traceloop.entity.output``. A retriever run is a task whose
 ``gen_ai.operation.name`` is ``vector_db_retrieve`` (LangChain; also a span named
 ``*.retrieve``): the query is the input's ``query``, the documents the output's
-``documents`` (``page_content`` + ``metadata``). The root workflow is the pipeline. Its LLM
+``documents`` (``page_content`` + ``metadata``). A ``@task`` on the user's own function is a
+retrieval when its output is a list of chunk-like items
+(:func:`~ragtrace_consumers.readers.chunks.looks_like_chunks`), whatever its name; the query of
+a decorated function is its call record's query argument (:func:`query_in`). The root workflow is the pipeline. Its LLM
 spans follow the GenAI conventions and are read by :mod:`~ragtrace_consumers.readers.genai`.
 """
 
@@ -19,8 +22,10 @@ from ragtrace_consumers.readers._reading import (
     SpanReading,
     json_or_none,
     query_field,
+    query_in,
     text_attr,
 )
+from ragtrace_consumers.readers.chunks import looks_like_chunks
 from ragtrace_consumers.readers.genai import GENERATION_OPERATIONS, generation_reading
 
 __all__ = ["TraceloopReader"]
@@ -36,6 +41,8 @@ def _query(raw: str | None) -> str | None:
     if isinstance(parsed, str):
         return parsed
     if isinstance(parsed, Mapping):
+        if parsed.keys() <= {"args", "kwargs"}:  # @workflow / @task on the user's function
+            return query_in(parsed)
         for key in ("query", "question", "input", "inputs", "query_str"):
             value = parsed.get(key)
             if isinstance(value, str):
@@ -58,13 +65,15 @@ class TraceloopReader(DocumentReader):
             if "llm.request.type" in attrs:  # OpenLLMetry's LLM spans before GenAI semconv
                 return generation_reading(self.name, attrs)
             return None
-        if operation in _RETRIEVE_OPERATIONS or span.name.endswith(
+        named = operation in _RETRIEVE_OPERATIONS or span.name.endswith(
             (".retrieve", "vector_db_retrieve")
-        ):
+        )
+        if named or kind == "task":
             output = json_or_none(text_attr(attrs, ENTITY_OUTPUT))
             if isinstance(output, Mapping) and isinstance(output.get("outputs"), (list, dict)):
                 output = output["outputs"]
-            return self.retrieval(_query(text_attr(attrs, ENTITY_INPUT)), output)
+            if named or looks_like_chunks(output):
+                return self.retrieval(_query(text_attr(attrs, ENTITY_INPUT)), output)
         if operation in GENERATION_OPERATIONS:
             return generation_reading(self.name, attrs)
         if kind == "workflow":

@@ -1,13 +1,19 @@
 """The RAG view of one assembled trace, built from what the readers extracted per span.
 
 * ``retrieved``: every retrieval span's documents, spans in start order, deduplicated by ID;
-  ``retrieval_span_id`` the first retrieval span that returned documents. When a dialect's
+  ``retrieval_span_id`` the first retrieval span that returned documents. Nested retrieval
+  spans are one retrieval (DSPy's ``Retrieve.forward`` around the retriever's own call): the
+  outermost keeps its place, and position by position its documents take the ID from the span
+  that has a real one (not a content hash), the text and score from whichever has them. When a dialect's
   own span and ragtrace's describe the same step, ragtrace's spans of that role win.
 * the generation: the last-ending generation span **with an answer** (LlamaIndex streaming
   records the answer on the inner ``stream_complete`` span, not on the outer one that ends
   last); else the last-ending one, whose ``answer_problem`` becomes ``answer_na_reason``.
 * ``context``: the generation's listed documents with texts recovered by ID from
-  ``retrieved``; ``retrieved`` when it lists none.
+  ``retrieved``; ``retrieved`` when it lists none. When a context document still has no text
+  (the documents carry IDs only: GenAI makes content opt-in), the messages the generation was
+  given (its ``prompt``, instructions left out) when it recorded them.
+  ``context_source`` names which: ``retrieved``, ``generation`` or ``generation_input``.
 * ``query``: the first retrieval's, else the generation's, else the pipeline's;
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
@@ -19,6 +25,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
@@ -100,6 +107,48 @@ def _dedupe(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return tuple(by_id.values())
 
 
+def _merge_at(outer: Chunk, inner: Chunk) -> Chunk:
+    keep = inner if outer.hashed and not inner.hashed else outer
+    return Chunk(
+        keep.id,
+        outer.text if outer.text is not None else inner.text,
+        outer.score if outer.score is not None else inner.score,
+        keep.hashed,
+    )
+
+
+def _merged(outer: tuple[Chunk, ...], inner: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
+    """Two readings of one retrieval's documents joined by position (the longer list's tail
+    kept as is)."""
+    joined = [_merge_at(o, i) for o, i in zip(outer, inner, strict=False)]
+    longer = outer if len(outer) >= len(inner) else inner
+    return (*joined, *longer[len(joined) :])
+
+
+def _nested_merged(retrievals: list[Read]) -> list[Read]:
+    """Retrieval spans nested in another retrieval span folded into their outermost one."""
+    if len(retrievals) < 2:
+        return retrievals
+    by_id = {s.span_id: i for i, (s, _) in enumerate(retrievals)}
+    parents = {s.span_id: s.parent_span_id for s, _ in retrievals}
+    merged: dict[int, SpanReading] = {}
+    folded: set[int] = set()
+    for i, (s, r) in enumerate(retrievals):
+        outer, up, hops = None, s.parent_span_id, 0
+        while up is not None and up in parents and hops < 64:
+            outer, up, hops = by_id[up], parents[up], hops + 1
+        if outer is None:
+            continue
+        base = merged.get(outer, retrievals[outer][1])
+        merged[outer] = replace(
+            base, chunks=_merged(base.chunks, r.chunks), query=base.query or r.query
+        )
+        folded.add(i)
+    if not folded:
+        return retrievals
+    return [(s, merged.get(i, r)) for i, (s, r) in enumerate(retrievals) if i not in folded]
+
+
 def _order(items: Iterable[Read]) -> list[Read]:
     return sorted(items, key=lambda r: (r[0].start_ns, r[0].end_ns, r[0].span_id))
 
@@ -134,6 +183,14 @@ def _hash_reason(retrieved: Sequence[Chunk]) -> str | None:
     hashed = sum(1 for c in retrieved if c.hashed)
     if not hashed:
         return None
+    tools = sum(1 for c in retrieved if c.hashed and chunk_ids.is_tool_hash(c.id))
+    if tools:
+        return (
+            f"{tools} of {len(retrieved)} retrieved chunks carry only a tool's content hash "
+            "as their ID (a 64-hex SHA-256, e.g. Haystack's Document.id) and no metadata key "
+            f"among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}: set the document's own "
+            "ID in its metadata (e.g. meta doc_id) so recall can match gold chunk IDs"
+        )
     return (
         f"{hashed} of {len(retrieved)} retrieved chunks carry no ID (no ID field and no "
         f"metadata key among {', '.join(chunk_ids.DEFAULT_METADATA_ID_KEYS)}, source): "
@@ -159,7 +216,7 @@ def to_rag_trace(
     for s, r in read:
         if r.role is not None:
             by_role[r.role].append((s, r))
-    retrievals = _preferred(by_role[Role.RETRIEVAL])
+    retrievals = _nested_merged(_preferred(by_role[Role.RETRIEVAL]))
     generations = _preferred(by_role[Role.GENERATION])
     if not retrievals and not generations:
         return None
@@ -190,6 +247,10 @@ def to_rag_trace(
             for c in listed
         )
     )
+
+    source = "retrieved" if listed is None else "generation"
+    if any(c.text is None for c in context) and generation is not None and generation[1].prompt:
+        context, source = generation[1].prompt, "generation_input"
 
     query = next((r.query for _, r in retrievals if r.query), None)
     if query is None and generation is not None:
@@ -249,4 +310,5 @@ def to_rag_trace(
             key=lambda s: s.start_ns,
             default=target[0],
         ).span_id,
+        context_source=source if context else None,
     )

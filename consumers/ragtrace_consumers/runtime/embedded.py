@@ -60,6 +60,7 @@ from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_l
 from ragtrace_consumers.model import ScoreSink, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
+from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file
@@ -338,6 +339,7 @@ class EmbeddedEvaluator:
                 cache=state.judge_cache,
                 idempotency=state.idempotency,
                 budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
+                skips=state.skipped,
             ),
             sink,
             self.judge,
@@ -490,6 +492,10 @@ class EmbeddedEvaluator:
             else:
                 self._wake.wait(tick)
                 self._wake.clear()
+
+    def skipped_traces(self) -> list[SkippedTrace]:
+        """Every trace seen and not scored, with its reason, first skipped first."""
+        return self.state.skipped.all()
 
     def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
         """Block until the results table holds at least ``count`` rows (or the timeout); returns

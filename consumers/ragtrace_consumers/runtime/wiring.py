@@ -35,6 +35,7 @@ from ragtrace_consumers.readers import SpanReaders
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler
+from ragtrace_consumers.scoring.skips import SkipLog
 from ragtrace_consumers.scoring.workers import ScoringWorkers, judgement_bound_s
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
@@ -55,6 +56,7 @@ class Stores:
     cache: JudgeResultCache
     idempotency: IdempotencyStore
     budget: JudgeBudget
+    skips: SkipLog | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def build_scoring(
         judge_batch=judge_batch,
         readers=readers,
         redactor=settings.redaction.redactor(),
+        skips=stores.skips,
     )
     return Scoring(
         metrics=metrics,

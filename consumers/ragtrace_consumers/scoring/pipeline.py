@@ -65,6 +65,7 @@ from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, Jud
 from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
 from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.scoring.skips import SkipLog, SkippedTrace, skip_detail
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 
 if TYPE_CHECKING:
@@ -234,8 +235,10 @@ class Pipeline:
         judge_batch: BatchJudging | None = None,
         readers: SpanReaders | None = None,
         redactor: Redactor | None = None,
+        skips: SkipLog | None = None,
     ) -> None:
         self.traces = traces
+        self._skips = skips
         self.labels = labels
         self._labels = _LabelView(labels)
         self.idempotency = idempotency
@@ -432,6 +435,16 @@ class Pipeline:
     def _skip(self, trace: RagTrace, reason: str) -> None:
         assert reason in SKIP_REASONS, reason
         self.metrics.trace_skipped(trace.service, trace.pipeline, reason)
+        self._log_skip(trace.trace_id, trace.service, reason, trace)
+
+    def _log_skip(self, trace_id: str, service: str, reason: str, trace: RagTrace | None) -> None:
+        if self._skips is None:
+            return
+        entry = SkippedTrace(trace_id, service, reason, skip_detail(trace, reason), self._clock())
+        try:
+            self._skips.skipped(entry)
+        except Exception:  # noqa: BLE001 - the log is for people; scoring goes on without it
+            _log.warning("could not record skipped trace %s", trace_id, exc_info=True)
 
     def _recognise(self, work: TraceWork, spans: list[SpanRecord]) -> None:
         if not spans:
@@ -442,6 +455,7 @@ class Pipeline:
             service = spans[0].service
             self.metrics.trace_seen(service, None)
             self.metrics.trace_skipped(service, None, "not_rag")
+            self._log_skip(spans[0].trace_id, service, "not_rag", None)
             work.outcome = Outcome.SKIPPED
             return
         self.metrics.trace_seen(trace.service, trace.pipeline)

@@ -36,6 +36,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.stores.private_files import private_state_file
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "SqliteIdempotencyStore",
     "SqliteJudgeResultCache",
     "SqliteScoredResults",
+    "SqliteSkippedTraces",
     "SqliteState",
 ]
 
@@ -57,6 +59,14 @@ CREATE TABLE IF NOT EXISTS written (
     trace_id TEXT NOT NULL,
     metric TEXT NOT NULL,
     PRIMARY KEY (trace_id, metric)
+);
+CREATE TABLE IF NOT EXISTS skipped (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL UNIQUE,
+    service TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS scored (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -277,6 +287,7 @@ class SqliteState:
         self.judge_cache = SqliteJudgeResultCache(self)
         self.idempotency = SqliteIdempotencyStore(self)
         self.results = SqliteScoredResults(self)
+        self.skipped = SqliteSkippedTraces(self)
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Run one statement under the lock and return all its rows."""
@@ -489,3 +500,37 @@ class SqliteScoredResults:
 
     def __len__(self) -> int:
         return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])
+
+
+class SqliteSkippedTraces:
+    """One row per trace seen and not scored, with its reason (the latest, when a trace was
+    skipped again), in the order first skipped: a :class:`~ragtrace_consumers.scoring.skips.SkipLog`."""
+
+    def __init__(self, state: SqliteState) -> None:
+        self._state = state
+
+    def skipped(self, entry: SkippedTrace) -> None:
+        self._state.execute(
+            "INSERT INTO skipped (trace_id, service, reason, detail, at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(trace_id) DO UPDATE SET reason = excluded.reason, "
+            "detail = excluded.detail, at = excluded.at",
+            (entry.trace_id, entry.service, entry.reason, entry.detail, entry.at),
+        )
+
+    def all(self) -> list[SkippedTrace]:
+        """Every skipped trace, first skipped first."""
+        return [entry for _, entry in self.after(0)]
+
+    def after(self, seq: int) -> list[tuple[int, SkippedTrace]]:
+        """``(seq, entry)`` of the traces first skipped after ``seq``: poll with the last seq."""
+        return [
+            (int(n), SkippedTrace(str(t), str(svc), str(r), str(d), float(at)))
+            for n, t, svc, r, d, at in self._state.execute(
+                "SELECT seq, trace_id, service, reason, detail, at FROM skipped WHERE seq > ? "
+                "ORDER BY seq",
+                (seq,),
+            )
+        ]
+
+    def __len__(self) -> int:
+        return int(self._state.execute("SELECT COUNT(*) FROM skipped")[0][0])

@@ -80,6 +80,8 @@ def to_scored_result(
         )
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
+        if trace.context_source is not None:
+            extra["context_source"] = trace.context_source
     if scores.answers is not None:
         for m in scores.answers.results:
             extra[m.metric] = m.score

@@ -121,6 +121,8 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
             attrs[semconv.GEN_AI_RESPONSE_MODEL] = g.served_model  # what the API served
         attrs[semconv.EVAL_JUDGE_PROMPT_SHA256] = g.judge.prompt_sha256
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
+        if trace.context_source is not None:
+            attrs[semconv.EVAL_CONTEXT_SOURCE] = trace.context_source
         if g.injection_suspected:
             attrs[semconv.EVAL_INJECTION_SUSPECTED] = True
         if g.score is not None:

@@ -6,12 +6,15 @@ itself with ``gen_ai.operation.name=retrieval`` / ``gen_ai.retrieval.documents``
 
 ``python -m tests.dialects.apps.genai_app ENDPOINT [BACKEND]``: with BACKEND, spans are also
 exported there (a trace backend beside the evaluator). The retrieval query is the question with
-a prefix, so the label can only match by the question ID set on the app's own span.
+a prefix, so the label can only match by the question ID set on the app's own span. With
+``GENAI_IDS_ONLY=1`` the retrieval span carries document IDs and scores only (the conventions
+make content opt-in): the context is then only in the chat's input messages.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from tests.dialects.apps import corpus
@@ -28,6 +31,7 @@ def main(endpoint: str, backend: str | None = None) -> None:
 
     import ragtrace
 
+    ids_only = os.environ.get("GENAI_IDS_ONLY") == "1"
     tp, ids = provider(endpoint, "genai-app")
     if backend is not None:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -66,7 +70,9 @@ def main(endpoint: str, backend: str | None = None) -> None:
                         "gen_ai.retrieval.documents",
                         json.dumps(
                             [
-                                {"id": d, "score": s, "content": corpus.PASSAGES[d]}
+                                {"id": d, "score": s}
+                                if ids_only
+                                else {"id": d, "score": s, "content": corpus.PASSAGES[d]}
                                 for d, s in zip(docs, corpus.SCORES, strict=False)
                             ]
                         ),

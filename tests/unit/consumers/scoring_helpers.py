@@ -26,6 +26,7 @@ from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+from ragtrace_consumers.scoring.skips import SkipLog
 from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -270,6 +271,7 @@ def rig(
     calls_per_minute: int = 1000,
     with_judge: bool = True,
     labels: Sequence[LabelledQuestion] = LABELS,
+    skips: SkipLog | None = None,
 ) -> Rig:
     clock = Clock()
     traces = MemoryTraceStore(clock=clock)
@@ -301,6 +303,7 @@ def rig(
         sampler=sampler or Sampler(SamplerConfig()),
         settings=settings,
         clock=clock,
+        skips=skips,
     )
     return Rig(
         pipeline,

@@ -121,6 +121,7 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
         retrieval_span_id=next(r.span_id for r in records if r.name == "retrieve"),
         generation_span_id=next(r.span_id for r in records if r.name == "generate"),
         root_span_id=root.span_id,
+        context_source="generation",
     )
     generation = next(r for r in records if r.name == "generate")
     # The SDK did not repeat the texts on the generation span; they came from the retrieval.
@@ -206,6 +207,7 @@ def test_ragtrace_spans_full_view() -> None:
         retrieval_span_id=RET,
         generation_span_id=GEN,
         root_span_id=ROOT,
+        context_source="generation",
     )
 
 
@@ -396,6 +398,7 @@ def test_openinference_trace_is_scored_without_our_decorators() -> None:
         retrieval_span_id=RET,
         generation_span_id=GEN,
         root_span_id=ROOT,
+        context_source="retrieved",
     )
 
 
