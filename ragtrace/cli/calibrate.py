@@ -18,6 +18,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["format_report", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 
 _DESCRIPTION = """\
 Compare the judge's per-claim verdicts with a person's, on the same claims: agreement, Cohen's

@@ -23,6 +23,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_report", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 DEFAULT_THRESHOLD = Thresholds().groundedness
 
 _DESCRIPTION = f"""\

@@ -18,6 +18,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     JSON_STDOUT,
     add_json_option,
     emit_json,
@@ -101,14 +102,12 @@ def register(subparsers: Any) -> None:
 
     lister = commands.add_parser("list", help="print the loaded questions")
     lister.add_argument("--limit", type=int, default=None, help="print at most N questions")
-    lister.add_argument(
-        "--json",
-        nargs="?",
-        const=JSON_STDOUT,
-        default=None,
-        metavar="PATH",
-        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
-        "stdout instead of the table",
+    add_json_option(
+        lister,
+        "the questions",
+        stdout_help="the questions as JSON Lines (the labels file format) on stdout instead of "
+        "the table",
+        file_help="the same JSON Lines to PATH; '-': stdout, as --json",
     )
     common(lister)
     lister.set_defaults(func=_list)
@@ -144,7 +143,7 @@ def _run(args: argparse.Namespace, action: Any) -> int:
         return int(action(store))
     except redis.RedisError as exc:
         error(_COMMAND, f"cannot use Redis at {url}: {exc}")
-        return EXIT_FAILURE
+        return EXIT_UNAVAILABLE
 
 
 def _load(args: argparse.Namespace) -> int:

@@ -194,7 +194,9 @@ def test_serve_json_to_a_file_keeps_the_text_on_stdout(
     rows_in = [json.loads(line) for line in Path(LABELS).read_text().splitlines() if line]
     rows_in[0]["reference_answer"] = REFERENCE
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows_in))
-    serve = Serve(tmp_path / "state.sqlite3", json_args=("--json", str(target)), labels=str(labels))
+    serve = Serve(
+        tmp_path / "state.sqlite3", json_args=("--json-file", str(target)), labels=str(labels)
+    )
     serve_factory.append(serve)
     lines: list[str] = []
     endpoint = None

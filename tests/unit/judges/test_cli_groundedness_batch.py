@@ -164,7 +164,7 @@ def test_answer_from_stdin_and_json_to_a_file(
                 "@-",
                 "--context",
                 "Audit logs are kept ninety days.",
-                "--json",
+                "--json-file",
                 "result.json",
             ]
         )
