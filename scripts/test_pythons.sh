@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The unit tests on every supported Python besides the main virtualenv's (3.11): 3.10, 3.12, 3.13.
+#
+# Each version gets its own virtualenv (.venv-py3.X, made with uv from the same constraints.txt,
+# whose environment markers pin what differs per Python) and runs RAGTRACE_PY_TESTS, a subset of
+# tests/unit chosen to fit CI's time: the SDK, the metrics and judges, the consumers' pure scoring
+# and decoding, and the CLI. Left out: the chart, dashboard and Dockerfile checks (they drive
+# helm, promtool and hadolint, not Python features; the Grafana SDK has no 3.10 release). The
+# versions run one after the other: the suite already keeps both cores busy.
+#
+# Usage: scripts/test_pythons.sh [3.10 3.12 ...]   (default: $RAGTRACE_PYTHONS or 3.10 3.12 3.13)
+# A version that cannot be found fails the run; install it with pyenv.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+read -r -a versions <<<"${*:-${RAGTRACE_PYTHONS:-3.10 3.12 3.13}}"
+read -r -a tests <<<"${RAGTRACE_PY_TESTS:-tests/unit/sdk tests/unit/evaluation tests/unit/judges tests/unit/consumers tests/unit/embedded tests/unit/cli tests/unit/test_error_root.py}"
+UV_VERSION="0.13.9"
+
+log() { printf 'test-pythons: %s\n' "$*" >&2; }
+die() { printf '\ntest-pythons: ERROR: %s\n\n' "$*" >&2; exit 1; }
+
+find_python() {   # find_python 3.X: the newest pyenv 3.X.y, else python3.X on PATH
+    local v=$1 root found=""
+    if command -v pyenv >/dev/null; then
+        root="$(pyenv root)"
+        found="$(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -V | tail -1 || true)"
+    fi
+    [ -n "$found" ] || found="$(command -v "python$v" || true)"
+    [ -n "$found" ] || die "Python $v not found (pyenv install $v, or put python$v on PATH)"
+    printf '%s\n' "$found"
+}
+
+uv_bin() {   # uv from PATH, else installed from PyPI into the main virtualenv
+    if command -v uv >/dev/null; then command -v uv; return; fi
+    [ -x .venv/bin/uv ] || .venv/bin/python -m pip install -q "uv==$UV_VERSION" >&2
+    printf '%s\n' "$ROOT/.venv/bin/uv"
+}
+
+UV="$(uv_bin)"
+status=0
+for v in "${versions[@]}"; do
+    py="$(find_python "$v")"
+    venv="$ROOT/.venv-py$v"
+    start=$SECONDS
+    [ -x "$venv/bin/python" ] || "$UV" venv -q -p "$py" "$venv"
+    "$UV" pip install -q -p "$venv/bin/python" -c constraints.txt -e '.[dev]' -e './consumers[dialects]'
+    log "Python $("$venv/bin/python" -V 2>&1 | cut -d' ' -f2): installed in $((SECONDS - start)) s"
+    start=$SECONDS
+    if ! "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"; then
+        status=1
+        log "Python $v: FAILED"
+    fi
+    log "Python $v: tests took $((SECONDS - start)) s"
+done
+exit $status
