@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
@@ -68,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--labels",
         required=True,
         metavar="HUMAN.jsonl",
-        help="human per-claim labels (format above)",
+        type=input_file,
+        help="human per-claim labels (format above; '-': stdin)",
     )
     add_judge_arguments(parser)
     parser.add_argument(

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -95,7 +96,7 @@ def register(subparsers: Any) -> None:
         )
 
     load = commands.add_parser("load", help="replace the label set with a labels file")
-    load.add_argument("file", metavar="LABELS.jsonl")
+    load.add_argument("file", metavar="LABELS.jsonl", type=input_file, help="'-': stdin")
     add_json_option(load, "what was loaded (one object)")
     common(load)
     load.set_defaults(func=_load)
@@ -158,7 +159,8 @@ def _load(args: argparse.Namespace) -> int:
     def action(store: Any) -> int:
         previous = store.version()
         try:
-            version = store.load(questions, source=os.path.basename(args.file))
+            source = "<stdin>" if args.file == "-" else os.path.basename(args.file)
+            version = store.load(questions, source=source)
         except ValueError as exc:
             error(_COMMAND, f"{args.file}: {exc}")
             return EXIT_BAD_INPUT

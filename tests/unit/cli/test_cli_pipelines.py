@@ -148,3 +148,67 @@ def test_help_lists_the_missing_commands_as_not_installed(
     monkeypatch.setitem(sys.modules, "ragtrace_consumers", None)
     text = build_parser().format_help()
     assert "(not installed: pip install ragtrace-consumers)" in text
+
+
+# --- '-' for stdin on every file argument ---------------------------------------------------------
+# Every file argument a command reads, by command and option (or positional destination).
+FILE_ARGUMENTS = {
+    ("eval",): ("labels", "run"),
+    ("compare",): ("a", "b"),
+    ("groundedness",): ("input",),
+    ("calibrate",): ("labels",),
+    ("labels", "load"): ("file",),
+    ("inspect",): ("path",),
+}
+
+
+@pytest.mark.parametrize("path", sorted(FILE_ARGUMENTS), ids=" ".join)
+def test_file_arguments_share_the_stdin_type(path: tuple[str, ...]) -> None:
+    from ragtrace.cli._arg_types import input_file
+
+    parser = dict(ALL)[path]
+    by_dest = {a.dest: a for a in parser._actions}
+    for dest in FILE_ARGUMENTS[path]:
+        assert by_dest[dest].type is input_file, (path, dest)
+        assert "'-': stdin" in (by_dest[dest].help or ""), (path, dest)
+
+
+class _TextStdin:
+    """A stand-in for sys.stdin with the bytes of ``path`` behind ``.buffer``."""
+
+    def __init__(self, path: Path) -> None:
+        import io
+
+        self.buffer = io.BytesIO(path.read_bytes())
+
+
+def test_eval_and_compare_read_stdin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    examples = ROOT / "examples"
+    monkeypatch.setattr(sys, "stdin", _TextStdin(examples / "labels.jsonl"))
+    run = str(examples / "run_vector.jsonl")
+    assert main(["eval", "--labels", "-", "--run", run, "--k", "3", "--json"]) == EXIT_OK
+    from_stdin = json.loads(capsys.readouterr().out)
+    labels = str(examples / "labels.jsonl")
+    assert main(["eval", "--labels", labels, "--run", run, "--k", "3", "--json"]) == EXIT_OK
+    assert from_stdin == json.loads(capsys.readouterr().out)
+
+    (tmp_path / "a.json").write_text(json.dumps(from_stdin))
+    monkeypatch.setattr(sys, "stdin", _TextStdin(tmp_path / "a.json"))
+    assert main(["compare", "-", str(tmp_path / "a.json"), "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["paired"] > 0
+
+
+def test_stdin_is_read_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "-", "-"]) == EXIT_BAD_INPUT
+    assert "cannot both be '-'" in capsys.readouterr().err
+    assert main(["eval", "--labels", "-", "--run", "-"]) == EXIT_BAD_INPUT
+    assert "cannot both be '-'" in capsys.readouterr().err
+
+
+def test_an_empty_file_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "", "b.json"])
+    assert info.value.code == EXIT_BAD_INPUT
+    assert "an empty file name (use '-' for stdin)" in capsys.readouterr().err
