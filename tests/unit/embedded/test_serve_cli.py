@@ -186,7 +186,7 @@ def test_serve_rejects_a_bad_labels_file(tmp_path: Path) -> None:
 def test_serve_json_to_a_file_keeps_the_text_on_stdout(
     tmp_path: Path, serve_factory: list[Serve]
 ) -> None:
-    """``--json PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
+    """``--json-file PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
     banner and the text lines stay on stdout. The audit question's label carries a reference
     answer: its trace is also scored for answer correctness (the lexical judge: token F1)."""
     target = tmp_path / "scored.jsonl"

@@ -1,5 +1,5 @@
 """``ragtrace groundedness --input``: concurrent, resumable batch judging through the real
-Anthropic client against the wire-level fake API; ``@-`` and ``--json PATH`` of single mode."""
+Anthropic client against the wire-level fake API; ``@-`` and ``--json-file PATH`` of single mode."""
 
 from __future__ import annotations
 
