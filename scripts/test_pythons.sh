@@ -3,13 +3,15 @@
 #
 # Each version gets its own virtualenv (.venv-py3.X, made with uv from the same constraints.txt,
 # whose environment markers pin what differs per Python) and runs RAGTRACE_PY_TESTS, a subset of
-# tests/unit chosen to fit CI's time (about a third of it): the SDK (decorators on sync, async and
+# tests/unit chosen to fit CI's time (488 tests): the SDK (decorators on sync, async and
 # generator functions), the metrics and offline evaluation, the CLI, the layering test and the
 # error-root test (which imports every module of both packages). Left out: judges, consumers and
 # embedded (the bulk of the time), and the chart, dashboard and Dockerfile checks (they drive
 # helm, promtool and hadolint, not Python features; the Grafana SDK has no 3.10 release). Set
-# RAGTRACE_PY_TESTS=tests/unit to run everything. The versions run one after the other: the
-# suite already keeps both cores busy.
+# RAGTRACE_PY_TESTS=tests/unit RAGTRACE_PY_IGNORE=--ignore=tests/unit/dashboards for everything.
+# The versions run side by side (one pytest process each, so both cores work), their output in
+# .venv-py3.X.log. Cost on 2 cores (488 tests a version): 2m52s of CPU in all, 3m33s wall on a
+# busy machine (load 5), installs 15-70 s each with a warm uv cache.
 #
 # Usage: scripts/test_pythons.sh [3.10 3.12 ...]   (default: $RAGTRACE_PYTHONS or 3.10 3.12 3.13)
 # A version that cannot be found fails the run; install it with pyenv.
@@ -19,6 +21,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 read -r -a versions <<<"${*:-${RAGTRACE_PYTHONS:-3.10 3.12 3.13}}"
 read -r -a tests <<<"${RAGTRACE_PY_TESTS:-tests/unit/sdk tests/unit/evaluation tests/unit/cli tests/unit/architecture tests/unit/test_error_root.py}"
+# detect-eval's CLI tests kill and resume subprocesses for a minute: the 3.11 suite has them.
+read -r -a ignore <<<"${RAGTRACE_PY_IGNORE:---ignore=tests/unit/evaluation/test_cli_detect_eval.py}"
 UV_VERSION="0.13.9"
 
 log() { printf 'test-pythons: %s\n' "$*" >&2; }
@@ -41,9 +45,8 @@ uv_bin() {   # uv from PATH, else installed from PyPI into the main virtualenv
     printf '%s\n' "$ROOT/.venv/bin/uv"
 }
 
-UV="$(uv_bin)"
-status=0
-for v in "${versions[@]}"; do
+run_one() {   # run_one 3.X: install and test one version; its output goes to .venv-py3.X.log
+    local v=$1 py venv start
     py="$(find_python "$v")"
     venv="$ROOT/.venv-py$v"
     start=$SECONDS
@@ -51,10 +54,24 @@ for v in "${versions[@]}"; do
     "$UV" pip install -q -p "$venv/bin/python" -c constraints.txt -e '.[dev]' -e './consumers[dialects]'
     log "Python $("$venv/bin/python" -V 2>&1 | cut -d' ' -f2): installed in $((SECONDS - start)) s"
     start=$SECONDS
-    if ! "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"; then
-        status=1
-        log "Python $v: FAILED"
-    fi
-    log "Python $v: tests took $((SECONDS - start)) s"
+    local rc=0
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider "${ignore[@]}" "${tests[@]}" || rc=$?
+    log "Python $v: tests took $((SECONDS - start)) s (exit $rc)"
+    return $rc
+}
+
+UV="$(uv_bin)"
+# Each pytest is one process: running the versions side by side uses both cores.
+pids=()
+for v in "${versions[@]}"; do
+    run_one "$v" >"$ROOT/.venv-py$v.log" 2>&1 &
+    pids+=($!)
+done
+status=0
+for i in "${!versions[@]}"; do
+    v=${versions[$i]}
+    if wait "${pids[$i]}"; then rc=0; else rc=$?; status=1; fi
+    printf '\n=== Python %s (exit %s) ===\n' "$v" "$rc"
+    tail -n 15 "$ROOT/.venv-py$v.log"
 done
 exit $status
