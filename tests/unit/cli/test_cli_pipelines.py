@@ -157,6 +157,7 @@ FILE_ARGUMENTS = {
     ("compare",): ("a", "b"),
     ("groundedness",): ("input",),
     ("calibrate",): ("labels",),
+    ("detect-eval",): ("input",),
     ("labels", "load"): ("file",),
     ("inspect",): ("path",),
 }

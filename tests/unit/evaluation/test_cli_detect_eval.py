@@ -289,3 +289,24 @@ def test_a_ragtruth_directory_through_the_cli(workdir: Path) -> None:
     overall = json.loads((workdir / "b.json").read_text())["groups"][-1]
     assert overall["test_answers"] == 2  # the refusal is kept
     assert main([*argv[:2], str(root / "response.jsonl"), *argv[3:], "--results", "a.jsonl"]) == 0
+
+
+def test_input_from_stdin_needs_a_results_file(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    data = _set(workdir / "mine.jsonl", 4)
+    assert main(["detect-eval", "--input", "-", "--judge", "lexical"]) == 2
+    assert "--input - needs --results" in capsys.readouterr().err
+
+    class Stdin:
+        buffer = io.BytesIO(data.read_bytes())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    argv = ["detect-eval", "--input", "-", "--results", "r.jsonl", "--judge", "lexical", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert Path(doc["results_file"]).name == "r.jsonl"
+    assert len(_lines(workdir / "r.jsonl")) == 4
