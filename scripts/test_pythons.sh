@@ -10,8 +10,9 @@
 # helm, promtool and hadolint, not Python features; the Grafana SDK has no 3.10 release). Set
 # RAGTRACE_PY_TESTS=tests/unit RAGTRACE_PY_IGNORE=--ignore=tests/unit/dashboards for everything.
 # The versions run side by side (one pytest process each, so both cores work), their output in
-# .venv-py3.X.log. Cost on 2 cores (488 tests a version): 2m52s of CPU in all, 3m33s wall on a
-# busy machine (load 5), installs 15-70 s each with a warm uv cache.
+# .venv-py3.X.log. Cost on 2 cores (489 tests a version): 2m02s wall (2m41s CPU) with the
+# virtualenvs made, 3m33s on a machine busy with other work; installs take 8-15 s each with a
+# warm uv cache, about a minute cold.
 #
 # Usage: scripts/test_pythons.sh [3.10 3.12 ...]   (default: $RAGTRACE_PYTHONS or 3.10 3.12 3.13)
 # A version that cannot be found fails the run; install it with pyenv.
