@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # in $RAGTRACE_CACHE (default ~/.cache/ragtrace; scripts/README.md). It is not exported from here:
 # the services under test would report it as an unknown RAGTRACE_* setting.
 
-.PHONY: demo test test-unit test-e2e provision phoenix haystack2 openlit venv bench lint clean config-docs
+.PHONY: demo test test-unit test-e2e test-pythons provision phoenix haystack2 openlit venv bench lint clean config-docs
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
@@ -49,6 +49,11 @@ test: venv provision phoenix haystack2 openlit
 test-unit: venv
 	$(PY) -m pytest tests/unit
 
+## The unit tests (a documented subset) on the other supported Pythons, 3.10, 3.12 and 3.13, each
+## in its own uv virtualenv (scripts/test_pythons.sh).
+test-pythons: venv
+	scripts/test_pythons.sh
+
 test-e2e: venv provision
 	$(PY) -m pytest tests/e2e
 
@@ -70,4 +75,4 @@ lint: venv
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-py3.* build *.egg-info

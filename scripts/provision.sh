@@ -3,7 +3,7 @@
 #   redis-server, prometheus (+ promtool)  Debian packages (apt-get; needs root)
 #   Apache Kafka broker jars               Maven Central, via scripts/kafka/pom.xml
 #   otelcol-ragtrace                        built with the Collector Builder from collector/builder-config.yaml
-#   helm                                   go install helm.sh/helm/v3/cmd/helm (and kube-score)
+#   helm                                   go install helm.sh/helm/v3/cmd/helm (and kube-score, kubeconform)
 #
 # Usage: scripts/provision.sh [redis|prometheus|kafka|collector|helm ...]   (default: all)
 #
@@ -18,6 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${RAGTRACE_CACHE:-$HOME/.cache/ragtrace}"
 HELM_VERSION="v3.22.0"
 KUBE_SCORE_VERSION="v1.20.0"
+KUBECONFORM_VERSION="v0.7.0"
 KAFKA_POM="$ROOT/scripts/kafka/pom.xml"
 COLLECTOR_MANIFEST="$ROOT/collector/builder-config.yaml"
 
@@ -157,12 +158,16 @@ provision_collector() {
     log "collector     $dir/otelcol-ragtrace ($("$dir/otelcol-ragtrace" --version 2>&1 | head -1))"
 }
 
-provision_helm() {   # helm, and kube-score for the chart's static checks
-    local helm kube_score
+provision_helm() {   # helm, and kube-score and kubeconform for the chart's static checks
+    local helm kube_score kubeconform
     helm="$(go_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")"
     log "helm          $helm ($("$helm" version --short 2>/dev/null))"
     kube_score="$(go_tool kube-score "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION")"
     log "kube-score    $kube_score"
+    # Its Kubernetes schemas come from the kubernetes-validate wheel of the dev extra
+    # (tests/unit/helm/test_helm_kubeconform.py), so nothing is downloaded from outside a registry.
+    kubeconform="$(go_tool kubeconform "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION")"
+    log "kubeconform   $kubeconform"
 }
 
 # --------------------------------------------------------------------------- main

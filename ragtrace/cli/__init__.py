@@ -16,7 +16,14 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-__all__ = ["COMMAND_GROUP", "EXIT_BROKEN_PIPE", "build_parser", "main"]
+__all__ = [
+    "COMMAND_GROUP",
+    "EXIT_BROKEN_PIPE",
+    "SERVICE_COMMANDS",
+    "SERVICE_DISTRIBUTION",
+    "build_parser",
+    "main",
+]
 
 # Order is the order shown in --help; plugged-in commands follow in their distribution's order.
 _COMMAND_MODULES: tuple[str, ...] = (
@@ -30,6 +37,21 @@ _COMMAND_MODULES: tuple[str, ...] = (
 
 COMMAND_GROUP = "ragtrace.commands"
 """Entry-point group whose objects are ``register(subparsers)`` functions of further commands."""
+
+SERVICE_DISTRIBUTION = "ragtrace-consumers"
+"""The distribution that registers the service commands."""
+
+SERVICE_COMMANDS: tuple[str, ...] = ("demo", "labels", "consume", "serve", "inspect")
+"""Commands of :data:`SERVICE_DISTRIBUTION`: without it they still parse, and say what to
+install instead of argparse's "invalid choice"."""
+
+
+def _not_installed(command: str) -> str:
+    return (
+        f"the {command!r} command comes with the {SERVICE_DISTRIBUTION} package, which is not "
+        f"installed: pip install {SERVICE_DISTRIBUTION} (from a source checkout: pip install "
+        "./consumers)"
+    )
 
 
 def _version() -> str:
@@ -64,7 +86,17 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(subparsers)
     for entry in entry_points(group=COMMAND_GROUP):
         if entry.name not in subparsers.choices:
-            entry.load()(subparsers)
+            try:
+                register = entry.load()
+            except ImportError:  # registered, but its package is gone (a partial uninstall)
+                continue
+            register(subparsers)
+    for name in SERVICE_COMMANDS:
+        if name not in subparsers.choices:
+            stub = subparsers.add_parser(
+                name, add_help=False, help=f"(not installed: pip install {SERVICE_DISTRIBUTION})"
+            )
+            stub.set_defaults(func=None, missing_command=name)
     return parser
 
 
@@ -78,7 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_masking()  # before anything can log: no credential in any log line
     register_environment_secrets(os.environ)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    missing = getattr(args, "missing_command", None)
+    if missing is not None:
+        from ragtrace.cli.output import EXIT_BAD_INPUT, error
+
+        error(missing, _not_installed(missing))
+        return EXIT_BAD_INPUT
+    if extra:
+        given = sys.argv[1:] if argv is None else list(argv)
+        hint = " (--json takes no PATH: use --json-file PATH)" if "--json" in given else ""
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if args.log_format == "json":
         from ragtrace.cli._logging import configure_logging
 

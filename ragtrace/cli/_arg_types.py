@@ -6,7 +6,19 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["count", "finite_number", "non_negative", "positive_int", "unit_interval"]
+__all__ = [
+    "STDIN_HELP",
+    "count",
+    "finite_number",
+    "input_file",
+    "non_negative",
+    "positive_int",
+    "stdin_used_twice",
+    "unit_interval",
+]
+
+STDIN_HELP = "'-': stdin"
+"""What every file argument's help says about ``-``."""
 
 
 def _integer(text: str) -> int:
@@ -57,3 +69,16 @@ def non_negative(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value:g}")
     return value
+
+
+def input_file(text: str) -> str:
+    """A file to read, or ``-`` for standard input (every command's file arguments take this
+    type, so ``-`` works everywhere). The file is opened by the command, not here."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty file name (use '-' for stdin)")
+    return text
+
+
+def stdin_used_twice(*values: str | None) -> bool:
+    """Whether more than one file argument names stdin (it can be read only once)."""
+    return sum(v == "-" for v in values) > 1

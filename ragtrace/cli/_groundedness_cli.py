@@ -8,12 +8,13 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli._judge_args import add_judge_concurrency, build_judge
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, error
+from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, error
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "add_batch_arguments", "run_batch"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +22,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     batch.add_argument(
         "--input",
         metavar="ANSWERS.jsonl",
+        type=input_file,
         help="judge every answer of this JSON Lines file ('-': stdin)",
     )
     batch.add_argument(

@@ -15,6 +15,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     JSON_STDOUT,
     add_json_option,
     emit_json,
@@ -24,7 +25,7 @@ from ragtrace.cli.output import (
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_metric", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 _COMMAND = "answer"
 
 _DESCRIPTION = """\

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
@@ -18,6 +19,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["format_report", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 
 _DESCRIPTION = """\
 Compare the judge's per-claim verdicts with a person's, on the same claims: agreement, Cohen's
@@ -67,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--labels",
         required=True,
         metavar="HUMAN.jsonl",
-        help="human per-claim labels (format above)",
+        type=input_file,
+        help="human per-claim labels (format above; '-': stdin)",
     )
     add_judge_arguments(parser)
     parser.add_argument(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from ragtrace.cli._arg_types import input_file, stdin_used_twice
 from ragtrace.cli._gate import Gate, GateError, parse_gates
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
@@ -75,8 +76,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("a", metavar="A.json", help="baseline report")
-    parser.add_argument("b", metavar="B.json", help="candidate report")
+    parser.add_argument("a", metavar="A.json", type=input_file, help="baseline report ('-': stdin)")
+    parser.add_argument(
+        "b", metavar="B.json", type=input_file, help="candidate report ('-': stdin)"
+    )
     parser.add_argument(
         "--resamples",
         type=_int_at_least(1),
@@ -174,6 +177,9 @@ def format_comparison(
 
 
 def run(args: argparse.Namespace) -> int:
+    if stdin_used_twice(args.a, args.b):
+        error("compare", "A.json and B.json cannot both be '-' (stdin can be read once)")
+        return EXIT_BAD_INPUT
     try:
         a = load_report(args.a)
         b = load_report(args.b)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtrace.cli._arg_types import count, non_negative, unit_interval
+from ragtrace.cli._arg_types import count, input_file, non_negative, unit_interval
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
@@ -23,6 +23,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_report", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 DEFAULT_THRESHOLD = Thresholds().groundedness
 
 _DESCRIPTION = f"""\
@@ -84,7 +85,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--input",
         required=True,
         metavar="SET",
-        help="a RAGTruth directory (or its response.jsonl) or a JSON Lines file (format above)",
+        type=input_file,
+        help="a RAGTruth directory (or its response.jsonl) or a JSON Lines file (format above; "
+        "'-': stdin, with --results)",
     )
     parser.add_argument(
         "--results", metavar="RESULTS.jsonl", help="where results are kept (resume); see above"
@@ -191,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
 
     command = "detect-eval"
+    if args.input == "-" and not args.results:
+        error(command, "--input - needs --results (the default results file is named after it)")
+        return EXIT_BAD_INPUT
     source = Path(args.input)
     try:
         items = load_hallucination_set(source, include_all_quality=args.all_quality)

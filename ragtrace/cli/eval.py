@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from ragtrace.cli._arg_types import positive_int
+from ragtrace.cli._arg_types import input_file, positive_int, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -68,9 +68,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--labels", required=True, metavar="LABELS.jsonl", help="labels file")
+    parser.add_argument(
+        "--labels",
+        required=True,
+        metavar="LABELS.jsonl",
+        type=input_file,
+        help="labels file ('-': stdin)",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run", metavar="RUN.jsonl", help="retrieved chunk IDs per question")
+    source.add_argument(
+        "--run",
+        metavar="RUN.jsonl",
+        type=input_file,
+        help="retrieved chunk IDs per question ('-': stdin)",
+    )
     source.add_argument(
         "--retriever",
         metavar="MODULE:FUNCTION",
@@ -211,6 +222,9 @@ def run(args: argparse.Namespace) -> int:
     ks: list[int] = sorted(set(args.k or [5]))
     definition = resolve_recall_definition(args.recall_definition)
     failed: dict[str, str] = {}
+    if stdin_used_twice(args.labels, args.run):
+        error("eval", "--labels and --run cannot both be '-' (stdin can be read once)")
+        return EXIT_BAD_INPUT
     try:
         questions = load_labels(args.labels)
         if args.run is not None:

@@ -18,6 +18,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_result", "register", "run"]
 
-EXIT_JUDGE_UNAVAILABLE = 3
+EXIT_JUDGE_UNAVAILABLE = EXIT_UNAVAILABLE
 
 _DESCRIPTION = """\
 Split an answer into numbered units (sentences, list items, code blocks: the split is ours, not

@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAILURE",
     "EXIT_OK",
+    "EXIT_UNAVAILABLE",
     "JSON_STDOUT",
     "ProgressBar",
     "add_json_option",
@@ -39,9 +40,14 @@ __all__ = [
     "write_json_atomic",
 ]
 
+# One exit code per cause, the same in every command (docs/cli.md has the table).
 EXIT_OK = 0
 EXIT_FAILURE = 1
+"""The command ran but its result failed: a gate held, an item got an error, a write failed."""
 EXIT_BAD_INPUT = 2
+"""Usage or input the command cannot accept (argparse's own code), or a command not installed."""
+EXIT_UNAVAILABLE = 3
+"""A dependency could not be reached: the judge's API, Redis, Kafka."""
 
 T = TypeVar("T")
 
@@ -170,20 +176,37 @@ class ProgressBar:
 
 
 JSON_STDOUT = "-"
-"""``--json`` target meaning standard output (also what a bare ``--json`` means)."""
+"""``args.json`` value meaning standard output (what ``--json`` and ``--json-file -`` set)."""
 
 
-def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
-    """The one machine-output convention of every command: ``--json [PATH]``. No PATH or ``-``:
-    the JSON goes to stdout *instead of* the text; a PATH: written there atomically, the text
-    still printed. (Put ``--json`` after the positional arguments, or give it a PATH.)"""
-    parser.add_argument(
+def add_json_option(
+    parser: argparse.ArgumentParser,
+    what: str,
+    *,
+    stdout_help: str | None = None,
+    file_help: str | None = None,
+) -> None:
+    """The one machine-output convention of every command, both options setting ``args.json``:
+    ``--json`` (a flag, never taking the next word) puts the JSON on stdout *instead of* the
+    text; ``--json-file PATH`` writes it to PATH atomically, the text still printed (``-``:
+    stdout, as ``--json``). They exclude each other."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
         "--json",
-        nargs="?",
+        dest="json",
+        action="store_const",
         const=JSON_STDOUT,
         default=None,
+        help=stdout_help or f"print {what} as JSON on stdout instead of the text",
+    )
+    group.add_argument(
+        "--json-file",
+        dest="json",
+        default=None,
         metavar="PATH",
-        help=f"write {what} as JSON to PATH; no PATH or '-': to stdout instead of the text",
+        help=file_help
+        or f"write {what} as JSON to PATH (whole or not at all), the text still printed; "
+        "'-': stdout, as --json",
     )
 
 

@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
+from ragtrace.evaluation._input import read_input_text
 from ragtrace.evaluation.judges.base import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace.evaluation.judges.checks import CHECKS
 from ragtrace.evaluation.labels import InputFileError, parse_json
@@ -287,7 +288,7 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
     labels: list[HumanLabel] = []
     seen: set[str] = set()
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_input_text(path, encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -27,12 +27,15 @@ tuning split. As in RAGTruth's own baseline, responses whose ``quality`` is not 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+from ._input import is_stdin, read_input_text
 from .labels import InputFileError, parse_json
 
 __all__ = [
@@ -117,9 +120,11 @@ def _spans(value: object, where: tuple[Path, int]) -> tuple[tuple[int, int], ...
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
+        handle: TextIO = (
+            io.StringIO(read_input_text(path)) if is_stdin(path) else path.open(encoding="utf-8")
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, None, None, f"cannot read: {exc}") from None
     with handle:
         for n, line in enumerate(handle, start=1):
             if not line.strip():

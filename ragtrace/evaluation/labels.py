@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ragtrace._nesting import DEFAULT_MAX_DEPTH, too_deep_at
 from ragtrace.errors import RagtraceError
+from ragtrace.evaluation._input import read_input_text
 from ragtrace.normalize import question_sha256
 
 __all__ = [
@@ -104,7 +105,7 @@ class LabelledQuestion:
 
 def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_input_text(path, encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputFileError(path, None, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from ragtrace.evaluation._input import read_input_text
 from ragtrace.evaluation.labels import (
     InputFileError,
     LabelledQuestion,
@@ -270,7 +271,7 @@ def load_report(path: str | Path) -> RetrievalReport:
     """Read a ``ragtrace eval --json`` file; errors name the file, line (for bad JSON) and field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_input_text(path, encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputFileError(path, None, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -6,11 +6,12 @@ produced it, so a stale build is never picked up after the manifest changes:
 
 * Kafka jars: ``<cache>/kafka/<key of scripts/kafka/pom.xml>/libs/*.jar``
 * collector: ``<cache>/collector/<key of collector/builder-config.yaml>/otelcol-ragtrace``
-* helm, kube-score: ``<cache>/bin/helm``, ``<cache>/bin/kube-score``
+* helm, kube-score, kubeconform: ``<cache>/bin/helm``, ``<cache>/bin/kube-score``,
+  ``<cache>/bin/kubeconform``
 * redis-server, prometheus, promtool: Debian packages, found on ``PATH``.
 
 Each can be overridden by an environment variable (``RAGTRACE_KAFKA_LIBS``, ``RAGTRACE_OTELCOL``,
-``RAGTRACE_HELM``, ``RAGTRACE_REDIS_SERVER``, ``RAGTRACE_PROMETHEUS``, ``RAGTRACE_PROMTOOL``).
+``RAGTRACE_HELM``, ``RAGTRACE_KUBE_SCORE``, ``RAGTRACE_KUBECONFORM``, ``RAGTRACE_REDIS_SERVER``, ``RAGTRACE_PROMETHEUS``, ``RAGTRACE_PROMTOOL``).
 A missing one raises :class:`NotProvisioned`, whose message says to run ``make provision``.
 """
 
@@ -31,6 +32,7 @@ __all__ = [
     "helm",
     "kafka_libs",
     "kube_score",
+    "kubeconform",
     "manifest_key",
     "otelcol",
     "prometheus",
@@ -103,6 +105,13 @@ def kube_score() -> Path:
     """The kube-score binary (``go install github.com/zegl/kube-score/cmd/kube-score``)."""
     return _executable(
         "kube-score", _override("RAGTRACE_KUBE_SCORE") or cache_dir() / "bin" / "kube-score"
+    )
+
+
+def kubeconform() -> Path:
+    """The kubeconform binary (``go install github.com/yannh/kubeconform/cmd/kubeconform``)."""
+    return _executable(
+        "kubeconform", _override("RAGTRACE_KUBECONFORM") or cache_dir() / "bin" / "kubeconform"
     )
 
 

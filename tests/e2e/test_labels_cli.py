@@ -165,7 +165,7 @@ def test_unreachable_redis_and_bad_prefix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = "redis://127.0.0.1:1/0"
-    assert run(["labels", "stats", "--redis", url]) == 1
+    assert run(["labels", "stats", "--redis", url]) == 3
     err = capsys.readouterr().err
     assert err.startswith(f"ragtrace labels: error: cannot use Redis at {url}: ")
     assert run(["labels", "stats", "--redis", url, "--prefix", "has space"]) == 2
@@ -224,6 +224,6 @@ def test_load_and_clear_print_json_and_keep_reference_answers(
     assert store.by_id("a") == questions[0]
 
     out = tmp_path / "cleared.json"
-    assert run(["labels", "clear", "--json", str(out), *common]) == 0
+    assert run(["labels", "clear", "--json-file", str(out), *common]) == 0
     assert capsys.readouterr().out == f"cleared label set {version}\n"  # text still printed
     assert json.loads(out.read_text()) == {"cleared_version": version}

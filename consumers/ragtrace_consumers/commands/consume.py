@@ -19,6 +19,7 @@ from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -127,12 +128,12 @@ def run(args: argparse.Namespace) -> int:
         service = build_service(cfg)
     except DependencyUnavailable as exc:  # waited health.startup_wait_s: one line, no traceback
         error("consume", str(exc))
-        return EXIT_FAILURE
+        return EXIT_UNAVAILABLE
     except ValueError as exc:  # e.g. the anthropic judge without an API key
         error("consume", str(exc))
         return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - e.g. no Kafka broker / Redis reachable
         error("consume", f"cannot start: {exc!r}")
-        return EXIT_FAILURE
+        return EXIT_UNAVAILABLE
     service.run(stop)
     return EXIT_OK

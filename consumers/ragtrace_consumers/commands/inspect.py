@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -41,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "path",
         metavar="PATH",
-        help="OTLP trace request: protobuf, JSON or JSON Lines; - for standard input",
+        type=input_file,
+        help="OTLP trace request: protobuf, JSON or JSON Lines ('-': stdin)",
     )
     p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
     add_json_option(p, "the readings of every trace (one document)")

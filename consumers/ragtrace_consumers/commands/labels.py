@@ -18,10 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ragtrace.cli._arg_types import input_file
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     JSON_STDOUT,
     add_json_option,
     emit_json,
@@ -101,21 +103,19 @@ def register(subparsers: Any) -> None:
         )
 
     load = commands.add_parser("load", help="replace the label set with a labels file")
-    load.add_argument("file", metavar="LABELS.jsonl")
+    load.add_argument("file", metavar="LABELS.jsonl", type=input_file, help="'-': stdin")
     add_json_option(load, "what was loaded (one object)")
     common(load)
     load.set_defaults(func=_load)
 
     lister = commands.add_parser("list", help="print the loaded questions")
     lister.add_argument("--limit", type=int, default=None, help="print at most N questions")
-    lister.add_argument(
-        "--json",
-        nargs="?",
-        const=JSON_STDOUT,
-        default=None,
-        metavar="PATH",
-        help="JSON Lines (the labels file format) to PATH; no PATH or '-': to "
-        "stdout instead of the table",
+    add_json_option(
+        lister,
+        "the questions",
+        stdout_help="the questions as JSON Lines (the labels file format) on stdout instead of "
+        "the table",
+        file_help="the same JSON Lines to PATH; '-': stdout, as --json",
     )
     common(lister)
     lister.set_defaults(func=_list)
@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace, action: Any) -> int:
         return int(action(store))
     except redis.RedisError as exc:
         error(_COMMAND, f"cannot use Redis at {mask_url(url)}: {exc}")
-        return EXIT_FAILURE
+        return EXIT_UNAVAILABLE
 
 
 def _load(args: argparse.Namespace) -> int:
@@ -188,7 +188,8 @@ def _load(args: argparse.Namespace) -> int:
     def action(store: Any) -> int:
         previous = store.version()
         try:
-            version = store.load(questions, source=os.path.basename(args.file))
+            source = "<stdin>" if args.file == "-" else os.path.basename(args.file)
+            version = store.load(questions, source=source)
         except ValueError as exc:
             error(_COMMAND, f"{args.file}: {exc}")
             return EXIT_BAD_INPUT

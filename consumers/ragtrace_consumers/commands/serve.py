@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_OK,
-    JSON_STDOUT,
+    add_json_option,
     error,
     json_safe,
     json_to_stdout,
@@ -225,16 +225,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MIB",
         help="span bytes held for scoring at most, in MiB (default: %(default)s)",
     )
-    p.add_argument(
-        "--json",
-        nargs="?",
-        const=JSON_STDOUT,
-        default=None,
-        metavar="PATH",
-        help="each scored trace as one JSON line (JSON Lines, one object per trace as it is "
-        "scored, the --history traces first): to PATH (replaced at start, flushed per line; "
-        "the text lines still printed), or with no PATH or '-' to stdout instead of the text "
-        "(the banner then goes to stderr)",
+    add_json_option(
+        p,
+        "each scored trace",
+        stdout_help="each scored trace as one JSON line (JSON Lines, as it is scored, the "
+        "--history traces first) on stdout instead of the text (the banner then goes to stderr)",
+        file_help="the same JSON Lines to PATH (replaced at start, flushed per line; the text "
+        "lines still printed); '-': stdout, as --json",
     )
     p.set_defaults(func=run)
 

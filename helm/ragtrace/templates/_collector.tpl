@@ -68,6 +68,11 @@ from environment variables backed by Secrets). Empty when there is nothing to ad
   value: {{ .Values.collector.memoryLimitMiB | int | toString | quote }}
 - name: RAGTRACE_COLLECTOR_MEMORY_SPIKE_MIB
   value: {{ .Values.collector.memorySpikeMiB | int | toString | quote }}
+{{- with include "ragtrace.collector.goMemLimit" . }}
+# The Go runtime collects harder as the heap nears this soft limit, before the kernel's OOM kill.
+- name: GOMEMLIMIT
+  value: {{ . | quote }}
+{{- end }}
 - name: RAGTRACE_COLLECTOR_LOG_LEVEL
   value: {{ .Values.collector.logLevel | quote }}
 - name: RAGTRACE_TRACE_BACKEND_ENDPOINT

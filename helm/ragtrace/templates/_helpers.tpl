@@ -151,9 +151,31 @@ component's pods. */}}
 {{- end }}
 {{- end }}
 
-{{/* Whether the cluster serves a prometheus-operator kind: include "ragtrace.hasMonitoringApi" (dict "root" $ "kind" "PodMonitor") is "true" or "". */}}
-{{- define "ragtrace.hasMonitoringApi" -}}
-{{- if .root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) }}true{{- end }}
+{{/* Bytes of a Kubernetes memory quantity ("512Mi", "1G", "1.5Gi", "536870912"), as a float;
+fails naming `what` on a form it cannot read. include "ragtrace.memoryBytes" (dict "q" "512Mi" "what" "key") */}}
+{{- define "ragtrace.memoryBytes" -}}
+{{- $q := toString .q }}
+{{- if or (kindIs "float64" .q) (kindIs "int64" .q) (kindIs "int" .q) }}
+{{- $q = printf "%.0f" (float64 .q) }}
+{{- end }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $q }}
+{{- $unit := trimPrefix $num $q }}
+{{- $factors := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 }}
+{{- if or (not $num) (not (hasKey $factors $unit)) }}
+{{- fail (printf "%s: cannot read the memory quantity %q (use a number with an optional k, M, G, T, Ki, Mi, Gi or Ti suffix)" .what $q) }}
+{{- end }}
+{{- mulf (float64 $num) (index $factors $unit) }}
+{{- end }}
+
+{{/* GOMEMLIMIT of the collector: collector.goMemLimitPercent of its memory limit, in whole MiB;
+empty when the percentage is 0 or there is no memory limit. */}}
+{{- define "ragtrace.collector.goMemLimit" -}}
+{{- $pct := .Values.collector.goMemLimitPercent | int }}
+{{- $limit := dig "limits" "memory" "" (.Values.collector.resources | default dict) }}
+{{- if and (gt $pct 0) $limit }}
+{{- $bytes := include "ragtrace.memoryBytes" (dict "q" $limit "what" "collector.resources.limits.memory") | float64 }}
+{{- printf "%dMiB" (divf (mulf $bytes $pct) 104857600 | floor | int) }}
+{{- end }}
 {{- end }}
 
 {{/* Where TLS material is mounted in the pods. */}}

@@ -1,4 +1,4 @@
-"""``ragtrace consume --json [PATH]``: the effective configuration of ``--print-config`` as
+"""``ragtrace consume --json`` / ``--json-file PATH``: the effective configuration of ``--print-config`` as
 JSON (the running consumer's machine output is its evaluation spans and metrics)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_print_config_json_to_a_file_keeps_the_yaml(
 ) -> None:
     monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
     target = tmp_path / "config.json"
-    assert main(["consume", "--print-config", "--json", str(target)]) == 0
+    assert main(["consume", "--print-config", "--json-file", str(target)]) == 0
     assert capsys.readouterr().out.startswith("# file: defaults\n")
     assert json.loads(target.read_text())["kafka"]["topic"] == "otlp_spans"
 

@@ -170,7 +170,7 @@ def test_service_start_waits_then_names_redis(monkeypatch: pytest.MonkeyPatch) -
         build_service(cfg)
 
 
-def test_consume_started_without_redis_exits_1_with_one_line(tmp_path: Path) -> None:
+def test_consume_started_without_redis_exits_3_with_one_line(tmp_path: Path) -> None:
     env = {
         "RAGTRACE_REDIS_URL": "redis://127.0.0.1:1/0",
         "RAGTRACE_HEALTH_STARTUP_WAIT_S": "1",
@@ -186,7 +186,7 @@ def test_consume_started_without_redis_exits_1_with_one_line(tmp_path: Path) -> 
         timeout=60,
         check=False,
     )
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 3, out.stderr  # a dependency unreachable (docs/cli.md)
     assert out.stderr.strip().splitlines() == [out.stderr.strip()], (
         out.stderr
     )  # one line, no traceback

@@ -90,7 +90,7 @@ def test_inspect_json_to_a_file_keeps_the_text(
 ) -> None:
     path, trace_id = _request(tmp_path, as_json=True)
     target = tmp_path / "readings.json"
-    assert main(["inspect", str(path), "--json", str(target)]) == 0
+    assert main(["inspect", str(path), "--json-file", str(target)]) == 0
     assert capsys.readouterr().out.startswith(f"trace {trace_id}\n")
     (trace,) = json.loads(target.read_text())
     assert trace["trace_id"] == trace_id and trace["rag"]["answer"] == "Kept 90 days."

@@ -186,7 +186,7 @@ def test_serve_rejects_a_bad_labels_file(tmp_path: Path) -> None:
 def test_serve_json_to_a_file_keeps_the_text_on_stdout(
     tmp_path: Path, serve_factory: list[Serve]
 ) -> None:
-    """``--json PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
+    """``--json-file PATH``: the scored traces as JSON Lines in PATH, flushed per trace, while the
     banner and the text lines stay on stdout. The audit question's label carries a reference
     answer: its trace is also scored for answer correctness (the lexical judge: token F1)."""
     target = tmp_path / "scored.jsonl"
@@ -194,7 +194,9 @@ def test_serve_json_to_a_file_keeps_the_text_on_stdout(
     rows_in = [json.loads(line) for line in Path(LABELS).read_text().splitlines() if line]
     rows_in[0]["reference_answer"] = REFERENCE
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows_in))
-    serve = Serve(tmp_path / "state.sqlite3", json_args=("--json", str(target)), labels=str(labels))
+    serve = Serve(
+        tmp_path / "state.sqlite3", json_args=("--json-file", str(target)), labels=str(labels)
+    )
     serve_factory.append(serve)
     lines: list[str] = []
     endpoint = None

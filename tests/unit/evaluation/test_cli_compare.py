@@ -25,10 +25,18 @@ def _reports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     for name in ("vector", "hybrid"):
         argv = ["eval", "--labels", "examples/labels.jsonl", "--run", f"examples/run_{name}.jsonl"]
-        assert main([*argv, "--k", "3", "--json", f"{name}.json"]) == 0
+        assert main([*argv, "--k", "3", "--json-file", f"{name}.json"]) == 0
         assert (
             main(
-                [*argv, "--k", "3", "--json", f"{name}_hit.json", "--recall-definition", "hit_rate"]
+                [
+                    *argv,
+                    "--k",
+                    "3",
+                    "--json-file",
+                    f"{name}_hit.json",
+                    "--recall-definition",
+                    "hit_rate",
+                ]
             )
             == 0
         )
@@ -57,7 +65,7 @@ def test_compare_prints_deltas_intervals_and_movers(capsys: pytest.CaptureFixtur
 
 def test_compare_json_and_options(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["compare", "vector.json", "hybrid.json", "--resamples", "300", "--seed", "4"]
-    assert main([*argv, "--confidence", "0.9", "--json", "cmp.json"]) == 0
+    assert main([*argv, "--confidence", "0.9", "--json-file", "cmp.json"]) == 0
     assert "90% CI" in capsys.readouterr().out
     doc = json.loads(Path("cmp.json").read_text())
     assert (doc["confidence"], doc["resamples"], doc["seed"], doc["paired"]) == (0.9, 300, 4, 5)
@@ -68,13 +76,13 @@ def test_compare_json_and_options(capsys: pytest.CaptureFixture[str]) -> None:
     low, high = mrr["ci"]
     assert low <= mrr["delta"] <= high
     # Same seed, same interval.
-    assert main([*argv, "--confidence", "0.9", "--json", "again.json"]) == 0
+    assert main([*argv, "--confidence", "0.9", "--json-file", "again.json"]) == 0
     assert json.loads(Path("again.json").read_text()) == doc
 
 
 def test_different_recall_definitions_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(["compare", "vector.json", "hybrid_hit.json", "--json", "cmp.json"]) == 2
+    assert main(["compare", "vector.json", "hybrid_hit.json", "--json-file", "cmp.json"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (
@@ -121,7 +129,7 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["compare", "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for text in ("A.json", "B.json", "--resamples", "--confidence", "--seed", "--json [PATH]"):
+    for text in ("A.json", "B.json", "--resamples", "--confidence", "--seed", "--json-file PATH"):
         assert text in out
 
 
@@ -142,7 +150,7 @@ def test_fail_if_gates_exit_1(
     argv = ["compare", "vector.json", "hybrid.json", "--resamples", "200"]
     for g in gates:
         argv += ["--fail-if", g]
-    assert main([*argv, "--json", "cmp.json"]) == code
+    assert main([*argv, "--json-file", "cmp.json"]) == code
     err = capsys.readouterr().err
     assert err.splitlines() == [f"ragtrace compare: error: gate failed: {f}" for f in failed]
     doc = json.loads(Path("cmp.json").read_text())

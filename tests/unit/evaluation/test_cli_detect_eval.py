@@ -73,7 +73,7 @@ def test_offline_judge_end_to_end_then_resume_judges_nothing_twice(
 ) -> None:
     data = _set(workdir / "set.jsonl", 24)
     argv = ["detect-eval", "--input", str(data), "--judge", "lexical", "--results", "r.jsonl"]
-    assert main([*argv, "--json", "report.json"]) == 0
+    assert main([*argv, "--json-file", "report.json"]) == 0
     out = capsys.readouterr()
     assert "overall" in out.out and "AUROC" in out.out
     assert len(_lines(workdir / "r.jsonl")) == 24
@@ -89,7 +89,7 @@ def test_offline_judge_end_to_end_then_resume_judges_nothing_twice(
     assert overall["span_overlap"]["recall"] == 1.0
     assert report["judge"]["name"] == "lexical"
 
-    assert main([*argv, "--json", "again.json"]) == 0
+    assert main([*argv, "--json-file", "again.json"]) == 0
     assert "24 already judged" in capsys.readouterr().err
     assert len(_lines(workdir / "r.jsonl")) == 24  # nothing judged again
     assert json.loads((workdir / "again.json").read_text())["groups"] == report["groups"]
@@ -99,7 +99,7 @@ def test_default_results_file_is_per_input_and_judge(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = _set(workdir / "mine.jsonl", 4)
-    assert main(["detect-eval", "--input", str(data), "--judge", "lexical", "--json", "-"]) == 0
+    assert main(["detect-eval", "--input", str(data), "--judge", "lexical", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     path = Path(doc["results_file"])
     assert path.name.startswith("mine.lexical-") and path.name.endswith(".results.jsonl")
@@ -266,7 +266,7 @@ def test_resume_after_kill_9_never_rejudges_a_finished_answer(
 def test_tune_sample_judges_only_part_of_the_tune_split(workdir: Path) -> None:
     data = _set(workdir / "set.jsonl", 24)  # 6 tune answers
     argv = ["detect-eval", "--input", str(data), "--judge", "lexical", "--results", "r.jsonl"]
-    assert main([*argv, "--tune-sample", "2", "--json", "report.json"]) == 0
+    assert main([*argv, "--tune-sample", "2", "--json-file", "report.json"]) == 0
     overall = json.loads((workdir / "report.json").read_text())["groups"][-1]
     assert (overall["tune_answers"], overall["test_answers"]) == (2, 18)
     assert len(_lines(workdir / "r.jsonl")) == 20
@@ -277,7 +277,7 @@ def test_a_ragtruth_directory_through_the_cli(workdir: Path) -> None:
 
     root = _ragtruth(workdir / "ragtruth")
     argv = ["detect-eval", "--input", str(root), "--judge", "lexical"]
-    assert main([*argv, "--results", "a.jsonl", "--json", "a.json"]) == 0
+    assert main([*argv, "--results", "a.jsonl", "--json-file", "a.json"]) == 0
     report = json.loads((workdir / "a.json").read_text())
     assert [g["task_type"] for g in report["groups"]] == ["Data2txt", "QA", "Summary", "overall"]
     qa = report["groups"][1]
@@ -285,7 +285,28 @@ def test_a_ragtruth_directory_through_the_cli(workdir: Path) -> None:
     # "bake them for 60 minutes" contradicts the passage: the unit is flagged, the span found
     assert qa["span_overlap"]["tp_chars"] > 0
     assert report["groups"][-1]["tune_answers"] == 2
-    assert main([*argv, "--all-quality", "--results", "b.jsonl", "--json", "b.json"]) == 0
+    assert main([*argv, "--all-quality", "--results", "b.jsonl", "--json-file", "b.json"]) == 0
     overall = json.loads((workdir / "b.json").read_text())["groups"][-1]
     assert overall["test_answers"] == 2  # the refusal is kept
     assert main([*argv[:2], str(root / "response.jsonl"), *argv[3:], "--results", "a.jsonl"]) == 0
+
+
+def test_input_from_stdin_needs_a_results_file(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    data = _set(workdir / "mine.jsonl", 4)
+    assert main(["detect-eval", "--input", "-", "--judge", "lexical"]) == 2
+    assert "--input - needs --results" in capsys.readouterr().err
+
+    class Stdin:
+        buffer = io.BytesIO(data.read_bytes())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    argv = ["detect-eval", "--input", "-", "--results", "r.jsonl", "--judge", "lexical", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert Path(doc["results_file"]).name == "r.jsonl"
+    assert len(_lines(workdir / "r.jsonl")) == 4

@@ -82,7 +82,7 @@ def test_eval_writes_json_with_null_for_nan(
             "3",
             "--k",
             "1",
-            "--json",
+            "--json-file",
             "out.json",
         ]
     )
@@ -132,7 +132,7 @@ def test_recall_definition_flag_and_environment(
         "--k",
         "3",
     ]
-    assert main([*args, "--recall-definition", "hit_rate", "--json", "hit.json"]) == 0
+    assert main([*args, "--recall-definition", "hit_rate", "--json-file", "hit.json"]) == 0
     out = capsys.readouterr().out
     assert "recall definition: hit_rate" in out
     assert _row(out, "recall (hit rate)") == ["0.800"]
@@ -174,7 +174,7 @@ def test_bad_run_file_exits_2_naming_file_line_and_field(
     previous = '{"untouched": true}\n'
     Path("out.json").write_text(previous)
     rc = main(
-        ["eval", "--labels", "examples/labels.jsonl", "--run", str(run), "--json", "out.json"]
+        ["eval", "--labels", "examples/labels.jsonl", "--run", str(run), "--json-file", "out.json"]
     )
     out, err = capsys.readouterr()
     assert rc == 2
@@ -208,7 +208,7 @@ def test_unwritable_json_path_exits_2_and_leaves_no_temp_file(
             "examples/labels.jsonl",
             "--run",
             "examples/run_vector.jsonl",
-            "--json",
+            "--json-file",
             "missing-dir/out.json",
         ]
     )
@@ -251,7 +251,7 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         "--run RUN.jsonl",
         "--retriever MODULE:FUNCTION",
         "--recall-definition",
-        "--json [PATH]",
+        "--json-file PATH",
         "hit_rate",
     ):
         assert text in out
@@ -343,7 +343,15 @@ def test_retriever_failures(
 ) -> None:
     (tmp_path / "retrievers_err.py").write_text(RETRIEVERS)
     rc = main(
-        ["eval", "--labels", "examples/labels.jsonl", "--retriever", spec, "--json", "out.json"]
+        [
+            "eval",
+            "--labels",
+            "examples/labels.jsonl",
+            "--retriever",
+            spec,
+            "--json-file",
+            "out.json",
+        ]
     )
     err = capsys.readouterr().err
     assert rc == code
@@ -369,7 +377,7 @@ def test_a_failing_question_is_recorded_and_the_rest_scored(
             "3",
             "--k",
             "3",
-            "--json",
+            "--json-file",
             "out.json",
         ]
     )
@@ -390,7 +398,7 @@ def test_json_without_a_path_goes_to_stdout_instead_of_the_text(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["eval", "--labels", "examples/labels.jsonl", "--run", "examples/run_vector.jsonl"]
-    for json_args in (["--json"], ["--json", "-"]):
+    for json_args in (["--json"], ["--json"]):
         assert main([*argv, *json_args]) == 0
         out = capsys.readouterr().out
         assert json.loads(out)["metrics"]["recall@5"] is not None

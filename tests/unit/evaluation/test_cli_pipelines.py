@@ -72,7 +72,7 @@ def test_log_format_json(
                     "examples/labels.jsonl",
                     "--run",
                     "examples/run_vector.jsonl",
-                    "--json",
+                    "--json-file",
                     str(tmp_path / "r.json"),
                 ]
             )

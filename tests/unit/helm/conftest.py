@@ -81,8 +81,9 @@ class Rendered:
         return sorted(d["metadata"]["name"] for d in self.of_kind(kind))
 
 
-# The prometheus-operator kinds a kube-prometheus-stack cluster serves; the chart renders its
-# PrometheusRule, ServiceMonitor and PodMonitor only where they exist.
+# The prometheus-operator kinds a kube-prometheus-stack cluster serves. The chart renders its
+# PrometheusRule, ServiceMonitor and PodMonitor by their values alone, so by default the tests
+# render as `helm template` and GitOps tools do, with no API discovery at all.
 MONITORING_APIS = tuple(
     f"monitoring.coreos.com/v1/{kind}"
     for kind in ("PrometheusRule", "ServiceMonitor", "PodMonitor")
@@ -93,7 +94,7 @@ def render_with(
     helm: Path,
     files: Sequence[Path] = (),
     sets: Sequence[str] = (),
-    api_versions: Sequence[str] = MONITORING_APIS,
+    api_versions: Sequence[str] = (),
 ) -> Rendered:
     args = ["template", RELEASE, str(CHART), "--namespace", "rag", "--kube-version", KUBE_VERSION]
     for api in api_versions:
@@ -123,12 +124,12 @@ def rendered(helm_bin: Path) -> Iterator[Callable[[str], Rendered]]:
 @pytest.fixture(scope="session")
 def render(helm_bin: Path) -> Callable[..., Rendered]:
     """``render(files=[...], sets=["key=<JSON>", ...], api_versions=[...])``: an uncached render
-    with extra values (by default on a cluster serving the prometheus-operator APIs)."""
+    with extra values (by default with no API discovery)."""
 
     def go(
         files: Sequence[Path] = (),
         sets: Sequence[str] = (),
-        api_versions: Sequence[str] = MONITORING_APIS,
+        api_versions: Sequence[str] = (),
     ) -> Rendered:
         return render_with(helm_bin, files, sets, api_versions)
 

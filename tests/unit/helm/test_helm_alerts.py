@@ -11,9 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit.helm.conftest import SCENARIOS, Rendered
+from tests.unit.helm.conftest import SCENARIOS, Rendered, values_file
 
 HERE = Path(__file__).parent
+# The scenarios that turn the alerts on (prometheusRule.enabled is off by default).
+RULE_SCENARIOS = [
+    s
+    for s in SCENARIOS
+    if (yaml.safe_load(values_file(s).read_text()) or {}).get("prometheusRule", {}).get("enabled")
+]
 
 
 def _write_rules(r: Rendered, path: Path) -> int:
@@ -29,7 +35,11 @@ def _promtool(promtool: Path, *args: str, cwd: Path) -> subprocess.CompletedProc
     )
 
 
-@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "minimal"])
+def test_two_scenarios_render_the_alerts() -> None:
+    assert RULE_SCENARIOS == ["monitoring", "tls-sasl-existingsecret"]
+
+
+@pytest.mark.parametrize("scenario", RULE_SCENARIOS)
 def test_promtool_check_rules(
     promtool_bin: Path, rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
 ) -> None:
@@ -42,7 +52,7 @@ def test_promtool_check_rules(
 def test_promtool_unit_tests(
     promtool_bin: Path, rendered: Callable[[str], Rendered], tmp_path: Path
 ) -> None:
-    _write_rules(rendered("default"), tmp_path / "rules.yaml")
+    _write_rules(rendered("monitoring"), tmp_path / "rules.yaml")
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -54,7 +64,8 @@ def test_promtool_unit_tests_can_fail(
 ) -> None:
     # A threshold under the synthetic mean (0.5) must break the groundedness case.
     _write_rules(
-        render(sets=["prometheusRule.groundedness.threshold=0.4"]), tmp_path / "rules.yaml"
+        render(sets=["prometheusRule.enabled=true", "prometheusRule.groundedness.threshold=0.4"]),
+        tmp_path / "rules.yaml",
     )
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
@@ -66,7 +77,7 @@ def test_every_alert_links_its_runbook_section(rendered: Callable[[str], Rendere
     runbooks = (HERE.parents[2] / "docs" / "runbooks.md").read_text()
     # GitHub's anchor of "## RagtraceX" is "ragtracex".
     anchors = {line[3:].strip().lower() for line in runbooks.splitlines() if line.startswith("## ")}
-    rule = rendered("default").of_kind("PrometheusRule")[0]
+    rule = rendered("monitoring").of_kind("PrometheusRule")[0]
     alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
     assert alerts
     for a in alerts:

@@ -22,6 +22,7 @@ import pytest
 from tests.unit.helm.conftest import (
     CHART,
     KUBE_VERSION,
+    MONITORING_APIS,
     SCENARIOS,
     Manifest,
     Rendered,
@@ -131,16 +132,19 @@ def test_every_workload_sets_resources_and_probes(rendered: Callable[[str], Rend
                 assert c["securityContext"]["readOnlyRootFilesystem"] is True, kind_name
 
 
-# --- monitoring objects only where their API exists ----------------------------------------------
+# --- monitoring objects exactly when their values enable them ----------------------------------
 _MONITORING = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
 
 
-def test_monitoring_objects_render_where_the_operator_api_exists(
+def test_monitoring_objects_render_when_enabled_without_api_discovery(
     rendered: Callable[[str], Rendered],
 ) -> None:
-    r = rendered("default")
+    # `helm template` (and GitOps without API discovery) reports no prometheus-operator API: the
+    # objects still render, so a cluster without the CRDs refuses them loudly.
+    r = rendered("monitoring")
     for kind in _MONITORING:
         assert len(r.of_kind(kind)) == 1, kind
+        assert r.get(kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack", kind
     pm = r.get("PodMonitor")
     assert pm["spec"]["podMetricsEndpoints"] == [
         {"port": "health", "path": "/metrics", "interval": "30s"}
@@ -150,8 +154,16 @@ def test_monitoring_objects_render_where_the_operator_api_exists(
     assert [e["port"] for e in sm["spec"]["endpoints"]] == ["prometheus", "self-metrics"]
 
 
-def test_no_monitoring_object_without_the_operator_crds(render: Callable[..., Rendered]) -> None:
-    r = render(api_versions=())
+def test_prometheus_rule_alone_renders_the_rule(render: Callable[..., Rendered]) -> None:
+    r = render(sets=["prometheusRule.enabled=true"])
+    assert [len(r.of_kind(k)) for k in _MONITORING] == [1, 0, 0]
+
+
+def test_defaults_render_no_monitoring_object_even_where_the_api_exists(
+    render: Callable[..., Rendered],
+) -> None:
+    # Off by default (a plain cluster installs), and the cluster's APIs never turn them on.
+    r = render(api_versions=MONITORING_APIS)
     for kind in _MONITORING:
         assert r.of_kind(kind) == [], kind
     # Annotation-based scraping still finds the consumers.
@@ -171,7 +183,7 @@ def test_consumers_stop_pushing_metrics_when_scraped(render: Callable[..., Rende
         return dict(yaml.safe_load(cm["data"]["ragtrace-consumer.yaml"])["export"])
 
     assert export(render())["metrics_otlp"] is False
-    off = render(sets=["consumer.metrics.scrape=false"])
+    off = render(sets=["consumer.metrics.scrape=false", "serviceMonitor.enabled=true"])
     assert export(off)["metrics_otlp"] is True
     assert off.of_kind("PodMonitor") == []
     assert (

@@ -28,12 +28,13 @@ _LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9]
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def test_scenarios_are_the_documented_six() -> None:
+def test_scenarios_are_the_documented_seven() -> None:
     assert SCENARIOS == [
         "autoscaling",
         "default",
         "labels-job",
         "minimal",
+        "monitoring",
         "restricted",
         "tls-sasl-existingsecret",
     ]

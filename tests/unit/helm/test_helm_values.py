@@ -753,7 +753,7 @@ def test_dashboards_are_configmaps_for_the_grafana_sidecar(
 
 
 def test_prometheus_rule_has_the_nine_alerts(rendered: Callable[[str], Rendered]) -> None:
-    rule = rendered("default").get("PrometheusRule")
+    rule = rendered("monitoring").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == [
         "RagtraceGroundednessLow",
@@ -772,7 +772,11 @@ def test_prometheus_rule_has_the_nine_alerts(rendered: Callable[[str], Rendered]
 
 def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> None:
     r = render(
-        sets=["prometheusRule.groundedness.threshold=0.55", "prometheusRule.recall.enabled=false"]
+        sets=[
+            "prometheusRule.enabled=true",
+            "prometheusRule.groundedness.threshold=0.55",
+            "prometheusRule.recall.enabled=false",
+        ]
     )
     rules = {x["alert"]: x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]}
     assert ") < 0.55\n" in rules["RagtraceGroundednessLow"]["expr"]

@@ -115,7 +115,7 @@ def test_a_judge_outage_keeps_the_partial_result(
             "1",
             "--budget",
             "0.2",
-            "--json",
+            "--json-file",
             "partial.json",
         ]
     )

@@ -1,5 +1,5 @@
 """``ragtrace groundedness --input``: concurrent, resumable batch judging through the real
-Anthropic client against the wire-level fake API; ``@-`` and ``--json PATH`` of single mode."""
+Anthropic client against the wire-level fake API; ``@-`` and ``--json-file PATH`` of single mode."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def test_answer_from_stdin_and_json_to_a_file(
                 "@-",
                 "--context",
                 "Audit logs are kept ninety days.",
-                "--json",
+                "--json-file",
                 "result.json",
             ]
         )

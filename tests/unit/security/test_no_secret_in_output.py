@@ -87,7 +87,7 @@ def test_labels_with_redis_down(
 ) -> None:
     args = [str(EXAMPLE_LABELS)] if action == "load" else []
     text = _run(["labels", action, *args], capfd, caplog)
-    assert text.startswith("exit 1")
+    assert text.startswith("exit 3")
     assert f"redis://ragtrace:{MASK}@127.0.0.1:{planted}/0?password={MASK}" in text
     explicit = f"redis://u:{SECRET}@127.0.0.1:{planted}/0"
     text = _run(["labels", action, *args, "--redis", explicit], capfd, caplog)
@@ -98,9 +98,9 @@ def test_consume_startup_failure_and_config(
     planted: int, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     text = _run(["consume"], capfd, caplog)
-    assert text.startswith("exit 1") and "Redis" in text and f"ragtrace:{MASK}@" in text
+    assert text.startswith("exit 3") and "Redis" in text and f"ragtrace:{MASK}@" in text
     text = _run(["--log-format", "json", "consume", "--log-level", "DEBUG"], capfd, caplog)
-    assert text.startswith("exit 1")
+    assert text.startswith("exit 3")
     for argv in (["consume", "--print-config"], ["consume", "--print-config", "--json"]):
         text = _run(argv, capfd, caplog)
         assert text.startswith("exit 0") and "sasl_password" in text and MASK in text
