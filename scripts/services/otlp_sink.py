@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 from .process import free_port
 
@@ -29,6 +29,8 @@ __all__ = [
     "logs_of_request",
     "spans_of_request",
 ]
+
+_Item = TypeVar("_Item")
 
 
 def any_value(value: Any) -> object:
@@ -219,19 +221,7 @@ class OtlpSink:
         """Block until at least ``count`` matching spans arrived; return all matching ones.
 
         Raises TimeoutError naming how many matched and how many spans arrived in total."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                found = [s for s in self._spans if predicate is None or predicate(s)]
-                if len(found) >= count:
-                    return found
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"OTLP sink: {len(found)} of {count} expected spans after {timeout} s "
-                        f"({len(self._spans)} spans received in total; errors: {self.errors})"
-                    )
-                self._lock.wait(left)
+        return self._wait(self._spans, "spans", predicate, count, timeout)
 
     def wait_for_logs(
         self,
@@ -241,17 +231,27 @@ class OtlpSink:
     ) -> list[ReceivedLog]:
         """Block until at least ``count`` matching log records arrived; return all matching
         ones. Raises TimeoutError naming how many matched."""
+        return self._wait(self._logs, "log records", predicate, count, timeout)
+
+    def _wait(
+        self,
+        received: list[_Item],
+        what: str,
+        predicate: Callable[[_Item], bool] | None,
+        count: int,
+        timeout: float,
+    ) -> list[_Item]:
         deadline = time.monotonic() + timeout
         with self._lock:
             while True:
-                found = [r for r in self._logs if predicate is None or predicate(r)]
+                found = [r for r in received if predicate is None or predicate(r)]
                 if len(found) >= count:
                     return found
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(
-                        f"OTLP sink: {len(found)} of {count} expected log records after "
-                        f"{timeout} s ({len(self._logs)} received; errors: {self.errors})"
+                        f"OTLP sink: {len(found)} of {count} expected {what} after {timeout} s "
+                        f"({len(received)} {what} received in total; errors: {self.errors})"
                     )
                 self._lock.wait(left)
 
