@@ -71,7 +71,7 @@ def render_overview(o: Overview, judge: str, calibration: str | None) -> str:
         f"<p>In use: <strong>{esc(judge)}</strong></p>"
         f"<p>Last calibration: {esc(calibration or 'none recorded')}</p>"
         f"<ul>{judges}</ul></section>"
-        f"<section><h2>Skipped and unjudged, by reason</h2>{reasons}</section></div>"
+        f"<section><h2>Not scored, unjudged and unlabelled, by reason</h2>{reasons}</section></div>"
     )
 
 

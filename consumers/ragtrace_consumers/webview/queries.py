@@ -272,23 +272,30 @@ def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
                     float(r) / int(rn) if rn else None,  # type: ignore[arg-type, call-overload]
                 )
             )
-    reasons = [
-        ("recall n/a", str(why), int(n))
-        for why, n in state.execute(
-            "SELECT COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
-            "'no labelled question matches the trace') AS why, COUNT(*) "
-            "FROM scored WHERE cell = 'unlabelled' GROUP BY why"
-        )
-        if why
-    ] + [
-        ("unjudged", str(why), int(n))
-        for why, n in state.execute(
-            "SELECT COALESCE(json_extract(record, '$.judge_error'), "
-            "json_extract(record, '$.extra.groundedness_na_reason')) AS why, COUNT(*) "
-            "FROM scored WHERE cell = 'unjudged' GROUP BY why"
-        )
-        if why
-    ]
+    reasons = (
+        [
+            ("recall n/a", str(why), int(n))
+            for why, n in state.execute(
+                "SELECT COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
+                "'no labelled question matches the trace') AS why, COUNT(*) "
+                "FROM scored WHERE cell = 'unlabelled' GROUP BY why"
+            )
+            if why
+        ]
+        + [
+            ("unjudged", str(why), int(n))
+            for why, n in state.execute(
+                "SELECT COALESCE(json_extract(record, '$.judge_error'), "
+                "json_extract(record, '$.extra.groundedness_na_reason')) AS why, COUNT(*) "
+                "FROM scored WHERE cell = 'unjudged' GROUP BY why"
+            )
+            if why
+        ]
+        + [
+            ("not scored", str(why), int(n))  # seen, never scored (scoring.skips)
+            for why, n in state.execute("SELECT reason, COUNT(*) FROM skipped GROUP BY reason")
+        ]
+    )
     reasons.sort(key=lambda r: -r[2])
     judges = tuple(
         (str(name), None if model is None else str(model), int(n))

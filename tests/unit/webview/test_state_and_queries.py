@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.stores.sqlite_state import SCHEMA_VERSION, SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.queries import (
@@ -122,6 +123,8 @@ def test_overview_counts_buckets_and_reasons() -> None:
     state.results.put(result(3, "unjudged", groundedness=None, judge_error="judge timed out"))
     state.results.put(result(4, "unlabelled", recall=None, k=None))
     state.results.put(result(5, "unlabelled", recall=None, k=None, query="question 4?"))
+    for n, reason in ((6, "no_answer"), (7, "no_answer"), (8, "no_context")):
+        state.skipped.skipped(SkippedTrace(f"{n:032x}", "svc", reason, "why, for people", 1.0))
     o = overview(state)
     assert o.counts["fine"] == 2 and o.counts["unjudged"] == 1 and o.counts["unlabelled"] == 2
     assert sum(b.total for b in o.buckets) == 5
@@ -131,6 +134,8 @@ def test_overview_counts_buckets_and_reasons() -> None:
     assert bucket.recall == pytest.approx((1.0 + 0.5 + 1.0) / 3)
     assert ("unjudged", "judge timed out", 1) in o.reasons
     assert ("recall n/a", "no labelled question matches the trace", 2) in o.reasons
+    assert ("not scored", "no_answer", 2) in o.reasons
+    assert ("not scored", "no_context", 1) in o.reasons
     assert unlabelled_questions(state) == [("question 4?", 2, f"{5:032x}")]
 
 
