@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import NoReturn
 
 __all__ = [
     "COMMAND_GROUP",
@@ -65,10 +66,23 @@ def _version() -> str:
         return __version__
 
 
+_JSON_HINT = " (--json takes no PATH: use --json-file PATH)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error for the old ``--json=PATH`` form gives the hint the
+    ``--json PATH`` form gets (every subcommand's parser is of this class)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument --json: ignored explicit argument"):
+            message += _JSON_HINT
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ragtrace.cli._logging import LOG_FORMATS, default_log_format
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ragtrace",
         description="Evaluate retrieval-augmented generation: recall@k and groundedness, "
         "offline on labelled sets and online on live traces.",
@@ -119,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if extra:
         given = sys.argv[1:] if argv is None else list(argv)
-        hint = " (--json takes no PATH: use --json-file PATH)" if "--json" in given else ""
+        hint = _JSON_HINT if "--json" in given else ""
         parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if args.log_format == "json":
         from ragtrace.cli._logging import configure_logging

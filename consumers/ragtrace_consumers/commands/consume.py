@@ -15,6 +15,7 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._arg_types import STDIN_HELP, input_file
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -54,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--config",
         metavar="FILE",
+        type=input_file,
         default=None,
-        help="configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults)",
+        help=f"configuration file (default: $RAGTRACE_CONSUMER_CONFIG, else defaults; {STDIN_HELP})",
     )
     p.add_argument(
         "--print-config",
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             "consume",
             f"{exc}: install the consumer extra: pip install ./consumers (the ragtrace-consumers distribution)",
         )
-        return EXIT_FAILURE
+        return EXIT_BAD_INPUT
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:

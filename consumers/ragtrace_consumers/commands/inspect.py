@@ -155,8 +155,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
         spans = _spans(raw)
-    except (OSError, DecodeError, ValueError) as exc:
-        error("inspect", str(exc))
+    except OSError as exc:
+        error("inspect", f"{args.path}: cannot read: {exc.strerror or exc}")
+        return EXIT_BAD_INPUT
+    except (DecodeError, ValueError) as exc:
+        error("inspect", f"{args.path}: {exc}")
         return EXIT_BAD_INPUT
     traces = explain([s for s in spans if args.trace in (None, s.trace_id)])
     if args.json is not None and not emit_json("inspect", args.json, traces):

@@ -17,6 +17,7 @@ import threading
 from types import FrameType
 from typing import Any, TextIO
 
+from ragtrace.cli._arg_types import STDIN_HELP, input_file, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -89,8 +90,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--labels",
         metavar="PATH",
+        type=input_file,
         default=None,
-        help=f"labelled questions, JSON Lines (default: ${ENV_LABELS}; none: recall is not scored)",
+        help=f"labelled questions, JSON Lines (default: ${ENV_LABELS}; none: recall is not "
+        f"scored; {STDIN_HELP})",
     )
     p.add_argument(
         "--state",
@@ -179,9 +182,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--config",
         metavar="PATH",
+        type=input_file,
         default=None,
         help="consumer configuration file (its assembly, sampling, scoring and judge "
-        "sections apply; default: $RAGTRACE_CONSUMER_CONFIG)",
+        f"sections apply; default: $RAGTRACE_CONSUMER_CONFIG; {STDIN_HELP})",
     )
     p.add_argument(
         "--print-config",
@@ -251,6 +255,13 @@ def _with_access_flags(config: Any, args: argparse.Namespace) -> Any:
     if args.token is not None:
         register_secret(args.token)
     return config.replace(serve=given) if given else config
+
+
+def _named(path: object) -> str:
+    """A file as the banner names it: ``<stdin>`` for ``-``."""
+    from ragtrace_consumers.config._sources import STDIN_SOURCE
+
+    return STDIN_SOURCE if str(path) == "-" else str(path)
 
 
 def _access_line(settings: Any) -> str:
@@ -327,6 +338,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     info = sys.stderr if json_to_stdout(args.json) else sys.stdout
+    if stdin_used_twice(args.config, args.labels):
+        error("serve", "--config and --labels cannot both be '-' (stdin can be read once)")
+        return EXIT_BAD_INPUT
     try:
         config = load_config(args.config)
         if args.judge is not None:
@@ -387,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"  labels:  {len(labels)} labelled questions"
                 + (
-                    f" from {settings.labels_path}"
+                    f" from {_named(settings.labels_path)}"
                     if settings.labels_path
                     else " (no --labels: recall is not scored)"
                 ),

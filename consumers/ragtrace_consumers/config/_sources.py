@@ -25,12 +25,14 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, YamlConf
 
 from ragtrace._config import env_settings
 from ragtrace.errors import RagtraceError
+from ragtrace.evaluation._input import is_stdin, read_input_text
 
 __all__ = [
     "DEFAULT_SOURCE",
     "ENV_CONFIG_FILE",
     "ENV_SOURCE",
     "OTHER_ENV_VARS",
+    "STDIN_SOURCE",
     "ConfigError",
     "EnvironmentSource",
     "FileSource",
@@ -44,6 +46,9 @@ _log = logging.getLogger("ragtrace_consumers.config")
 
 ENV_CONFIG_FILE = "RAGTRACE_CONSUMER_CONFIG"
 """Environment variable naming the configuration file when ``--config`` is not given."""
+
+STDIN_SOURCE = "<stdin>"
+"""How an error and ``--print-config`` name a configuration read from standard input (``-``)."""
 
 DEFAULT_SOURCE = "default"
 """The source of a key that nobody set."""
@@ -96,13 +101,16 @@ def sections_of(settings_cls: type[BaseModel]) -> dict[str, type[BaseModel]]:
 
 
 class FileSource(YamlConfigSettingsSource):
-    """The YAML file at ``path`` (None: no file), its layout checked; it names itself as each
-    key's source."""
+    """The YAML file at ``path`` (None: no file; ``-``: standard input, named ``<stdin>``), its
+    layout checked; it names itself as each key's source."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
         self.path = path
         self.sections = sections_of(settings_cls)
-        self.source = "defaults" if path is None else str(path)
+        if path is None:
+            self.source = "defaults"
+        else:
+            self.source = STDIN_SOURCE if is_stdin(path) else str(path)
         self.sources: dict[str, str] = {}
         super().__init__(settings_cls, yaml_file=path)
 
@@ -111,23 +119,26 @@ class FileSource(YamlConfigSettingsSource):
         return {} if self.path is None else self._read_file(self.path)
 
     def _read_file(self, file_path: Path) -> dict[str, Any]:
+        where = self.source
         try:
-            data = yaml.safe_load(file_path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(read_input_text(file_path))
         except OSError as exc:
-            raise ConfigError(f"{file_path}: cannot read configuration: {exc.strerror}") from None
+            raise ConfigError(f"{where}: cannot read configuration: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{where}: cannot read configuration: {exc}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{file_path}: not valid YAML: {exc}") from None
+            raise ConfigError(f"{where}: not valid YAML: {exc}") from None
         if not isinstance(data, (dict, type(None))):
-            raise ConfigError(f"{file_path}: expected a mapping of sections at the top level")
+            raise ConfigError(f"{where}: expected a mapping of sections at the top level")
         out: dict[str, Any] = {}
         for section, body in (data or {}).items():
             if section not in self.sections:
                 raise ConfigError(
-                    f"{file_path}: {section}: unknown section (known: {', '.join(self.sections)})"
+                    f"{where}: {section}: unknown section (known: {', '.join(self.sections)})"
                     f"{_closest(str(section), self.sections)}"
                 )
             if not isinstance(body, (dict, type(None))):
-                raise ConfigError(f"{file_path}: {section}: expected a mapping of keys")
+                raise ConfigError(f"{where}: {section}: expected a mapping of keys")
             if body:
                 out[section] = body
                 self.sources.update({f"{section}.{key}": self.source for key in body})

@@ -98,6 +98,27 @@ def test_the_old_json_path_form_is_refused_with_a_hint(
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "--labels", "l.jsonl", "--run", "r.jsonl", "--json=out.json"],
+        ["compare", "a.json", "b.json", "--json=out.json"],
+        ["labels", "stats", "--json=out.json"],
+        ["serve", "--json=out.json"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_the_old_json_equals_path_form_gets_the_same_hint(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "argument --json: ignored explicit argument 'out.json'" in err
+    assert err.rstrip().endswith("(--json takes no PATH: use --json-file PATH)")
+
+
 # --- exit codes ---------------------------------------------------------------------------------
 def test_one_code_per_cause() -> None:
     assert (EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNAVAILABLE) == (0, 1, 2, 3)
@@ -160,6 +181,8 @@ FILE_ARGUMENTS = {
     ("detect-eval",): ("input",),
     ("labels", "load"): ("file",),
     ("inspect",): ("path",),
+    ("consume",): ("config",),
+    ("serve",): ("config", "labels"),
 }
 
 
@@ -213,3 +236,67 @@ def test_an_empty_file_name_is_a_usage_error(capsys: pytest.CaptureFixture[str])
         main(["compare", "", "b.json"])
     assert info.value.code == EXIT_BAD_INPUT
     assert "an empty file name (use '-' for stdin)" in capsys.readouterr().err
+
+
+_CONFIG = "scoring:\n  k: 3\n"
+
+
+@pytest.mark.parametrize("command", ["consume", "serve"])
+def test_a_configuration_reads_stdin_named_stdin(
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
+    monkeypatch.delenv("RAGTRACE_SCORING_K", raising=False)
+    monkeypatch.setattr(sys, "stdin", _Stdin(_CONFIG))
+    assert main([command, "--print-config", "--config", "-"]) == EXIT_OK
+    from_stdin = capsys.readouterr().out
+    assert "  k: 3  # <stdin>\n" in from_stdin
+    (tmp_path / "c.yaml").write_text(_CONFIG)
+    assert main([command, "--print-config", "--config", str(tmp_path / "c.yaml")]) == EXIT_OK
+    from_file = capsys.readouterr().out
+    assert from_stdin == from_file.replace(str(tmp_path / "c.yaml"), "<stdin>")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("scoring:\n  k: 0\n", "<stdin>: scoring.k: must be > 0, got 0"),
+        ("scorng:\n  k: 3\n", "<stdin>: scorng: unknown section"),
+        ("scoring: [k\n", "<stdin>: not valid YAML"),
+        ("- k\n", "<stdin>: expected a mapping of sections at the top level"),
+    ],
+    ids=["value", "section", "yaml", "layout"],
+)
+@pytest.mark.parametrize("command", ["consume", "serve"])
+def test_a_bad_configuration_on_stdin_is_named_stdin(
+    command: str,
+    text: str,
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
+    monkeypatch.delenv("RAGTRACE_SCORING_K", raising=False)
+    monkeypatch.setattr(sys, "stdin", _Stdin(text))
+    assert main([command, "--print-config", "--config", "-"]) == EXIT_BAD_INPUT
+    assert f"ragtrace {command}: error: {message}" in capsys.readouterr().err
+
+
+def test_serve_reads_its_labels_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A bad line on stdin is refused naming where it is: the labels were read from stdin.
+    monkeypatch.setattr(sys, "stdin", _Stdin('{"qid": "q1"}\n'))
+    argv = ["serve", "--labels", "-", "--state", str(tmp_path / "s.sqlite3"), "--port", "0"]
+    assert main([*argv, "--no-metrics", "--no-web"]) == EXIT_BAD_INPUT
+    assert "ragtrace serve: error: -, line 1, field 'question': missing" in (
+        capsys.readouterr().err
+    )
+
+
+def test_serve_reads_stdin_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--config", "-", "--labels", "-"]) == EXIT_BAD_INPUT
+    assert "cannot both be '-'" in capsys.readouterr().err
