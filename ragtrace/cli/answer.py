@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         error(_COMMAND, f"{exc}{after}")
         return EXIT_JUDGE_UNAVAILABLE
     if args.json is not None and not emit_json(_COMMAND, args.json, result.to_dict()):
-        return EXIT_BAD_INPUT
+        return EXIT_FAILURE
     if args.json != JSON_STDOUT:
         print(format_metric(result))
     return EXIT_FAILURE if result.error is not None else EXIT_OK

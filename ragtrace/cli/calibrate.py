@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         if outcome.unavailable is not None:
             doc["partial"] = {"unjudged_claims": outcome.unjudged, "reason": outcome.unavailable}
         if not emit_json("calibrate", args.json, doc):
-            return EXIT_BAD_INPUT
+            return EXIT_FAILURE
     if args.json != "-":
         print(format_report(report))
     if outcome.unavailable is not None:

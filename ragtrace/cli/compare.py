@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         if gates:
             doc["gates"] = [{"condition": str(g), "failed": g in failed} for g in gates]
         if not emit_json("compare", args.json, doc):
-            return EXIT_BAD_INPUT
+            return EXIT_FAILURE
     if not json_to_stdout(args.json):
         print(format_comparison(comparison, movers=args.movers, a_name=args.a, b_name=args.b))
     for g in failed:

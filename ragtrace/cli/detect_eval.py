@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 totals = judge_batch(runner, batch, out, concurrency=args.concurrency, done=done)
         except OSError as exc:
             error(command, f"cannot write {results}: {exc.strerror or exc}")
-            return EXIT_BAD_INPUT
+            return EXIT_FAILURE
         print(f"ragtrace {command}: {totals.summary()}", file=sys.stderr)
         unavailable = totals.unavailable
         records = read_results(results, judge.info)
@@ -247,12 +247,15 @@ def run(args: argparse.Namespace) -> int:
         args.threshold,
     )
     if not report.overall.test and not report.overall.tune:
+        if unavailable is not None:  # nothing judged: the cause, not a count of none
+            error(command, f"stopped: {unavailable}; run the same command again to resume")
+            return EXIT_JUDGE_UNAVAILABLE
         error(command, f"the judge returned an error for all {report.failed} answers")
-        return EXIT_FAILURE if unavailable is None else EXIT_JUDGE_UNAVAILABLE
+        return EXIT_FAILURE
     if args.json is not None:
         doc = {"judge": judge.info.to_dict(), "results_file": str(results), **report.to_dict()}
         if not emit_json(command, args.json, doc):
-            return EXIT_BAD_INPUT
+            return EXIT_FAILURE
     if not json_to_stdout(args.json):
         print(judge_line(judge.info))
         print(format_report(report))

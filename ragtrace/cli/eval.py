@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         if failed:
             doc["errors"] = failed
         if not emit_json("eval", args.json, doc):
-            return EXIT_BAD_INPUT
+            return EXIT_FAILURE
     if not json_to_stdout(args.json):
         print(format_report(report))
         if failed:

@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     if warning is not None:
         warn("groundedness", warning)
     if args.json is not None and not emit_json("groundedness", args.json, to_json(result, warning)):
-        return EXIT_BAD_INPUT
+        return EXIT_FAILURE
     if args.json != "-":
         print(format_result(result))
     return EXIT_FAILURE if result.error is not None else EXIT_OK

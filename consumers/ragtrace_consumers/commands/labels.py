@@ -307,7 +307,7 @@ def _stats(args: argparse.Namespace) -> int:
         s = store.stats()
         if args.json is not None:
             if not emit_json(_COMMAND, args.json, s.to_dict()):
-                return EXIT_BAD_INPUT
+                return EXIT_FAILURE
             if args.json == JSON_STDOUT:
                 return EXIT_OK
         if s.version is None:

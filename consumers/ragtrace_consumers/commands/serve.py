@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from ragtrace.cli._arg_types import STDIN_HELP, input_file, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
+    EXIT_FAILURE,
     EXIT_OK,
     add_json_option,
     error,
@@ -380,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
         out = _Output(args.json)
     except OSError as exc:
         error("serve", f"cannot write {args.json}: {exc}")
-        return EXIT_BAD_INPUT
+        return EXIT_FAILURE
 
     stop = threading.Event()
 
