@@ -3,7 +3,8 @@ virtualenv, scripts/phoenix_venv.sh) receives the app's spans, and the evaluator
 posts each metric as a span annotation on the span it evaluates, the cell on the root span and
 as a trace annotation, and a ``gold`` annotation per retrieved document — within 5 s of
 scoring, with nothing logged on the way (Phoenix stores spans asynchronously: the first posts
-of a trace meet 404s, retried quietly)."""
+of a trace meet 404s, retried quietly). A browser (headless Chromium, as in the web view's test)
+then finds the same in Phoenix's own UI; screenshots land in test-artifacts/phoenix/."""
 
 from __future__ import annotations
 
@@ -244,3 +245,146 @@ def test_gold_documents_on_the_retriever_and_evaluation_spans_only_when_asked(
     spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]
     assert [s for s in spans if s["name"] == f"{semconv.SPAN_EVALUATION}.recall"]  # asked for
     assert _quiet(caplog) == []
+
+
+ARTIFACTS = ROOT / "test-artifacts" / "phoenix"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from scripts.services import NotProvisioned
+    from scripts.services.paths import chromedriver, chromium
+
+    try:
+        driver_path, browser_path = chromedriver(), chromium()
+    except NotProvisioned as exc:
+        pytest.fail(str(exc))
+    os.environ["SE_OFFLINE"] = "true"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(browser_path)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1600,1200",
+        "--disable-extensions",
+        "--no-first-run",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=str(driver_path)), options=options)
+    driver.set_page_load_timeout(30)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _shot(driver: Any, name: str) -> None:
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000
+
+
+def test_phoenix_ui_shows_the_cell_and_the_gold_documents(
+    tmp_path: Path, phoenix: str, browser: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a user sees in Phoenix's own UI: the project's default view (the Spans tab, root
+    spans) shows the cell in the root span's annotations column; one click on the trace opens
+    it with the cell in its header and on the root of the span tree; a click on the retriever
+    shows each retrieved document with its ``gold`` document annotation."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    caplog.set_level(logging.INFO)
+    project = next(
+        p["id"] for p in _get(f"{phoenix}/v1/projects")["data"] if p["name"] == "default"
+    )
+    d = browser
+    with make_evaluator(
+        tmp_path, otlp_endpoint=phoenix, otlp_signals="traces", phoenix_endpoint=phoenix
+    ) as ev:
+        asked = run_app("sdk_app", ev.endpoint, phoenix)
+        results = scored(ev, asked)
+        start = time.monotonic()
+        assert results[corpus.AUDIT].cell == "fine"
+        assert results[corpus.ROTATE].cell == "generation_failed"
+        trace = {a["question"]: a["trace_id"] for a in asked}
+
+        def row(question: str) -> Any:
+            return d.find_element(
+                By.XPATH, f"//tr[.//a[contains(@href, '/spans/{trace[question]}')]]"
+            )
+
+        def cells_shown(_: Any) -> bool:
+            try:
+                shown = [row(q).text for q in (corpus.AUDIT, corpus.ROTATE)]
+            except (NoSuchElementException, StaleElementReferenceException):  # not rendered yet
+                return False
+            return "cell\nfine" in shown[0] and "cell\ngeneration_failed" in shown[1]
+
+        # The default view loads annotations once: a user reloads until they are there.
+        opened = time.monotonic()
+        d.get(f"{phoenix}/projects/{project}")
+        loads = 1
+        while not _until(d, 15, cells_shown):
+            loads += 1
+            assert time.monotonic() - start < 90, "the cells never showed in Phoenix's UI"
+            d.refresh()
+        took, loading = time.monotonic() - start, time.monotonic() - opened
+    print(
+        f"scored -> cell visible in Phoenix's UI: {took:.1f} s, of which the page's loading"
+        f" {loading:.1f} s ({loads} load(s))"
+    )
+    assert d.current_url.split("?")[0].endswith(f"/projects/{project}/spans")
+    label = row(corpus.AUDIT).find_element(By.XPATH, ".//*[text()='fine']")
+    d.execute_script("arguments[0].scrollIntoView({block: 'nearest', inline: 'center'})", label)
+    assert label.is_displayed()
+    _shot(d, "default-view")
+    link = row(corpus.AUDIT).find_element(
+        By.XPATH, f".//a[contains(@href, '{trace[corpus.AUDIT]}')]"
+    )
+    d.execute_script("arguments[0].scrollIntoView({block: 'nearest', inline: 'center'})", link)
+    link.click()
+    WebDriverWait(d, 30).until(
+        lambda d: (
+            trace[corpus.AUDIT] in d.page_source
+            and d.find_elements(By.XPATH, "//*[text()='retrieve']")
+        )
+    )
+    header = d.find_element(
+        By.XPATH,
+        f"//*[contains(text(), '{trace[corpus.AUDIT]}')]/ancestor::*[.//*[text()='cell']][1]",
+    )
+    assert "cell\nfine" in header.text, header.text
+    _shot(d, "trace")
+    next(e for e in d.find_elements(By.XPATH, "//*[text()='retrieve']") if e.is_displayed()).click()
+    WebDriverWait(d, 30).until(
+        lambda d: d.find_elements(By.XPATH, "//*[text()='Document Annotations']")
+    )
+    _shot(d, "retriever")
+    body = d.find_element(By.TAG_NAME, "body").text
+    documents = body.split("document doc-")[1:]
+    assert [doc.split("\n")[0] for doc in documents] == ["audit", "pricing"], body
+    # Each document block: its text, then "Document Annotations" with the "gold" annotation.
+    for doc, label in zip(documents, ("gold", "not_gold"), strict=True):
+        annotations = doc.split("Document Annotations\n", 1)[1]
+        assert "\ngold\n" in annotations and f"Label\n{label}\n" in annotations, doc
+    assert "in the gold set of question q-audit" in documents[0]
+    assert _quiet(caplog) == []
+
+
+def _until(driver: Any, seconds: float, condition: Any) -> bool:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
+    except TimeoutException:
+        return False
+    return True
