@@ -10,6 +10,7 @@ otherwise it may be shared (a project directory, ``/tmp``) and is warned about, 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -54,8 +55,11 @@ def private_state_file(path: str | Path, *, tighten_directory: bool = False) -> 
                 f"state directory {directory} is {mode:04o} (others may list it); the state "
                 "file in it is kept 0600, consider chmod 700 on the directory",
             )
-    fd = os.open(file, os.O_RDWR | os.O_CREAT, FILE_MODE)
-    os.close(fd)
+    # Created only when missing, never opened when present: closing any descriptor of a
+    # database file drops every POSIX lock this process holds on it, including those of a
+    # SQLite connection already open on it (another store of the same state file).
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
     for one in (file, Path(f"{file}-wal"), Path(f"{file}-shm")):
         try:
             mode = stat.S_IMODE(one.stat().st_mode)

@@ -4,15 +4,19 @@ tightened (the file, ragtrace's own directory) or warned about (a directory the 
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 
@@ -75,3 +79,29 @@ def test_serve_tightens_its_own_directory(
         assert f"state directory {own} was 0755: now 0700" in caplog.text
     finally:
         evaluator.stop()
+
+
+def test_an_open_state_file_keeps_its_locks(tmp_path: Path) -> None:
+    """The embedded evaluator opens one state file from two stores; the second store's check
+    must not open the file: closing any descriptor of it would drop every POSIX lock the
+    process holds on it, the first SQLite connection's included (a serve restarted after
+    kill -9 then left claimed traces unfinished)."""
+    path = tmp_path / "state.sqlite3"
+    private_state_file(path)
+    holder = os.open(path, os.O_RDWR)
+    try:
+        fcntl.lockf(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        private_state_file(path)  # what a second store of the same file does
+        probe = (
+            "import fcntl, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "try:\n"
+            "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+            "except OSError:\n"
+            "    sys.exit(0)\n"
+            "sys.exit(1)\n"
+        )
+        held = subprocess.run([sys.executable, "-c", probe, str(path)], check=False)
+        assert held.returncode == 0, "the lock was released by private_state_file"
+    finally:
+        os.close(holder)
