@@ -182,6 +182,8 @@ def consumer_env(
             "RAGTRACE_JUDGE_NAME": "anthropic",
             "RAGTRACE_JUDGE_MODEL": JUDGE_ALIAS,
             "RAGTRACE_JUDGE_CONCURRENCY": "4",
+            # No e-mail address in the app's texts: the redaction series is exported at 0.
+            "RAGTRACE_REDACTION_PATTERNS": "email",
             "ANTHROPIC_API_KEY": "test-key",
             "ANTHROPIC_BASE_URL": judge_url,
         }

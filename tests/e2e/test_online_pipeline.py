@@ -106,6 +106,8 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         semconv.GEN_AI_RESPONSE_MODEL: JUDGE_MODEL,  # what the API served, on the span only
         semconv.EVAL_JUDGE_PROMPT_SHA256: PROMPT_SHA256,
         semconv.EVAL_GROUNDEDNESS_NO_CLAIMS: False,
+        # The SDK's generation span carries the context the model was given.
+        semconv.EVAL_CONTEXT_SOURCE: "generation",
     }
     claims = {"audit": (1, 0), "export": (2, 1), "sso": (1, 0), "rate": (1, 0), "forever": (1, 1)}[
         key

@@ -56,7 +56,7 @@ def test_labels_authenticate_with_the_separate_password(
     clean_env.setenv("RAGTRACE_REDIS_URL", locked_redis.url)
     clean_env.setenv("RAGTRACE_REDIS_KEY_PREFIX", "auth-e2e")
     code, text = _run(["labels", "load", str(EXAMPLE)], capfd, caplog)
-    assert code == 1 and "Authentication required" in text  # the server does require it
+    assert code == 3 and "Authentication required" in text  # the server does require it
     clean_env.setenv("RAGTRACE_REDIS_PASSWORD", PASSWORD)
     code, text = _run(["labels", "load", str(EXAMPLE)], capfd, caplog)
     assert code == 0, text
@@ -64,7 +64,7 @@ def test_labels_authenticate_with_the_separate_password(
     wrong = "Wrong-pw-e2e-81"
     clean_env.setenv("RAGTRACE_REDIS_PASSWORD", wrong)
     code, text = _run(["labels", "list"], capfd, caplog)
-    assert code == 1 and wrong not in text and PASSWORD not in text
+    assert code == 3 and wrong not in text and PASSWORD not in text
     assert f"cannot use Redis at {locked_redis.url}" in text
 
 
@@ -85,6 +85,6 @@ def test_consume_gets_the_password_from_its_settings(
     clean_env.setenv("RAGTRACE_KAFKA_SASL_PASSWORD", PASSWORD + "-kafka")
     clean_env.setenv("RAGTRACE_HEALTH_STARTUP_WAIT_S", "1")
     code, text = _run(["consume", "--log-level", "DEBUG"], capfd, caplog)
-    assert code == 1
+    assert code == 3  # a dependency unreachable (docs/cli.md)
     assert "ragtrace consume: error: Kafka at 127.0.0.1:" in text, text
     assert PASSWORD not in text

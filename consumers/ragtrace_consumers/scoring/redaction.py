@@ -7,7 +7,8 @@ and the answer-metrics job made from them (whose reference may come from the lab
 wherever it appears and groundedness is judged exactly as before. The pipeline calls it after
 label matching and retrieval scoring (which read the original query) and before any judge job
 is made: the judges, the judge cache, the batch requests and every sink see only redacted text.
-Each replacement is counted on ``ragtrace.redactions`` by pattern.
+Each replacement is counted on ``ragtrace.redactions`` by pattern (every pattern in force is
+exported, at 0 when it replaced nothing, so its series exists from the first trace).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ class TraceRedaction:
                 answer=session.redact(answers.answer),
                 reference=session.redact(answers.reference),
             )
-        for pattern, count in session.counts.items():
-            self._metrics.redacted(pattern, count, trace.service)
+        for pattern in self.redactor.names:  # 0 too: a panel's increase() needs the series
+            self._metrics.redacted(pattern, session.counts.get(pattern, 0), trace.service)
         return redacted, answers
 
 
