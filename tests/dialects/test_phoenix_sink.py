@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ragtrace import semconv
+from tests.browser import headless_chromium, screenshot
 from tests.dialects.apps import corpus
 from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
 from tests.dialects.kit import ROOT, make_evaluator, run_app, scored
@@ -252,42 +253,12 @@ ARTIFACTS = ROOT / "test-artifacts" / "phoenix"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    from scripts.services import NotProvisioned
-    from scripts.services.paths import chromedriver, chromium
-
-    try:
-        driver_path, browser_path = chromedriver(), chromium()
-    except NotProvisioned as exc:
-        pytest.fail(str(exc))
-    os.environ["SE_OFFLINE"] = "true"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(browser_path)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1600,1200",
-        "--disable-extensions",
-        "--no-first-run",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(driver_path)), options=options)
-    driver.set_page_load_timeout(30)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    try:
+    with headless_chromium("1600,1200", page_load_timeout_s=30) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _shot(driver: Any, name: str) -> None:
-    path = ARTIFACTS / f"{name}.png"
-    driver.save_screenshot(str(path))
-    assert path.stat().st_size > 10_000
+    screenshot(driver, ARTIFACTS, name)
 
 
 def test_phoenix_ui_shows_the_cell_and_the_gold_documents(

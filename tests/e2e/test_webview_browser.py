@@ -11,7 +11,6 @@ trace-generation-failed.png (docs/images/webview-trace.png).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -24,8 +23,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
-from scripts.services import NotProvisioned
-from scripts.services.paths import REPO_ROOT, chromedriver, chromium
+from scripts.services.paths import REPO_ROOT
+from tests.browser import headless_chromium, screenshot
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
 
 pytestmark = pytest.mark.timeout(120)
@@ -53,40 +52,12 @@ def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEval
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    try:
-        driver_path, browser_path = chromedriver(), chromium()
-    except NotProvisioned as exc:
-        pytest.fail(str(exc))
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager, were it consulted, stays offline
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(browser_path)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1400,1800",
-        "--disable-extensions",
-        "--no-first-run",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(driver_path)), options=options)
-    driver.set_page_load_timeout(20)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    try:
+    with headless_chromium("1400,1800", page_load_timeout_s=20) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _shot(driver: WebDriver, name: str) -> Path:
-    path = ARTIFACTS / f"{name}.png"
-    driver.save_screenshot(str(path))
-    assert path.stat().st_size > 10_000
-    return path
+    return screenshot(driver, ARTIFACTS, name)
 
 
 def _web(ev: EmbeddedEvaluator) -> str:

@@ -17,7 +17,7 @@ import threading
 from types import FrameType
 from typing import Any, TextIO
 
-from ragtrace.cli._arg_types import STDIN_HELP, input_file, stdin_used_twice
+from ragtrace.cli._arg_types import STDIN_HELP, input_file, positive_int, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -55,16 +55,6 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port must be within 0..65535, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
@@ -217,7 +207,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--max-pending-traces",
-        type=_positive,
+        type=positive_int,
         default=10_000,
         metavar="N",
         help="traces held for scoring at most; a request that would exceed it is "
@@ -225,7 +215,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--max-pending-mib",
-        type=_positive,
+        type=positive_int,
         default=256,
         metavar="MIB",
         help="span bytes held for scoring at most, in MiB (default: %(default)s)",

@@ -1,0 +1,58 @@
+"""Debian's headless Chromium for the browser tests, driven through its own chromedriver (given
+by path, so Selenium Manager never downloads anything), and their screenshots as artefacts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from scripts.services import NotProvisioned
+from scripts.services.paths import chromedriver, chromium
+
+__all__ = ["headless_chromium", "screenshot"]
+
+
+@contextmanager
+def headless_chromium(window: str, page_load_timeout_s: float) -> Iterator[WebDriver]:
+    """A headless Chromium of ``window`` size ("W,H"); fails the test when it is not
+    provisioned (``make provision`` installs it)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    try:
+        driver_path, browser_path = chromedriver(), chromium()
+    except NotProvisioned as exc:
+        pytest.fail(str(exc))
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager, were it consulted, stays offline
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(browser_path)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={window}",
+        "--disable-extensions",
+        "--no-first-run",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=str(driver_path)), options=options)
+    driver.set_page_load_timeout(page_load_timeout_s)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def screenshot(driver: WebDriver, directory: Path, name: str) -> Path:
+    """Save the page as ``directory/name.png`` and check it is a real picture."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000
+    return path
