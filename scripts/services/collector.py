@@ -68,8 +68,8 @@ class Collector:
         self.process.stop()
 
     def restart(self, down_s: float = 0.0) -> Collector:
-        """Stop (SIGTERM: it drains its queues), stay down ``down_s`` s, start again with the
-        same ports and configuration."""
+        """Stop (SIGTERM), stay down ``down_s`` s, start again with the same ports,
+        configuration and queue directory (what was queued is sent by the new process)."""
         import time
 
         e = self.endpoints
@@ -165,9 +165,12 @@ def start_collector(
     config: Path = paths.COLLECTOR_CONFIG,
     timeout: float = 30.0,
 ) -> Collector:
-    """Run the collector with ``config`` and return once its health check answers 200."""
+    """Run the collector with ``config`` and return once its health check answers 200. Its
+    persistent sending queues live in ``workdir/queue``, so a restart in the same ``workdir``
+    (:meth:`Collector.restart`) resumes what the last run had accepted and not yet delivered."""
     binary = paths.otelcol()
     env, endpoints = collector_env(kafka_bootstrap, trace_backend, topic, ports)
+    env["RAGTRACE_COLLECTOR_QUEUE_DIR"] = str(workdir / "queue")
     proc = ServiceProcess(
         "collector",
         [binary, f"--config={config}"],
