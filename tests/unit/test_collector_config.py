@@ -22,12 +22,12 @@ def test_evaluation_receiver_never_feeds_kafka() -> None:
             assert not [e for e in pipeline["exporters"] if e.split("/")[0] == "kafka"], name
     assert pipelines["traces/eval"] == {
         "receivers": ["otlp/eval"],
-        "processors": ["memory_limiter", "batch"],
+        "processors": ["memory_limiter"],
         "exporters": ["otlp_http/backend"],
     }
     assert pipelines["logs/eval"] == {
         "receivers": ["otlp/eval"],
-        "processors": ["memory_limiter", "batch"],
+        "processors": ["memory_limiter"],
         "exporters": ["otlp_http/backend"],
     }
     assert pipelines["traces/app"]["receivers"] == ["otlp/app"]
@@ -43,12 +43,38 @@ def test_kafka_exporter_writes_one_otlp_proto_message_per_trace() -> None:
     )
 
 
-def test_batch_is_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
-    batch = _config()["processors"]["batch"]
+def test_a_2xx_means_on_disk_for_every_exporter_that_carries_spans_or_results() -> None:
+    """No processor that answers before the data is kept (``batch``) sits in front of a
+    queued exporter, and every such exporter queues on the file storage, which the service
+    starts."""
+    config = _config()
+    pipelines = config["service"]["pipelines"]
+    queued = set()
+    for name, pipeline in pipelines.items():
+        if name.split("/")[0] in ("traces", "logs"):
+            assert "batch" not in pipeline["processors"], name
+            queued |= set(pipeline["exporters"])
+    assert queued == {"otlp_http/backend", "kafka"}
+    storage = config["extensions"]["file_storage/queue"]
+    assert storage["directory"] == "${env:RAGTRACE_COLLECTOR_QUEUE_DIR:-/var/lib/otelcol/queue}"
+    assert "file_storage/queue" in config["service"]["extensions"]
+    for exporter in queued:
+        queue = config["exporters"][exporter]["sending_queue"]
+        assert queue["storage"] == "file_storage/queue", exporter
+        assert queue.get("enabled", True) is True, exporter
+        # Full: refused (503 / UNAVAILABLE, the sender retries), not blocked and not dropped.
+        assert not queue.get("block_on_overflow", False), exporter
+        retry = config["exporters"][exporter]["retry_on_failure"]
+        assert retry["max_elapsed_time"] == "${env:RAGTRACE_COLLECTOR_RETRY_MAX_ELAPSED:-1h}"
+
+
+def test_batches_are_bounded_and_sized_consistently_with_the_kafka_limit() -> None:
+    batch = _config()["exporters"]["kafka"]["sending_queue"]["batch"]
+    assert _config()["exporters"]["kafka"]["sending_queue"]["sizer"] == "items"
     default = re.compile(r"^\$\{env:RAGTRACE_BATCH_MAX_SPANS:-(\d+)\}$")
     size, max_size = (
         int(default.match(batch[k]).group(1))  # type: ignore[union-attr]
-        for k in ("send_batch_size", "send_batch_max_size")
+        for k in ("min_size", "max_size")
     )
     assert size <= max_size
     # A message holds at most max_size spans of one trace: the largest span the SDK's caps allow
