@@ -181,7 +181,9 @@ def build_service(
     cache = Retrying(
         RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
     )
-    idempotency = Retrying(RedisIdempotencyStore(client, prefix=prefix), redis_retry)
+    idempotency = Retrying(
+        RedisIdempotencyStore(client, prefix=prefix, ttl_s=cfg.export.written_ttl_s), redis_retry
+    )
     budget = Retrying(
         RedisJudgeBudget(
             client, cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute, prefix=prefix
