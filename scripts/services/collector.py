@@ -67,6 +67,10 @@ class Collector:
     def stop(self) -> None:
         self.process.stop()
 
+    def kill(self) -> None:
+        """SIGKILL: no shutdown at all (what it acknowledged must be in its queue on disk)."""
+        self.process.kill()
+
     def restart(self, down_s: float = 0.0) -> Collector:
         """Stop (SIGTERM), stay down ``down_s`` s, start again with the same ports,
         configuration and queue directory (what was queued is sent by the new process)."""

@@ -198,6 +198,13 @@ class ServiceProcess:
         # Children that outlived their leader still share the group id.
         self._signal_group(proc.pid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a crash: nothing is flushed). Idempotent."""
+        proc = self._proc
+        if proc is not None:
+            self._signal_group(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

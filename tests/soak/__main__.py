@@ -28,11 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-hold", type=float, default=None, help="cap on any fault's hold")
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait at the end")
     parser.add_argument("--no-big-trace", action="store_true")
-    parser.add_argument(
-        "--collector-during-broker-outage",
-        action="store_true",
-        help="let a collector restart fall inside a broker outage (docs/reliability.md, finding 1)",
-    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     config = SoakConfig(
@@ -47,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
         max_hold_s=args.max_hold,
         drain_timeout_s=args.drain,
         big_trace=not args.no_big_trace,
-        collector_during_broker_outage=args.collector_during_broker_outage,
     )
     with tempfile.TemporaryDirectory(prefix="ragtrace-soak-") as tmp:
         result = run_soak(config, Path(tmp), log=lambda s: print(s, flush=True))

@@ -52,8 +52,6 @@ class SoakConfig:
     max_hold_s: float | None = None
     drain_timeout_s: float = 180.0
     big_trace: bool = True
-    collector_during_broker_outage: bool = False
-    """Let a collector restart fall inside a broker outage (reproduces finding 1)."""
 
     def __post_init__(self) -> None:
         if self.replicas < 2 or self.rate <= 0 or self.fault_s <= 0:
@@ -224,11 +222,7 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
     for fault in faults:
         log(f"  scheduled {fault.describe()}")
     began = time.monotonic()
-    with soak_stack(
-        tmp,
-        config.replicas,
-        collector_waits_for_broker=not config.collector_during_broker_outage,
-    ) as stack:
+    with soak_stack(tmp, config.replicas) as stack:
         _wait_assigned(stack)
         log(f"  replicas assigned after {time.monotonic() - began:.0f} s")
         monitor = _Monitor(stack, began)

@@ -19,7 +19,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "redis_restart",  # stop Redis, start it again after `hold_s` (append-only file kept)
     "redis_unreachable",  # SIGSTOP Redis for `hold_s`, then SIGCONT
     "broker_restart",  # stop the Kafka broker cleanly, start it after `hold_s`
-    "collector_restart",  # stop the collector, start it after `hold_s`
+    "collector_restart",  # stop the collector (SIGKILL for an odd target), start after `hold_s`
     "judge_rate_limited",  # the judge answers 429 for `hold_s`
     "judge_overloaded",  # the judge answers 529 for `hold_s`
     "judge_timeout",  # the judge hangs past the client's timeout for `hold_s`
@@ -45,8 +45,9 @@ _HOLD: dict[str, tuple[float, float]] = {
 class Fault:
     """One fault: ``kind`` injected ``at_s`` seconds into the fault phase, held ``hold_s``.
 
-    ``target`` picks the replica (an index taken modulo the replicas alive at the time) and
-    ``param`` is kind-specific (the slow judge's delay in seconds)."""
+    ``target`` picks the replica (an index taken modulo the replicas alive at the time), or for
+    ``collector_restart`` the signal (SIGKILL when odd, SIGTERM when even); ``param`` is
+    kind-specific (the slow judge's delay in seconds)."""
 
     at_s: float
     kind: str
@@ -66,6 +67,8 @@ class Fault:
 
     def describe(self) -> str:
         extra = f" target={self.target}" if "replica" in self.kind or "sigterm" in self.kind else ""
+        if self.kind == "collector_restart":
+            extra += " SIGKILL" if self.target % 2 else " SIGTERM"
         if self.kind == "judge_slow":
             extra += f" delay={self.param:.2f}s"
         return f"t+{self.at_s:6.1f}s {self.kind:<20} hold={self.hold_s:4.1f}s{extra}"
