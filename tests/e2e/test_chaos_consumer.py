@@ -4,7 +4,8 @@ collector's application receiver, while one thing at a time fails:
 
 * the consumer is killed (SIGKILL) and another replica takes over;
 * Redis restarts; Redis is down for 10 s while the consumer is idle;
-* the Kafka broker restarts; the collector restarts.
+* the Kafka broker restarts; the collector restarts; the collector is killed (SIGKILL) during a
+  broker outage.
 
 Each asserts that every trace the collector accepted is scored, each (trace, metric) written back
 under one span ID (``assert_scored_once``), and that the consumer process survived the outage by
@@ -256,6 +257,43 @@ def test_collector_restart_under_traffic(stack: Stack) -> None:
         sent = _traffic_around(stack, restart, salt=5)
         assert sent.refused > 0  # the app's requests were refused while it was down
         assert_scored_once(stack.backend, sent.accepted)
+        _alive(consumer)
+    finally:
+        consumer.kill()
+
+
+def test_collector_killed_during_a_broker_outage_loses_nothing_it_acknowledged(
+    stack: Stack,
+) -> None:
+    """The collector answers 2xx while the broker is down (its queue is on disk), is killed
+    with SIGKILL before the broker returns, and the next collector process delivers what the
+    dead one had acknowledged. With an in-memory queue every trace accepted during the outage
+    was lost."""
+    group, prefix = _fresh(stack, "collector-kill")
+    consumer = _consumer(stack, "collector-kill", group, prefix)
+    during: list[str] = []
+    try:
+
+        def outage_then_kill() -> None:
+            stack.kafka.stop()
+            accepted_before = len(sender.accepted)
+            time.sleep(3.0)  # the apps keep sending; the collector keeps answering 2xx
+            during.extend(sender.accepted[accepted_before:])
+            stack.collector.kill()
+            kafka = stack.kafka
+            stack.kafka = start_kafka(kafka.workdir, kafka.port, kafka.controller_port)
+            stack.collector = stack.collector.restart()
+
+        sender = Sender(stack.app_url, per_request=2, pause_s=0.1, salt=7)
+        sender.start()
+        try:
+            time.sleep(2.0)
+            outage_then_kill()
+            time.sleep(3.0)
+        finally:
+            sender.stop()
+        assert len(during) >= 10, "the collector refused spans during the broker outage"
+        assert_scored_once(stack.backend, sender.accepted, timeout=180)
         _alive(consumer)
     finally:
         consumer.kill()
