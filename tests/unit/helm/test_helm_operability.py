@@ -16,6 +16,7 @@ from tests.unit.helm.conftest import (
     KUBE_VERSION,
     RELEASE,
     Rendered,
+    collector_workload,
     containers,
     env_of,
     run_helm,
@@ -23,7 +24,7 @@ from tests.unit.helm.conftest import (
 
 
 def _gomemlimit(r: Rendered) -> str | None:
-    (collector,) = containers(r.get("Deployment", "-collector"))
+    (collector,) = containers(collector_workload(r))
     env = env_of(collector).get("GOMEMLIMIT")
     return None if env is None else str(env["value"])
 
@@ -59,7 +60,7 @@ def test_every_service_port_has_its_app_protocol(rendered: Callable[[str], Rende
     ports = {
         (svc["metadata"]["name"].removeprefix("rt-ragtrace-"), p["name"]): p.get("appProtocol")
         for svc in rendered("default").of_kind("Service")
-        for p in svc["spec"]["ports"]
+        for p in svc["spec"].get("ports", [])  # the StatefulSet's headless Service has none
     }
     assert ports == {
         ("collector", "otlp-grpc"): "grpc",
