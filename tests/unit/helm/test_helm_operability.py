@@ -110,6 +110,24 @@ def test_notes_list_what_is_off(helm_bin: Path, tmp_path: Path) -> None:
     ]
     assert "prometheusRule.enabled=true needs the prometheus-operator CRDs" in off
     assert "the pods carry prometheus.io/* scrape annotations" in notes
+    assert "own PersistentVolumeClaim (queue-rt-ragtrace-collector-<n>, 2Gi)" in notes
+    assert "The claims outlive `helm uninstall`" in notes
+
+
+def test_notes_say_an_ephemeral_queue_is_lost_with_the_pod(helm_bin: Path, tmp_path: Path) -> None:
+    notes = _notes(
+        helm_bin,
+        tmp_path,
+        ["collector.persistentQueue.enabled=false", "networkPolicy.enabled=true"],
+    )
+    off = notes.split("Off in this release (turn on with the value named):\n", 1)[1]
+    (line,) = [x for x in off.splitlines() if x.startswith("  - collector queue persistence:")]
+    assert "LOST with the pod (collector.persistentQueue.enabled=true)" in line
+    assert "PersistentVolumeClaim" not in notes
+    deleted = _notes(
+        helm_bin, tmp_path / "d", ['collector.persistentQueue.retentionPolicy.whenDeleted="Delete"']
+    )
+    assert "PersistentVolumeClaim" in deleted and "outlive" not in deleted
 
 
 def test_notes_say_nothing_is_off_when_everything_is_on(helm_bin: Path, tmp_path: Path) -> None:
