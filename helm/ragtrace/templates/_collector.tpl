@@ -75,6 +75,12 @@ from environment variables backed by Secrets). Empty when there is nothing to ad
 {{- end }}
 - name: RAGTRACE_COLLECTOR_LOG_LEVEL
   value: {{ .Values.collector.logLevel | quote }}
+- name: RAGTRACE_COLLECTOR_QUEUE_DIR
+  value: {{ include "ragtrace.collector.queueDir" . | quote }}
+- name: RAGTRACE_COLLECTOR_QUEUE_ITEMS
+  value: {{ .Values.collector.persistentQueue.maxItems | int | toString | quote }}
+- name: RAGTRACE_COLLECTOR_RETRY_MAX_ELAPSED
+  value: {{ .Values.collector.persistentQueue.retryMaxElapsed | quote }}
 - name: RAGTRACE_TRACE_BACKEND_ENDPOINT
   value: {{ required "collector.traceBackend.endpoint is required" .Values.collector.traceBackend.endpoint | quote }}
 - name: RAGTRACE_KAFKA_BOOTSTRAP_SERVERS
@@ -91,4 +97,29 @@ from environment variables backed by Secrets). Empty when there is nothing to ad
 {{/* Environment variable carrying one trace-backend header: X-Scope-OrgID -> RAGTRACE_TRACE_BACKEND_HEADER_X_SCOPE_ORGID */}}
 {{- define "ragtrace.collector.headerEnv" -}}
 {{- printf "RAGTRACE_TRACE_BACKEND_HEADER_%s" (regexReplaceAll "[^A-Za-z0-9]" . "_" | upper) }}
+{{- end }}
+
+{{/* Where the exporters' sending queue (file_storage/queue) lives: the claim, or the emptyDir. */}}
+{{- define "ragtrace.collector.queueDir" -}}/var/lib/otelcol/queue{{- end }}
+
+{{/* The headless Service that governs the collector StatefulSet (its pods' DNS names). */}}
+{{- define "ragtrace.collector.headlessName" -}}
+{{- printf "%s-headless" (include "ragtrace.collector.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* collector.resources, with the queue's emptyDir (persistentQueue off) added to the
+ephemeral-storage limit: the kubelet counts an emptyDir against the pod's limit and evicts the
+pod, queue and all, when the sum is exceeded. */}}
+{{- define "ragtrace.collector.resources" -}}
+{{- $r := deepCopy (.Values.collector.resources | default dict) }}
+{{- $q := .Values.collector.persistentQueue }}
+{{- $limit := dig "limits" "ephemeral-storage" "" $r }}
+{{- if and (not $q.enabled) $limit }}
+{{- $own := include "ragtrace.memoryBytes" (dict "q" $limit "what" "collector.resources.limits.ephemeral-storage") | float64 }}
+{{- $queue := include "ragtrace.memoryBytes" (dict "q" $q.size "what" "collector.persistentQueue.size") | float64 }}
+{{- $_ := set $r.limits "ephemeral-storage" (printf "%dMi" (divf (addf $own $queue) 1048576 | ceil | int)) }}
+{{- end }}
+{{- with $r }}
+{{- toYaml . }}
+{{- end }}
 {{- end }}

@@ -136,6 +136,18 @@ def render(helm_bin: Path) -> Callable[..., Rendered]:
     return go
 
 
+def collector_workload(r: Rendered) -> Manifest:
+    """The collector's one workload: a StatefulSet (persistent queue) or a Deployment."""
+    found = [
+        d
+        for d in r.docs
+        if d["kind"] in ("StatefulSet", "Deployment")
+        and d["metadata"]["name"].endswith("-collector")
+    ]
+    assert len(found) == 1, f"expected one collector workload, found {len(found)}"
+    return found[0]
+
+
 def containers(manifest: Manifest) -> list[dict[str, Any]]:
     """The containers of a workload's pod template, or of a Pod."""
     spec = manifest["spec"] if manifest["kind"] == "Pod" else manifest["spec"]["template"]["spec"]

@@ -1,6 +1,6 @@
 """The chart on real clusters: Pod Security "restricted", CRD-guarded monitoring objects, opt-in
 NetworkPolicy, `helm test` hooks, topology spread, priority class, global registry, KEDA, and a
-stateless multi-replica collector with a PodDisruptionBudget.
+multi-replica collector with a PodDisruptionBudget.
 
 The restricted-profile check is the Pod Security Standards' list (kubernetes.io/docs/concepts/
 security/pod-security-standards, "Restricted"), applied to every pod the chart renders in every
@@ -26,6 +26,7 @@ from tests.unit.helm.conftest import (
     SCENARIOS,
     Manifest,
     Rendered,
+    collector_workload,
     containers,
     run_helm,
 )
@@ -127,7 +128,7 @@ def test_every_workload_sets_resources_and_probes(rendered: Callable[[str], Rend
                 kind_name
             )
             assert ":" in c["image"] and not c["image"].endswith(":latest"), kind_name
-            if kind_name.startswith("Deployment/"):
+            if kind_name.startswith(("Deployment/", "StatefulSet/")):
                 assert c["readinessProbe"] and c["livenessProbe"], kind_name
                 assert c["securityContext"]["readOnlyRootFilesystem"] is True, kind_name
 
@@ -297,18 +298,17 @@ def test_helm_test_scripts_pass_and_fail_for_real(
 # --- scheduling, images, scaling ----------------------------------------------------------------
 def test_topology_spread_selects_each_components_pods(rendered: Callable[[str], Rendered]) -> None:
     r = rendered("default")
-    for component in ("collector", "consumer"):
-        spec = r.get("Deployment", f"-{component}")["spec"]["template"]["spec"]
+    workloads = {"collector": collector_workload(r), "consumer": r.get("Deployment", "-consumer")}
+    for component, workload in workloads.items():
+        spec = workload["spec"]["template"]["spec"]
         (tsc,) = spec["topologySpreadConstraints"]
         assert tsc["topologyKey"] == "kubernetes.io/hostname"
         assert tsc["whenUnsatisfiable"] == "ScheduleAnyway"
         assert tsc["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
         assert "priorityClassName" not in spec
     r = rendered("restricted")
-    classes = {
-        c: r.get("Deployment", f"-{c}")["spec"]["template"]["spec"]["priorityClassName"]
-        for c in ("collector", "consumer")
-    }
+    workloads = {"collector": collector_workload(r), "consumer": r.get("Deployment", "-consumer")}
+    classes = {c: w["spec"]["template"]["spec"]["priorityClassName"] for c, w in workloads.items()}
     assert classes == {"collector": "ragtrace-critical", "consumer": "ragtrace-batch"}
 
 
@@ -336,7 +336,7 @@ def test_global_image_registry_replaces_the_registry(
     r = render(
         sets=[f'global.imageRegistry="{registry}"', f'collector.image.repository="{repository}"']
     )
-    assert containers(r.get("Deployment", "-collector"))[0]["image"] == expected
+    assert containers(collector_workload(r))[0]["image"] == expected
 
 
 def test_every_image_follows_the_global_registry(rendered: Callable[[str], Rendered]) -> None:
@@ -392,7 +392,7 @@ def test_collector_runs_two_replicas_behind_a_pdb(
     rendered: Callable[[str], Rendered], render: Callable[..., Rendered]
 ) -> None:
     r = rendered("default")
-    assert r.get("Deployment", "-collector")["spec"]["replicas"] == 2
+    assert collector_workload(r)["spec"]["replicas"] == 2
     pdb = r.get("PodDisruptionBudget", "-collector")
     assert pdb["spec"]["maxUnavailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "collector"

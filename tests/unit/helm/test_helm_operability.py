@@ -16,6 +16,7 @@ from tests.unit.helm.conftest import (
     KUBE_VERSION,
     RELEASE,
     Rendered,
+    collector_workload,
     containers,
     env_of,
     run_helm,
@@ -23,7 +24,7 @@ from tests.unit.helm.conftest import (
 
 
 def _gomemlimit(r: Rendered) -> str | None:
-    (collector,) = containers(r.get("Deployment", "-collector"))
+    (collector,) = containers(collector_workload(r))
     env = env_of(collector).get("GOMEMLIMIT")
     return None if env is None else str(env["value"])
 
@@ -59,7 +60,7 @@ def test_every_service_port_has_its_app_protocol(rendered: Callable[[str], Rende
     ports = {
         (svc["metadata"]["name"].removeprefix("rt-ragtrace-"), p["name"]): p.get("appProtocol")
         for svc in rendered("default").of_kind("Service")
-        for p in svc["spec"]["ports"]
+        for p in svc["spec"].get("ports", [])  # the StatefulSet's headless Service has none
     }
     assert ports == {
         ("collector", "otlp-grpc"): "grpc",
@@ -109,6 +110,24 @@ def test_notes_list_what_is_off(helm_bin: Path, tmp_path: Path) -> None:
     ]
     assert "prometheusRule.enabled=true needs the prometheus-operator CRDs" in off
     assert "the pods carry prometheus.io/* scrape annotations" in notes
+    assert "own PersistentVolumeClaim (queue-rt-ragtrace-collector-<n>, 2Gi)" in notes
+    assert "The claims outlive `helm uninstall`" in notes
+
+
+def test_notes_say_an_ephemeral_queue_is_lost_with_the_pod(helm_bin: Path, tmp_path: Path) -> None:
+    notes = _notes(
+        helm_bin,
+        tmp_path,
+        ["collector.persistentQueue.enabled=false", "networkPolicy.enabled=true"],
+    )
+    off = notes.split("Off in this release (turn on with the value named):\n", 1)[1]
+    (line,) = [x for x in off.splitlines() if x.startswith("  - collector queue persistence:")]
+    assert "LOST with the pod (collector.persistentQueue.enabled=true)" in line
+    assert "PersistentVolumeClaim" not in notes
+    deleted = _notes(
+        helm_bin, tmp_path / "d", ['collector.persistentQueue.retentionPolicy.whenDeleted="Delete"']
+    )
+    assert "PersistentVolumeClaim" in deleted and "outlive" not in deleted
 
 
 def test_notes_say_nothing_is_off_when_everything_is_on(helm_bin: Path, tmp_path: Path) -> None:

@@ -28,10 +28,11 @@ _LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9]
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def test_scenarios_are_the_documented_seven() -> None:
+def test_scenarios_are_the_documented_eight() -> None:
     assert SCENARIOS == [
         "autoscaling",
         "default",
+        "ephemeral-queue",
         "labels-job",
         "minimal",
         "monitoring",

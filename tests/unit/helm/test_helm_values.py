@@ -26,6 +26,7 @@ from tests.unit.helm.conftest import (
     CHART,
     ROOT,
     Rendered,
+    collector_workload,
     containers,
     env_of,
     run_helm,
@@ -88,7 +89,7 @@ def test_existing_secrets_only_renders_no_secret(rendered: Callable[[str], Rende
     assert env["RAGTRACE_REDIS_URL"]["value"] == (
         "rediss://ragtrace@redis-master:6380/0?ssl_ca_certs=/etc/ragtrace/tls/redis/ca.crt"
     )
-    coll = env_of(containers(r.get("Deployment", "-collector"))[0])
+    coll = env_of(containers(collector_workload(r))[0])
     assert (
         coll["RAGTRACE_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"]
         == "kafka-ragtrace-user"
@@ -142,9 +143,9 @@ def test_config_checksum_changes_with_the_config(render: Callable[..., Rendered]
     c0, c1, c2 = (_checksum(_consumer(x)) for x in (base, tuned, keyed))
     assert len({c0, c1, c2}) == 3
     assert _checksum(_consumer(render())) == c0  # deterministic
-    col0 = _checksum(base.get("Deployment", "-collector"))
-    assert _checksum(tuned.get("Deployment", "-collector")) == col0  # not the collector's config
-    assert _checksum(kafka.get("Deployment", "-collector")) != col0
+    col0 = _checksum(collector_workload(base))
+    assert _checksum(collector_workload(tuned)) == col0  # not the collector's config
+    assert _checksum(collector_workload(kafka)) != col0
 
 
 # --- termination -------------------------------------------------------------------------
@@ -621,14 +622,14 @@ def test_collector_gets_every_variable_its_config_reads(
     code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())  # not the comments
     referenced = set(_ENV_REF.findall(code))
     names = {n for n, _ in referenced}
-    env = env_of(containers(rendered("default").get("Deployment", "-collector"))[0])
+    env = env_of(containers(collector_workload(rendered("default")))[0])
     assert names - set(env) == COLLECTOR_DEFAULTS_KEPT
     assert env["RAGTRACE_KAFKA_TOPIC"]["value"] == VALUES["kafka"]["topic"]
     assert env["RAGTRACE_KAFKA_BOOTSTRAP_SERVERS"]["value"] == VALUES["kafka"]["bootstrapServers"]
     assert env["RAGTRACE_KAFKA_MAX_MESSAGE_BYTES"]["value"] == "8388608"
     ports = {
         p["name"]: p["containerPort"]
-        for p in containers(rendered("default").get("Deployment", "-collector"))[0]["ports"]
+        for p in containers(collector_workload(rendered("default")))[0]["ports"]
     }
     for var, port in (
         ("RAGTRACE_APP_OTLP_HTTP_ENDPOINT", "otlp-http"),
@@ -667,7 +668,7 @@ def test_kafka_tls_and_sasl_overlay_the_kafka_exporter(rendered: Callable[[str],
     }
     base = yaml.safe_load(cm["data"]["config.yaml"])
     assert set(overlay["exporters"]) <= set(base["exporters"])
-    c = containers(r.get("Deployment", "-collector"))[0]
+    c = containers(collector_workload(r))[0]
     assert c["command"][1:] == [
         "--config=file:/conf/config.yaml",
         "--config=file:/conf/overlay.yaml",
@@ -676,7 +677,7 @@ def test_kafka_tls_and_sasl_overlay_the_kafka_exporter(rendered: Callable[[str],
 
 
 def test_collector_probes_use_the_health_extension(rendered: Callable[[str], Rendered]) -> None:
-    c = containers(rendered("default").get("Deployment", "-collector"))[0]
+    c = containers(collector_workload(rendered("default")))[0]
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": "/", "port": "health"}
 
