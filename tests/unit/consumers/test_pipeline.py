@@ -157,6 +157,19 @@ def test_a_replayed_trace_is_never_scored_twice() -> None:
     assert len(r.spans()) == 1 and len(r.judge.calls) == 1
 
 
+def test_spans_delivered_twice_before_scoring_score_as_once() -> None:
+    """A replayed message, or the collector's two exporters when only one queued a request the
+    app then sent again: the same spans twice in the store, scored as if sent once."""
+    once, twice = rig(grounded(1, 2)), rig(grounded(1, 2))
+    once.pipeline.ingest(rag_spans(6), T0)
+    twice.pipeline.ingest(rag_spans(6), T0)
+    twice.pipeline.ingest(rag_spans(6), T0)
+    assert once.pipeline.process_due(T0) == twice.pipeline.process_due(T0) == 1
+    (a,), (b,) = once.spans(), twice.spans()
+    assert b.to_json() == a.to_json()
+    assert twice.judge.calls == once.judge.calls
+
+
 def test_already_written_families_are_skipped_on_a_fresh_store() -> None:
     # Another replica wrote both scores, then the spans reached a store that forgot them.
     r = rig()
