@@ -93,6 +93,9 @@ class SoakResult:
     big_trace_delay_s: float | None
     pending_keys: int
     wall_s: float
+    key_ttls_s: Mapping[str, float] = field(default_factory=dict)
+    """The longest TTL left on the per-trace keys of each kind (``done``, ``written``, ``judge``)
+    at the end."""
     timeline: tuple[tuple[float, int, float], ...] = ()
     """(window start in s from the first fault, traces accepted in it, their latency p95)."""
 
@@ -132,6 +135,8 @@ class SoakResult:
             f"Redis peak {max((m for _, m in self.samples.redis_memory), default=0) / 2**20:.1f} MiB "
             f"(drift {self.drift(self.samples.redis_memory):.2f}), keys peak {max(keys, default=0)} "
             f"(drift {self.drift(self.samples.redis_keys):.2f}), pending at end {self.pending_keys}",
+            "longest TTL left on per-trace keys: "
+            + ", ".join(f"{k} {v:.0f} s" for k, v in self.key_ttls_s.items()),
             f"app requests refused and retried: {self.refused}; judge answers: {self.judge_answers}",
             "latency p95 by 10 s of acceptance (s from the first fault): "
             + ", ".join(f"{at:+.0f}: {p:.1f}" for at, _, p in self.timeline),
@@ -210,6 +215,20 @@ def _pending(stack: SoakStack) -> int:
         r.close()
 
 
+def _longest_ttls(stack: SoakStack) -> dict[str, float]:
+    """The longest TTL left, in seconds, on each kind of per-trace key at the end (inf for a
+    key without one): each is bounded by its setting, so Redis holds about rate x TTL of them."""
+    r = redis_client.Redis.from_url(stack.redis.url, socket_timeout=5)
+    try:
+        out: dict[str, float] = {}
+        for kind in ("done", "written", "judge"):
+            ttls = [int(r.pttl(k)) for k in r.scan_iter(f"{stack.prefix}:{kind}:*", count=1000)]
+            out[kind] = max((math.inf if t < 0 else t / 1000 for t in ttls), default=0.0)
+        return out
+    finally:
+        r.close()
+
+
 def _wait_assigned(stack: SoakStack, timeout: float = 120.0) -> None:
     for replica in stack.replicas:
         replica.wait_for_log(ASSIGNED, timeout)
@@ -279,6 +298,7 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
             big_trace_delay_s=None if big_delay is None else big_delay - baseline,
             pending_keys=_pending(stack) if latency_ok else -1,
             wall_s=time.monotonic() - began,
+            key_ttls_s=_longest_ttls(stack),
             timeline=_timeline(accepted, verdict.latency_s, fault_start),
         )
 

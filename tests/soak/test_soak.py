@@ -45,4 +45,8 @@ def test_short_fault_soak(tmp_path: Path) -> None:
     assert result.peak_rss_mib < 700, report
     keys = max(k for _, k in result.samples.redis_keys)
     assert keys <= 8 * verdict.accepted + 200, report  # bounded by the work, not the retries
+    # Every per-trace key expires within its setting (120 s here: assembly.ttl_s,
+    # export.written_ttl_s, judge.cache_ttl_s), so the key count levels off at rate x TTL.
+    assert set(result.key_ttls_s) == {"done", "written", "judge"}, report
+    assert all(0 < ttl <= 120 for ttl in result.key_ttls_s.values()), report
     assert result.big_trace_delay_s is not None and result.big_trace_delay_s < 5.0, report
