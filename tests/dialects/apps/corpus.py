@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 AUDIT = "How long are audit logs kept?"
 REGIONS = "Which regions can workspace data be hosted in?"
@@ -63,6 +64,24 @@ def question_in(text: str) -> str:
         if q in text:
             return q
     raise KeyError(f"no known question in {text[:200]!r}")
+
+
+def fake_reply(messages: list[dict[str, object]]) -> str:
+    """The fake chat model: the corpus answer to the question in the last message."""
+    return ANSWERS[question_in(str(messages[-1]["content"]))]
+
+
+def ask_model(client: Any, question: str, context: str) -> str:
+    """One chat completion through an ``openai.OpenAI`` client (its instrumentor records it):
+    a system instruction, then the context and the question."""
+    done = client.chat.completions.create(
+        model="gpt-test",
+        messages=[
+            {"role": "system", "content": "Answer from the context only."},
+            {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
+        ],
+    )
+    return str(done.choices[0].message.content)
 
 
 def write_labels(path: Path) -> Path:

@@ -52,10 +52,7 @@ def main(endpoint: str, backend: str | None = None) -> None:
     instrumentor.instrument(tracer_provider=tp, logger_provider=lp)
     tracer = tp.get_tracer("support-app")
 
-    def reply(messages: list[dict[str, object]]) -> str:
-        return corpus.ANSWERS[corpus.question_in(str(messages[-1]["content"]))]
-
-    with FakeOpenAI(reply) as api:
+    with FakeOpenAI(corpus.fake_reply) as api:
         client = openai.OpenAI(base_url=api.base_url, api_key="test-key", max_retries=0)
 
         def ask(question: str) -> str:
@@ -78,14 +75,7 @@ def main(endpoint: str, backend: str | None = None) -> None:
                         ),
                     )
                 context = "\n".join(corpus.PASSAGES[d] for d in docs)
-                done = client.chat.completions.create(
-                    model="gpt-test",
-                    messages=[
-                        {"role": "system", "content": "Answer from the context only."},
-                        {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
-                    ],
-                )
-                return str(done.choices[0].message.content)
+                return corpus.ask_model(client, question, context)
 
         ask_all(corpus.QUESTIONS, ask, ids, tp.force_flush)
 

@@ -29,10 +29,7 @@ def main(endpoint: str) -> None:
         should_export_span=lambda span: False,
     )
 
-    def reply(messages: list[dict[str, object]]) -> str:
-        return corpus.ANSWERS[corpus.question_in(str(messages[-1]["content"]))]
-
-    with FakeOpenAI(reply) as api:
+    with FakeOpenAI(corpus.fake_reply) as api:
         client = openai.OpenAI(base_url=api.base_url, api_key="test-key", max_retries=0)
 
         @observe(as_type="retriever")
@@ -45,14 +42,7 @@ def main(endpoint: str) -> None:
         @observe(as_type="generation")
         def generate(question: str, docs: list[dict[str, object]]) -> str:
             context = "\n".join(str(d["content"]) for d in docs)
-            done = client.chat.completions.create(
-                model="gpt-test",
-                messages=[
-                    {"role": "system", "content": "Answer from the context only."},
-                    {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
-                ],
-            )
-            return str(done.choices[0].message.content)
+            return corpus.ask_model(client, question, context)
 
         @observe()
         def answer(question: str) -> str:

@@ -30,10 +30,7 @@ def main(endpoint: str) -> None:
     ids = TraceIds()
     tp.add_span_processor(ids)  # type: ignore[attr-defined]
 
-    def reply(messages: list[dict[str, object]]) -> str:
-        return corpus.ANSWERS[corpus.question_in(str(messages[-1]["content"]))]
-
-    with FakeOpenAI(reply) as api:
+    with FakeOpenAI(corpus.fake_reply) as api:
         client = openai.OpenAI(base_url=api.base_url, api_key="test-key", max_retries=0)
 
         @ragtrace.retrieve
@@ -49,14 +46,7 @@ def main(endpoint: str) -> None:
             with tracer.start_as_current_span("POST /chat"):
                 docs = search(question)
                 context = "\n".join(str(d["text"]) for d in docs)
-                done = client.chat.completions.create(
-                    model="gpt-test",
-                    messages=[
-                        {"role": "system", "content": "Answer from the context only."},
-                        {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
-                    ],
-                )
-                return str(done.choices[0].message.content)
+                return corpus.ask_model(client, question, context)
 
         ask_all(corpus.QUESTIONS, ask, ids, tp.force_flush)  # type: ignore[attr-defined]
 

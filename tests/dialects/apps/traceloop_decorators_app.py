@@ -33,10 +33,7 @@ def main(endpoint: str) -> None:
     provider = trace.get_tracer_provider()
     provider.add_span_processor(ids)  # type: ignore[attr-defined]
 
-    def reply(messages: list[dict[str, object]]) -> str:
-        return corpus.ANSWERS[corpus.question_in(str(messages[-1]["content"]))]
-
-    with FakeOpenAI(reply) as api:
+    with FakeOpenAI(corpus.fake_reply) as api:
         client = openai.OpenAI(base_url=api.base_url, api_key="test-key", max_retries=0)
 
         @task(name="retrieve")
@@ -50,14 +47,7 @@ def main(endpoint: str) -> None:
         def rag(question: str) -> str:
             docs = retrieve(question)
             context = "\n".join(str(d["text"]) for d in docs)
-            done = client.chat.completions.create(
-                model="gpt-test",
-                messages=[
-                    {"role": "system", "content": "Answer from the context only."},
-                    {"role": "user", "content": f"Context:\n{context}\nQuestion: {question}"},
-                ],
-            )
-            return str(done.choices[0].message.content)
+            return corpus.ask_model(client, question, context)
 
         ask_all(corpus.QUESTIONS, rag, ids, provider.force_flush)  # type: ignore[attr-defined]
 
