@@ -28,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-hold", type=float, default=None, help="cap on any fault's hold")
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait at the end")
     parser.add_argument("--no-big-trace", action="store_true")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the services in DIR and keep it (their logs and data) after the run",
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     config = SoakConfig(
@@ -43,8 +50,12 @@ def main(argv: list[str] | None = None) -> int:
         drain_timeout_s=args.drain,
         big_trace=not args.no_big_trace,
     )
-    with tempfile.TemporaryDirectory(prefix="ragtrace-soak-") as tmp:
-        result = run_soak(config, Path(tmp), log=lambda s: print(s, flush=True))
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        result = run_soak(config, args.keep, log=lambda s: print(s, flush=True))
+    else:
+        with tempfile.TemporaryDirectory(prefix="ragtrace-soak-") as tmp:
+            result = run_soak(config, Path(tmp), log=lambda s: print(s, flush=True))
     for line in result.lines():
         print(line)
     failed = result.verdict.violations or result.recovery_s is None
