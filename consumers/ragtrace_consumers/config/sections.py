@@ -225,8 +225,9 @@ class AssemblySettings(_Section):
     quiet_s: NonNegative = 5.0
     """A trace is complete (and scored) this many seconds after its generation span arrived: the
     quiet period lets spans exported later (by other services, or in a later batch) catch up. A
-    trace's root span makes it complete at once; a trace that shows neither a root nor a
-    generation span is scored max(quiet_s, 60) seconds after its first span arrived."""
+    root span arriving with the generation span makes the trace complete at once; a trace that
+    shows no generation span (a root alone does not complete it: the generation may be in a
+    later Kafka message) is scored max(quiet_s, 60) seconds after its first span arrived."""
     lease_s: Positive = 300.0
     """Seconds a replica holds a claimed trace; if it dies, another replica scores it after this.
     Must exceed the longest scoring (judge retries included)."""

@@ -2,12 +2,15 @@
 
 Completion rule (:func:`completion_due`), applied to each batch of arriving spans at ``now``:
 
-* a trace whose root span (no parent) arrived is due at ``now + root_grace_s`` (default 0: the
-  root ends last, so the trace is complete);
+* a trace whose root span (no parent) arrived together with a generation span is due at
+  ``now + root_grace_s`` (default 0: the root ends last, so the trace is complete);
 * else one whose generation span arrived is due at ``now + quiet_s`` — the quiet period lets
   spans exported by other services (or a later batch) catch up;
-* else (retrieval or pipeline spans only: the generation may still be running) it is due at
-  ``now + idle_s``, so a trace that never gets a generation or root is still scored.
+* else (retrieval, pipeline or root spans only) it is due at ``now + idle_s``, so a trace that
+  never gets a generation is still scored. A root without a generation does not complete a
+  trace: one export request's spans can reach Kafka in two messages (the collector's queue
+  splits batches at ``RAGTRACE_BATCH_MAX_SPANS``), the generation's part seconds after the root's
+  when its send is retried, and a trace scored without its generation is lost for good.
 
 The stores keep the **earliest** due time a trace was ever given, so the rule does not depend on
 the order batches arrive in: quiet periods count from the generation span's arrival, and a root
@@ -134,9 +137,12 @@ def completion_due(
     role = dict(zip(map(id, spans), roles, strict=True)) if roles is not None else None
     live = (s for s in spans if not is_evaluation_span(s))
     for trace_id, group in group_by_trace(live).items():
-        if any(s.parent_span_id is None for s in group):
+        generation = any(
+            (role_of(s) if role is None else role[id(s)]) is Role.GENERATION for s in group
+        )
+        if generation and any(s.parent_span_id is None for s in group):
             due[trace_id] = now + root_grace_s
-        elif any((role_of(s) if role is None else role[id(s)]) is Role.GENERATION for s in group):
+        elif generation:
             due[trace_id] = now + quiet_s
         else:
             due[trace_id] = now + idle

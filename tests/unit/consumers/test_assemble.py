@@ -57,8 +57,9 @@ def test_only_rag_spans_create_a_trace() -> None:
 def test_completion_rule() -> None:
     now = 1000.0
     spans = [
-        # trace A: root arrived -> due now (+ grace)
+        # trace A: root arrived with the generation -> due now (+ grace)
         record(RET, parent=ROOT, attributes=RETRIEVER),
+        record(GEN, parent=ROOT, attributes=LLM),
         record(ROOT, scope="other"),
         # trace B: generation arrived -> quiet period
         record(GEN, parent=ROOT, trace_id=OTHER, attributes=LLM),
@@ -66,16 +67,22 @@ def test_completion_rule() -> None:
         record(RET, parent=ROOT, trace_id="2" * 32, attributes=RETRIEVER),
         # trace D: only our own evaluation span -> nothing
         record(GEN, parent=ROOT, trace_id="3" * 32, scope=semconv.EVALUATION_SCOPE),
+        # trace E: root and retrieval, the generation still on its way (the collector split
+        # the request; its part is being retried) -> idle, not due at once
+        record(ROOT, trace_id="4" * 32, scope="other"),
+        record(RET, parent=ROOT, trace_id="4" * 32, attributes=RETRIEVER),
     ]
     assert completion_due(spans, now, 5.0) == {
         TRACE: 1000.0,
         OTHER: 1005.0,
         "2" * 32: 1000.0 + DEFAULT_IDLE_S,
+        "4" * 32: 1000.0 + DEFAULT_IDLE_S,
     }
     assert completion_due(spans, now, 5.0, idle_s=30.0, root_grace_s=2.0) == {
         TRACE: 1002.0,
         OTHER: 1005.0,
         "2" * 32: 1030.0,
+        "4" * 32: 1030.0,
     }
     # idle is never shorter than quiet
     assert completion_due(spans, now, 90.0, idle_s=30.0)["2" * 32] == 1090.0
