@@ -94,8 +94,10 @@ class SoakResult:
     pending_keys: int
     wall_s: float
     key_ttls_s: Mapping[str, float] = field(default_factory=dict)
+    load_s: float = math.inf
+    """Seconds from the start until the load stopped."""
     """The longest TTL left on the per-trace keys of each kind (``done``, ``written``, ``judge``)
-    at the end."""
+    when the load stopped."""
     timeline: tuple[tuple[float, int, float], ...] = ()
     """(window start in s from the first fault, traces accepted in it, their latency p95)."""
 
@@ -104,7 +106,9 @@ class SoakResult:
         return max((v for _, v in self.samples.rss_kib), default=0) / 1024
 
     def drift(self, series: list[tuple[float, int]]) -> float:
-        """Median of the run's last quarter over the median of its second quarter (1.0: flat)."""
+        """Median of the last quarter of the loaded run over the median of its second quarter
+        (1.0: flat); samples after the load stopped (the drain, TTLs running out) are left out."""
+        series = [(t, v) for t, v in series if t <= self.load_s]
         if len(series) < 8:
             return math.nan
         q = len(series) // 4
@@ -260,6 +264,8 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
         finally:
             stack.lift_all()
             accepted = load.stop()
+            load_s = time.monotonic() - began
+        key_ttls = _longest_ttls(stack)  # while the keys of the last traces are fresh
         big_delay = None
         if config.big_trace:
             big_delay = _oversized_trace(stack, config, accepted)
@@ -298,7 +304,8 @@ def run_soak(config: SoakConfig, tmp: Path, log: Callable[[str], None] = print) 
             big_trace_delay_s=None if big_delay is None else big_delay - baseline,
             pending_keys=_pending(stack) if latency_ok else -1,
             wall_s=time.monotonic() - began,
-            key_ttls_s=_longest_ttls(stack),
+            key_ttls_s=key_ttls,
+            load_s=load_s,
             timeline=_timeline(accepted, verdict.latency_s, fault_start),
         )
 
