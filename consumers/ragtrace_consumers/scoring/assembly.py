@@ -9,13 +9,15 @@ Completion rule (:func:`completion_due`), applied to each batch of arriving span
 * else (retrieval, pipeline or root spans only) it is due at ``now + idle_s``, so a trace that
   never gets a generation is still scored. A root without a generation does not complete a
   trace: one export request's spans can reach Kafka in two messages (the collector's queue
-  splits batches at ``RAGTRACE_BATCH_MAX_SPANS``), the generation's part seconds after the root's
-  when its send is retried, and a trace scored without its generation is lost for good.
+  splits batches at ``RAGTRACE_BATCH_MAX_SPANS``), the generation's part read in a later poll,
+  or seconds later when its send is retried, and a trace scored without its generation is lost
+  for good.
 
 The stores keep the **earliest** due time a trace was ever given, so the rule does not depend on
 the order batches arrive in: quiet periods count from the generation span's arrival, and a root
-arriving later makes the trace due at once. Spans arriving after a trace was scored are not
-stored again; the stores count them as ``late_spans``.
+arriving in a later batch than the generation leaves the trace due at the end of that quiet
+period. Spans arriving after a trace was scored are not stored again; the stores count them as
+``late_spans``.
 """
 
 from __future__ import annotations
