@@ -904,7 +904,7 @@ in flight), not CPU, bounds the judged rate.
 End-to-end lag at a fixed offered load of {r["rate"]:g} traces/s for {r["seconds"]:g} s (app →
 collector → Kafka → `ragtrace consume` with the HTTP-fake judge → collector → trace backend; app
 exports every 100 ms, collector batches up to 200 ms each way, the completion rule scores a trace
-as soon as its root span arrives), from a trace's root span end to its evaluation span's arrival,
+as soon as its root span arrives with its generation), from a trace's root span end to its evaluation span's arrival,
 over {len(lags)} traces: **p50 {_pct(lags, 50):.2f} s, p95 {_pct(lags, 95):.2f} s** (max
 {max(lags):.2f} s, mean {statistics.mean(lags):.2f} s; goal p95 ≤ 1 s).
 """
