@@ -94,10 +94,10 @@ class SoakResult:
     pending_keys: int
     wall_s: float
     key_ttls_s: Mapping[str, float] = field(default_factory=dict)
-    load_s: float = math.inf
-    """Seconds from the start until the load stopped."""
     """The longest TTL left on the per-trace keys of each kind (``done``, ``written``, ``judge``)
     when the load stopped."""
+    load_s: float = math.inf
+    """Seconds from the start until the load stopped."""
     timeline: tuple[tuple[float, int, float], ...] = ()
     """(window start in s from the first fault, traces accepted in it, their latency p95)."""
 
@@ -220,8 +220,8 @@ def _pending(stack: SoakStack) -> int:
 
 
 def _longest_ttls(stack: SoakStack) -> dict[str, float]:
-    """The longest TTL left, in seconds, on each kind of per-trace key at the end (inf for a
-    key without one): each is bounded by its setting, so Redis holds about rate x TTL of them."""
+    """The longest TTL left, in seconds, on each kind of per-trace key now (inf for a key
+    without one): each is bounded by its setting, so Redis holds about rate x TTL of them."""
     r = redis_client.Redis.from_url(stack.redis.url, socket_timeout=5)
     try:
         out: dict[str, float] = {}

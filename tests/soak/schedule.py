@@ -65,10 +65,15 @@ class Fault:
     def end_s(self) -> float:
         return self.at_s + self.hold_s
 
+    @property
+    def sigkill(self) -> bool:
+        """A ``collector_restart`` that kills the collector (SIGKILL) rather than stopping it."""
+        return self.kind == "collector_restart" and self.target % 2 == 1
+
     def describe(self) -> str:
         extra = f" target={self.target}" if "replica" in self.kind or "sigterm" in self.kind else ""
         if self.kind == "collector_restart":
-            extra += " SIGKILL" if self.target % 2 else " SIGTERM"
+            extra += " SIGKILL" if self.sigkill else " SIGTERM"
         if self.kind == "judge_slow":
             extra += f" delay={self.param:.2f}s"
         return f"t+{self.at_s:6.1f}s {self.kind:<20} hold={self.hold_s:4.1f}s{extra}"

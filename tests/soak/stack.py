@@ -181,7 +181,7 @@ class SoakStack:
         elif kind == "collector_restart":
             # Whatever the broker is doing: what the collector acknowledged is in its
             # persistent queue (docs/reliability.md, finding 1).
-            if fault.target % 2:
+            if fault.sigkill:
                 self.collector.kill()
             else:
                 self.collector.stop()
