@@ -271,24 +271,19 @@ def test_collector_killed_during_a_broker_outage_loses_nothing_it_acknowledged(
     was lost."""
     group, prefix = _fresh(stack, "collector-kill")
     consumer = _consumer(stack, "collector-kill", group, prefix)
-    during: list[str] = []
+    sender = Sender(stack.app_url, per_request=2, pause_s=0.1, salt=7)
     try:
-
-        def outage_then_kill() -> None:
+        sender.start()
+        try:
+            time.sleep(2.0)
             stack.kafka.stop()
             accepted_before = len(sender.accepted)
             time.sleep(3.0)  # the apps keep sending; the collector keeps answering 2xx
-            during.extend(sender.accepted[accepted_before:])
+            during = sender.accepted[accepted_before:]
             stack.collector.kill()
             kafka = stack.kafka
             stack.kafka = start_kafka(kafka.workdir, kafka.port, kafka.controller_port)
             stack.collector = stack.collector.restart()
-
-        sender = Sender(stack.app_url, per_request=2, pause_s=0.1, salt=7)
-        sender.start()
-        try:
-            time.sleep(2.0)
-            outage_then_kill()
             time.sleep(3.0)
         finally:
             sender.stop()
