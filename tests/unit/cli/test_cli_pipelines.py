@@ -241,6 +241,13 @@ def test_an_empty_file_name_is_a_usage_error(capsys: pytest.CaptureFixture[str])
 _CONFIG = "scoring:\n  k: 3\n"
 
 
+def _config_on_stdin(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """``text`` is the configuration on stdin, with no configuration from the environment."""
+    monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
+    monkeypatch.delenv("RAGTRACE_SCORING_K", raising=False)
+    monkeypatch.setattr(sys, "stdin", _Stdin(text))
+
+
 @pytest.mark.parametrize("command", ["consume", "serve"])
 def test_a_configuration_reads_stdin_named_stdin(
     command: str,
@@ -248,9 +255,7 @@ def test_a_configuration_reads_stdin_named_stdin(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
-    monkeypatch.delenv("RAGTRACE_SCORING_K", raising=False)
-    monkeypatch.setattr(sys, "stdin", _Stdin(_CONFIG))
+    _config_on_stdin(monkeypatch, _CONFIG)
     assert main([command, "--print-config", "--config", "-"]) == EXIT_OK
     from_stdin = capsys.readouterr().out
     assert "  k: 3  # <stdin>\n" in from_stdin
@@ -278,9 +283,7 @@ def test_a_bad_configuration_on_stdin_is_named_stdin(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delenv("RAGTRACE_CONSUMER_CONFIG", raising=False)
-    monkeypatch.delenv("RAGTRACE_SCORING_K", raising=False)
-    monkeypatch.setattr(sys, "stdin", _Stdin(text))
+    _config_on_stdin(monkeypatch, text)
     assert main([command, "--print-config", "--config", "-"]) == EXIT_BAD_INPUT
     assert f"ragtrace {command}: error: {message}" in capsys.readouterr().err
 
