@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # in $RAGTRACE_CACHE (default ~/.cache/ragtrace; scripts/README.md). It is not exported from here:
 # the services under test would report it as an unknown RAGTRACE_* setting.
 
-.PHONY: demo test test-unit test-e2e test-pythons provision phoenix haystack2 openlit venv bench lint clean config-docs
+.PHONY: demo test test-unit test-e2e test-pythons provision phoenix haystack2 openlit agents venv bench lint clean config-docs
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
@@ -38,12 +38,17 @@ haystack2:
 openlit:
 	scripts/openlit_venv.sh >/dev/null
 
+## Pydantic AI, the OpenAI Agents SDK, LangGraph and MLflow Tracing for the agent dialect tests, in
+## one cached virtualenv of their own (openai 3.x, langchain-core 1.x).
+agents:
+	scripts/agents_venv.sh >/dev/null
+
 ## The README's first command: the embedded evaluator on a bundled RAG app.
 demo: venv
 	$(VENV)/bin/ragtrace demo
 
 ## The whole suite, unit and end-to-end, provisioning what it needs.
-test: venv provision phoenix haystack2 openlit
+test: venv provision phoenix haystack2 openlit agents
 	$(PY) -m pytest tests
 
 test-unit: venv
