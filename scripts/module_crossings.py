@@ -86,7 +86,7 @@ def measure() -> Crossings:
     finally:
         seen.on = False
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     return seen
 
 
