@@ -57,7 +57,12 @@ __all__ = [
     "EVAL_JUDGE_MODEL",
     "EVAL_JUDGE_NAME",
     "EVAL_JUDGE_PROMPT_SHA256",
+    "EVAL_EARLIER_TURNS",
+    "EVAL_EARLIER_TURN_UNITS",
     "EVAL_K",
+    "EVAL_SESSION_ID",
+    "GEN_AI_CONVERSATION_ID",
+    "SESSION_ID",
     "EVAL_LABELS_VERSION",
     "EVAL_MARKER",
     "EVAL_MATCHED_BY",
@@ -192,6 +197,8 @@ INPUT_MIME_TYPE: Final = "input.mime_type"
 OUTPUT_VALUE: Final = "output.value"
 OUTPUT_MIME_TYPE: Final = "output.mime_type"
 LLM_MODEL_NAME: Final = "llm.model_name"
+SESSION_ID: Final = "session.id"
+"""OpenInference's conversation ID: the turns of one session share it."""
 METADATA: Final = "metadata"
 RETRIEVAL_DOCUMENT_PREFIX: Final = "retrieval.documents."
 
@@ -218,6 +225,9 @@ non-opt-in mode) wrote the retriever's k under it, so readers accept it on retri
 GEN_AI_RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
 """How many documents the retriever was asked to return (the conventions' retrieval k)."""
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+"""The GenAI conventions' conversation (session, thread) ID: the turns of one conversation
+share it."""
 GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
 GEN_AI_OPERATION_CHAT: Final = "chat"
 """Value of ``gen_ai.operation.name`` on generation spans."""
@@ -301,6 +311,14 @@ EVAL_CONTEXT_SOURCE: Final = "ragtrace.eval.context.source"
 """Where the context the answer was judged against came from: ``retrieved`` (the retrieved
 documents' texts), ``generation`` (the documents the generation span lists) or
 ``generation_input`` (the messages the model was given: the documents carried IDs only)."""
+EVAL_SESSION_ID: Final = "ragtrace.eval.session.id"
+"""The session (conversation) of the evaluated turn, when its trace carried one."""
+EVAL_EARLIER_TURNS: Final = "ragtrace.eval.groundedness.earlier_turns"
+"""Trace IDs of the earlier turns of the same session whose evidence the answer was judged
+against besides its own (at most ``sessions.max_turns``, newest first)."""
+EVAL_EARLIER_TURN_UNITS: Final = "ragtrace.eval.groundedness.earlier_turn_units"
+"""IDs of the answer units supported only by evidence an earlier turn retrieved: the answer
+rests on the conversation, not on this turn's retrieval."""
 EVAL_K: Final = "ragtrace.eval.k"
 EVAL_RECALL_DEFINITION: Final = "ragtrace.eval.recall.definition"
 EVAL_GOLD_SIZE: Final = "ragtrace.eval.gold.size"

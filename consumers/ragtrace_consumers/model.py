@@ -10,7 +10,7 @@ SQLite stores; spans from Kafka or from an OTLP/HTTP receiver).
 Seams: :class:`Admission` (intake: which traces are decoded at all), :class:`TraceSampler`
 (scoring: which scores an assembled trace gets), the stores (:class:`TraceStore`,
 :class:`LabelStore`, :class:`JudgeResultCache`, :class:`IdempotencyStore`, :class:`JudgeBudget`,
-:class:`BatchStore`) and :class:`ScoreSink` (write-back).
+:class:`BatchStore`, :class:`SessionEvidence`) and :class:`ScoreSink` (write-back).
 
 Each store seam declares its per-item methods and the batched forms the pipeline calls
 (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``, ``get_many``,
@@ -56,10 +56,13 @@ __all__ = [
     "RetrievalScores",
     "SamplingDecision",
     "ScoreSink",
+    "SessionEvidence",
+    "SessionTurn",
     "SpanRecord",
     "TraceSampler",
     "TraceScores",
     "TraceStore",
+    "recent_turns",
 ]
 
 AttributeValue = (
@@ -99,12 +102,17 @@ class Chunk:
     ``hashed`` marks an ID made from the text's SHA-256 because the span carried no ID (neither
     the dialect's ID field nor a document-metadata key): such an ID can never equal a labelled
     gold ID, so recall against gold IDs is not computed for it (n/a with a reason, never 0.0).
+
+    ``turn`` is the trace ID of the earlier turn of the same session that retrieved this chunk
+    (context carried over from the conversation, :class:`SessionEvidence`); None for the
+    trace's own evidence.
     """
 
     id: str
     text: str | None = None
     score: float | None = None
     hashed: bool = False
+    turn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,9 @@ class RagTrace:
     """The trace's root span (no parent), when it was among the spans: where the headline
     (the cell) is shown, since trace views list root spans."""
     """``ragtrace.reference_answer`` from any span of the trace (the app's own reference)."""
+    session_id: str | None = None
+    """The conversation this turn belongs to: OpenInference ``session.id`` or GenAI
+    ``gen_ai.conversation.id`` on any span of the trace (None: a standalone request)."""
     context_source: str | None = None
     """Where ``context`` came from (:data:`ragtrace.semconv.EVAL_CONTEXT_SOURCE`'s values);
     None when there is none."""
@@ -304,6 +315,9 @@ class TraceScores:
     cell: Cell
     groundedness_cost_usd: float = 0.0
     answers: AnswerScores | None = None
+    earlier_turn_units: Mapping[int, str] = field(default_factory=dict)
+    """Answer unit ID -> the earlier turn of the session (trace ID) whose evidence alone
+    supports it (:mod:`ragtrace_consumers.scoring.sessions`); empty without such support."""
 
     def __post_init__(self) -> None:
         if self.retrieval is None and self.groundedness is None and self.answers is None:
@@ -452,6 +466,49 @@ class ScoreSink(Protocol):
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]: ...
 
     def shutdown(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionTurn:
+    """The evidence one turn of a conversation was given: its trace, when it ended, and its
+    own context chunks (with their texts; chunks carried over from earlier turns are not
+    repeated)."""
+
+    trace_id: str
+    ended_ns: int
+    chunks: tuple[Chunk, ...]
+
+
+class SessionEvidence(Protocol):
+    """The evidence of a session's recent turns, shared by every replica, so that a follow-up
+    turn is judged against what an earlier turn retrieved.
+
+    ``record_many`` keeps each ``(session_id, turn)`` (a turn recorded twice is kept once);
+    ``recent_many`` returns, per ``(session_id, before_ns)``, the turns of that session that
+    ended before ``before_ns`` and at most ``max_age_s`` earlier, newest first, at most
+    ``max_turns`` of them. A store keeps no more than that bound needs: turns older than the
+    age or beyond the count may be forgotten at any time."""
+
+    def record_many(self, turns: Sequence[tuple[str, SessionTurn]]) -> None: ...
+
+    def recent_many(
+        self, queries: Sequence[tuple[str, int]], max_turns: int, max_age_s: float
+    ) -> list[list[SessionTurn]]: ...
+
+
+def recent_turns(
+    turns: Sequence[SessionTurn], before_ns: int, max_turns: int, max_age_s: float
+) -> list[SessionTurn]:
+    """The :meth:`SessionEvidence.recent_many` rule over one session's
+    turns (any order): ended before ``before_ns``, at most ``max_age_s`` earlier, newest first,
+    at most ``max_turns``."""
+    oldest = before_ns - int(max_age_s * 1e9)
+    picked = sorted(
+        (t for t in turns if oldest <= t.ended_ns < before_ns),
+        key=lambda t: t.ended_ns,
+        reverse=True,
+    )
+    return picked[:max_turns]
 
 
 class BatchStore(Protocol):

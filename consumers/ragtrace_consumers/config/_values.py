@@ -39,6 +39,7 @@ __all__ = [
     "MappingSpec",
     "NonEmpty",
     "NonNegative",
+    "NonNegativeInt",
     "OptNonEmpty",
     "OptSecret",
     "OptStr",
@@ -205,6 +206,7 @@ PositiveInt = Annotated[Int, _Check(_positive.problem, {"minimum": 1})]
 NonNegative = Annotated[
     Float, _rule(lambda v: v >= 0 and math.isfinite(v), "must be >= 0", minimum=0)
 ]
+NonNegativeInt = Annotated[Int, _rule(lambda v: v >= 0, "must be >= 0", minimum=0)]
 Rate = Annotated[
     Float, _rule(lambda v: 0.0 <= v <= 1.0, "must be between 0 and 1", minimum=0, maximum=1)
 ]

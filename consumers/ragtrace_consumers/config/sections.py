@@ -35,6 +35,7 @@ from ragtrace_consumers.config._values import (
     MappingSpec,
     NonEmpty,
     NonNegative,
+    NonNegativeInt,
     OptNonEmpty,
     OptSecret,
     OptStr,
@@ -301,6 +302,13 @@ class ScoringSettings(_Section):
     """A recall below this fails retrieval (attribution cell)."""
     groundedness_threshold: Rate = 0.8
     """A groundedness below this fails generation (attribution cell)."""
+    session_turns: NonNegativeInt = 3
+    """A turn of a session (session.id, gen_ai.conversation.id) is judged against its own context
+    and the evidence of at most this many earlier turns of the same session (0: each turn on its
+    own). Still one judge call per turn."""
+    session_max_age_s: Positive = 1800.0
+    """Earlier turns that ended more than this many seconds before a turn are not its evidence;
+    a session's evidence is forgotten this long after its last turn."""
 
 
 class JudgeSettings(_Section):

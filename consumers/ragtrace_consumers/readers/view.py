@@ -18,6 +18,7 @@
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
+* ``session_id``: ``session.id`` (OpenInference) on any span, else ``gen_ai.conversation.id``.
 * ``recall_na_reason``: set when a retrieved chunk's ID is a content hash.
 * ``target_span_id``: the outermost pipeline span, else the generation, else the retrieval.
 """
@@ -311,4 +312,6 @@ def to_rag_trace(
             default=target[0],
         ).span_id,
         context_source=source if context else None,
+        session_id=_first_attr(spans, semconv.SESSION_ID)
+        or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID),
     )

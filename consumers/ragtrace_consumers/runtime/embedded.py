@@ -65,7 +65,7 @@ from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteSessionEvidence, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
@@ -340,6 +340,11 @@ class EmbeddedEvaluator:
                 idempotency=state.idempotency,
                 budget=MemoryJudgeBudget(cfg.judge.calls_per_minute, cfg.judge.tokens_per_minute),
                 skips=state.skipped,
+                sessions=SqliteSessionEvidence(
+                    state,
+                    max_turns=max(1, cfg.scoring.session_turns),
+                    ttl_s=cfg.scoring.session_max_age_s,
+                ),
             ),
             sink,
             self.judge,

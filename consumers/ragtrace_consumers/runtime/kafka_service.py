@@ -215,11 +215,27 @@ def build_service(
             dependencies,
         )
 
-    from ragtrace_consumers.stores.redis_state import RedisBatchStore
+    from ragtrace_consumers.stores.redis_state import RedisBatchStore, RedisSessionEvidence
 
+    sessions = Retrying(
+        RedisSessionEvidence(
+            client,
+            prefix=prefix,
+            max_turns=max(1, cfg.scoring.session_turns),
+            ttl_s=cfg.scoring.session_max_age_s,
+        ),
+        redis_retry,
+    )
     scoring = build_scoring(
         cfg,
-        Stores(traces=traces, labels=labels, cache=cache, idempotency=idempotency, budget=budget),
+        Stores(
+            traces=traces,
+            labels=labels,
+            cache=cache,
+            idempotency=idempotency,
+            budget=budget,
+            sessions=sessions,
+        ),
         sink,
         judge,
         cfg.mapping.readers(),

@@ -29,6 +29,7 @@ from ragtrace_consumers.model import (
     JudgeResultCache,
     LabelStore,
     ScoreSink,
+    SessionEvidence,
     TraceStore,
 )
 from ragtrace_consumers.readers import SpanReaders
@@ -57,6 +58,7 @@ class Stores:
     idempotency: IdempotencyStore
     budget: JudgeBudget
     skips: SkipLog | None = None
+    sessions: SessionEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ def build_scoring(
         readers=readers,
         redactor=settings.redaction.redactor(),
         skips=stores.skips,
+        sessions=stores.sessions,
     )
     return Scoring(
         metrics=metrics,

@@ -52,9 +52,12 @@ from ragtrace_consumers.model import (
     RagTrace,
     RetrievalScores,
     ScoreSink,
+    SessionEvidence,
+    SessionTurn,
     SpanRecord,
     TraceScores,
     TraceStore,
+    recent_turns,
 )
 from ragtrace_consumers.readers import SpanReaders, default_readers, to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
@@ -65,6 +68,7 @@ from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, Jud
 from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
 from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.scoring.sessions import own_turn, with_earlier_turns
 from ragtrace_consumers.scoring.skips import SkipLog, SkippedTrace, skip_detail
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 
@@ -90,10 +94,14 @@ class PipelineSettings:
     park_backoff_s: float = 30.0
     park_backoff_max_s: float = 600.0
     give_up_after_s: float = 86400.0
+    session_turns: int = 3
+    session_max_age_s: float = 1800.0
 
     def __post_init__(self) -> None:
         if self.quiet_s < 0 or self.lease_s <= 0 or self.claim_batch < 1 or self.k < 1:
             raise ValueError(f"invalid assembly/scoring settings: {self}")
+        if self.session_turns < 0 or not self.session_max_age_s > 0:
+            raise ValueError(f"invalid session settings: {self}")
         if not 0 < self.park_backoff_s <= self.park_backoff_max_s or self.give_up_after_s <= 0:
             raise ValueError(f"invalid park settings: {self}")
 
@@ -111,6 +119,8 @@ class PipelineSettings:
             park_backoff_s=j.park_backoff_s,
             park_backoff_max_s=j.park_backoff_max_s,
             give_up_after_s=j.give_up_after_s,
+            session_turns=s.session_turns,
+            session_max_age_s=s.session_max_age_s,
         )
 
 
@@ -159,6 +169,8 @@ class TraceWork:
     planned: Planned | None = None
     outcome: Outcome | None = None
     error: Exception | None = None
+    turn: tuple[str, SessionTurn] | None = None
+    """What this trace leaves its session's later turns (recognised traces in a session)."""
 
     @property
     def trace(self) -> RagTrace | None:
@@ -236,9 +248,11 @@ class Pipeline:
         readers: SpanReaders | None = None,
         redactor: Redactor | None = None,
         skips: SkipLog | None = None,
+        sessions: SessionEvidence | None = None,
     ) -> None:
         self.traces = traces
         self._skips = skips
+        self._sessions = sessions if settings.session_turns > 0 else None
         self.labels = labels
         self._labels = _LabelView(labels)
         self.idempotency = idempotency
@@ -325,6 +339,8 @@ class Pipeline:
             loaded = self.traces.load_many([w.trace_id for w in works])
             for work, spans in zip(works, loaded, strict=True):
                 self._guarded(work, self._recognise, work, spans)
+            if self._sessions is not None:
+                self._join_sessions(self._sessions, works)
             sampled = [
                 (w, w.planned)
                 for w in works
@@ -459,6 +475,9 @@ class Pipeline:
             work.outcome = Outcome.SKIPPED
             return
         self.metrics.trace_seen(trace.service, trace.pipeline)
+        turn = own_turn(trace) if trace.session_id is not None else None
+        if turn is not None and trace.session_id is not None:
+            work.turn = (trace.session_id, turn)
         decision = self.sampler.decide(trace)
         if not (decision.recall or decision.judge):
             self._skip(trace, decision.reason or "sampled_out")
@@ -466,6 +485,39 @@ class Pipeline:
             return
         self.metrics.trace_sampled(trace.service, trace.pipeline)
         work.planned = Planned(trace, bool(decision.recall), bool(decision.judge))
+
+    def _join_sessions(self, sessions: SessionEvidence, works: Sequence[TraceWork]) -> None:
+        """Give each trace to be judged its session's earlier turns, those stored and those in
+        this batch, then record each recognised turn's own evidence
+        (:mod:`~ragtrace_consumers.scoring.sessions`): two round trips for the batch. Looked up
+        before recording, so a turn never pushes out the turns it is to be judged with."""
+        s = self.settings
+        judged = [
+            (w, w.planned.trace)
+            for w in works
+            if w.planned is not None
+            and w.planned.judge
+            and w.error is None
+            and w.planned.trace.session_id is not None
+        ]
+        found = sessions.recent_many(
+            [(str(t.session_id), t.ended_ns) for _, t in judged],
+            s.session_turns,
+            s.session_max_age_s,
+        )
+        batch = [w.turn for w in works if w.turn is not None]
+        for (work, trace), stored in zip(judged, found, strict=True):
+            assert work.planned is not None
+            here = [turn for sid, turn in batch if sid == trace.session_id]
+            turns = recent_turns(
+                list({t.trace_id: t for t in [*stored, *here]}.values()),
+                trace.ended_ns,
+                s.session_turns,
+                s.session_max_age_s,
+            )
+            if turns:
+                work.planned = replace(work.planned, trace=with_earlier_turns(trace, turns))
+        sessions.record_many(batch)
 
     def _plan(self, work: TraceWork, planned: Planned) -> None:
         trace = planned.trace

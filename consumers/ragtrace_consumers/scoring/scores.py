@@ -24,6 +24,7 @@ from ragtrace_consumers.model import (
     RetrievalScores,
     TraceScores,
 )
+from ragtrace_consumers.scoring.sessions import earlier_turn_units
 
 __all__ = [
     "combine",
@@ -78,5 +79,11 @@ def combine(
     if r_out is None and g_out is None and answers is None:
         return None
     return TraceScores(
-        trace, r_out, g_out, cell, groundedness_cost_usd if g_out is not None else 0.0, answers
+        trace,
+        r_out,
+        g_out,
+        cell,
+        groundedness_cost_usd if g_out is not None else 0.0,
+        answers,
+        earlier_turn_units=earlier_turn_units(g_out, trace.context) if g_out is not None else {},
     )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import Lease, SpanRecord
+from ragtrace_consumers.model import Lease, SessionTurn, SpanRecord, recent_turns
 from ragtrace_consumers.scoring.assembly import (
     STORE_STATS,
     DeadTrace,
@@ -47,6 +47,7 @@ __all__ = [
     "MemoryJudgeBudget",
     "MemoryJudgeResultCache",
     "MemoryLabelStore",
+    "MemorySessionEvidence",
     "MemoryTraceStore",
 ]
 
@@ -559,3 +560,45 @@ class MemoryBatchStore:
             for cid in self._batches.pop(batch_id, {}):
                 if self._submitted.get(cid) == batch_id:
                     del self._submitted[cid]
+
+
+class MemorySessionEvidence:
+    """:class:`~ragtrace_consumers.model.SessionEvidence` in process: the newest ``max_turns``
+    turns of each session, a session forgotten ``ttl_s`` after its last turn was recorded."""
+
+    def __init__(self, *, max_turns: int = 3, ttl_s: float = 1800.0, clock: Clock = time.time):
+        _check_positive("max_turns", max_turns)
+        _check_positive("ttl_s", ttl_s)
+        self._max_turns, self._ttl_s, self._clock = max_turns, ttl_s, clock
+        self._lock = threading.Lock()
+        self._turns: dict[str, list[SessionTurn]] = {}
+        self._until: dict[str, float] = {}
+        self._heap = _TimeHeap()
+
+    def record_many(self, turns: Sequence[tuple[str, SessionTurn]]) -> None:
+        now = self._clock()
+        with self._lock:
+            for session_id, turn in turns:
+                kept = [t for t in self._turns.get(session_id, []) if t.trace_id != turn.trace_id]
+                kept.append(turn)
+                kept.sort(key=lambda t: t.ended_ns, reverse=True)
+                del kept[self._max_turns :]
+                self._turns[session_id] = kept
+                until = now + self._ttl_s
+                self._until[session_id] = until
+                self._heap.push(until, session_id)
+            _expire(self._heap, self._until, now, self._turns)
+            self._heap.compact(self._until)
+
+    def recent_many(
+        self, queries: Sequence[tuple[str, int]], max_turns: int, max_age_s: float
+    ) -> list[list[SessionTurn]]:
+        with self._lock:
+            return [
+                recent_turns(self._turns.get(s, ()), before, max_turns, max_age_s)
+                for s, before in queries
+            ]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._turns)

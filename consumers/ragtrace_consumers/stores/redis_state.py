@@ -8,6 +8,7 @@ suite tests both).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -18,6 +19,7 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.model import SessionTurn, recent_turns
 from ragtrace_consumers.scoring.label_match import (
     LabelIndex,
     LabelStats,
@@ -26,8 +28,10 @@ from ragtrace_consumers.scoring.label_match import (
 )
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
 from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text
+from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
+    "RedisSessionEvidence",
     "RedisBatchStore",
     "RedisIdempotencyStore",
     "RedisJudgeBudget",
@@ -199,6 +203,57 @@ class RedisJudgeResultCache:
         for key, value in items:
             pipe.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
         pipe.execute()
+
+
+class RedisSessionEvidence:
+    """:class:`~ragtrace_consumers.model.SessionEvidence`: ``P:session:<sha256 of the session
+    ID>``, a sorted set of encoded turns scored by their end time, cut to the newest
+    ``max_turns`` and to ``ttl_s`` before the newest at every record, and expiring ``ttl_s``
+    after the last one. One round trip per call."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        max_turns: int = 3,
+        ttl_s: float = 1800.0,
+    ) -> None:
+        if max_turns < 1 or not ttl_s > 0:
+            raise ValueError(f"max_turns must be >= 1 and ttl_s > 0, got {max_turns}, {ttl_s}")
+        self._r, self._p = client, _check_prefix(prefix)
+        self._max_turns, self._ttl_s = max_turns, ttl_s
+
+    def _key(self, session_id: str) -> str:
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"{self._p}:session:{digest}"
+
+    def record_many(self, turns: Sequence[tuple[str, SessionTurn]]) -> None:
+        if not turns:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for session_id, turn in turns:
+            key = self._key(session_id)
+            pipe.zadd(key, {encode_turn(turn): turn.ended_ns})
+            pipe.zremrangebyrank(key, 0, -(self._max_turns + 1))
+            pipe.zremrangebyscore(key, "-inf", f"({turn.ended_ns - int(self._ttl_s * 1e9)}")
+            pipe.pexpire(key, _ms(self._ttl_s))
+        pipe.execute()
+
+    def recent_many(
+        self, queries: Sequence[tuple[str, int]], max_turns: int, max_age_s: float
+    ) -> list[list[SessionTurn]]:
+        if not queries:
+            return []
+        pipe = self._r.pipeline(transaction=False)
+        for session_id, before in queries:
+            oldest = before - int(max_age_s * 1e9)
+            pipe.zrevrangebyscore(self._key(session_id), f"({before}", oldest)
+        out = []
+        for (_, before), raws in zip(queries, pipe.execute(), strict=True):
+            turns = {t.trace_id: t for t in (decode_turn(r) for r in raws)}
+            out.append(recent_turns(list(turns.values()), before, max_turns, max_age_s))
+        return out
 
 
 class RedisIdempotencyStore:

@@ -36,8 +36,10 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ragtrace_consumers.model import SessionTurn
 from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.stores.private_files import private_state_file
+from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -46,6 +48,7 @@ __all__ = [
     "SqliteIdempotencyStore",
     "SqliteJudgeResultCache",
     "SqliteScoredResults",
+    "SqliteSessionEvidence",
     "SqliteSkippedTraces",
     "SqliteState",
 ]
@@ -78,6 +81,14 @@ CREATE TABLE IF NOT EXISTS scored_detail (
     trace_id TEXT PRIMARY KEY,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_turns (
+    session_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    ended_ns INTEGER NOT NULL,
+    turn BLOB NOT NULL,
+    PRIMARY KEY (session_id, trace_id)
+);
+CREATE INDEX IF NOT EXISTS session_turns_ended ON session_turns (ended_ns);
 """
 
 SCHEMA_VERSION = 1
@@ -534,3 +545,48 @@ class SqliteSkippedTraces:
 
     def __len__(self) -> int:
         return int(self._state.execute("SELECT COUNT(*) FROM skipped")[0][0])
+
+
+class SqliteSessionEvidence:
+    """:class:`~ragtrace_consumers.model.SessionEvidence` in the state file: the newest
+    ``max_turns`` turns of each session; turns that ended more than ``ttl_s`` before the newest
+    turn recorded are deleted as new ones arrive."""
+
+    def __init__(self, state: SqliteState, *, max_turns: int = 3, ttl_s: float = 1800.0) -> None:
+        if max_turns < 1 or not ttl_s > 0:
+            raise ValueError(f"max_turns must be >= 1 and ttl_s > 0, got {max_turns}, {ttl_s}")
+        self._state, self._max_turns, self._ttl_ns = state, max_turns, int(ttl_s * 1e9)
+
+    def record_many(self, turns: Sequence[tuple[str, SessionTurn]]) -> None:
+        if not turns:
+            return
+        self._state.execute_many(
+            "INSERT OR REPLACE INTO session_turns (session_id, trace_id, ended_ns, turn) "
+            "VALUES (?, ?, ?, ?)",
+            [(s, t.trace_id, t.ended_ns, encode_turn(t)) for s, t in turns],
+        )
+        newest = max(t.ended_ns for _, t in turns)
+        self._state.execute(
+            "DELETE FROM session_turns WHERE ended_ns < ?", (newest - self._ttl_ns,)
+        )
+        self._state.execute_many(
+            "DELETE FROM session_turns WHERE session_id = ? AND trace_id NOT IN (SELECT trace_id "
+            "FROM session_turns WHERE session_id = ? ORDER BY ended_ns DESC LIMIT ?)",
+            [(s, s, self._max_turns) for s in {s for s, _ in turns}],
+        )
+
+    def recent_many(
+        self, queries: Sequence[tuple[str, int]], max_turns: int, max_age_s: float
+    ) -> list[list[SessionTurn]]:
+        out = []
+        for session_id, before in queries:
+            rows = self._state.execute(
+                "SELECT turn FROM session_turns WHERE session_id = ? AND ended_ns < ? "
+                "AND ended_ns >= ? ORDER BY ended_ns DESC LIMIT ?",
+                (session_id, before, before - int(max_age_s * 1e9), max_turns),
+            )
+            out.append([decode_turn(bytes(r[0])) for r in rows])
+        return out
+
+    def __len__(self) -> int:
+        return int(self._state.execute("SELECT COUNT(*) FROM session_turns")[0][0])

@@ -43,6 +43,11 @@ def _chunks(detail: Mapping[str, Any] | None, key: str) -> list[Mapping[str, Any
     return _dicts(detail.get(key)) if detail is not None else []
 
 
+def _mapping(detail: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None:
+    value = detail.get(key) if detail is not None else None
+    return value if isinstance(value, Mapping) else None
+
+
 def _retrieval(r: ScoredResult, detail: Mapping[str, Any] | None, gold: set[str]) -> str:
     chunks = _chunks(detail, "retrieved") or [{"id": c} for c in r.retrieved]
     if not chunks:
@@ -145,7 +150,12 @@ def _claim(claim: Mapping[str, Any], passages: Sequence[Mapping[str, Any]]) -> s
     return out + "</li>"
 
 
-def _answer(r: ScoredResult, g: Mapping[str, Any] | None, passages: Sequence[Any]) -> str:
+def _answer(
+    r: ScoredResult,
+    g: Mapping[str, Any] | None,
+    passages: Sequence[Any],
+    earlier: Mapping[str, Any] | None = None,
+) -> str:
     if g is None:
         text = esc(r.answer) if r.answer else "<span class=muted>no answer recorded</span>"
         why = r.judge_error or r.extra.get("groundedness_na_reason") or "not judged"
@@ -171,6 +181,13 @@ def _answer(r: ScoredResult, g: Mapping[str, Any] | None, passages: Sequence[Any
             else "unsupported"
         )
         reason = f" — {esc(unit.get('reason'))}" if unit.get("reason") else ""
+        turn = (earlier or {}).get(str(uid))
+        if isinstance(turn, str) and unit.get("supported"):
+            label = "supported by an earlier turn"
+            reason += (
+                f' — the evidence was retrieved by <a href="/ui/traces/{esc(turn)}">'
+                f"<code>{esc(turn[:12])}</code></a>, an earlier turn of this session"
+            )
         claims_html = (
             f"<ul class=claims>{''.join(_claim(c, passages) for c in mine)}</ul>" if mine else ""
         )
@@ -206,6 +223,12 @@ def _passages(passages: Sequence[Mapping[str, Any]], g: Mapping[str, Any] | None
     for i, p in enumerate(passages, 1):
         text = str(p.get("text") or "")
         warn = " <span class=bad>injection suspected</span>" if i in flagged else ""
+        turn = p.get("turn")
+        if isinstance(turn, str) and turn:
+            warn += (
+                f' <span class=tag-turn>from an earlier turn: <a href="/ui/traces/{esc(turn)}">'
+                f"<code>{esc(turn[:12])}</code></a></span>"
+            )
         items.append(
             f'<li id="passage-{esc(p.get("id"))}" class=passage><code>{esc(p.get("id"))}</code>'
             f"{warn}<div class=chunk-text>{marked(text, quotes)}</div></li>"
@@ -300,6 +323,12 @@ def render_trace(view: TraceView) -> tuple[str, str]:
     ]
     if na:
         head += "".join(f"<p class=muted>{esc(x)}</p>" for x in na)
+    session = detail.get("session_id") if detail is not None else None
+    if isinstance(session, str) and session:
+        head += (
+            f"<p class=muted>turn of session <code>{esc(session)}</code>: judged against its own "
+            "context and its session's earlier turns' evidence</p>"
+        )
     spans = detail.get("span_ids") if detail is not None else None
     span_rows: list[tuple[str, object]] = [("trace ID", r.trace_id)]
     if isinstance(spans, Mapping):
@@ -315,7 +344,7 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         + "<div class=cols><section><h2>Retrieved chunks</h2>"
         + _retrieval(r, detail, gold)
         + "</section><section><h2>Answer, unit by unit</h2>"
-        + _answer(r, g, passages)
+        + _answer(r, g, passages, _mapping(detail, "earlier_turn_units"))
         + "</section></div>"
         + "<section><h2>Context passages (evidence highlighted)</h2>"
         + _passages(passages, g)

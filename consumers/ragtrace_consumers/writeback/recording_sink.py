@@ -110,7 +110,9 @@ def to_scored_result(
 
 def _chunks(chunks: Sequence[Any]) -> list[dict[str, object]]:
     return [
-        {"id": c.id, "text": c.text, "score": _known(c.score), "hashed": c.hashed} for c in chunks
+        {"id": c.id, "text": c.text, "score": _known(c.score), "hashed": c.hashed}
+        | ({"turn": c.turn} if c.turn else {})
+        for c in chunks
     ]
 
 
@@ -131,6 +133,8 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
         },
         "context_truncated": trace.context_truncated,
         "model": trace.model,
+        "session_id": trace.session_id,
+        "earlier_turn_units": {str(u): t for u, t in sorted(scores.earlier_turn_units.items())},
     }
 
 

@@ -90,6 +90,8 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         attrs[semconv.EVAL_GENERATOR_MODEL] = trace.model
     if trace.data_source:
         attrs[semconv.GEN_AI_DATA_SOURCE_ID] = trace.data_source
+    if trace.session_id:
+        attrs[semconv.EVAL_SESSION_ID] = trace.session_id
     r = scores.retrieval
     if r is not None:
         attrs[semconv.EVAL_K] = r.scores.k
@@ -123,6 +125,11 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
         if trace.context_source is not None:
             attrs[semconv.EVAL_CONTEXT_SOURCE] = trace.context_source
+        turns = tuple(dict.fromkeys(c.turn for c in trace.context if c.turn is not None))
+        if turns:
+            attrs[semconv.EVAL_EARLIER_TURNS] = turns
+        if scores.earlier_turn_units:
+            attrs[semconv.EVAL_EARLIER_TURN_UNITS] = tuple(sorted(scores.earlier_turn_units))
         if g.injection_suspected:
             attrs[semconv.EVAL_INJECTION_SUSPECTED] = True
         if g.score is not None:

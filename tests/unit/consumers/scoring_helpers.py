@@ -23,7 +23,7 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import SessionEvidence, SpanRecord
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from ragtrace_consumers.scoring.skips import SkipLog
@@ -272,6 +272,7 @@ def rig(
     with_judge: bool = True,
     labels: Sequence[LabelledQuestion] = LABELS,
     skips: SkipLog | None = None,
+    sessions: SessionEvidence | None = None,
 ) -> Rig:
     clock = Clock()
     traces = MemoryTraceStore(clock=clock)
@@ -304,6 +305,7 @@ def rig(
         settings=settings,
         clock=clock,
         skips=skips,
+        sessions=sessions,
     )
     return Rig(
         pipeline,

@@ -399,6 +399,7 @@ def test_openinference_trace_is_scored_without_our_decorators() -> None:
         generation_span_id=GEN,
         root_span_id=ROOT,
         context_source="retrieved",
+        session_id="s-1",
     )
 
 
