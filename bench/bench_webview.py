@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._report import machine_line, write_section
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.scored_results import ScoredResult
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 
 CELLS = (
     ("fine", 60),

@@ -14,7 +14,7 @@ from pathlib import Path
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from tests.dialects.apps import corpus
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -132,7 +132,7 @@ def run_demo(
     from ragtrace_consumers.config import ConsumerConfig
     from ragtrace_consumers.demo.app import TOP_K, DemoApp, load_script
     from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-    from ragtrace_consumers.stores.sqlite_state import ScoredResult
+    from ragtrace_consumers.stores.scored_results import ScoredResult
 
     tmp = None if state_path is not None else tempfile.mkdtemp(prefix="ragtrace-demo-")
     state = Path(state_path) if state_path is not None else Path(tmp or ".") / "state.sqlite3"

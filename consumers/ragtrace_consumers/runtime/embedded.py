@@ -9,7 +9,8 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
   kept in the state file (:mod:`ragtrace_consumers.stores.sqlite_labels`); the
   traces being assembled (:mod:`ragtrace_consumers.stores.sqlite_traces`), the judge-result cache,
   the idempotency store and a scored-results table live in a local SQLite file
-  (:mod:`ragtrace_consumers.stores.sqlite_state`) and survive a restart, killed or graceful: a request
+  (:mod:`ragtrace_consumers.stores.sqlite_state`, the results by
+  :mod:`ragtrace_consumers.stores.scored_results`) and survive a restart, killed or graceful: a request
   is answered 2xx only once its spans are committed there, and a restart resumes every trace;
 * memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
   make the store hold more is refused whole with 503 + Retry-After before anything is stored
@@ -57,8 +58,9 @@ from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
@@ -220,11 +222,7 @@ class EmbeddedEvaluator:
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
                 )
-            return RecordingSink(state.results, inner, gold_of=gold_of)
-
-        def gold_of(qid: str) -> frozenset[str] | None:
-            found = labels.by_id(qid)
-            return None if found is None else found.gold
+            return RecordingSink(state.results, inner, labels=labels)
 
         self.labels = labels
         self.traces = SqliteTraceStore(

@@ -1,6 +1,7 @@
-"""The scored-results sink of the embedded evaluator: every scored trace lands in the SQLite
-results table (what ``ragtrace serve`` and ``ragtrace demo`` print from), after the evaluation
-span was delivered to the OTLP sink when one is configured.
+"""The scored-results sink of the embedded evaluator: every scored trace is recorded by the
+scored results' owner (:mod:`ragtrace_consumers.stores.scored_results`, what ``ragtrace serve``
+and ``ragtrace demo`` print from), after the evaluation span was delivered to the OTLP sink
+when one is configured. The gold IDs kept in a trace's detail come from the label store seam.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.model import ScoreSink, TraceScores
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
+from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
+from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
 from ragtrace_consumers.writeback.span_content import deliver_each
 
-__all__ = ["GoldLookup", "RecordingSink", "to_scored_result", "trace_detail"]
-
-GoldLookup = Callable[[str], "frozenset[str] | None"]
-"""The gold chunk IDs of a labelled question by qid (None: not labelled now)."""
+__all__ = ["RecordingSink", "to_scored_result", "trace_detail"]
 
 
 def _known(value: float | None) -> float | None:
@@ -138,7 +136,8 @@ class RecordingSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
     SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
 
-    With ``gold_of``, the gold IDs of the matched question are kept in the trace's detail.
+    With ``labels``, the gold IDs of the matched question (as labelled now) are kept in the
+    trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
     trace instead of marking it written.
     """
@@ -149,9 +148,9 @@ class RecordingSink:
         inner: ScoreSink | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        gold_of: GoldLookup | None = None,
+        labels: LabelStore | None = None,
     ) -> None:
-        self._gold_of = gold_of
+        self._labels = labels
         self._results = results
         self._inner = inner
         self._clock = clock
@@ -163,9 +162,7 @@ class RecordingSink:
         try:
             previous = self._results.get(scores.trace.trace_id)
             result = to_scored_result(scores, self._clock(), previous)
-            gold = None
-            if self._gold_of is not None and result.question_id:
-                gold = self._gold_of(result.question_id)
+            gold = self._gold(result.question_id)
             detail = None
             if previous is None or scores.groundedness is not None or scores.retrieval is not None:
                 detail = trace_detail(scores, gold)
@@ -176,6 +173,12 @@ class RecordingSink:
             ) from exc
         with self._recorded:
             self._recorded.notify_all()
+
+    def _gold(self, qid: str | None) -> frozenset[str] | None:
+        """The gold IDs of the labelled question ``qid`` (None: not labelled now)."""
+        found = None if self._labels is None or not qid else self._labels.by_id(qid)
+        gold = getattr(found, "gold", None)
+        return None if gold is None else frozenset(gold)
 
     def wait_for_change(self, timeout_s: float) -> None:
         """Block until a trace is recorded, :meth:`wake` is called, or the timeout."""

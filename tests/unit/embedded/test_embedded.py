@@ -26,7 +26,7 @@ from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
 from tests.metric_points import values
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
