@@ -250,6 +250,21 @@ _UPSERT = (
     "groundedness = excluded.groundedness, recall = excluded.recall, "
     "severity = excluded.severity, worst = excluded.worst"
 )
+_NA_REASONS = (
+    (
+        "recall n/a",
+        "unlabelled",
+        "COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
+        "'no labelled question matches the trace')",
+    ),
+    (
+        "unjudged",
+        "unjudged",
+        "COALESCE(json_extract(record, '$.judge_error'), "
+        "json_extract(record, '$.extra.groundedness_na_reason'))",
+    ),
+)
+"""(kind, cell, the reason's SQL) of the scores a trace has not."""
 _FILTERS = ("cell", "service", "judge")
 """The columns a listing filters on by equality."""
 
@@ -432,19 +447,11 @@ class SqliteScoredResults:
         """(kind, reason, traces) of the traces scored without recall (``recall n/a``) or
         without groundedness (``unjudged``)."""
         return [
-            ("recall n/a", str(why), int(n))
+            (kind, str(why), int(n))
+            for kind, cell, why_sql in _NA_REASONS
             for why, n in self._state.execute(
-                "SELECT COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
-                "'no labelled question matches the trace') AS why, COUNT(*) "
-                "FROM scored WHERE cell = 'unlabelled' GROUP BY why"
-            )
-            if why
-        ] + [
-            ("unjudged", str(why), int(n))
-            for why, n in self._state.execute(
-                "SELECT COALESCE(json_extract(record, '$.judge_error'), "
-                "json_extract(record, '$.extra.groundedness_na_reason')) AS why, COUNT(*) "
-                "FROM scored WHERE cell = 'unjudged' GROUP BY why"
+                f"SELECT {why_sql} AS why, COUNT(*) FROM scored WHERE cell = ? GROUP BY why",
+                (cell,),
             )
             if why
         ]

@@ -24,6 +24,18 @@ def _known(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
+_RETRIEVAL_FIELDS = ("question_id", "matched_by", "k", "recall", "hit_rate", "reciprocal_rank")
+_JUDGE_FIELDS = (
+    *("groundedness", "claims", "unsupported_claims"),
+    *("judge_name", "judge_model", "judge_error"),
+)
+
+
+def _kept(previous: ScoredResult | None, names: tuple[str, ...]) -> dict[str, Any]:
+    """The fields ``names`` of ``previous`` (none without one): a family not written again."""
+    return {} if previous is None else {n: getattr(previous, n) for n in names}
+
+
 def to_scored_result(
     scores: TraceScores, scored_at: float, previous: ScoredResult | None = None
 ) -> ScoredResult:
@@ -31,7 +43,7 @@ def to_scored_result(
     restart or a re-delivery) keeps its values from ``previous``."""
     trace = scores.trace
     r, g = scores.retrieval, scores.groundedness
-    retrieval_fields: dict[str, Any] = {}
+    retrieval_fields = _kept(previous, _RETRIEVAL_FIELDS)
     if r is not None:
         retrieval_fields = {
             "question_id": r.question_id,
@@ -41,16 +53,7 @@ def to_scored_result(
             "hit_rate": _known(r.scores.hit_rate),
             "reciprocal_rank": _known(r.scores.reciprocal_rank),
         }
-    elif previous is not None:
-        retrieval_fields = {
-            "question_id": previous.question_id,
-            "matched_by": previous.matched_by,
-            "k": previous.k,
-            "recall": previous.recall,
-            "hit_rate": previous.hit_rate,
-            "reciprocal_rank": previous.reciprocal_rank,
-        }
-    judge_fields: dict[str, Any] = {}
+    judge_fields = _kept(previous, _JUDGE_FIELDS)
     if g is not None:
         judge_fields = {
             "groundedness": g.score,
@@ -59,15 +62,6 @@ def to_scored_result(
             "judge_name": g.judge.name,
             "judge_model": g.judge.model,
             "judge_error": g.error,
-        }
-    elif previous is not None:
-        judge_fields = {
-            "groundedness": previous.groundedness,
-            "claims": previous.claims,
-            "unsupported_claims": previous.unsupported_claims,
-            "judge_name": previous.judge_name,
-            "judge_model": previous.judge_model,
-            "judge_error": previous.judge_error,
         }
     extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
     if r is not None:

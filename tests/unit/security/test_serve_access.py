@@ -280,21 +280,24 @@ def test_serve_refuses_an_open_wide_bind(
     assert "token: '***'  # env RAGTRACE_SERVE_TOKEN" in out and TOKEN not in out
 
 
-def test_the_embedded_evaluator_gates_its_receiver_and_metrics(
-    tmp_path: Path, pair: tuple[Path, Path]
-) -> None:
-    config = ConsumerConfig.defaults().replace(
+def _gated(tmp_path: Path, pair: tuple[Path, Path], **serve: object) -> ConsumerConfig:
+    """A configuration whose serve section asks for TOKEN over TLS with ``pair``."""
+    return ConsumerConfig.defaults().replace(
         serve={
-            "host": "0.0.0.0",
             "port": 0,
-            "metrics_host": "0.0.0.0",
-            "metrics_port": 0,
             "state": tmp_path / "state.sqlite3",
             "token": TOKEN,
             "tls_cert": str(pair[0]),
             "tls_key": str(pair[1]),
+            **serve,
         }
     )
+
+
+def test_the_embedded_evaluator_gates_its_receiver_and_metrics(
+    tmp_path: Path, pair: tuple[Path, Path]
+) -> None:
+    config = _gated(tmp_path, pair, host="0.0.0.0", metrics_host="0.0.0.0", metrics_port=0)
     assert TOKEN not in repr(config)
     with EmbeddedEvaluator(config) as evaluator:
         metrics_url = evaluator.metrics_url
@@ -312,17 +315,7 @@ def test_the_web_view_shares_the_token_and_tls_of_the_receiver(
 ) -> None:
     """The receiver's gate lets the web view's paths through to the web view, which asks for the
     same token: a bearer header, or a sign-in that sets a Secure cookie over TLS."""
-    config = ConsumerConfig.defaults().replace(
-        serve={
-            "host": "127.0.0.1",
-            "port": 0,
-            "state": tmp_path / "state.sqlite3",
-            "token": TOKEN,
-            "tls_cert": str(pair[0]),
-            "tls_key": str(pair[1]),
-        }
-    )
-    with EmbeddedEvaluator(config) as evaluator:
+    with EmbeddedEvaluator(_gated(tmp_path, pair, host="127.0.0.1")) as evaluator:
         base = f"https://127.0.0.1:{evaluator.receiver.port}"
         assert evaluator.web_url == base + "/ui/"
         status, page = _get(base + "/ui/traces", pair, None)
