@@ -450,8 +450,8 @@ class SqliteScoredResults:
             (kind, str(why), int(n))
             for kind, cell, why_sql in _NA_REASONS
             for why, n in self._state.execute(
-                f"SELECT {why_sql} AS why, COUNT(*) FROM scored WHERE cell = ? GROUP BY why",
-                (cell,),
+                # the cell as a literal, as the indexes on cell are written
+                f"SELECT {why_sql} AS why, COUNT(*) FROM scored WHERE cell = '{cell}' GROUP BY why"
             )
             if why
         ]
