@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._report import machine_line, write_section
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+from ragtrace_consumers.stores.scored_results import ScoredResult
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 
 CELLS = (
     ("fine", 60),
@@ -130,8 +131,10 @@ def main(quick: bool) -> None:
         size_mb = path.stat().st_size / 1e6 + (
             Path(f"{path}-wal").stat().st_size / 1e6 if Path(f"{path}-wal").exists() else 0
         )
-        settings = EmbeddedSettings(port=0, state_path=path, metrics_port=None)
-        with EmbeddedEvaluator(settings, config=ConsumerConfig.defaults()) as ev:
+        config = ConsumerConfig.defaults().replace(
+            serve={"port": 0, "state": path, "metrics": False}
+        )
+        with EmbeddedEvaluator(config) as ev:
             url = urlsplit(ev.web_url or "")
             conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
             lists = {

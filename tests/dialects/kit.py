@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from tests.dialects.apps import corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,20 +69,17 @@ def make_evaluator(
         # write-back retried soon (Phoenix stores
         # spans asynchronously)
         judge={"park_backoff_s": 0.5, "park_backoff_max_s": 1.0},
+        serve={
+            "port": 0,
+            "state": tmp_path / "state.db",
+            "labels": labels,
+            "metrics": False,
+            "otlp_endpoint": otlp_endpoint,
+            "phoenix_url": phoenix_endpoint,
+            **settings,
+        },
     )
-    return EmbeddedEvaluator(
-        EmbeddedSettings(
-            port=0,
-            state_path=tmp_path / "state.db",
-            labels_path=labels,
-            metrics_port=None,
-            otlp_endpoint=otlp_endpoint,
-            phoenix_endpoint=phoenix_endpoint,
-            **settings,  # type: ignore[arg-type]
-        ),
-        config=config,
-        judge=LexicalJudge(),
-    )
+    return EmbeddedEvaluator(config, judge=LexicalJudge())
 
 
 def scored(ev: EmbeddedEvaluator, asked: list[dict[str, str]]) -> dict[str, ScoredResult]:

@@ -22,7 +22,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
 from tests.browser import headless_chromium, screenshot
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
@@ -36,14 +36,17 @@ DARK_MODE = QUESTIONS[5]
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEvaluator]:
-    config = ConsumerConfig.defaults().replace(scoring={"k": 3}, assembly={"quiet_s": 0.2})
-    settings = EmbeddedSettings(
-        port=0,
-        state_path=tmp_path_factory.mktemp("webview") / "state.sqlite3",
-        labels_path=LABELS,
-        metrics_port=None,
+    config = ConsumerConfig.defaults().replace(
+        scoring={"k": 3},
+        assembly={"quiet_s": 0.2},
+        serve={
+            "port": 0,
+            "state": tmp_path_factory.mktemp("webview") / "state.sqlite3",
+            "labels": LABELS,
+            "metrics": False,
+        },
     )
-    with EmbeddedEvaluator(settings, config=config, judge=LexicalJudge()) as ev:
+    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
         run_app(ev.endpoint)
         rows = ev.wait_for_results(len(QUESTIONS), 60)
         assert len(rows) == len(QUESTIONS)

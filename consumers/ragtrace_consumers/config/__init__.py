@@ -5,6 +5,8 @@
 - :mod:`.sections`: its sections, each key with its type, check, default and description;
 - :mod:`._values`: the value types of its keys, each with its reader, check and JSON schema;
 - :mod:`._sources`: the YAML file and ``RAGTRACE_*`` environment sources, and the wording of errors;
+- :mod:`.flags`: the command-line flag a key may declare (``ragtrace serve``'s are generated from
+  them);
 - :mod:`.docs`: the files generated from ``ConsumerConfig.model_json_schema()`` (the example
   ``ragtrace-consumer.yaml`` beside this module, the chart's schema, docs/configuration.md).
 """

@@ -67,9 +67,8 @@ _DEPRECATED_ENV = {"RAGTRACE_RECALL_DEFINITION": ("scoring", "recall_definition"
 OTHER_ENV_VARS: frozenset[str] = frozenset(
     {
         *(s.env for s in env_settings() if s.env),  # the SDK's
-        # the evaluation core and the offline commands; ragtrace serve
+        # the evaluation core and the offline commands
         *("RAGTRACE_JUDGE_PRICES", "RAGTRACE_CALIBRATION_FILE", "RAGTRACE_LOG_FORMAT"),
-        *("RAGTRACE_STATE", "RAGTRACE_LABELS"),
         # the collector's configuration (collector/) and the chart's collector
         *("RAGTRACE_APP_OTLP_GRPC_ENDPOINT", "RAGTRACE_APP_OTLP_HTTP_ENDPOINT"),
         *("RAGTRACE_EVAL_OTLP_GRPC_ENDPOINT", "RAGTRACE_EVAL_OTLP_HTTP_ENDPOINT"),
@@ -86,9 +85,18 @@ as unknown. (The development tooling's own variables are listed in scripts/READM
 _OTHER_ENV_PREFIXES = ("RAGTRACE_TRACE_BACKEND_HEADER_",)
 
 
+_ENV_NAMES = {
+    ("serve", "labels"): "RAGTRACE_LABELS",
+    ("serve", "state"): "RAGTRACE_STATE",
+    ("serve", "otlp_endpoint"): "RAGTRACE_EXPORT_OTLP_ENDPOINT",
+}
+"""Keys whose variable is not the derived name: the names ``ragtrace serve`` read before they were
+keys (``serve.otlp_endpoint`` shares ``export.otlp_endpoint``'s)."""
+
+
 def env_var(section: str, key: str) -> str:
     """The environment variable overriding ``section.key``."""
-    return f"RAGTRACE_{section}_{key}".upper()
+    return _ENV_NAMES.get((section, key)) or f"RAGTRACE_{section}_{key}".upper()
 
 
 def sections_of(settings_cls: type[BaseModel]) -> dict[str, type[BaseModel]]:

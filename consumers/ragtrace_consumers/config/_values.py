@@ -11,6 +11,7 @@ A problem is raised as :func:`fail`'s error; the settings model names the key an
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +41,9 @@ __all__ = [
     "NonEmpty",
     "NonNegative",
     "NonNegativeInt",
+    "OptHttpUrl",
     "OptNonEmpty",
+    "OptPositiveInt",
     "OptSecret",
     "OptStr",
     "OptUrl",
@@ -104,6 +107,8 @@ def _read(kind: type, *, optional: bool = False) -> BeforeValidator:
             value = raw if kind in (bool, SecretStr) and isinstance(raw, kind) else None
         elif isinstance(raw, (str, int, float)) and (kind is not bool or isinstance(raw, str)):
             value = parse(raw)
+        elif kind is str and isinstance(raw, os.PathLike):  # a path given in code
+            value = os.fspath(raw)
         if value is None:
             raise fail(f"expected {word}, got {REDACTED if kind is SecretStr else repr(raw)}")
         return value
@@ -203,6 +208,9 @@ OptStr = Annotated[str | None, _read(str, optional=True)]
 OptSecret = Annotated[SecretStr | None, _read(SecretStr, optional=True)]
 Positive = Annotated[Float, _positive]
 PositiveInt = Annotated[Int, _Check(_positive.problem, {"minimum": 1})]
+OptPositiveInt = Annotated[
+    Annotated[int | None, _read(int, optional=True)], _Check(_positive.problem, {"minimum": 1})
+]
 NonNegative = Annotated[
     Float, _rule(lambda v: v >= 0 and math.isfinite(v), "must be >= 0", minimum=0)
 ]
@@ -230,6 +238,14 @@ _url = _rule(
 )
 Url = Annotated[Str, _url]
 OptUrl = Annotated[OptStr, _url]
+OptHttpUrl = Annotated[
+    OptStr,
+    _rule(
+        lambda v: v.startswith(("http://", "https://")),
+        "must be an http(s) URL",
+        pattern="^https?://",
+    ),
+]
 MappingSpec = Annotated[OptStr, _Check(_mapping_spec, {})]
 Rules = Annotated[tuple[SamplingRule, ...], PlainValidator(_to_rules), WithJsonSchema(_RULE_SCHEMA)]
 

@@ -36,7 +36,9 @@ from ragtrace_consumers.config._values import (
     NonEmpty,
     NonNegative,
     NonNegativeInt,
+    OptHttpUrl,
     OptNonEmpty,
+    OptPositiveInt,
     OptSecret,
     OptStr,
     OptUrl,
@@ -51,6 +53,7 @@ from ragtrace_consumers.config._values import (
     fail,
     one_of,
 )
+from ragtrace_consumers.config.flags import Flag
 from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
 from ragtrace_consumers.scoring.sampling import SamplerConfig
 
@@ -314,7 +317,15 @@ class ScoringSettings(_Section):
 class JudgeSettings(_Section):
     """The ``judge`` section: the groundedness judge, its limits, budget and cache."""
 
-    name: Annotated[Str, one_of(*JUDGE_NAMES)] = "auto"
+    name: Annotated[
+        Str,
+        one_of(*JUDGE_NAMES),
+        Flag(
+            "--judge",
+            "auto: anthropic when ANTHROPIC_API_KEY is set, else lexical "
+            "(default: the config's judge.name, auto)",
+        ),
+    ] = "auto"
     """Groundedness judge: lexical (model-free), a model judge named by the API it calls
     (anthropic, bedrock: Claude on Amazon Bedrock, vertex: Claude on Google Vertex AI, openai: any
     OpenAI-compatible endpoint), or auto (judge.provider when set, else anthropic when
@@ -493,21 +504,183 @@ class RedactionSettings(_Section):
             raise fail(f"redaction.patterns: {exc}") from None
 
 
-class ServeSettings(_Section):
-    """The ``serve`` section: who may reach ``ragtrace serve`` (``consume`` does not read it)."""
+_SIGNALS = ("all", "traces", "metrics")
 
-    token: OptSecret = None
+
+class ServeSettings(_Section):
+    """The ``serve`` section: ``ragtrace serve``'s addresses, state, outputs, bounds and who may
+    reach it (``consume`` does not read it). Each key with a flag is overridden by it."""
+
+    host: Annotated[
+        NonEmpty,
+        Flag("--host", "address to listen on (default: {default}; 0.0.0.0 for every interface)"),
+    ] = "127.0.0.1"
+    """Address the OTLP/HTTP receiver (and the web view) listens on; 0.0.0.0 for every interface
+    (then serve.token is required, unless serve.insecure)."""
+    port: Annotated[
+        Port, Flag("--port", "OTLP/HTTP port (default: {default}; 0 picks a free one)")
+    ] = 4318
+    """Port of the OTLP/HTTP receiver and the web view (0: a free port, printed at start)."""
+    labels: Annotated[
+        OptNonEmpty,
+        Flag(
+            "--labels",
+            "labelled questions, JSON Lines (default: $RAGTRACE_LABELS; none: recall is not "
+            "scored; {stdin})",
+            metavar="PATH",
+            reads_file=True,
+        ),
+    ] = None
+    """Labelled questions (a JSON Lines labels file) recall is scored against; null: recall is
+    not scored. Its variable is RAGTRACE_LABELS."""
+    state: Annotated[
+        OptNonEmpty,
+        Flag(
+            "--state",
+            "SQLite state file (default: $RAGTRACE_STATE, else "
+            "~/.local/state/ragtrace/embedded.sqlite3)",
+            metavar="PATH",
+        ),
+    ] = None
+    """SQLite file holding the traces being assembled, the judge cache, the written-back marks
+    and the scored traces; null: $XDG_STATE_HOME/ragtrace/embedded.sqlite3 (XDG_STATE_HOME
+    defaults to ~/.local/state). Its variable is RAGTRACE_STATE."""
+    otlp_endpoint: Annotated[
+        OptHttpUrl,
+        Flag(
+            "--otlp-endpoint",
+            "send evaluation spans and metrics to this OTLP/HTTP base URL "
+            "(default: $RAGTRACE_EXPORT_OTLP_ENDPOINT; unset: kept local)",
+            metavar="URL",
+        ),
+    ] = None
+    """OTLP/HTTP base URL evaluation results and metrics are sent to (and the app's metrics and
+    logs forwarded to); null: kept local. Its variable is export.otlp_endpoint's,
+    RAGTRACE_EXPORT_OTLP_ENDPOINT (the file's export.otlp_endpoint is consume's only)."""
+    otlp_signals: Annotated[
+        Str,
+        one_of(*_SIGNALS),
+        Flag(
+            "--otlp-signals",
+            "what goes to --otlp-endpoint: evaluation results (spans and "
+            "gen_ai.evaluation.result log records, as export.results_as says) and metrics (all: "
+            "an OpenTelemetry Collector), evaluation spans only (traces; a trace backend such as "
+            "Phoenix, Jaeger or Tempo, which take no /v1/logs or /v1/metrics) or metrics only "
+            "(default: {default})",
+        ),
+    ] = "all"
+    """What goes to serve.otlp_endpoint: all (evaluation results as export.results_as says, and
+    metrics: an OpenTelemetry Collector), traces (evaluation spans only: a trace backend without
+    /v1/logs and /v1/metrics, e.g. Phoenix) or metrics."""
+    phoenix_url: Annotated[
+        OptStr,
+        Flag(
+            "--phoenix-url",
+            "also post every score to this Arize Phoenix as annotations (its evaluation "
+            "columns: each metric on the span it judged, the cell on the root span and the "
+            "trace, gold documents on the retriever), e.g. http://127.0.0.1:6006",
+            metavar="URL",
+        ),
+    ] = None
+    """Arize Phoenix base URL (http://127.0.0.1:6006) every score is also posted to, as span
+    annotations, so it shows in Phoenix's evaluation columns; null: none."""
+    phoenix_evaluation_spans: Annotated[
+        Bool,
+        Flag(
+            "--phoenix-evaluation-spans",
+            "with --phoenix-url: still send evaluation spans to --otlp-endpoint (by default "
+            "they are not: Phoenix shows the annotations instead)",
+            switch=True,
+        ),
+    ] = False
+    """With serve.phoenix_url: still send evaluation spans to serve.otlp_endpoint (log records
+    still go when serve.otlp_signals is all)."""
+    metrics_host: Annotated[
+        NonEmpty,
+        Flag("--metrics-host", "address of the Prometheus /metrics endpoint (default: {default})"),
+    ] = "127.0.0.1"
+    """Address of serve's Prometheus /metrics endpoint."""
+    metrics_port: Annotated[
+        Port,
+        Flag(
+            "--metrics-port",
+            "port of the Prometheus /metrics endpoint (default: {default}; 0 picks a free one)",
+        ),
+    ] = 9464
+    """Port of serve's Prometheus /metrics endpoint (0: a free port)."""
+    metrics: Annotated[Bool, Flag("--no-metrics", "serve no /metrics endpoint", switch=True)] = True
+    """Serve the Prometheus /metrics endpoint."""
+    token: Annotated[
+        OptSecret,
+        Flag(
+            "--token",
+            "bearer token every request (OTLP, /metrics, every route) must carry as "
+            "'Authorization: Bearer TOKEN'; required with a --host or --metrics-host beyond "
+            "loopback (default: the config's serve.token, $RAGTRACE_SERVE_TOKEN: prefer it, a "
+            "command line is visible to other users)",
+            metavar="TOKEN",
+        ),
+    ] = None
     """Bearer token every request to serve's HTTP endpoints (the OTLP receiver, /metrics, every
     other route) must carry as 'Authorization: Bearer <token>' (else 401); set it with
     RAGTRACE_SERVE_TOKEN (a secret). Required to listen beyond loopback, unless insecure. OTLP
     exporters send it with OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"."""
-    tls_cert: OptNonEmpty = None
-    """PEM certificate (chain) serve's HTTP endpoints answer HTTPS with (null: plain HTTP)."""
-    tls_key: OptNonEmpty = None
-    """PEM private key of tls_cert (null: the key is inside the tls_cert file)."""
-    insecure: Bool = False
+    insecure: Annotated[
+        Bool,
+        Flag(
+            "--insecure",
+            "allow listening beyond loopback without a token (default: serve.insecure, false)",
+            switch=True,
+        ),
+    ] = False
     """Listen beyond loopback without a token (anyone who reaches the port may send traces and
     read /metrics); without it such a start is refused."""
+    tls_cert: Annotated[
+        OptNonEmpty,
+        Flag(
+            "--tls-cert",
+            "serve HTTPS with this certificate (chain) (default: serve.tls_cert; none: HTTP)",
+            metavar="PEM",
+        ),
+    ] = None
+    """PEM certificate (chain) serve's HTTP endpoints answer HTTPS with (null: plain HTTP)."""
+    tls_key: Annotated[
+        OptNonEmpty,
+        Flag(
+            "--tls-key",
+            "private key of --tls-cert (default: serve.tls_key; none: inside --tls-cert)",
+            metavar="PEM",
+        ),
+    ] = None
+    """PEM private key of tls_cert (null: the key is inside the tls_cert file)."""
+    max_pending_traces: Annotated[
+        PositiveInt,
+        Flag(
+            "--max-pending-traces",
+            "traces held for scoring at most; a request that would exceed it is "
+            "refused with 503 + Retry-After (default: {default})",
+            metavar="N",
+        ),
+    ] = 10_000
+    """Traces held for scoring at most: a request that would make the state file hold more is
+    refused whole with 503 and Retry-After (413 when it alone could never fit)."""
+    max_pending_mib: Annotated[
+        PositiveInt,
+        Flag(
+            "--max-pending-mib",
+            "span bytes held for scoring at most, in MiB (default: {default})",
+            metavar="MIB",
+        ),
+    ] = 256
+    """Span bytes held for scoring at most, in MiB (refused as serve.max_pending_traces)."""
+    service_name: NonEmpty = "ragtrace-embedded"
+    """service.name of the evaluation spans and metrics serve emits."""
+    workers: OptPositiveInt = None
+    """Scoring worker threads; null: judge.concurrency."""
+    request_timeout_s: Positive = 10.0
+    """Seconds a stalled upload or an idle connection is kept before it is closed."""
+    http_workers: PositiveInt = 64
+    """HTTP connections served at once (the rest wait in the listen queue)."""
 
     @model_validator(mode="after")
     def _key_needs_cert(self) -> ServeSettings:
@@ -515,16 +688,38 @@ class ServeSettings(_Section):
             raise fail("serve.tls_key: needs serve.tls_cert (the certificate the key belongs to)")
         return self
 
+    @property
+    def max_pending_bytes(self) -> int:
+        """``max_pending_mib`` in bytes."""
+        return self.max_pending_mib * 1024 * 1024
+
 
 class WebSettings(_Section):
     """The ``web`` section: the embedded evaluator's web view (``ragtrace serve``'s own address)."""
 
-    enabled: Bool = True
+    enabled: Annotated[
+        Bool,
+        Flag(
+            "--no-web",
+            "serve no web view (default: overview, traces and labelling under /ui/ on the "
+            "OTLP address; the config's web.enabled)",
+            switch=True,
+        ),
+    ] = True
     """Serve the web view (overview, trace list, trace pages, labelling) under /ui/ on serve's
     OTLP/HTTP address, under the receiver's rules: loopback by default, serve.token asked for
     beyond it (browsers sign in once: an HttpOnly, SameSite=Strict session cookie; scripts send
     Authorization: Bearer <token>), HTTPS with serve.tls_cert."""
-    trace_url_template: OptUrl = None
+    trace_url_template: Annotated[
+        OptUrl,
+        Flag(
+            "--trace-url",
+            "link each trace page to your trace backend: a URL with {{trace_id}} "
+            "(and optionally {{span_id}}), e.g. http://127.0.0.1:16686/trace/{{trace_id}} "
+            "(default: the config's web.trace_url_template)",
+            metavar="TEMPLATE",
+        ),
+    ] = None
     """Link from a trace page to the same trace in your trace backend: an http(s) URL with
     {trace_id} (and optionally {span_id}, the scored span) filled in, e.g.
     http://127.0.0.1:16686/trace/{trace_id} for Jaeger."""

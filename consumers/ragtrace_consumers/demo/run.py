@@ -131,8 +131,8 @@ def run_demo(
     from ragtrace.evaluation.labels import load_labels
     from ragtrace_consumers.config import ConsumerConfig
     from ragtrace_consumers.demo.app import TOP_K, DemoApp, load_script
-    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
-    from ragtrace_consumers.stores.sqlite_state import ScoredResult
+    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+    from ragtrace_consumers.stores.scored_results import ScoredResult
 
     tmp = None if state_path is not None else tempfile.mkdtemp(prefix="ragtrace-demo-")
     state = Path(state_path) if state_path is not None else Path(tmp or ".") / "state.sqlite3"
@@ -142,17 +142,19 @@ def run_demo(
         ) as lp:
             labels = load_labels(lp)
             config = ConsumerConfig.defaults().replace(
-                scoring={"k": TOP_K}, assembly={"quiet_s": _QUIET_S}, judge={"name": judge_name}
+                scoring={"k": TOP_K},
+                assembly={"quiet_s": _QUIET_S},
+                judge={"name": judge_name},
+                serve={
+                    "port": port,
+                    "state": state,
+                    "labels": lp,
+                    "metrics": False,
+                    "service_name": "ragtrace-demo",
+                },
             )
             judge = make_judge(judge_name)
-            settings = EmbeddedSettings(
-                port=port,
-                state_path=state,
-                labels_path=lp,
-                metrics_port=None,
-                service_name="ragtrace-demo",
-            )
-            evaluator = EmbeddedEvaluator(settings, config=config, judge=judge)
+            evaluator = EmbeddedEvaluator(config, judge=judge)
         description = describe_judge(judge)
         script = load_script()
         asked: list[tuple[str, str, tuple[str, ...], str]] = []

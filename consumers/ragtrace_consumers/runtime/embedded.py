@@ -9,7 +9,8 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
   kept in the state file (:mod:`ragtrace_consumers.stores.sqlite_labels`); the
   traces being assembled (:mod:`ragtrace_consumers.stores.sqlite_traces`), the judge-result cache,
   the idempotency store and a scored-results table live in a local SQLite file
-  (:mod:`ragtrace_consumers.stores.sqlite_state`) and survive a restart, killed or graceful: a request
+  (:mod:`ragtrace_consumers.stores.sqlite_state`, the results by
+  :mod:`ragtrace_consumers.stores.scored_results`) and survive a restart, killed or graceful: a request
   is answered 2xx only once its spans are committed there, and a restart resumes every trace;
 * memory is bounded by ``max_pending_traces`` and ``max_pending_bytes``: a request that would
   make the store hold more is refused whole with 503 + Retry-After before anything is stored
@@ -33,7 +34,6 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -45,17 +45,11 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace.masking import mask_url
-from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.config import ConsumerConfig, ServeSettings
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
 from ragtrace_consumers.intake.access import AccessPolicy, check_exposure, server_tls
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
-from ragtrace_consumers.intake.otlp_receiver import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    LOGS_PATH,
-    Accepted,
-    OtlpHttpReceiver,
-)
+from ragtrace_consumers.intake.otlp_receiver import LOGS_PATH, Accepted, OtlpHttpReceiver
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.model import ScoreSink, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
@@ -64,41 +58,26 @@ from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteSessionEvidence, SqliteState
+from ragtrace_consumers.stores.sqlite_state import SqliteSessionEvidence, SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
 
 __all__ = [
-    "DEFAULT_METRICS_PORT",
-    "DEFAULT_SERVICE_NAME",
-    "ENV_OTLP_ENDPOINT",
-    "ENV_STATE",
-    "OTLP_SIGNALS",
     "EmbeddedEvaluator",
-    "EmbeddedSettings",
-    "default_state_path",
     "describe_results",
+    "own_state_path",
     "results_for",
 ]
 
 _log = logging.getLogger(__name__)
 
-ENV_OTLP_ENDPOINT = "RAGTRACE_EXPORT_OTLP_ENDPOINT"
-"""Base URL evaluation spans and metrics are sent to over OTLP/HTTP (unset: kept local)."""
-ENV_STATE = "RAGTRACE_STATE"
-"""Path of the embedded evaluator's SQLite state file."""
-OTLP_SIGNALS = ("all", "traces", "metrics")
-DEFAULT_METRICS_PORT = 9464
-DEFAULT_SERVICE_NAME = "ragtrace-embedded"
 
-
-def default_state_path() -> Path:
-    """``$RAGTRACE_STATE``, else ``$XDG_STATE_HOME/ragtrace/embedded.sqlite3`` (or ~/.local/state)."""
-    explicit = os.environ.get(ENV_STATE)
-    if explicit:
-        return Path(explicit)
+def own_state_path() -> Path:
+    """Where the state file is when ``serve.state`` is null:
+    ``$XDG_STATE_HOME/ragtrace/embedded.sqlite3`` (or ~/.local/state)."""
     return _own_state_directory() / "embedded.sqlite3"
 
 
@@ -108,101 +87,26 @@ def _own_state_directory() -> Path:
     return Path(base) / "ragtrace"
 
 
-@dataclass(frozen=True)
-class EmbeddedSettings:
-    """Where the embedded evaluator listens and keeps its state.
-
-    ``port`` 0 picks a free port; ``metrics_port`` None serves no ``/metrics`` (0: a free port).
-    ``otlp_endpoint`` None keeps evaluation spans local (the results table only). A request
-    that would make the trace store hold more than ``max_pending_traces`` traces or
-    ``max_pending_bytes`` span bytes is refused whole with 503 and Retry-After (explicit
-    backpressure: the exporter retries). ``request_timeout_s`` bounds a stalled upload or an
-    idle connection; ``http_workers`` connections are served at once (the rest wait in the
-    listen queue).
-    """
-
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    state_path: Path | str = field(default_factory=default_state_path)
-    labels_path: Path | str | None = None
-    otlp_endpoint: str | None = None
-    metrics_host: str = DEFAULT_HOST
-    metrics_port: int | None = DEFAULT_METRICS_PORT
-    service_name: str = DEFAULT_SERVICE_NAME
-    workers: int | None = None
-    max_pending_traces: int = 10_000
-    max_pending_bytes: int = 256 * 1024 * 1024
-    request_timeout_s: float = 10.0
-    http_workers: int = 64
-    otlp_signals: str = "all"
-    token: str | None = field(default=None, repr=False)
-    """Bearer token every request to the receiver and ``/metrics`` must carry (None: none)."""
-    tls_cert: str | None = None
-    """PEM certificate (chain) the receiver and ``/metrics`` serve HTTPS with (None: HTTP)."""
-    tls_key: str | None = None
-    """PEM private key of ``tls_cert`` (None: inside the certificate file)."""
-    insecure: bool = False
-    """Allow listening beyond loopback without a token (otherwise refused at start)."""
-    phoenix_endpoint: str | None = None
-    """Phoenix base URL (``http://127.0.0.1:6006``): every score is also posted there as
-    annotations (:mod:`~ragtrace_consumers.writeback.phoenix_sink`), so it shows in Phoenix's
-    evaluation columns, trace table and document views."""
-    phoenix_evaluation_spans: bool = False
-    """With ``phoenix_endpoint``: still send evaluation spans to ``otlp_endpoint``. Off by
-    default: when Phoenix is the trace backend the annotations already show every score, and
-    the evaluation spans would only crowd its spans table. Log records (``export.results_as``)
-    still go when ``otlp_signals`` is ``all``."""
-    """What goes to ``otlp_endpoint``: ``traces`` (evaluation spans only: a backend without
-    ``/v1/metrics``, e.g. Phoenix), ``metrics`` (metrics only) or ``all``. Metrics and logs
-    an app sends to the evaluator are forwarded there too."""
-
-    def __post_init__(self) -> None:
-        for name in ("port", "metrics_port"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 65535:
-                raise ValueError(f"{name} must be within 0..65535, got {value}")
-        if self.otlp_endpoint is not None and not self.otlp_endpoint.startswith(
-            ("http://", "https://")
-        ):
-            raise ValueError(f"otlp_endpoint must be an http(s) URL, got {self.otlp_endpoint!r}")
-        if self.workers is not None and self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
-        if not self.service_name:
-            raise ValueError("service_name must not be empty")
-        if self.otlp_signals not in OTLP_SIGNALS:
-            raise ValueError(
-                f"otlp_signals must be one of {', '.join(OTLP_SIGNALS)}, got {self.otlp_signals!r}"
-            )
-        if self.max_pending_traces < 1:
-            raise ValueError(f"max_pending_traces must be >= 1, got {self.max_pending_traces}")
-        if self.max_pending_bytes < 1:
-            raise ValueError(f"max_pending_bytes must be >= 1, got {self.max_pending_bytes}")
-        if not self.request_timeout_s > 0 or self.http_workers < 1:
-            raise ValueError(
-                f"request_timeout_s must be > 0 and http_workers >= 1, got "
-                f"{self.request_timeout_s}, {self.http_workers}"
-            )
-
-
-def results_for(settings: EmbeddedSettings, configured: str) -> str | None:
+def results_for(serve: ServeSettings, configured: str) -> str | None:
     """What the embedded evaluator sends to its OTLP endpoint (``export.results_as``'s values;
     None: nothing). ``otlp_signals`` ``traces`` names a backend that takes spans only (Phoenix:
     no ``/v1/logs``); with the Phoenix sink on, evaluation spans go only when asked
     (``phoenix_evaluation_spans``)."""
-    events = configured in ("both", "events") and settings.otlp_signals == "all"
-    spans = configured in ("both", "spans") or settings.otlp_signals == "traces"
-    if settings.phoenix_endpoint is not None and not settings.phoenix_evaluation_spans:
+    events = configured in ("both", "events") and serve.otlp_signals == "all"
+    spans = configured in ("both", "spans") or serve.otlp_signals == "traces"
+    if serve.phoenix_url is not None and not serve.phoenix_evaluation_spans:
         spans = False
     if events and spans:
         return "both"
     return "events" if events else "spans" if spans else None
 
 
-def describe_results(settings: EmbeddedSettings, config: ConsumerConfig) -> str:
+def describe_results(config: ConsumerConfig) -> str:
     """Where results leave, in one line for ``serve``'s start-up banner."""
-    if settings.otlp_endpoint is None or settings.otlp_signals == "metrics":
+    serve = config.serve
+    if serve.otlp_endpoint is None or serve.otlp_signals == "metrics":
         return "kept local (no OTLP endpoint for them)"
-    sent = results_for(settings, config.export.results_as)
+    sent = results_for(serve, config.export.results_as)
     if sent is None:
         return (
             "kept local (Phoenix shows them as annotations; --phoenix-evaluation-spans sends spans)"
@@ -212,41 +116,45 @@ def describe_results(settings: EmbeddedSettings, config: ConsumerConfig) -> str:
         "events": "gen_ai.evaluation.result log records",
         "spans": "evaluation spans",
     }[sent]
-    return f"{what} to {mask_url(settings.otlp_endpoint)}"
+    return f"{what} to {mask_url(serve.otlp_endpoint)}"
 
 
 class EmbeddedEvaluator:
     """The receiver, the Pipeline and its stores in one object: :meth:`start`, then :meth:`stop`.
 
-    ``config`` supplies the assembly, sampling, scoring and judge sections (its kafka, redis and
-    export sections are not used). ``judge`` overrides the one ``config.judge`` names.
-    ``extra_metric_readers`` are added to the meter provider (tests pass an in-memory reader).
+    ``config`` supplies the serve and web sections (where it listens, keeps its state, sends
+    results; its bounds and access) and the assembly, sampling, scoring, judge, export and
+    mapping sections (its kafka, redis and health sections are not used; of export, not the
+    endpoint: ``serve.otlp_endpoint`` is serve's). ``judge`` overrides the one ``config.judge``
+    names. ``extra_metric_readers`` are added to the meter provider (tests pass an in-memory
+    reader).
     """
 
     def __init__(
         self,
-        settings: EmbeddedSettings | None = None,
-        *,
         config: ConsumerConfig | None = None,
+        *,
         judge: Judge | None = None,
         extra_metric_readers: Sequence[MetricReader] = (),
     ) -> None:
-        self.settings = settings = settings or EmbeddedSettings()
         self.config = config = config or ConsumerConfig.defaults()
+        self.settings = settings = config.serve
         require_realtime_judging(config)
         self.judge: Judge = judge or judge_from_settings(config.judge)
         check_lease(config.assembly.lease_s, judgement_bound_s(self.judge))
-        self.access = AccessPolicy(settings.token)
+        token = settings.token
+        self.access = AccessPolicy(None if token is None else token.get_secret_value())
         hosts = {"the OTLP receiver": settings.host}
-        if settings.metrics_port is not None:
+        if settings.metrics:
             hosts["/metrics"] = settings.metrics_host
         check_exposure(hosts, self.access, insecure=settings.insecure)
         self._tls = server_tls(settings.tls_cert, settings.tls_key)
         # Our own directory is tightened when an older version left it open; a directory the
         # user chose is only warned about.
-        own = Path(settings.state_path).parent.absolute() == _own_state_directory().absolute()
-        private_state_file(settings.state_path, tighten_directory=own)
-        self.state = SqliteState(settings.state_path)
+        self.state_path = Path(settings.state) if settings.state else own_state_path()
+        own = self.state_path.parent.absolute() == _own_state_directory().absolute()
+        private_state_file(self.state_path, tighten_directory=own)
+        self.state = SqliteState(self.state_path)
         try:
             self._build(extra_metric_readers)
         except BaseException:
@@ -269,13 +177,10 @@ class EmbeddedEvaluator:
 
         s, cfg = self.settings, self.config
         labels = SqliteLabelStore(self.state)
-        labels.start(
-            load_labels(s.labels_path) if s.labels_path is not None else [],
-            source=None if s.labels_path is None else str(s.labels_path),
-        )
+        labels.start(load_labels(s.labels) if s.labels is not None else [], source=s.labels)
         readers = list(extra_readers)
         self.prometheus_registry = None
-        if s.metrics_port is not None:
+        if s.metrics:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import CollectorRegistry
 
@@ -307,25 +212,21 @@ class EmbeddedEvaluator:
                     groundedness_threshold=thresholds.groundedness,
                     results_as=results_as,
                 )
-            if s.phoenix_endpoint is not None:
+            if s.phoenix_url is not None:
                 from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink
 
                 inner = PhoenixSink(
-                    s.phoenix_endpoint,
+                    s.phoenix_url,
                     inner,
                     timeout_s=cfg.export.timeout_s,
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
                 )
-            return RecordingSink(state.results, inner, gold_of=gold_of)
-
-        def gold_of(qid: str) -> frozenset[str] | None:
-            found = labels.by_id(qid)
-            return None if found is None else found.gold
+            return RecordingSink(state.results, inner, labels=labels)
 
         self.labels = labels
         self.traces = SqliteTraceStore(
-            s.state_path,
+            self.state_path,
             ttl_s=cfg.assembly.ttl_s,
             max_attempts=cfg.assembly.max_attempts,
             max_traces=s.max_pending_traces,
@@ -405,7 +306,7 @@ class EmbeddedEvaluator:
     def start(self) -> Self:
         if self._loop is not None:
             return self
-        if self.prometheus_registry is not None and self.settings.metrics_port is not None:
+        if self.prometheus_registry is not None:
             self._metrics_server = MetricsEndpoint(
                 self.prometheus_registry,
                 self.settings.metrics_host,

@@ -6,15 +6,10 @@ One local database file holds what must survive a restart of the single embedded
   for the same (answer, context, judge) judgement;
 * the idempotency store (:class:`IdempotencyStore` seam) — a trace scored before the restart is
   not written back a second time;
-* the scored-results table — one row per scored trace, what ``ragtrace serve`` and
-  ``ragtrace demo`` print from, with the columns the web view filters and orders by
-  (service, cell, judge, query, groundedness, recall, severity, worst score; indexed) and,
-  beside it, each trace's detail
-  (ranked chunks with their text, gold IDs, the judge's units, claims, quotes and checks).
-
-Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; a file
-written before is migrated in place when opened (its columns filled from the stored records;
-its traces have no detail, and the web view says so).
+* the traces seen and not scored, with their reasons (a :class:`SkipLog`);
+* the scored results — one row per scored trace, kept by their own module,
+  :mod:`ragtrace_consumers.stores.scored_results` (its tables are created and migrated here, in
+  the same file).
 
 Every write is committed before the call returns (autocommit, WAL journal), so a crash loses
 nothing that a method reported as stored. One connection is shared by the receiver's request
@@ -24,12 +19,10 @@ whose throughput is bounded by the judge, not by these tiny writes.
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,15 +32,12 @@ from typing_extensions import Self
 from ragtrace_consumers.model import SessionTurn
 from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.stores.private_files import private_state_file
+from ragtrace_consumers.stores.scored_results import SqliteScoredResults, create_tables
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "SEVERITY",
-    "ScoredResult",
     "SqliteIdempotencyStore",
     "SqliteJudgeResultCache",
-    "SqliteScoredResults",
     "SqliteSessionEvidence",
     "SqliteSkippedTraces",
     "SqliteState",
@@ -71,16 +61,6 @@ CREATE TABLE IF NOT EXISTS skipped (
     detail TEXT NOT NULL,
     at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS scored (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    trace_id TEXT NOT NULL UNIQUE,
-    scored_at REAL NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS scored_detail (
-    trace_id TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS session_turns (
     session_id TEXT NOT NULL,
     trace_id TEXT NOT NULL,
@@ -90,191 +70,6 @@ CREATE TABLE IF NOT EXISTS session_turns (
 );
 CREATE INDEX IF NOT EXISTS session_turns_ended ON session_turns (ended_ns);
 """
-
-SCHEMA_VERSION = 1
-_COLUMNS = (
-    ("service", "TEXT", "json_extract(record, '$.service')"),
-    ("cell", "TEXT", "json_extract(record, '$.cell')"),
-    ("judge", "TEXT", "json_extract(record, '$.judge_name')"),
-    ("query", "TEXT", "json_extract(record, '$.query')"),
-    ("groundedness", "REAL", "json_extract(record, '$.groundedness')"),
-    ("recall", "REAL", "json_extract(record, '$.recall')"),
-    ("severity", "INTEGER", None),
-    ("worst", "REAL", None),
-)
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
-CREATE INDEX IF NOT EXISTS scored_time ON scored(
-    scored_at, cell, groundedness, recall, severity, worst
-);
-CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
-"""
-SEVERITY: Mapping[str, int] = {
-    "both_failed": 0,
-    "generation_failed": 1,
-    "retrieval_failed": 2,
-    "unjudged": 3,
-    "unlabelled": 4,
-    "fine": 5,
-}
-"""Worst first: a cell's place in the web view's default order (unknown cells after fine)."""
-
-
-def _severity_sql() -> str:
-    cases = " ".join(f"WHEN '{c}' THEN {n}" for c, n in SEVERITY.items())
-    return f"CASE json_extract(record, '$.cell') {cases} ELSE {len(SEVERITY)} END"
-
-
-_WORST_SQL = (
-    "MIN(COALESCE(json_extract(record, '$.groundedness'), 1.0), "
-    "COALESCE(json_extract(record, '$.recall'), 1.0))"
-)
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Bring an older state file to :data:`SCHEMA_VERSION` (one transaction)."""
-    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
-        return
-    conn.execute("BEGIN IMMEDIATE")  # another process opening the file waits, then sees it done
-    try:
-        if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
-            conn.execute("COMMIT")
-            return
-        have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
-        for name, kind, _ in _COLUMNS:
-            if name not in have:
-                conn.execute(f"ALTER TABLE scored ADD COLUMN {name} {kind}")
-        fills = [f"{n} = {expr}" for n, _, expr in _COLUMNS if expr is not None]
-        fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
-        conn.execute(f"UPDATE scored SET {', '.join(fills)} WHERE severity IS NULL")
-        for statement in _INDEXES.strip().split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _opt_float(value: float | None) -> float | None:
-    """JSON has no NaN: an unset or NaN score is stored as null."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return float(value)
-
-
-@dataclass(frozen=True)
-class ScoredResult:
-    """What the embedded evaluator remembers about one scored trace.
-
-    Scores are ``None`` when not computed (no label matched, judging not sampled, the judge
-    failed). ``unsupported_claims`` are the answer's claims the judge did not find entailed by
-    the supplied context; ``cell`` is the attribution cell value (``"fine"``,
-    ``"retrieval_failed"``, …).
-    """
-
-    trace_id: str
-    scored_at: float
-    service: str
-    cell: str
-    pipeline: str | None = None
-    question_id: str | None = None
-    query: str | None = None
-    matched_by: str | None = None
-    k: int | None = None
-    recall: float | None = None
-    hit_rate: float | None = None
-    reciprocal_rank: float | None = None
-    groundedness: float | None = None
-    claims: int | None = None
-    unsupported_claims: tuple[str, ...] = ()
-    judge_name: str | None = None
-    judge_model: str | None = None
-    judge_error: str | None = None
-    retrieved: tuple[str, ...] = ()
-    answer: str | None = None
-    extra: Mapping[str, object] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if len(self.trace_id) != 32:
-            raise ValueError(
-                f"ScoredResult.trace_id must be 32 hex characters, got {self.trace_id!r}"
-            )
-        if not self.cell:
-            raise ValueError("ScoredResult.cell must not be empty")
-        for name in ("recall", "hit_rate", "reciprocal_rank", "groundedness"):
-            value = getattr(self, name)
-            known = value is not None and not (isinstance(value, float) and math.isnan(value))
-            if known and not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"ScoredResult.{name} must be within [0, 1], got {value!r}")
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "trace_id": self.trace_id,
-            "scored_at": self.scored_at,
-            "service": self.service,
-            "cell": self.cell,
-            "pipeline": self.pipeline,
-            "question_id": self.question_id,
-            "query": self.query,
-            "matched_by": self.matched_by,
-            "k": self.k,
-            "recall": _opt_float(self.recall),
-            "hit_rate": _opt_float(self.hit_rate),
-            "reciprocal_rank": _opt_float(self.reciprocal_rank),
-            "groundedness": _opt_float(self.groundedness),
-            "claims": self.claims,
-            "unsupported_claims": list(self.unsupported_claims),
-            "judge_name": self.judge_name,
-            "judge_model": self.judge_model,
-            "judge_error": self.judge_error,
-            "retrieved": list(self.retrieved),
-            "answer": self.answer,
-            "extra": dict(self.extra),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ScoredResult:
-        def opt_str(key: str) -> str | None:
-            v = d.get(key)
-            return None if v is None else str(v)
-
-        def opt_num(key: str) -> float | None:
-            v = d.get(key)
-            return None if v is None else float(v)
-
-        def opt_int(key: str) -> int | None:
-            v = d.get(key)
-            return None if v is None else int(v)
-
-        extra = d.get("extra") or {}
-        return cls(
-            trace_id=str(d["trace_id"]),
-            scored_at=float(d["scored_at"]),
-            service=str(d["service"]),
-            cell=str(d["cell"]),
-            pipeline=opt_str("pipeline"),
-            question_id=opt_str("question_id"),
-            query=opt_str("query"),
-            matched_by=opt_str("matched_by"),
-            k=opt_int("k"),
-            recall=opt_num("recall"),
-            hit_rate=opt_num("hit_rate"),
-            reciprocal_rank=opt_num("reciprocal_rank"),
-            groundedness=opt_num("groundedness"),
-            claims=opt_int("claims"),
-            unsupported_claims=tuple(str(c) for c in d.get("unsupported_claims") or ()),
-            judge_name=opt_str("judge_name"),
-            judge_model=opt_str("judge_model"),
-            judge_error=opt_str("judge_error"),
-            retrieved=tuple(str(c) for c in d.get("retrieved") or ()),
-            answer=opt_str("answer"),
-            extra=dict(extra) if isinstance(extra, Mapping) else {},
-        )
 
 
 class SqliteState:
@@ -294,7 +89,7 @@ class SqliteState:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
-            _migrate(self._conn)
+            create_tables(self._conn)
         self.judge_cache = SqliteJudgeResultCache(self)
         self.idempotency = SqliteIdempotencyStore(self)
         self.results = SqliteScoredResults(self)
@@ -307,44 +102,21 @@ class SqliteState:
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
         """Run one statement per row in one transaction, under the lock."""
+        with self.transaction() as conn:
+            conn.executemany(sql, [tuple(r) for r in rows])
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, in one transaction: committed when the block ends,
+        rolled back when it raises."""
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(sql, [tuple(r) for r in rows])
+                yield self._conn
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-    def put_scored(self, rows: Sequence[tuple[Sequence[object], str | None]]) -> None:
-        """Upsert ``scored`` rows (and their detail, when not None) in one transaction."""
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                for row, detail in rows:
-                    self._put_scored(row, detail)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _put_scored(self, row: Sequence[object], detail: str | None) -> None:
-        self._conn.execute(
-            "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
-            "query, groundedness, recall, severity, worst) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
-            "record = excluded.record, service = excluded.service, "
-            "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
-            "groundedness = excluded.groundedness, recall = excluded.recall, "
-            "severity = excluded.severity, worst = excluded.worst",
-            tuple(row),
-        )
-        if detail is not None:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO scored_detail (trace_id, body) VALUES (?, ?)",
-                (row[0], detail),
-            )
 
     def close(self) -> None:
         with self._lock:
@@ -440,79 +212,6 @@ class SqliteIdempotencyStore:
             )
 
 
-class SqliteScoredResults:
-    """One row per scored trace, in the order they were first scored.
-
-    Re-scoring a trace (it was released and came due again) replaces its record but keeps its
-    position, so listings stay stable across restarts.
-    """
-
-    def __init__(self, state: SqliteState) -> None:
-        self._state = state
-
-    def put(self, result: ScoredResult, detail: Mapping[str, object] | None = None) -> None:
-        """Record ``result`` (and its ``detail``, JSON-able, when given: the web view's trace
-        page); a trace recorded before keeps its place and detail unless replaced."""
-        self.put_many([(result, detail)])
-
-    def put_many(self, items: Sequence[tuple[ScoredResult, Mapping[str, object] | None]]) -> None:
-        """:meth:`put` for many results, in one transaction."""
-        rows = []
-        for result, detail in items:
-            record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
-            g, r = _opt_float(result.groundedness), _opt_float(result.recall)
-            worst = min(1.0 if g is None else g, 1.0 if r is None else r)
-            body = None if detail is None else json.dumps(detail, sort_keys=True, allow_nan=False)
-            rows.append(
-                (
-                    (
-                        result.trace_id,
-                        result.scored_at,
-                        record,
-                        result.service,
-                        result.cell,
-                        result.judge_name,
-                        result.query,
-                        g,
-                        r,
-                        SEVERITY.get(result.cell, len(SEVERITY)),
-                        worst,
-                    ),
-                    body,
-                )
-            )
-        self._state.put_scored(rows)
-
-    def detail(self, trace_id: str) -> dict[str, Any] | None:
-        """The detail recorded with the trace (None: none, e.g. scored before it was kept)."""
-        rows = self._state.execute("SELECT body FROM scored_detail WHERE trace_id = ?", (trace_id,))
-        if not rows:
-            return None
-        value = json.loads(str(rows[0][0]))
-        return value if isinstance(value, dict) else None
-
-    def get(self, trace_id: str) -> ScoredResult | None:
-        rows = self._state.execute("SELECT record FROM scored WHERE trace_id = ?", (trace_id,))
-        return ScoredResult.from_dict(json.loads(str(rows[0][0]))) if rows else None
-
-    def all(
-        self, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[tuple[int, ScoredResult]]:
-        """``(seq, result)`` pairs with ``seq > after_seq``, oldest first: poll with the last seq."""
-        sql = "SELECT seq, record FROM scored WHERE seq > ? ORDER BY seq"
-        params: list[object] = [after_seq]
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
-        return [
-            (int(seq), ScoredResult.from_dict(json.loads(str(rec))))
-            for seq, rec in self._state.execute(sql, params)
-        ]
-
-    def __len__(self) -> int:
-        return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])
-
-
 class SqliteSkippedTraces:
     """One row per trace seen and not scored, with its reason (the latest, when a trace was
     skipped again), in the order first skipped: a :class:`~ragtrace_consumers.scoring.skips.SkipLog`."""
@@ -542,6 +241,11 @@ class SqliteSkippedTraces:
                 (seq,),
             )
         ]
+
+    def reasons(self) -> list[tuple[str, int]]:
+        """(reason, traces) of the skipped traces."""
+        rows = self._state.execute("SELECT reason, COUNT(*) FROM skipped GROUP BY reason")
+        return [(str(why), int(n)) for why, n in rows]
 
     def __len__(self) -> int:
         return int(self._state.execute("SELECT COUNT(*) FROM skipped")[0][0])

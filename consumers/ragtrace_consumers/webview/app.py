@@ -285,7 +285,7 @@ class WebView:
     def _overview(self) -> Overview:
         """The overview, recomputed at most every :data:`OVERVIEW_TTL_S` while traces arrive
         (it aggregates the whole table; the list and trace pages are always current)."""
-        newest = self._state.execute("SELECT MAX(seq) FROM scored")[0][0]
+        newest = self._state.results.newest_seq()
         with self._lock:
             cached = self._cached
             if cached is not None and (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.charts import line_chart, share_chart
 from ragtrace_consumers.webview.html import CELL_TITLES, cell_badge, esc, href, score, when
 from ragtrace_consumers.webview.queries import CELLS, Overview, TraceFilter, TracePage

@@ -1,21 +1,21 @@
 """What the web view reads from the embedded evaluator's state file, as values.
 
-Every listing goes through an index of the ``scored`` table (schema version 1 of
-:mod:`ragtrace_consumers.stores.sqlite_state`): worst first is ``(severity, worst, seq)``, and
-each filterable column leads an index of its own ordered the same way, so a page of the list
-costs O(log n + page), not a scan. Filters are validated here (:class:`TraceFilter`) and a bad
-one raises :class:`~ragtrace_consumers.webview.errors.BadRequest`.
+The scored results are read through their owner,
+:class:`~ragtrace_consumers.stores.scored_results.SqliteScoredResults` (each query through an
+index of its table); this module validates the filters (:class:`TraceFilter`: a bad one raises
+:class:`~ragtrace_consumers.webview.errors.BadRequest`), pages the list and puts the overview's
+numbers together.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ragtrace_consumers.stores.sqlite_state import SEVERITY, ScoredResult, SqliteState
+from ragtrace_consumers.stores.scored_results import SEVERITY, ScoredResult
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 
 __all__ = [
@@ -143,58 +143,16 @@ class TracePage:
 
 def list_traces(state: SqliteState, f: TraceFilter, page_size: int = PAGE_SIZE) -> TracePage:
     """Scored traces matching ``f``, worst first (severity, then lowest score, then oldest)."""
-    where, params = [], []
-    for column in ("cell", "service", "judge"):
-        value = getattr(f, column)
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if f.since is not None:
-        where.append("scored_at >= ?")
-        params.append(f.since)
-    if f.until is not None:
-        where.append("scored_at < ?")
-        params.append(f.until)
-    # The page's seqs first, from the index alone; then only those rows' records.
-    sql = "SELECT seq FROM scored"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY severity, worst, seq LIMIT ? OFFSET ?"
-    params += [page_size + 1, (f.page - 1) * page_size]
-    seqs = [int(r[0]) for r in state.execute(sql, params)]
-    shown = seqs[:page_size]
-    records: dict[int, str] = {}
-    if shown:
-        marks = ",".join("?" * len(shown))
-        records = {
-            int(seq): str(rec)
-            for seq, rec in state.execute(
-                f"SELECT seq, record FROM scored WHERE seq IN ({marks})", shown
-            )
-        }
-    rows = tuple(ScoredResult.from_dict(json.loads(records[s])) for s in shown if s in records)
-    return TracePage(rows, f.page, len(seqs) > page_size)
+    equal = {c: v for c in ("cell", "service", "judge") if (v := getattr(f, c)) is not None}
+    rows = state.results.worst_first(
+        equal, f.since, f.until, limit=page_size + 1, offset=(f.page - 1) * page_size
+    )
+    return TracePage(tuple(rows[:page_size]), f.page, len(rows) > page_size)
 
 
 def choices(state: SqliteState, column: str) -> list[str]:
-    """The distinct values of ``service`` or ``judge`` (index-only: one seek per value)."""
-    if column not in ("service", "judge"):
-        raise ValueError(f"no choices for {column!r}")
-    out: list[str] = []
-    last: str | None = None
-    while len(out) < 200:  # a skip scan: SQLite would otherwise read the whole index
-        rows = state.execute(
-            f"SELECT {column} FROM scored WHERE {column} > ? ORDER BY {column} LIMIT 1"
-            if last is not None
-            else f"SELECT {column} FROM scored WHERE {column} IS NOT NULL "
-            f"ORDER BY {column} LIMIT 1",
-            (last,) if last is not None else (),
-        )
-        if not rows:
-            break
-        last = str(rows[0][0])
-        out.append(last)
-    return out
+    """The distinct values of ``service`` or ``judge``."""
+    return state.results.choices(column)
 
 
 @dataclass(frozen=True)
@@ -233,96 +191,37 @@ def _bucket_size(span_s: float) -> float:
 
 def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
     """Counts per cell, the last ``buckets`` time buckets, and the reasons for n/a scores."""
+    results = state.results
     counts = {c: 0 for c in CELLS}
-    for cell, n in state.execute("SELECT cell, COUNT(*) FROM scored GROUP BY cell"):
-        counts[str(cell)] = int(n)
-    first = state.execute("SELECT scored_at FROM scored ORDER BY scored_at LIMIT 1")
-    last_at = state.execute("SELECT scored_at FROM scored ORDER BY scored_at DESC LIMIT 1")
+    counts.update(results.cell_counts())
     series: list[Bucket] = []
     size = 60.0
-    if first and last_at:
-        lo, hi = float(first[0][0]), float(last_at[0][0])
+    scored = results.time_range()
+    if scored is not None:
+        lo, hi = scored
         size = _bucket_size(hi - lo)
         start = max(lo, hi - size * buckets)
         start -= start % size
-        rows = state.execute(
-            "SELECT CAST((scored_at - ?) / ? AS INTEGER), cell, COUNT(*), "
-            "SUM(groundedness), COUNT(groundedness), SUM(recall), COUNT(recall) "
-            "FROM scored WHERE scored_at >= ? GROUP BY 1, 2",
-            (start, size, start),
-        )
-        acc: dict[int, list[object]] = {}
-        for i, cell, n, g_sum, g_n, r_sum, r_n in rows:
-            slot = acc.setdefault(int(i), [{}, 0.0, 0, 0.0, 0])
-            cells = slot[0]
-            assert isinstance(cells, dict)
-            cells[str(cell)] = int(n)
-            slot[1] = float(slot[1]) + float(g_sum or 0)  # type: ignore[arg-type]
-            slot[2] = int(slot[2]) + int(g_n)  # type: ignore[call-overload]
-            slot[3] = float(slot[3]) + float(r_sum or 0)  # type: ignore[arg-type]
-            slot[4] = int(slot[4]) + int(r_n)  # type: ignore[call-overload]
-        last = int((hi - start) // size)
-        for i in range(last + 1):
-            cells_, g, gn, r, rn = acc.get(i, [{}, 0.0, 0, 0.0, 0])
+        acc: dict[int, tuple[dict[str, int], list[float]]] = {}
+        for i, cell, n, g_sum, g_n, r_sum, r_n in results.buckets(start, size):
+            cells, sums = acc.setdefault(i, ({}, [0.0, 0.0, 0.0, 0.0]))
+            cells[cell] = n
+            for k, v in enumerate((g_sum, g_n, r_sum, r_n)):
+                sums[k] += v
+        for i in range(int((hi - start) // size) + 1):
+            cells, (g, gn, r, rn) = acc.get(i, ({}, [0.0, 0.0, 0.0, 0.0]))
             series.append(
-                Bucket(
-                    start + i * size,
-                    dict(cells_),  # type: ignore[call-overload]
-                    float(g) / int(gn) if gn else None,  # type: ignore[arg-type, call-overload]
-                    float(r) / int(rn) if rn else None,  # type: ignore[arg-type, call-overload]
-                )
+                Bucket(start + i * size, cells, g / gn if gn else None, r / rn if rn else None)
             )
-    reasons = (
-        [
-            ("recall n/a", str(why), int(n))
-            for why, n in state.execute(
-                "SELECT COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
-                "'no labelled question matches the trace') AS why, COUNT(*) "
-                "FROM scored WHERE cell = 'unlabelled' GROUP BY why"
-            )
-            if why
-        ]
-        + [
-            ("unjudged", str(why), int(n))
-            for why, n in state.execute(
-                "SELECT COALESCE(json_extract(record, '$.judge_error'), "
-                "json_extract(record, '$.extra.groundedness_na_reason')) AS why, COUNT(*) "
-                "FROM scored WHERE cell = 'unjudged' GROUP BY why"
-            )
-            if why
-        ]
-        + [
-            ("not scored", str(why), int(n))  # seen, never scored (scoring.skips)
-            for why, n in state.execute("SELECT reason, COUNT(*) FROM skipped GROUP BY reason")
-        ]
-    )
+    reasons = results.na_reasons() + [
+        ("not scored", why, n)  # seen, never scored (scoring.skips)
+        for why, n in state.skipped.reasons()
+    ]
     reasons.sort(key=lambda r: -r[2])
-    judges = tuple(
-        (str(name), None if model is None else str(model), int(n))
-        for name, model, n in state.execute(
-            "SELECT judge, json_extract(record, '$.judge_model'), COUNT(*) FROM "
-            "(SELECT judge, record FROM scored WHERE judge IS NOT NULL ORDER BY seq DESC "
-            "LIMIT 1000) GROUP BY 1, 2 ORDER BY 3 DESC"
-        )
-    )
-    return Overview(counts, tuple(series), size, tuple(reasons[:20]), judges)
+    return Overview(counts, tuple(series), size, tuple(reasons[:20]), results.judges())
 
 
 def unlabelled_questions(state: SqliteState, limit: int = 20) -> list[tuple[str, int, str]]:
     """(question, times seen, latest trace ID) of traces with no labelled question, most seen
-    first (through the partial index on unlabelled queries)."""
-    counted = state.execute(
-        "SELECT query, COUNT(*) FROM scored INDEXED BY scored_unlabelled "
-        "WHERE cell = 'unlabelled' AND query IS NOT NULL "
-        "GROUP BY query ORDER BY 2 DESC, 1 LIMIT ?",
-        (limit,),
-    )  # index-only: the partial index holds every unlabelled query
-    out = []
-    for query, n in counted:
-        latest = state.execute(
-            "SELECT trace_id FROM scored WHERE cell = 'unlabelled' AND query = ? "
-            "ORDER BY seq DESC LIMIT 1",
-            (query,),
-        )
-        out.append((str(query), int(n), str(latest[0][0])))
-    return out
+    first."""
+    return state.results.unlabelled_questions(limit)

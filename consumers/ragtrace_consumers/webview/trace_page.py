@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
 

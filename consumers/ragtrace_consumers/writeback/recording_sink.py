@@ -1,6 +1,7 @@
-"""The scored-results sink of the embedded evaluator: every scored trace lands in the SQLite
-results table (what ``ragtrace serve`` and ``ragtrace demo`` print from), after the evaluation
-span was delivered to the OTLP sink when one is configured.
+"""The scored-results sink of the embedded evaluator: every scored trace is recorded by the
+scored results' owner (:mod:`ragtrace_consumers.stores.scored_results`, what ``ragtrace serve``
+and ``ragtrace demo`` print from), after the evaluation span was delivered to the OTLP sink
+when one is configured. The gold IDs kept in a trace's detail come from the label store seam.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.model import ScoreSink, TraceScores
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteScoredResults
+from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
+from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
 from ragtrace_consumers.writeback.span_content import deliver_each
 
-__all__ = ["GoldLookup", "RecordingSink", "to_scored_result", "trace_detail"]
-
-GoldLookup = Callable[[str], "frozenset[str] | None"]
-"""The gold chunk IDs of a labelled question by qid (None: not labelled now)."""
+__all__ = ["RecordingSink", "to_scored_result", "trace_detail"]
 
 
 def _known(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
+
+
+_RETRIEVAL_FIELDS = ("question_id", "matched_by", "k", "recall", "hit_rate", "reciprocal_rank")
+_JUDGE_FIELDS = (
+    *("groundedness", "claims", "unsupported_claims"),
+    *("judge_name", "judge_model", "judge_error"),
+)
+
+
+def _kept(previous: ScoredResult | None, names: tuple[str, ...]) -> dict[str, Any]:
+    """The fields ``names`` of ``previous`` (none without one): a family not written again."""
+    return {} if previous is None else {n: getattr(previous, n) for n in names}
 
 
 def to_scored_result(
@@ -33,7 +43,7 @@ def to_scored_result(
     restart or a re-delivery) keeps its values from ``previous``."""
     trace = scores.trace
     r, g = scores.retrieval, scores.groundedness
-    retrieval_fields: dict[str, Any] = {}
+    retrieval_fields = _kept(previous, _RETRIEVAL_FIELDS)
     if r is not None:
         retrieval_fields = {
             "question_id": r.question_id,
@@ -43,16 +53,7 @@ def to_scored_result(
             "hit_rate": _known(r.scores.hit_rate),
             "reciprocal_rank": _known(r.scores.reciprocal_rank),
         }
-    elif previous is not None:
-        retrieval_fields = {
-            "question_id": previous.question_id,
-            "matched_by": previous.matched_by,
-            "k": previous.k,
-            "recall": previous.recall,
-            "hit_rate": previous.hit_rate,
-            "reciprocal_rank": previous.reciprocal_rank,
-        }
-    judge_fields: dict[str, Any] = {}
+    judge_fields = _kept(previous, _JUDGE_FIELDS)
     if g is not None:
         judge_fields = {
             "groundedness": g.score,
@@ -61,15 +62,6 @@ def to_scored_result(
             "judge_name": g.judge.name,
             "judge_model": g.judge.model,
             "judge_error": g.error,
-        }
-    elif previous is not None:
-        judge_fields = {
-            "groundedness": previous.groundedness,
-            "claims": previous.claims,
-            "unsupported_claims": previous.unsupported_claims,
-            "judge_name": previous.judge_name,
-            "judge_model": previous.judge_model,
-            "judge_error": previous.judge_error,
         }
     extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
     if r is not None:
@@ -142,7 +134,8 @@ class RecordingSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
     SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
 
-    With ``gold_of``, the gold IDs of the matched question are kept in the trace's detail.
+    With ``labels``, the gold IDs of the matched question (as labelled now) are kept in the
+    trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
     trace instead of marking it written.
     """
@@ -153,9 +146,9 @@ class RecordingSink:
         inner: ScoreSink | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        gold_of: GoldLookup | None = None,
+        labels: LabelStore | None = None,
     ) -> None:
-        self._gold_of = gold_of
+        self._labels = labels
         self._results = results
         self._inner = inner
         self._clock = clock
@@ -167,9 +160,7 @@ class RecordingSink:
         try:
             previous = self._results.get(scores.trace.trace_id)
             result = to_scored_result(scores, self._clock(), previous)
-            gold = None
-            if self._gold_of is not None and result.question_id:
-                gold = self._gold_of(result.question_id)
+            gold = self._gold(result.question_id)
             detail = None
             if previous is None or scores.groundedness is not None or scores.retrieval is not None:
                 detail = trace_detail(scores, gold)
@@ -180,6 +171,12 @@ class RecordingSink:
             ) from exc
         with self._recorded:
             self._recorded.notify_all()
+
+    def _gold(self, qid: str | None) -> frozenset[str] | None:
+        """The gold IDs of the labelled question ``qid`` (None: not labelled now)."""
+        found = None if self._labels is None or not qid else self._labels.by_id(qid)
+        gold = getattr(found, "gold", None)
+        return None if gold is None else frozenset(gold)
 
     def wait_for_change(self, timeout_s: float) -> None:
         """Block until a trace is recorded, :meth:`wake` is called, or the timeout."""

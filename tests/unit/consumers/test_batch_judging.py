@@ -139,14 +139,13 @@ def test_the_same_answer_is_submitted_once_and_batch_mode_needs_the_anthropic_ju
 
 def test_the_embedded_evaluator_refuses_batch_mode(tmp_path: Any) -> None:
     from ragtrace_consumers.config import ConfigError, load_config
-    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+    from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 
     config = load_config(None, env={"RAGTRACE_JUDGE_MODE": "batch"})
     assert config.judge.mode == "batch"
     try:
         EmbeddedEvaluator(
-            EmbeddedSettings(state_path=tmp_path / "s.sqlite3", port=0, metrics_port=None),
-            config=config,
+            config.replace(serve={"state": tmp_path / "s.sqlite3", "port": 0, "metrics": False})
         )
     except ConfigError as exc:
         assert "judge.mode" in str(exc)

@@ -10,7 +10,7 @@ import pytest
 
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.defaults import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
 from tests.unit.consumers.service_fakes import build_with_fakes
 
@@ -87,8 +87,7 @@ def test_the_kafka_consumers_redis_store_gets_them(monkeypatch: pytest.MonkeyPat
 def test_the_embedded_evaluators_store_gets_them(tmp_path: Path) -> None:
     cfg = ConsumerConfig.defaults().replace(assembly={"ttl_s": 900, "max_attempts": 5})
     ev = EmbeddedEvaluator(
-        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None),
-        config=cfg,
+        cfg.replace(serve={"port": 0, "state": tmp_path / "s.db", "metrics": False}),
         judge=make_judge("lexical"),
     )
     try:

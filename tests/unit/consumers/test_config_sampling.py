@@ -11,7 +11,7 @@ import yaml
 from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.model import RagTrace
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
 from tests.unit.consumers.service_fakes import build_with_fakes
 
@@ -206,8 +206,7 @@ def test_embedded_evaluator_runs_the_configured_sampler(tmp_path: Path) -> None:
     f.write_text(FILE)
     cfg = load_config(f, env={})
     ev = EmbeddedEvaluator(
-        EmbeddedSettings(port=0, state_path=tmp_path / "s.db", metrics_port=None),
-        config=cfg,
+        cfg.replace(serve={"port": 0, "state": tmp_path / "s.db", "metrics": False}),
         judge=make_judge("lexical"),
     )
     try:

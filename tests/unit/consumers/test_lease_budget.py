@@ -9,7 +9,7 @@ import pytest
 from ragtrace.cli import main
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.runtime.kafka_service import build_service
 from ragtrace_consumers.scoring.workers import (
     DEFAULT_DEPTH,
@@ -57,10 +57,13 @@ def test_consume_refuses_before_connecting_to_anything() -> None:
 
 
 def test_serve_refuses_too(tmp_path: Path) -> None:
-    cfg = ConsumerConfig.defaults().replace(assembly={"lease_s": 100.0}, judge={"budget_s": 30.0})
-    settings = EmbeddedSettings(port=0, metrics_port=None, state_path=tmp_path / "s.sqlite3")
+    cfg = ConsumerConfig.defaults().replace(
+        assembly={"lease_s": 100.0},
+        judge={"budget_s": 30.0},
+        serve={"port": 0, "metrics": False, "state": tmp_path / "s.sqlite3"},
+    )
     with pytest.raises(ConfigError, match=r"judge.budget_s 30 s \+ 1 s margin\) = 124 s"):
-        EmbeddedEvaluator(settings, config=cfg, judge=_judge(30.0))
+        EmbeddedEvaluator(cfg, judge=_judge(30.0))
     assert not (tmp_path / "s.sqlite3").exists()  # refused before any state was opened
 
 

@@ -25,8 +25,8 @@ import ragtrace
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
 from tests.metric_points import values
 from tests.unit.embedded.demo_client import QUESTIONS, run_app
@@ -78,15 +78,17 @@ def _evaluator(
     reader: InMemoryMetricReader | None = None,
 ) -> EmbeddedEvaluator:
     return EmbeddedEvaluator(
-        EmbeddedSettings(
-            port=0,
-            state_path=state,
-            labels_path=LABELS,
-            otlp_endpoint=otlp,
-            metrics_port=metrics_port,
-            service_name="ragtrace-test",
+        _config().replace(
+            serve={
+                "port": 0,
+                "state": state,
+                "labels": LABELS,
+                "otlp_endpoint": otlp,
+                "metrics": metrics_port is not None,
+                "metrics_port": metrics_port or 0,
+                "service_name": "ragtrace-test",
+            }
         ),
-        config=_config(),
         judge=LexicalJudge(),
         extra_metric_readers=[reader] if reader is not None else (),
     )
@@ -326,15 +328,16 @@ def test_a_full_evaluator_answers_503_until_scoring_catches_up(tmp_path: Path) -
     first, _ = _hand_built_trace()
     second, second_id = _hand_built_trace()
     ev = EmbeddedEvaluator(
-        EmbeddedSettings(
-            port=0,
-            state_path=tmp_path / "s.db",
-            labels_path=LABELS,
-            metrics_port=None,
-            workers=1,
-            max_pending_traces=1,
+        _config().replace(
+            serve={
+                "port": 0,
+                "state": tmp_path / "s.db",
+                "labels": LABELS,
+                "metrics": False,
+                "workers": 1,
+                "max_pending_traces": 1,
+            }
         ),
-        config=_config(),
         judge=judge,
     )
     with ev:
@@ -387,14 +390,16 @@ def test_metrics_and_logs_from_the_app_are_forwarded_and_spans_only_sends_no_met
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         ev = EmbeddedEvaluator(
-            EmbeddedSettings(
-                port=0,
-                state_path=tmp_path / "s.db",
-                otlp_endpoint=endpoint,
-                otlp_signals="traces",
-                metrics_port=None,
+            _config().replace(
+                export={"metrics_interval_s": 0.05},
+                serve={
+                    "port": 0,
+                    "state": tmp_path / "s.db",
+                    "otlp_endpoint": endpoint,
+                    "otlp_signals": "traces",
+                    "metrics": False,
+                },
             ),
-            config=_config().replace(export={"metrics_interval_s": 0.05}),
             judge=LexicalJudge(),
         )
         with ev:

@@ -17,7 +17,7 @@ from google.rpc import status_pb2
 from ragtrace_consumers.errors import Held
 from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from tests.unit.embedded.test_otlp_http import EXPECTED, PB, Sink, _post, _request
 
 JS = {"Content-Type": "application/json"}
@@ -172,15 +172,14 @@ def _trace_request(n: int) -> bytes:
 
 
 def test_a_request_over_the_pending_bound_is_refused_whole(tmp_path: Path) -> None:
-    settings = EmbeddedSettings(
-        port=0, state_path=tmp_path / "s.db", metrics_port=None, max_pending_traces=3
-    )
     from ragtrace_consumers.config import ConsumerConfig
 
     config = ConsumerConfig.defaults().replace(
-        assembly={"quiet_s": 3600.0, "ttl_s": 10_000.0}, judge={"name": "lexical"}
+        assembly={"quiet_s": 3600.0, "ttl_s": 10_000.0},
+        judge={"name": "lexical"},
+        serve={"port": 0, "state": tmp_path / "s.db", "metrics": False, "max_pending_traces": 3},
     )
-    ev = EmbeddedEvaluator(settings, config=config)
+    ev = EmbeddedEvaluator(config)
     ev.traces.claim = lambda *a, **k: []  # type: ignore[method-assign]  # nothing drains
     with ev:
         r = ev.receiver

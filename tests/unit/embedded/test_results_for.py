@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedSettings, describe_results, results_for
+from ragtrace_consumers.config import ConsumerConfig, ServeSettings
+from ragtrace_consumers.runtime.embedded import describe_results, results_for
 
 OTLP = "http://127.0.0.1:4318"
 PHOENIX = "http://127.0.0.1:6006"
@@ -29,28 +29,25 @@ PHOENIX = "http://127.0.0.1:6006"
 def test_results_for(
     signals: str, phoenix: str | None, asked: bool, configured: str, expected: str | None
 ) -> None:
-    settings = EmbeddedSettings(
+    serve = ServeSettings(
         otlp_endpoint=OTLP,
         otlp_signals=signals,
-        phoenix_endpoint=phoenix,
+        phoenix_url=phoenix,
         phoenix_evaluation_spans=asked,
-        state_path="unused.sqlite3",
     )
-    assert results_for(settings, configured) == expected
+    assert results_for(serve, configured) == expected
 
 
 def test_the_banner_says_where_results_go() -> None:
     config = ConsumerConfig.defaults()
-    both = EmbeddedSettings(otlp_endpoint=OTLP, state_path="x")
-    assert describe_results(both, config) == (
+    both = config.replace(serve={"otlp_endpoint": OTLP})
+    assert describe_results(both) == (
         f"gen_ai.evaluation.result log records and evaluation spans to {OTLP}"
     )
-    phoenix_only = EmbeddedSettings(
-        otlp_endpoint=PHOENIX, otlp_signals="traces", phoenix_endpoint=PHOENIX, state_path="x"
+    phoenix_only = config.replace(
+        serve={"otlp_endpoint": PHOENIX, "otlp_signals": "traces", "phoenix_url": PHOENIX}
     )
-    assert describe_results(phoenix_only, config) == (
+    assert describe_results(phoenix_only) == (
         "kept local (Phoenix shows them as annotations; --phoenix-evaluation-spans sends spans)"
     )
-    assert describe_results(EmbeddedSettings(state_path="x"), config) == (
-        "kept local (no OTLP endpoint for them)"
-    )
+    assert describe_results(config) == "kept local (no OTLP endpoint for them)"

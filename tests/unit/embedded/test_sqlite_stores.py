@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace_consumers.stores.sqlite_state import ScoredResult, SqliteState
+from ragtrace_consumers.stores.scored_results import ScoredResult
+from ragtrace_consumers.stores.sqlite_state import SqliteState
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, Counter
 
 from ragtrace.cli import main
+from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.intake.access import (
     AccessPolicy,
     ExposureError,
@@ -38,7 +39,7 @@ from ragtrace_consumers.intake.access import (
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 
 TOKEN = "tok-3f9a1c-serve"
 
@@ -279,21 +280,26 @@ def test_serve_refuses_an_open_wide_bind(
     assert "token: '***'  # env RAGTRACE_SERVE_TOKEN" in out and TOKEN not in out
 
 
+def _gated(tmp_path: Path, pair: tuple[Path, Path], **serve: object) -> ConsumerConfig:
+    """A configuration whose serve section asks for TOKEN over TLS with ``pair``."""
+    return ConsumerConfig.defaults().replace(
+        serve={
+            "port": 0,
+            "state": tmp_path / "state.sqlite3",
+            "token": TOKEN,
+            "tls_cert": str(pair[0]),
+            "tls_key": str(pair[1]),
+            **serve,
+        }
+    )
+
+
 def test_the_embedded_evaluator_gates_its_receiver_and_metrics(
     tmp_path: Path, pair: tuple[Path, Path]
 ) -> None:
-    settings = EmbeddedSettings(
-        host="0.0.0.0",
-        port=0,
-        metrics_host="0.0.0.0",
-        metrics_port=0,
-        state_path=tmp_path / "state.sqlite3",
-        token=TOKEN,
-        tls_cert=str(pair[0]),
-        tls_key=str(pair[1]),
-    )
-    assert TOKEN not in repr(settings)
-    with EmbeddedEvaluator(settings) as evaluator:
+    config = _gated(tmp_path, pair, host="0.0.0.0", metrics_host="0.0.0.0", metrics_port=0)
+    assert TOKEN not in repr(config)
+    with EmbeddedEvaluator(config) as evaluator:
         metrics_url = evaluator.metrics_url
         assert metrics_url is not None and metrics_url.startswith("https://")
         local = metrics_url.replace("0.0.0.0", "127.0.0.1")
@@ -309,15 +315,7 @@ def test_the_web_view_shares_the_token_and_tls_of_the_receiver(
 ) -> None:
     """The receiver's gate lets the web view's paths through to the web view, which asks for the
     same token: a bearer header, or a sign-in that sets a Secure cookie over TLS."""
-    settings = EmbeddedSettings(
-        host="127.0.0.1",
-        port=0,
-        state_path=tmp_path / "state.sqlite3",
-        token=TOKEN,
-        tls_cert=str(pair[0]),
-        tls_key=str(pair[1]),
-    )
-    with EmbeddedEvaluator(settings) as evaluator:
+    with EmbeddedEvaluator(_gated(tmp_path, pair, host="127.0.0.1")) as evaluator:
         base = f"https://127.0.0.1:{evaluator.receiver.port}"
         assert evaluator.web_url == base + "/ui/"
         status, page = _get(base + "/ui/traces", pair, None)

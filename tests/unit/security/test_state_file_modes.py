@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, EmbeddedSettings
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
@@ -72,7 +73,9 @@ def test_serve_tightens_its_own_directory(
     (own / "embedded.sqlite3").touch(mode=0o644)
     os.chmod(own / "embedded.sqlite3", 0o644)
     with caplog.at_level(logging.WARNING):
-        evaluator = EmbeddedEvaluator(EmbeddedSettings(port=0, metrics_port=None))
+        evaluator = EmbeddedEvaluator(
+            ConsumerConfig.defaults().replace(serve={"port": 0, "metrics": False})
+        )
     try:
         assert _mode(own) == 0o700
         assert _mode(own / "embedded.sqlite3") == 0o600

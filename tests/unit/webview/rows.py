@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtrace_consumers.stores.sqlite_state import ScoredResult
+from ragtrace_consumers.stores.scored_results import ScoredResult
 
 HOSTILE = '<script>alert("x")</script>'
 

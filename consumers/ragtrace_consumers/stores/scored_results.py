@@ -1,0 +1,488 @@
+"""The scored results of the embedded evaluator, read and written: one module owns them.
+
+The ``scored`` table holds one row per scored trace (what ``ragtrace serve`` and ``ragtrace
+demo`` print from), with the columns the web view filters and orders by (service, cell, judge,
+query, groundedness, recall, severity, worst score; indexed), and ``scored_detail`` each trace's
+detail beside it (ranked chunks with their text, gold IDs, the judge's units, claims, quotes and
+checks). The recording sink writes them (:meth:`SqliteScoredResults.put`), and the web view reads
+them through the queries below, each through an index: worst first is ``(severity, worst, seq)``
+and each filterable column leads an index of its own ordered the same way, so a page of the list
+costs O(log n + page), not a scan.
+
+Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; a file
+written before is migrated in place when opened (:func:`create_tables`: its columns filled from
+the stored records; its traces have no detail, and the web view says so).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragtrace_consumers.stores.sqlite_state import SqliteState
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SEVERITY",
+    "ScoredResult",
+    "SqliteScoredResults",
+    "create_tables",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS scored (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL UNIQUE,
+    scored_at REAL NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS scored_detail (
+    trace_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+"""
+
+SCHEMA_VERSION = 1
+_COLUMNS = (
+    ("service", "TEXT", "json_extract(record, '$.service')"),
+    ("cell", "TEXT", "json_extract(record, '$.cell')"),
+    ("judge", "TEXT", "json_extract(record, '$.judge_name')"),
+    ("query", "TEXT", "json_extract(record, '$.query')"),
+    ("groundedness", "REAL", "json_extract(record, '$.groundedness')"),
+    ("recall", "REAL", "json_extract(record, '$.recall')"),
+    ("severity", "INTEGER", None),
+    ("worst", "REAL", None),
+)
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_time ON scored(
+    scored_at, cell, groundedness, recall, severity, worst
+);
+CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
+"""
+SEVERITY: Mapping[str, int] = {
+    "both_failed": 0,
+    "generation_failed": 1,
+    "retrieval_failed": 2,
+    "unjudged": 3,
+    "unlabelled": 4,
+    "fine": 5,
+}
+"""Worst first: a cell's place in the web view's default order (unknown cells after fine)."""
+
+
+def _severity_sql() -> str:
+    cases = " ".join(f"WHEN '{c}' THEN {n}" for c, n in SEVERITY.items())
+    return f"CASE json_extract(record, '$.cell') {cases} ELSE {len(SEVERITY)} END"
+
+
+_WORST_SQL = (
+    "MIN(COALESCE(json_extract(record, '$.groundedness'), 1.0), "
+    "COALESCE(json_extract(record, '$.recall'), 1.0))"
+)
+
+
+def create_tables(conn: sqlite3.Connection) -> None:
+    """Create the tables (and indexes) in ``conn``'s file, or bring an older file to
+    :data:`SCHEMA_VERSION` (one transaction)."""
+    conn.executescript(_SCHEMA)
+    _migrate(conn)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older state file to :data:`SCHEMA_VERSION` (one transaction)."""
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")  # another process opening the file waits, then sees it done
+    try:
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+            conn.execute("COMMIT")
+            return
+        have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
+        for name, kind, _ in _COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE scored ADD COLUMN {name} {kind}")
+        fills = [f"{n} = {expr}" for n, _, expr in _COLUMNS if expr is not None]
+        fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
+        conn.execute(f"UPDATE scored SET {', '.join(fills)} WHERE severity IS NULL")
+        for statement in _INDEXES.strip().split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _opt_float(value: float | None) -> float | None:
+    """JSON has no NaN: an unset or NaN score is stored as null."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ScoredResult:
+    """What the embedded evaluator remembers about one scored trace.
+
+    Scores are ``None`` when not computed (no label matched, judging not sampled, the judge
+    failed). ``unsupported_claims`` are the answer's claims the judge did not find entailed by
+    the supplied context; ``cell`` is the attribution cell value (``"fine"``,
+    ``"retrieval_failed"``, …).
+    """
+
+    trace_id: str
+    scored_at: float
+    service: str
+    cell: str
+    pipeline: str | None = None
+    question_id: str | None = None
+    query: str | None = None
+    matched_by: str | None = None
+    k: int | None = None
+    recall: float | None = None
+    hit_rate: float | None = None
+    reciprocal_rank: float | None = None
+    groundedness: float | None = None
+    claims: int | None = None
+    unsupported_claims: tuple[str, ...] = ()
+    judge_name: str | None = None
+    judge_model: str | None = None
+    judge_error: str | None = None
+    retrieved: tuple[str, ...] = ()
+    answer: str | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.trace_id) != 32:
+            raise ValueError(
+                f"ScoredResult.trace_id must be 32 hex characters, got {self.trace_id!r}"
+            )
+        if not self.cell:
+            raise ValueError("ScoredResult.cell must not be empty")
+        for name in ("recall", "hit_rate", "reciprocal_rank", "groundedness"):
+            value = getattr(self, name)
+            known = value is not None and not (isinstance(value, float) and math.isnan(value))
+            if known and not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"ScoredResult.{name} must be within [0, 1], got {value!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "trace_id": self.trace_id,
+            "scored_at": self.scored_at,
+            "service": self.service,
+            "cell": self.cell,
+            "pipeline": self.pipeline,
+            "question_id": self.question_id,
+            "query": self.query,
+            "matched_by": self.matched_by,
+            "k": self.k,
+            "recall": _opt_float(self.recall),
+            "hit_rate": _opt_float(self.hit_rate),
+            "reciprocal_rank": _opt_float(self.reciprocal_rank),
+            "groundedness": _opt_float(self.groundedness),
+            "claims": self.claims,
+            "unsupported_claims": list(self.unsupported_claims),
+            "judge_name": self.judge_name,
+            "judge_model": self.judge_model,
+            "judge_error": self.judge_error,
+            "retrieved": list(self.retrieved),
+            "answer": self.answer,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoredResult:
+        def opt_str(key: str) -> str | None:
+            v = d.get(key)
+            return None if v is None else str(v)
+
+        def opt_num(key: str) -> float | None:
+            v = d.get(key)
+            return None if v is None else float(v)
+
+        def opt_int(key: str) -> int | None:
+            v = d.get(key)
+            return None if v is None else int(v)
+
+        extra = d.get("extra") or {}
+        return cls(
+            trace_id=str(d["trace_id"]),
+            scored_at=float(d["scored_at"]),
+            service=str(d["service"]),
+            cell=str(d["cell"]),
+            pipeline=opt_str("pipeline"),
+            question_id=opt_str("question_id"),
+            query=opt_str("query"),
+            matched_by=opt_str("matched_by"),
+            k=opt_int("k"),
+            recall=opt_num("recall"),
+            hit_rate=opt_num("hit_rate"),
+            reciprocal_rank=opt_num("reciprocal_rank"),
+            groundedness=opt_num("groundedness"),
+            claims=opt_int("claims"),
+            unsupported_claims=tuple(str(c) for c in d.get("unsupported_claims") or ()),
+            judge_name=opt_str("judge_name"),
+            judge_model=opt_str("judge_model"),
+            judge_error=opt_str("judge_error"),
+            retrieved=tuple(str(c) for c in d.get("retrieved") or ()),
+            answer=opt_str("answer"),
+            extra=dict(extra) if isinstance(extra, Mapping) else {},
+        )
+
+
+_UPSERT = (
+    "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
+    "query, groundedness, recall, severity, worst) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
+    "record = excluded.record, service = excluded.service, "
+    "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
+    "groundedness = excluded.groundedness, recall = excluded.recall, "
+    "severity = excluded.severity, worst = excluded.worst"
+)
+_NA_REASONS = (
+    (
+        "recall n/a",
+        "unlabelled",
+        "COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
+        "'no labelled question matches the trace')",
+    ),
+    (
+        "unjudged",
+        "unjudged",
+        "COALESCE(json_extract(record, '$.judge_error'), "
+        "json_extract(record, '$.extra.groundedness_na_reason'))",
+    ),
+)
+"""(kind, cell, the reason's SQL) of the scores a trace has not."""
+_FILTERS = ("cell", "service", "judge")
+"""The columns a listing filters on by equality."""
+
+
+def _row(result: ScoredResult) -> tuple[object, ...]:
+    """``result`` as the ``scored`` table's columns, in :data:`_UPSERT`'s order."""
+    record = json.dumps(result.to_dict(), sort_keys=True, allow_nan=False)
+    g, r = _opt_float(result.groundedness), _opt_float(result.recall)
+    worst = min(1.0 if g is None else g, 1.0 if r is None else r)
+    return (
+        result.trace_id,
+        result.scored_at,
+        record,
+        result.service,
+        result.cell,
+        result.judge_name,
+        result.query,
+        g,
+        r,
+        SEVERITY.get(result.cell, len(SEVERITY)),
+        worst,
+    )
+
+
+def _result(record: object) -> ScoredResult:
+    return ScoredResult.from_dict(json.loads(str(record)))
+
+
+class SqliteScoredResults:
+    """One row per scored trace, in the order they were first scored.
+
+    Re-scoring a trace (it was released and came due again) replaces its record but keeps its
+    position, so listings stay stable across restarts.
+    """
+
+    def __init__(self, state: SqliteState) -> None:
+        self._state = state
+
+    # --- written by the recording sink ----------------------------------------------------
+    def put(self, result: ScoredResult, detail: Mapping[str, object] | None = None) -> None:
+        """Record ``result`` (and its ``detail``, JSON-able, when given: the web view's trace
+        page); a trace recorded before keeps its place and detail unless replaced."""
+        self.put_many([(result, detail)])
+
+    def put_many(self, items: Sequence[tuple[ScoredResult, Mapping[str, object] | None]]) -> None:
+        """:meth:`put` for many results, in one transaction."""
+        rows = [
+            (_row(result), None if d is None else json.dumps(d, sort_keys=True, allow_nan=False))
+            for result, d in items
+        ]
+        with self._state.transaction() as conn:
+            for row, body in rows:
+                conn.execute(_UPSERT, row)
+                if body is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO scored_detail (trace_id, body) VALUES (?, ?)",
+                        (row[0], body),
+                    )
+
+    # --- read: one trace, and in order -----------------------------------------------------
+    def detail(self, trace_id: str) -> dict[str, Any] | None:
+        """The detail recorded with the trace (None: none, e.g. scored before it was kept)."""
+        rows = self._state.execute("SELECT body FROM scored_detail WHERE trace_id = ?", (trace_id,))
+        if not rows:
+            return None
+        value = json.loads(str(rows[0][0]))
+        return value if isinstance(value, dict) else None
+
+    def get(self, trace_id: str) -> ScoredResult | None:
+        rows = self._state.execute("SELECT record FROM scored WHERE trace_id = ?", (trace_id,))
+        return _result(rows[0][0]) if rows else None
+
+    def all(
+        self, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[tuple[int, ScoredResult]]:
+        """``(seq, result)`` pairs with ``seq > after_seq``, oldest first: poll with the last seq."""
+        sql = "SELECT seq, record FROM scored WHERE seq > ? ORDER BY seq"
+        params: list[object] = [after_seq]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [(int(seq), _result(rec)) for seq, rec in self._state.execute(sql, params)]
+
+    def newest_seq(self) -> int:
+        """The seq of the last trace scored (0: none yet)."""
+        return int(self._state.execute("SELECT MAX(seq) FROM scored")[0][0] or 0)
+
+    def __len__(self) -> int:
+        return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])
+
+    # --- read: the web view's queries --------------------------------------------------------
+    def worst_first(
+        self,
+        equal: Mapping[str, str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        offset: int,
+    ) -> list[ScoredResult]:
+        """Traces whose ``cell``/``service``/``judge`` equal ``equal``'s values and scored in
+        [since, until), worst first (severity, then lowest score, then oldest)."""
+        where: list[str] = []
+        params: list[object] = []
+        for column, value in equal.items():
+            if column not in _FILTERS:
+                raise ValueError(f"no filter on {column!r}")
+            where.append(f"{column} = ?")
+            params.append(value)
+        if since is not None:
+            where.append("scored_at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("scored_at < ?")
+            params.append(until)
+        # The page's seqs first, from the index alone; then only those rows' records.
+        sql = "SELECT seq FROM scored"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY severity, worst, seq LIMIT ? OFFSET ?"
+        seqs = [int(r[0]) for r in self._state.execute(sql, [*params, limit, offset])]
+        records: dict[int, object] = {}
+        if seqs:
+            marks = ",".join("?" * len(seqs))
+            records = {
+                int(seq): rec
+                for seq, rec in self._state.execute(
+                    f"SELECT seq, record FROM scored WHERE seq IN ({marks})", seqs
+                )
+            }
+        return [_result(records[s]) for s in seqs if s in records]
+
+    def choices(self, column: str, most: int = 200) -> list[str]:
+        """The distinct values of ``service`` or ``judge`` (index-only: one seek per value)."""
+        if column not in ("service", "judge"):
+            raise ValueError(f"no choices for {column!r}")
+        out: list[str] = []
+        last: str | None = None
+        while len(out) < most:  # a skip scan: SQLite would otherwise read the whole index
+            rows = self._state.execute(
+                f"SELECT {column} FROM scored WHERE {column} > ? ORDER BY {column} LIMIT 1"
+                if last is not None
+                else f"SELECT {column} FROM scored WHERE {column} IS NOT NULL "
+                f"ORDER BY {column} LIMIT 1",
+                (last,) if last is not None else (),
+            )
+            if not rows:
+                break
+            last = str(rows[0][0])
+            out.append(last)
+        return out
+
+    def cell_counts(self) -> dict[str, int]:
+        """Traces per cell (cells with none left out)."""
+        rows = self._state.execute("SELECT cell, COUNT(*) FROM scored GROUP BY cell")
+        return {str(cell): int(n) for cell, n in rows}
+
+    def time_range(self) -> tuple[float, float] | None:
+        """When the first and the last trace were scored (None: none yet)."""
+        first = self._state.execute("SELECT scored_at FROM scored ORDER BY scored_at LIMIT 1")
+        last = self._state.execute("SELECT scored_at FROM scored ORDER BY scored_at DESC LIMIT 1")
+        return (float(first[0][0]), float(last[0][0])) if first and last else None
+
+    def buckets(
+        self, start: float, size: float
+    ) -> list[tuple[int, str, int, float, int, float, int]]:
+        """Per time bucket of ``size`` seconds from ``start`` and cell: (bucket, cell, traces,
+        sum of groundedness, traces judged, sum of recall, traces with recall)."""
+        rows = self._state.execute(
+            "SELECT CAST((scored_at - ?) / ? AS INTEGER), cell, COUNT(*), "
+            "SUM(groundedness), COUNT(groundedness), SUM(recall), COUNT(recall) "
+            "FROM scored WHERE scored_at >= ? GROUP BY 1, 2",
+            (start, size, start),
+        )
+        return [
+            (int(i), str(cell), int(n), float(g or 0), int(gn), float(r or 0), int(rn))
+            for i, cell, n, g, gn, r, rn in rows
+        ]
+
+    def na_reasons(self) -> list[tuple[str, str, int]]:
+        """(kind, reason, traces) of the traces scored without recall (``recall n/a``) or
+        without groundedness (``unjudged``)."""
+        return [
+            (kind, str(why), int(n))
+            for kind, cell, why_sql in _NA_REASONS
+            for why, n in self._state.execute(
+                # the cell as a literal, as the indexes on cell are written
+                f"SELECT {why_sql} AS why, COUNT(*) FROM scored WHERE cell = '{cell}' GROUP BY why"
+            )
+            if why
+        ]
+
+    def judges(self, last: int = 1000) -> tuple[tuple[str, str | None, int], ...]:
+        """(judge name, model, traces) among the ``last`` judged traces, most used first."""
+        return tuple(
+            (str(name), None if model is None else str(model), int(n))
+            for name, model, n in self._state.execute(
+                "SELECT judge, json_extract(record, '$.judge_model'), COUNT(*) FROM "
+                "(SELECT judge, record FROM scored WHERE judge IS NOT NULL ORDER BY seq DESC "
+                "LIMIT ?) GROUP BY 1, 2 ORDER BY 3 DESC",
+                (last,),
+            )
+        )
+
+    def unlabelled_questions(self, limit: int = 20) -> list[tuple[str, int, str]]:
+        """(question, times seen, latest trace ID) of traces with no labelled question, most
+        seen first (through the partial index on unlabelled queries)."""
+        counted = self._state.execute(
+            "SELECT query, COUNT(*) FROM scored INDEXED BY scored_unlabelled "
+            "WHERE cell = 'unlabelled' AND query IS NOT NULL "
+            "GROUP BY query ORDER BY 2 DESC, 1 LIMIT ?",
+            (limit,),
+        )  # index-only: the partial index holds every unlabelled query
+        out = []
+        for query, n in counted:
+            latest = self._state.execute(
+                "SELECT trace_id FROM scored WHERE cell = 'unlabelled' AND query = ? "
+                "ORDER BY seq DESC LIMIT 1",
+                (query,),
+            )
+            out.append((str(query), int(n), str(latest[0][0])))
+        return out
