@@ -475,9 +475,7 @@ class Pipeline:
             work.outcome = Outcome.SKIPPED
             return
         self.metrics.trace_seen(trace.service, trace.pipeline)
-        turn = own_turn(trace) if trace.session_id is not None else None
-        if turn is not None and trace.session_id is not None:
-            work.turn = (trace.session_id, turn)
+        work.turn = own_turn(trace)
         decision = self.sampler.decide(trace)
         if not (decision.recall or decision.judge):
             self._skip(trace, decision.reason or "sampled_out")

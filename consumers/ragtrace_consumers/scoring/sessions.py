@@ -32,9 +32,10 @@ from ragtrace_consumers.model import Chunk, RagTrace, SessionTurn
 __all__ = ["earlier_turn_units", "earlier_turns", "own_turn", "with_earlier_turns"]
 
 
-def own_turn(trace: RagTrace) -> SessionTurn | None:
-    """What ``trace`` leaves for the later turns of its session: its own context chunks that
-    have text. None when the trace is in no session or has no such chunk."""
+def own_turn(trace: RagTrace) -> tuple[str, SessionTurn] | None:
+    """What ``trace`` leaves for the later turns of its session, with that session's ID: its
+    own context chunks that have text. None when the trace is in no session or has no such
+    chunk."""
     if trace.session_id is None:
         return None
     chunks = tuple(
@@ -42,7 +43,9 @@ def own_turn(trace: RagTrace) -> SessionTurn | None:
         for c in trace.context
         if c.turn is None and c.text is not None and c.text.strip()
     )
-    return SessionTurn(trace.trace_id, trace.ended_ns, chunks) if chunks else None
+    if not chunks:
+        return None
+    return trace.session_id, SessionTurn(trace.trace_id, trace.ended_ns, chunks)
 
 
 def with_earlier_turns(trace: RagTrace, turns: Sequence[SessionTurn]) -> RagTrace:

@@ -24,6 +24,7 @@ from ragtrace.evaluation.judges import MetricResult
 from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import METRIC_RELEVANCY, TraceScores
+from ragtrace_consumers.scoring.sessions import earlier_turns
 
 __all__ = [
     "FAIL",
@@ -125,7 +126,7 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
         if trace.context_source is not None:
             attrs[semconv.EVAL_CONTEXT_SOURCE] = trace.context_source
-        turns = tuple(dict.fromkeys(c.turn for c in trace.context if c.turn is not None))
+        turns = earlier_turns(trace)
         if turns:
             attrs[semconv.EVAL_EARLIER_TURNS] = turns
         if scores.earlier_turn_units:

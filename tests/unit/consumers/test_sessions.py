@@ -145,7 +145,7 @@ def _trace(context: Sequence[Chunk], session: str | None = "s-1") -> RagTrace:
 
 def test_own_turn_keeps_only_own_chunks_with_text() -> None:
     trace = _trace([Chunk("c-1", "one"), Chunk("c-2"), Chunk("c-3", "three", turn=tid(1))])
-    assert own_turn(trace) == SessionTurn(tid(9), 5, (Chunk("c-1", "one"),))
+    assert own_turn(trace) == ("s-1", SessionTurn(tid(9), 5, (Chunk("c-1", "one"),)))
     assert own_turn(_trace([Chunk("c-1", "one")], session=None)) is None
     assert own_turn(_trace([Chunk("c-2")])) is None
 
