@@ -9,35 +9,10 @@ embedded evaluator keeps the log in its SQLite state (``ragtrace serve``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 from ragtrace_consumers import model
 from ragtrace_consumers.model import RagTrace
 
-__all__ = ["SkipLog", "SkippedTrace", "skip_detail"]
-
-
-@dataclass(frozen=True)
-class SkippedTrace:
-    """One trace not scored: ``reason`` is the metric's bounded reason, ``detail`` a sentence
-    for people."""
-
-    trace_id: str
-    service: str
-    reason: str
-    detail: str
-    at: float
-
-    def __post_init__(self) -> None:
-        if not self.reason:
-            raise ValueError("SkippedTrace.reason must not be empty")
-
-
-class SkipLog(Protocol):
-    """Where skipped traces are recorded; never raises into the pipeline for a full log."""
-
-    def skipped(self, entry: SkippedTrace) -> None: ...
+__all__ = ["skip_detail"]
 
 
 _DETAILS = {
