@@ -2,9 +2,10 @@
 no result row.
 
 The pipeline counts every such trace on the skipped-by-reason metric
-(``ragtrace.traces.skipped``, attribute ``reason``) and, when it was given a :class:`SkipLog`,
-records it there too, with :func:`skip_detail`'s sentence saying what was missing. The
-embedded evaluator keeps the log in its SQLite state (``ragtrace serve``).
+(``ragtrace.traces.skipped``, attribute ``reason``) and, when it was given a
+:class:`~ragtrace_consumers.model.SkipLog`, records it there too (a
+:class:`~ragtrace_consumers.model.SkippedTrace`), with :func:`skip_detail`'s sentence saying
+what was missing. The embedded evaluator keeps the log in its SQLite state (``ragtrace serve``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from ragtrace_consumers import model
 from ragtrace_consumers.model import RagTrace
 
 __all__ = ["skip_detail"]
-
 
 _DETAILS = {
     "not_rag": "no span was recognised as a retrieval or a generation (ragtrace inspect shows "
