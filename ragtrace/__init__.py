@@ -21,13 +21,12 @@ Instrument an app with three decorators and, if it has no OpenTelemetry setup ye
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from ragtrace._config import Settings
 from ragtrace._context import set_attributes, set_question_id
 from ragtrace._decorators import generate, pipeline, retrieve
 from ragtrace._health import dropped_counts, error_counts, oversized_count
 from ragtrace._setup import configure
+from ragtrace._version import __version__
 from ragtrace.chunks import ChunkExtractionError, ExtractedChunk, extract_chunks
 
 __all__ = [

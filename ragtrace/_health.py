@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from ragtrace import semconv
+from ragtrace._version import __version__
 
 __all__ = [
     "dropped",
@@ -39,8 +40,6 @@ def _counter(name: str, description: str) -> Any:
     instrument = _instruments.get(name)
     if instrument is None:
         from opentelemetry import metrics
-
-        from ragtrace import __version__
 
         meter = metrics.get_meter(semconv.INSTRUMENTATION_SCOPE, __version__)
         instrument = _instruments[name] = meter.create_counter(

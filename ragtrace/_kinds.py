@@ -27,6 +27,7 @@ from ragtrace._config import Redactor, Settings
 from ragtrace._context import FRAME_KEY, PipelineFrame, current_frame, note_for
 from ragtrace._recording import CONTEXT_KEYS, RETRIEVAL_KEYS, Recorder, answer_text
 from ragtrace._stability import gen_ai_latest_experimental
+from ragtrace._version import __version__
 from ragtrace.chunks import ExtractedChunk, Extractor, extract_chunks
 
 __all__ = ["GENERATE", "PIPELINE", "RETRIEVE", "Active", "Spec", "tracer"]
@@ -53,8 +54,6 @@ def tracer() -> trace.Tracer:
     global _tracer
     t = _tracer
     if t is None:
-        from ragtrace import __version__
-
         schema = semconv.SCHEMA_URL if gen_ai_latest_experimental() else semconv.LEGACY_SCHEMA_URL
         t = _tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_SCOPE, __version__, schema_url=schema

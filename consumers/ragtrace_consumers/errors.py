@@ -10,8 +10,8 @@ Each keeps its former standard-library base as a second base, so an ``except Val
 * :class:`StoreFull` — the SQLite trace store refuses an append that would cross its bound.
 * :class:`WriteBackError` — a score sink could not deliver; the trace is parked and retried.
 * :class:`DependencyUnavailable` — start-up gave up waiting for Redis or Kafka.
-
-``ConfigError`` (a bad setting) lives with the settings in :mod:`ragtrace_consumers.config`.
+* :class:`ConfigError` — a bad setting: the settings (:mod:`ragtrace_consumers.config`, which
+  re-exports it) and the checks of the rooms that refuse a configuration at start-up.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ragtrace.errors import RagtraceError
 
 __all__ = [
     "DECODE_REASONS",
+    "ConfigError",
     "DependencyUnavailable",
     "DecodeError",
     "Held",
@@ -123,3 +124,7 @@ class DependencyUnavailable(RagtraceError, RuntimeError):
         super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: {detail[:200]}")
         self.name = name
         self.address = address
+
+
+class ConfigError(RagtraceError, ValueError):
+    """A configuration value is invalid; the message names the key, the value and its source."""

@@ -10,7 +10,13 @@ SQLite stores; spans from Kafka or from an OTLP/HTTP receiver).
 Seams: :class:`Admission` (intake: which traces are decoded at all), :class:`TraceSampler`
 (scoring: which scores an assembled trace gets), the stores (:class:`TraceStore`,
 :class:`LabelStore`, :class:`JudgeResultCache`, :class:`IdempotencyStore`, :class:`JudgeBudget`,
-:class:`BatchStore`, :class:`SessionEvidence`) and :class:`ScoreSink` (write-back).
+:class:`BatchStore`, :class:`SessionEvidence`, :class:`SkipLog`; :class:`LabelSet`, the label
+store the web view adds to), :class:`LabelLookup` (what matching a trace to its labelled question
+needs) and :class:`ScoreSink` (write-back). Beside them, the vocabulary their implementations
+share, so that no store needs scoring code: the trace store's counters and dead traces
+(:data:`STORE_STATS`, :class:`DeadTrace`, :func:`group_by_trace`), the label index and the
+storage form of a labelled question (:class:`LabelIndex`, :class:`LabelStats`,
+:func:`question_to_json`) and the record of a trace not scored (:class:`SkippedTrace`).
 
 Each store seam declares its per-item methods and the batched forms the pipeline calls
 (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``, ``get_many``,
@@ -20,20 +26,21 @@ backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ragtrace.evaluation.attribution import Cell
 from ragtrace.evaluation.judges import GroundednessResult, MetricResult
+from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.evaluation.retrieval import QuestionScores, RecallDefinition
+from ragtrace.normalize import question_sha256
 from ragtrace_consumers.errors import WriteBackError
 
-if TYPE_CHECKING:
-    from ragtrace.evaluation.labels import LabelledQuestion
-
 __all__ = [
+    "EMPTY_QUESTION_SHA256",
     "FAMILY_ANSWER",
     "FAMILY_GROUNDEDNESS",
     "FAMILY_RECALL",
@@ -42,14 +49,20 @@ __all__ = [
     "REFERENCE_FROM_LABEL",
     "REFERENCE_FROM_SPAN",
     "SKIP_REASONS",
+    "STORE_STATS",
     "Admission",
     "AnswerScores",
     "AttributeValue",
     "BatchStore",
     "Chunk",
+    "DeadTrace",
     "IdempotencyStore",
     "JudgeBudget",
     "JudgeResultCache",
+    "LabelIndex",
+    "LabelLookup",
+    "LabelSet",
+    "LabelStats",
     "LabelStore",
     "Lease",
     "RagTrace",
@@ -58,10 +71,15 @@ __all__ = [
     "ScoreSink",
     "SessionEvidence",
     "SessionTurn",
+    "SkipLog",
+    "SkippedTrace",
     "SpanRecord",
     "TraceSampler",
     "TraceScores",
     "TraceStore",
+    "group_by_trace",
+    "question_from_json",
+    "question_to_json",
     "recent_turns",
 ]
 
@@ -190,7 +208,7 @@ class TraceStore(Protocol):
 
     ``append``'s ``creates`` names the traces whose spans may start a new entry (their spans
     hold a RAG span, as the caller's readers read them); other spans only join a trace already
-    stored. None: the store decides with :func:`~ragtrace_consumers.scoring.assembly.creates_trace`
+    stored. None: the store decides with :func:`~ragtrace_consumers.readers.creates_trace`
     (the default readers), for tools and tests.
     """
 
@@ -220,6 +238,120 @@ class TraceStore(Protocol):
     ) -> bool: ...
 
 
+# --- the trace store's vocabulary ---
+
+STORE_STATS: tuple[str, ...] = (
+    "spans_appended",  # spans stored
+    "traces_created",  # new trace entries
+    "late_spans",  # spans arriving while their trace was leased, or after it was scored/dead
+    "lease_expired",  # leases that ran out (claimant died or was too slow): trace due again
+    "expired",  # due or parked traces whose spans had expired (TTL) before they were claimed
+    "parked",  # park() calls that rescheduled a trace
+    "dead",  # traces given up after max_attempts parks (kept in the dead set)
+    "released",  # traces scored and deleted
+    "lease_lost",  # release/park by a claimant whose lease had run out and moved on: ignored
+)
+"""Counters every TraceStore implementation keeps (``stats()``), cumulative since creation."""
+
+
+@dataclass(frozen=True)
+class DeadTrace:
+    """A trace given up after ``attempts`` parks; its spans are kept for inspection."""
+
+    trace_id: str
+    attempts: int
+    reason: str
+    at: float
+
+    def __post_init__(self) -> None:
+        if self.attempts < 0:
+            raise ValueError(f"attempts must be >= 0, got {self.attempts}")
+
+
+def group_by_trace(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Spans grouped by trace ID, each group in input order."""
+    groups: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        groups.setdefault(span.trace_id, []).append(span)
+    return groups
+
+
+# --- labelled questions: the label stores' lookups, index and storage form ---
+
+EMPTY_QUESTION_SHA256 = question_sha256("")
+"""The digest of a question that normalises to nothing: never matched by text."""
+
+
+@dataclass(frozen=True)
+class LabelStats:
+    """What ``ragtrace labels stats`` prints about the loaded label set (version None: none)."""
+
+    version: str | None
+    questions: int = 0
+    answerable: int = 0
+    ambiguous: int = 0
+    loaded_at: float | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.questions, self.answerable, self.ambiguous) < 0:
+            raise ValueError("label counts must be >= 0")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "questions": self.questions,
+            "answerable": self.answerable,
+            "ambiguous": self.ambiguous,
+            "loaded_at": self.loaded_at,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class LabelIndex:
+    """A label set ready for lookups: by qid, by normalised-question digest, and its version."""
+
+    by_id: Mapping[str, LabelledQuestion]
+    by_sha256: Mapping[str, str]  # digest -> qid, unambiguous digests only
+    ambiguous: frozenset[str]  # digests shared by two or more questions
+    version: str
+
+    @classmethod
+    def build(cls, questions: Sequence[LabelledQuestion]) -> LabelIndex:
+        """Index ``questions``; a duplicate qid raises ValueError naming it."""
+        by_id: dict[str, LabelledQuestion] = {}
+        owners: dict[str, list[str]] = {}
+        for q in questions:
+            if q.qid in by_id:
+                raise ValueError(f"duplicate qid {q.qid!r} in the label set")
+            by_id[q.qid] = q
+            digest = q.question_sha256
+            if digest != EMPTY_QUESTION_SHA256:
+                owners.setdefault(digest, []).append(q.qid)
+        by_sha = {d: qids[0] for d, qids in owners.items() if len(qids) == 1}
+        ambiguous = frozenset(d for d, qids in owners.items() if len(qids) > 1)
+        return cls(by_id, by_sha, ambiguous, label_set_version(list(questions)))
+
+    def stats(self, *, loaded_at: float | None = None, source: str | None = None) -> LabelStats:
+        return LabelStats(
+            version=self.version,
+            questions=len(self.by_id),
+            answerable=sum(1 for q in self.by_id.values() if q.gold),
+            ambiguous=sum(1 for q in self.by_id.values() if q.question_sha256 in self.ambiguous),
+            loaded_at=loaded_at,
+            source=source,
+        )
+
+
+class LabelLookup(Protocol):
+    """The two lookups matching needs (a label store, or the pipeline's indexed view of one)."""
+
+    def by_id(self, qid: str) -> object | None: ...
+
+    def by_question_sha256(self, digest: str) -> object | None: ...
+
+
 class LabelStore(Protocol):
     """Labelled questions, looked up by explicit ID or by normalised-question SHA-256."""
 
@@ -232,6 +364,37 @@ class LabelStore(Protocol):
     def questions(self) -> Sequence[LabelledQuestion]:
         """Every labelled question of the current version (the pipeline indexes them itself)."""
         ...
+
+
+class LabelSet(Protocol):
+    """The label store the web view writes to: the embedded SQLite one or Redis's. ``add``
+    replaces the set atomically with ``question`` added (by qid) and returns its version."""
+
+    def questions(self) -> list[LabelledQuestion]: ...
+
+    def version(self) -> str: ...
+
+    def by_id(self, qid: str) -> LabelledQuestion | None: ...
+
+    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str: ...
+
+
+def question_to_json(q: LabelledQuestion) -> str:
+    """The storage form of one labelled question (the labels file's line format)."""
+    d: dict[str, object] = {"qid": q.qid, "question": q.question, "gold": sorted(q.gold)}
+    if q.reference_answer is not None:
+        d["reference_answer"] = q.reference_answer
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+
+
+def question_from_json(raw: str | bytes) -> LabelledQuestion:
+    d = json.loads(raw)
+    return LabelledQuestion(
+        qid=d["qid"],
+        question=d["question"],
+        gold=frozenset(d["gold"]),
+        reference_answer=d.get("reference_answer"),
+    )
 
 
 class JudgeResultCache(Protocol):
@@ -421,6 +584,31 @@ class SamplingDecision:
                 raise ValueError("a sampled step has no skip reason, a skipped step has one")
         if self.reason is None:
             object.__setattr__(self, "reason", self.judge_reason or self.recall_reason)
+
+
+# --- traces seen and not scored ---
+
+
+@dataclass(frozen=True)
+class SkippedTrace:
+    """One trace not scored: ``reason`` is the metric's bounded reason, ``detail`` a sentence
+    for people."""
+
+    trace_id: str
+    service: str
+    reason: str
+    detail: str
+    at: float
+
+    def __post_init__(self) -> None:
+        if not self.reason:
+            raise ValueError("SkippedTrace.reason must not be empty")
+
+
+class SkipLog(Protocol):
+    """Where skipped traces are recorded; never raises into the pipeline for a full log."""
+
+    def skipped(self, entry: SkippedTrace) -> None: ...
 
 
 # --- seams of the steps ---

@@ -61,7 +61,7 @@ def _version() -> str:
 
         return version("ragtrace")
     except Exception:  # noqa: BLE001 - not installed as a distribution (a source checkout)
-        from ragtrace import __version__
+        from ragtrace._version import __version__
 
         return __version__
 

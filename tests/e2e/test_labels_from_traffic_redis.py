@@ -1,5 +1,5 @@
 """Labels from live traffic into the consumer fleet's store: ``RedisLabelStore.add`` (what the
-web view's :class:`~ragtrace_consumers.webview.LabelSet` seam calls) makes a new versioned set
+web view's :class:`~ragtrace_consumers.model.LabelSet` seam calls) makes a new versioned set
 that matches the question by text, and ``ragtrace labels export`` writes it back as a file."""
 
 from __future__ import annotations

@@ -19,9 +19,8 @@ import pytest
 
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
-from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
-from ragtrace_consumers.scoring.assembly import STORE_STATS, DeadTrace
-from ragtrace_consumers.scoring.label_match import LabelStats, match_label
+from ragtrace_consumers.model import STORE_STATS, Chunk, DeadTrace, LabelStats, RagTrace, SpanRecord
+from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,

@@ -218,7 +218,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.scoring.label_match import question_to_json
+    from ragtrace_consumers.model import question_to_json
 
     if args.limit is not None and args.limit < 0:
         error(_COMMAND, f"--limit must be >= 0, got {args.limit}")
@@ -248,7 +248,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _write_labels(questions: list[Any], output: str | None, version: str) -> int:
-    from ragtrace_consumers.scoring.label_match import question_to_json
+    from ragtrace_consumers.model import question_to_json
 
     text = "".join(question_to_json(q) + "\n" for q in sorted(questions, key=lambda q: q.qid))
     if output is None:

@@ -20,7 +20,6 @@ from ragtrace_consumers.config.settings import (
     REDACTED,
     SECTIONS,
     AssemblySettings,
-    ConfigError,
     ConsumerConfig,
     ExportSettings,
     HealthSettings,
@@ -39,6 +38,7 @@ from ragtrace_consumers.config.settings import (
     load_config,
     redact_url,
 )
+from ragtrace_consumers.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SOURCE",

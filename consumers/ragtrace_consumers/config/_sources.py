@@ -24,8 +24,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, YamlConfigSettingsSource
 
 from ragtrace._config import env_settings
-from ragtrace.errors import RagtraceError
 from ragtrace.evaluation._input import is_stdin, read_input_text
+from ragtrace_consumers.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -33,7 +33,6 @@ __all__ = [
     "ENV_SOURCE",
     "OTHER_ENV_VARS",
     "STDIN_SOURCE",
-    "ConfigError",
     "EnvironmentSource",
     "FileSource",
     "env_var",
@@ -55,10 +54,6 @@ DEFAULT_SOURCE = "default"
 
 ENV_SOURCE = "env "
 """How a key's source names the environment variable that set it: ``env RAGTRACE_SCORING_K``."""
-
-
-class ConfigError(RagtraceError, ValueError):
-    """A configuration value is invalid; the message names the key, the value and its source."""
 
 
 _DEPRECATED_ENV = {"RAGTRACE_RECALL_DEFINITION": ("scoring", "recall_definition")}

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from ragtrace._config import env_settings
-from ragtrace_consumers.config import ENV_CONFIG_FILE, SECTIONS, ConsumerConfig, env_var
+from ragtrace_consumers.config._sources import ENV_CONFIG_FILE, env_var
+from ragtrace_consumers.config.settings import SECTIONS, ConsumerConfig
 
 __all__ = [
     "CHART_SCHEMA",

@@ -26,9 +26,6 @@ from ragtrace.evaluation.judges.spec import (
     PROVIDERS,
 )
 from ragtrace.evaluation.redaction import RedactionError, Redactor
-from ragtrace_consumers.config._sources import (
-    ConfigError,
-)
 from ragtrace_consumers.config._values import (
     Ascii,
     Bool,
@@ -54,6 +51,7 @@ from ragtrace_consumers.config._values import (
     one_of,
 )
 from ragtrace_consumers.config.flags import Flag
+from ragtrace_consumers.errors import ConfigError
 from ragtrace_consumers.scoring.assembly import DEFAULT_IDLE_S
 from ragtrace_consumers.scoring.sampling import SamplerConfig
 

@@ -37,7 +37,6 @@ from ragtrace_consumers.config._sources import (
     DEFAULT_SOURCE,
     ENV_CONFIG_FILE,
     OTHER_ENV_VARS,
-    ConfigError,
     EnvironmentSource,
     FileSource,
     env_var,
@@ -61,6 +60,7 @@ from ragtrace_consumers.config.sections import (
     ServeSettings,
     WebSettings,
 )
+from ragtrace_consumers.errors import ConfigError
 from ragtrace_consumers.scoring.sampling import SamplingRule
 
 __all__ = [
@@ -70,7 +70,6 @@ __all__ = [
     "REDACTED",
     "SECTIONS",
     "AssemblySettings",
-    "ConfigError",
     "ConsumerConfig",
     "ExportSettings",
     "HealthSettings",

@@ -34,9 +34,8 @@ from typing import Any, Protocol
 
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import EMPTY_QUESTION_SHA256, LabelIndex, SpanRecord
 from ragtrace_consumers.readers.view import RESERVED_PREFIXES, attribute_text
-from ragtrace_consumers.scoring.label_match import EMPTY_QUESTION_SHA256, LabelIndex
 from ragtrace_consumers.scoring.sampling import SamplerConfig, SamplingRule, trace_position
 
 __all__ = ["DEFAULT_REFRESH_S", "EarlySampler", "LabelDigests"]

@@ -12,6 +12,8 @@ orders the readers; :mod:`.view` builds a trace's :class:`~ragtrace_consumers.mo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers._reading import Reader, Role, SpanReading
 from ragtrace_consumers.readers.mapping import MappingRules
@@ -28,6 +30,7 @@ __all__ = [
     "Role",
     "SpanReaders",
     "SpanReading",
+    "creates_trace",
     "default_readers",
     "is_evaluation_span",
     "is_rag_span",
@@ -46,3 +49,9 @@ def role_of(span: SpanRecord) -> Role | None:
 
 def is_rag_span(span: SpanRecord) -> bool:
     return role_of(span) is not None
+
+
+def creates_trace(spans: Iterable[SpanRecord]) -> bool:
+    """True when these spans may start a new trace entry: at least one is a RAG span. A non-RAG
+    root alone only updates a trace already being assembled (most traffic is not RAG)."""
+    return any(is_rag_span(s) for s in spans)

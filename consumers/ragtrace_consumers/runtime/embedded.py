@@ -51,10 +51,9 @@ from ragtrace_consumers.intake.access import AccessPolicy, check_exposure, serve
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import LOGS_PATH, Accepted, OtlpHttpReceiver
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
-from ragtrace_consumers.model import ScoreSink, SpanRecord
+from ragtrace_consumers.model import ScoreSink, SkippedTrace, SpanRecord
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
-from ragtrace_consumers.scoring.skips import SkippedTrace
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
 from ragtrace_consumers.stores.memory import MemoryJudgeBudget
 from ragtrace_consumers.stores.private_files import private_state_file

@@ -20,6 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
+from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.config import ConfigError, ConsumerConfig
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
 from ragtrace_consumers.model import (
@@ -30,13 +31,13 @@ from ragtrace_consumers.model import (
     LabelStore,
     ScoreSink,
     SessionEvidence,
+    SkipLog,
     TraceStore,
 )
 from ragtrace_consumers.readers import SpanReaders
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler
-from ragtrace_consumers.scoring.skips import SkipLog
 from ragtrace_consumers.scoring.workers import ScoringWorkers, judgement_bound_s
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
@@ -85,6 +86,24 @@ def require_realtime_judging(settings: ConsumerConfig) -> None:
         )
 
 
+def _pipeline_settings(cfg: ConsumerConfig) -> PipelineSettings:
+    """The pipeline's settings from the ``assembly``, ``scoring`` and ``judge`` sections."""
+    a, s, j = cfg.assembly, cfg.scoring, cfg.judge
+    return PipelineSettings(
+        quiet_s=a.quiet_s,
+        lease_s=a.lease_s,
+        claim_batch=a.claim_batch,
+        k=s.k,
+        recall_definition=RecallDefinition(s.recall_definition),
+        thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
+        park_backoff_s=j.park_backoff_s,
+        park_backoff_max_s=j.park_backoff_max_s,
+        give_up_after_s=j.give_up_after_s,
+        session_turns=s.session_turns,
+        session_max_age_s=s.session_max_age_s,
+    )
+
+
 def build_scoring(
     settings: ConsumerConfig,
     stores: Stores,
@@ -102,7 +121,7 @@ def build_scoring(
     ConfigError)."""
     if batch_store is None:
         require_realtime_judging(settings)
-    pipeline_settings = PipelineSettings.from_config(settings)
+    pipeline_settings = _pipeline_settings(settings)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
     score_sink = sink(pipeline_settings.thresholds)
     judge_batch = None

@@ -47,6 +47,7 @@ from ragtrace_consumers.model import (
     AnswerScores,
     JudgeBudget,
     JudgeResultCache,
+    LabelLookup,
     RagTrace,
 )
 from ragtrace_consumers.scoring.judging import (
@@ -57,7 +58,7 @@ from ragtrace_consumers.scoring.judging import (
     provider_of,
     record_judge_result,
 )
-from ragtrace_consumers.scoring.label_match import LabelLookup, match_label
+from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
 __all__ = ["AnswerJob", "AnswerScorer"]

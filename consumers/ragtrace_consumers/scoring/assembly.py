@@ -22,20 +22,16 @@ period. Spans arriving after a trace was scored are not stored again; the stores
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import SpanRecord, group_by_trace
 from ragtrace_consumers.readers import Role, is_evaluation_span, role_of
 
 __all__ = [
     "DEFAULT_IDLE_S",
-    "STORE_STATS",
-    "DeadTrace",
     "completion_due",
-    "creates_trace",
     "earliest",
-    "group_by_trace",
     "select_roles",
     "select_spans",
 ]
@@ -43,33 +39,6 @@ __all__ = [
 _OURS = "ragtrace."
 DEFAULT_IDLE_S = 60.0
 """Wait for a trace that has shown neither its root nor a generation span."""
-
-STORE_STATS: tuple[str, ...] = (
-    "spans_appended",  # spans stored
-    "traces_created",  # new trace entries
-    "late_spans",  # spans arriving while their trace was leased, or after it was scored/dead
-    "lease_expired",  # leases that ran out (claimant died or was too slow): trace due again
-    "expired",  # due or parked traces whose spans had expired (TTL) before they were claimed
-    "parked",  # park() calls that rescheduled a trace
-    "dead",  # traces given up after max_attempts parks (kept in the dead set)
-    "released",  # traces scored and deleted
-    "lease_lost",  # release/park by a claimant whose lease had run out and moved on: ignored
-)
-"""Counters every TraceStore implementation keeps (``stats()``), cumulative since creation."""
-
-
-@dataclass(frozen=True)
-class DeadTrace:
-    """A trace given up after ``attempts`` parks; its spans are kept for inspection."""
-
-    trace_id: str
-    attempts: int
-    reason: str
-    at: float
-
-    def __post_init__(self) -> None:
-        if self.attempts < 0:
-            raise ValueError(f"attempts must be >= 0, got {self.attempts}")
 
 
 def select_spans(
@@ -99,20 +68,6 @@ def select_roles(
         if span.parent_span_id is None or ours:
             kept.append((replace(span, attributes=ours), None))
     return kept
-
-
-def creates_trace(spans: Iterable[SpanRecord]) -> bool:
-    """True when these spans may start a new trace entry: at least one is a RAG span. A non-RAG
-    root alone only updates a trace already being assembled (most traffic is not RAG)."""
-    return any(role_of(s) is not None for s in spans)
-
-
-def group_by_trace(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
-    """Spans grouped by trace ID, each group in input order."""
-    groups: dict[str, list[SpanRecord]] = {}
-    for span in spans:
-        groups.setdefault(span.trace_id, []).append(span)
-    return groups
 
 
 def completion_due(

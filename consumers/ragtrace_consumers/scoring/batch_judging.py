@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ragtrace.evaluation.judges import JudgeUnavailable
 from ragtrace.evaluation.judges.anthropic_batch import (
@@ -31,12 +31,9 @@ from ragtrace.evaluation.judges.anthropic_batch import (
     BatchRequest,
 )
 from ragtrace.evaluation.judges.error_types import judge_error_type
-from ragtrace_consumers.model import JudgeResultCache
+from ragtrace_consumers.errors import ConfigError
+from ragtrace_consumers.model import BatchStore, JudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-
-if TYPE_CHECKING:
-    pass
-from ragtrace_consumers.model import BatchStore
 
 __all__ = [
     "PARK_BATCH_PENDING",
@@ -61,7 +58,6 @@ def build_batch_judging(
 ) -> BatchJudging:
     """Batch mode over ``judge``, which must be the Anthropic judge (ConfigError otherwise)."""
     from ragtrace.evaluation.judges import AnthropicJudge
-    from ragtrace_consumers.config import ConfigError
 
     if not isinstance(judge, AnthropicJudge):
         raise ConfigError(

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, Judge
@@ -47,6 +47,7 @@ from ragtrace_consumers.model import (
     IdempotencyStore,
     JudgeBudget,
     JudgeResultCache,
+    LabelIndex,
     LabelStore,
     Lease,
     RagTrace,
@@ -54,7 +55,10 @@ from ragtrace_consumers.model import (
     ScoreSink,
     SessionEvidence,
     SessionTurn,
+    SkipLog,
+    SkippedTrace,
     SpanRecord,
+    TraceSampler,
     TraceScores,
     TraceStore,
     recent_turns,
@@ -65,16 +69,12 @@ from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
 from ragtrace_consumers.scoring.assembly import completion_due, select_roles
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
-from ragtrace_consumers.scoring.label_match import LabelIndex, match_label
+from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.scoring.sessions import own_turn, with_earlier_turns
-from ragtrace_consumers.scoring.skips import SkipLog, SkippedTrace, skip_detail
+from ragtrace_consumers.scoring.skips import skip_detail
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
-
-if TYPE_CHECKING:
-    from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.model import TraceSampler
 
 __all__ = ["Outcome", "Pipeline", "PipelineSettings", "Planned", "TraceWork"]
 
@@ -104,24 +104,6 @@ class PipelineSettings:
             raise ValueError(f"invalid session settings: {self}")
         if not 0 < self.park_backoff_s <= self.park_backoff_max_s or self.give_up_after_s <= 0:
             raise ValueError(f"invalid park settings: {self}")
-
-    @classmethod
-    def from_config(cls, cfg: ConsumerConfig) -> PipelineSettings:
-        """From a :class:`~ragtrace_consumers.config.ConsumerConfig`."""
-        a, s, j = cfg.assembly, cfg.scoring, cfg.judge
-        return cls(
-            quiet_s=a.quiet_s,
-            lease_s=a.lease_s,
-            claim_batch=a.claim_batch,
-            k=s.k,
-            recall_definition=RecallDefinition(s.recall_definition),
-            thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
-            park_backoff_s=j.park_backoff_s,
-            park_backoff_max_s=j.park_backoff_max_s,
-            give_up_after_s=j.give_up_after_s,
-            session_turns=s.session_turns,
-            session_max_age_s=s.session_max_age_s,
-        )
 
 
 class Outcome(str, Enum):

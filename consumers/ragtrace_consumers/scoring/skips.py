@@ -2,43 +2,18 @@
 no result row.
 
 The pipeline counts every such trace on the skipped-by-reason metric
-(``ragtrace.traces.skipped``, attribute ``reason``) and, when it was given a :class:`SkipLog`,
-records it there too, with :func:`skip_detail`'s sentence saying what was missing. The
-embedded evaluator keeps the log in its SQLite state (``ragtrace serve``).
+(``ragtrace.traces.skipped``, attribute ``reason``) and, when it was given a
+:class:`~ragtrace_consumers.model.SkipLog`, records it there too (a
+:class:`~ragtrace_consumers.model.SkippedTrace`), with :func:`skip_detail`'s sentence saying
+what was missing. The embedded evaluator keeps the log in its SQLite state (``ragtrace serve``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 from ragtrace_consumers import model
 from ragtrace_consumers.model import RagTrace
 
-__all__ = ["SkipLog", "SkippedTrace", "skip_detail"]
-
-
-@dataclass(frozen=True)
-class SkippedTrace:
-    """One trace not scored: ``reason`` is the metric's bounded reason, ``detail`` a sentence
-    for people."""
-
-    trace_id: str
-    service: str
-    reason: str
-    detail: str
-    at: float
-
-    def __post_init__(self) -> None:
-        if not self.reason:
-            raise ValueError("SkippedTrace.reason must not be empty")
-
-
-class SkipLog(Protocol):
-    """Where skipped traces are recorded; never raises into the pipeline for a full log."""
-
-    def skipped(self, entry: SkippedTrace) -> None: ...
-
+__all__ = ["skip_detail"]
 
 _DETAILS = {
     "not_rag": "no span was recognised as a retrieval or a generation (ragtrace inspect shows "

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from ragtrace_consumers.errors import ConfigError
 from ragtrace_consumers.model import Lease
 
 __all__ = [
@@ -84,14 +85,12 @@ def check_lease(
     depth: int = DEFAULT_DEPTH,
     margin_s: float = JUDGEMENT_MARGIN_S,
 ) -> None:
-    """Raise :class:`~ragtrace_consumers.config.ConfigError` when ``lease_s`` could expire
+    """Raise :class:`~ragtrace_consumers.errors.ConfigError` when ``lease_s`` could expire
     before a claimed trace is judged (module doc); nothing to check when ``budget_s`` is None."""
     if budget_s is None:
         return
     needed = lease_needed_s(budget_s, depth, margin_s)
     if lease_s <= needed:
-        from ragtrace_consumers.config import ConfigError
-
         raise ConfigError(
             f"assembly.lease_s: {lease_s:g} s can expire while a claimed trace waits for the "
             f"judge: {depth} traces in flight per worker x (judge.budget_s {budget_s:g} s + "

@@ -26,14 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import Lease, SessionTurn, SpanRecord, recent_turns
-from ragtrace_consumers.scoring.assembly import (
+from ragtrace_consumers.model import (
     STORE_STATS,
     DeadTrace,
-    creates_trace,
+    LabelIndex,
+    LabelStats,
+    Lease,
+    SessionTurn,
+    SpanRecord,
     group_by_trace,
+    recent_turns,
 )
-from ragtrace_consumers.scoring.label_match import LabelIndex, LabelStats
+from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     BUDGET_WINDOW_S,
     DEFAULT_DEAD_TTL_S,
@@ -352,7 +356,7 @@ class MemoryTraceStore:
             return len(self._due) + len(self._leases)
 
     def stats(self) -> dict[str, int]:
-        """Cumulative counters, keys :data:`~ragtrace_consumers.scoring.assembly.STORE_STATS`."""
+        """Cumulative counters, keys :data:`~ragtrace_consumers.model.STORE_STATS`."""
         with self._lock:
             return dict(self._stats)
 

@@ -11,7 +11,7 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:attempts                 hash trace_id -> parks so far
     P:done:<trace_id>          marker (TTL): the trace was scored; later spans are counted late
     P:dead, P:dead:info        zset trace_id -> time given up; hash trace_id -> JSON details
-    P:stats                    hash of the counters in assemble.STORE_STATS
+    P:stats                    hash of the counters in model.STORE_STATS
     P:labels:current           version of the label set in use
     P:labels:<version>:q|sha|meta   questions by qid, qid by question digest, load details
     P:judge:<key>              judge result cache (TTL)
@@ -34,13 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from ragtrace_consumers.model import Lease, SpanRecord
-from ragtrace_consumers.scoring.assembly import (
-    STORE_STATS,
-    DeadTrace,
-    creates_trace,
-    group_by_trace,
-)
+from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
+from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,

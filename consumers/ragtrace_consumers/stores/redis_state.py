@@ -19,12 +19,13 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import SessionTurn, recent_turns
-from ragtrace_consumers.scoring.label_match import (
+from ragtrace_consumers.model import (
     LabelIndex,
     LabelStats,
+    SessionTurn,
     question_from_json,
     question_to_json,
+    recent_turns,
 )
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
 from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text

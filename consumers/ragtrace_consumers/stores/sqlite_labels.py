@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.scoring.label_match import LabelStats, question_from_json, question_to_json
+from ragtrace_consumers.model import LabelStats, question_from_json, question_to_json
 from ragtrace_consumers.stores.memory import MemoryLabelStore
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 

@@ -29,8 +29,7 @@ from typing import Any
 
 from typing_extensions import Self
 
-from ragtrace_consumers.model import SessionTurn
-from ragtrace_consumers.scoring.skips import SkippedTrace
+from ragtrace_consumers.model import SessionTurn, SkippedTrace
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.scored_results import SqliteScoredResults, create_tables
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
@@ -214,7 +213,7 @@ class SqliteIdempotencyStore:
 
 class SqliteSkippedTraces:
     """One row per trace seen and not scored, with its reason (the latest, when a trace was
-    skipped again), in the order first skipped: a :class:`~ragtrace_consumers.scoring.skips.SkipLog`."""
+    skipped again), in the order first skipped: a :class:`~ragtrace_consumers.model.SkipLog`."""
 
     def __init__(self, state: SqliteState) -> None:
         self._state = state

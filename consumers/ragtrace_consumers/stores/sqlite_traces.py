@@ -29,13 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace_consumers.errors import Held, StoreFull
-from ragtrace_consumers.model import Lease, SpanRecord
-from ragtrace_consumers.scoring.assembly import (
-    STORE_STATS,
-    DeadTrace,
-    creates_trace,
-    group_by_trace,
-)
+from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
+from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -431,7 +426,7 @@ class SqliteTraceStore:
             return int(row[0])
 
     def stats(self) -> dict[str, int]:
-        """Cumulative counters (persisted), keys :data:`~ragtrace_consumers.scoring.assembly.STORE_STATS`."""
+        """Cumulative counters (persisted), keys :data:`~ragtrace_consumers.model.STORE_STATS`."""
         with self._lock:
             rows = dict(self._db.execute("SELECT name, value FROM trace_stats").fetchall())
         return {name: int(rows.get(name, 0)) for name in STORE_STATS}

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
 from urllib.parse import parse_qs, quote
 
 from ragtrace.evaluation.calibration import calibration_warning, load_stamp
 from ragtrace.evaluation.judges import JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
+from ragtrace_consumers.model import LabelSet
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.html import page
@@ -53,7 +53,7 @@ from ragtrace_consumers.webview.queries import (
 from ragtrace_consumers.webview.sessions import Sessions
 from ragtrace_consumers.webview.trace_page import TraceView, render_trace
 
-__all__ = ["OVERVIEW_TTL_S", "LabelSet", "WebView", "WebViewOptions"]
+__all__ = ["OVERVIEW_TTL_S", "WebView", "WebViewOptions"]
 
 OVERVIEW_TTL_S = 5.0
 """While traces keep arriving, the overview is at most this many seconds behind."""
@@ -73,19 +73,6 @@ _HEADERS = (
 )
 _QID = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 _MAX_GOLD = 100
-
-
-class LabelSet(Protocol):
-    """The label store the web view writes to: the embedded SQLite one or Redis's. ``add``
-    replaces the set atomically with ``question`` added (by qid) and returns its version."""
-
-    def questions(self) -> list[LabelledQuestion]: ...
-
-    def version(self) -> str: ...
-
-    def by_id(self, qid: str) -> LabelledQuestion | None: ...
-
-    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str: ...
 
 
 @dataclass(frozen=True)

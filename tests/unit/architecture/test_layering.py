@@ -106,9 +106,10 @@ SERVICE_ROOMS: tuple[str, ...] = (
     "errors",
     "model",
     "readers",
+    "stores",
     "telemetry",
     "scoring",
-    "stores",
+    "config",
     "writeback",
     "intake",
     "webview",
@@ -118,15 +119,15 @@ SERVICE_ROOMS: tuple[str, ...] = (
 )
 """The service's rooms, lowest first: a module may import its own room and the rooms before it.
 
-``errors`` and ``model`` are the two top-level modules every room shares; ``readers`` turn
-spans into RAG traces; ``telemetry`` is the service's own metrics (every later room counts);
-``scoring`` is the one scoring path; ``stores`` and ``writeback`` sit behind its seams;
-``intake`` is the front door (decode, admission, the receiver); ``runtime`` wires one process
-(Kafka or embedded); ``demo`` and ``commands`` run it."""
-
-SETTINGS = ("config",)
-"""The settings package sits beside the rooms: any room may read them, and it imports only
-``errors``, ``model``, ``readers`` and ``scoring`` (defaults and parsers they reuse)."""
+``errors`` and ``model`` are the two top-level modules every room shares (the seams and their
+vocabulary); ``readers`` turn spans into RAG traces; ``stores`` implement the store seams and
+read only the contract (and the default readers' rule for which spans start a trace), never
+the scoring that calls them; ``telemetry`` is the service's own metrics (every later room
+counts); ``scoring`` is the one scoring path, which never reads the settings: ``config`` (the
+settings, which reuse scoring's defaults and parsers) comes after it, and the wiring hands
+scoring plain values; ``writeback`` sits behind the score sink; ``intake`` is the front door
+(decode, admission, the receiver); ``runtime`` wires one process (Kafka or embedded);
+``demo`` and ``commands`` run it."""
 
 
 def _room(module: str) -> str | None:
@@ -153,30 +154,26 @@ def _service_arrows(path: Path, source: str | None = None) -> Iterator[tuple[int
 
 
 def _backward_arrows(files: list[Path], sources: dict[Path, str] | None = None) -> list[str]:
-    """Imports that point from a room to a later one (or settings beyond what they may read)."""
+    """Imports that point from a room to a later one."""
     out = []
     for path in files:
         mine = _room(_package_of(path) + "." + path.stem)
         assert mine is not None, path
         for line, name, room in _service_arrows(path, (sources or {}).get(path)):
-            if room == mine or room in SETTINGS:
+            if room == mine:
                 continue
-            if mine in SETTINGS:
-                ok = room in SERVICE_ROOMS[: SERVICE_ROOMS.index("scoring") + 1]
-            else:
-                assert room in SERVICE_ROOMS, f"{name}: a room missing from SERVICE_ROOMS"
-                ok = SERVICE_ROOMS.index(room) < SERVICE_ROOMS.index(mine)
-            if not ok:
+            assert room in SERVICE_ROOMS, f"{name}: a room missing from SERVICE_ROOMS"
+            if SERVICE_ROOMS.index(room) > SERVICE_ROOMS.index(mine):
                 out.append(f"{path.relative_to(ROOT)}:{line} ({mine}) imports {name} ({room})")
     return out
 
 
 def test_every_service_module_is_in_a_room() -> None:
-    """Nothing new lands at the top level unnoticed: it is a room, a shared module or settings."""
+    """Nothing new lands at the top level unnoticed: it is a room or a shared module."""
     top = {p.stem for p in CONSUMERS.glob("*.py")} - {"__init__"}
     rooms = {p.name for p in CONSUMERS.iterdir() if (p / "__init__.py").is_file()}
-    assert top <= set(SERVICE_ROOMS) | set(SETTINGS), sorted(top)
-    assert rooms <= set(SERVICE_ROOMS) | set(SETTINGS), sorted(rooms)
+    assert top <= set(SERVICE_ROOMS), sorted(top)
+    assert rooms <= set(SERVICE_ROOMS), sorted(rooms)
 
 
 def test_the_service_rooms_import_one_way() -> None:
@@ -200,7 +197,15 @@ def test_the_checker_sees_a_wrong_arrow() -> None:
         ("stores/x.py", "from ..writeback import span_content\n", 1),
         ("config/settings.py", "from ragtrace_consumers.runtime import embedded\n", 1),
         ("writeback/x.py", "from ragtrace_consumers.stores.sqlite_state import SqliteState\n", 0),
-        ("scoring/x.py", "from ragtrace_consumers.config import ConfigError\n", 0),
+        ("scoring/x.py", "from ragtrace_consumers.config import ConfigError\n", 1),
+        ("scoring/x.py", "from ragtrace_consumers.errors import ConfigError\n", 0),
+        ("scoring/x.py", "def f():\n    from ragtrace_consumers import config\n", 1),
+        ("config/settings.py", "from ragtrace_consumers.scoring.sampling import SamplingRule\n", 0),
+        ("runtime/x.py", "from ragtrace_consumers.config import ConsumerConfig\n", 0),
+        ("stores/x.py", "from ragtrace_consumers.scoring.assembly import completion_due\n", 1),
+        ("stores/x.py", "from ..telemetry.metrics import ConsumerMetrics\n", 1),
+        ("stores/x.py", "from ragtrace_consumers.model import DeadTrace\n", 0),
+        ("stores/x.py", "from ragtrace_consumers.readers import creates_trace\n", 0),
     ],
 )
 def test_the_room_checker_sees_an_arrow_pointing_back(
@@ -209,3 +214,54 @@ def test_the_room_checker_sees_an_arrow_pointing_back(
     """An import from a room to a later one fails the test above (so it can fail)."""
     path = CONSUMERS / where
     assert len(_backward_arrows([path], {path: source})) == expected
+
+
+def _own_package_init_imports(path: Path, source: str | None = None) -> list[str]:
+    """Names ``path`` imports from the ``__init__`` of a package it belongs to (a submodule
+    imported through its package is fine): such an import runs in the middle of that
+    ``__init__`` and works only by the order of its lines."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    tree = ast.parse(text, filename=str(path))
+    base = CONSUMERS.parent if path.is_relative_to(CONSUMERS) else ROOT
+    own = path.parent if path.name != "__init__.py" else path.parent.parent
+    out = []
+    for line, name in _imports(path, text):
+        folder = base.joinpath(*name.split("."))
+        if not (folder / "__init__.py").is_file() or not own.is_relative_to(folder):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and node.lineno == line:
+                out.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+            elif isinstance(node, ast.ImportFrom) and node.lineno == line:
+                out.extend(
+                    f"{path.relative_to(ROOT)}:{line} imports {a.name} from {name}"
+                    for a in node.names
+                    if not (folder / f"{a.name}.py").is_file()
+                    and not (folder / a.name / "__init__.py").is_file()
+                )
+    return out
+
+
+def test_no_module_imports_its_own_package_init() -> None:
+    """``__version__`` and the like come from their own modules (``ragtrace._version``)."""
+    files = _modules(SDK) + _modules(CONSUMERS)
+    assert [v for p in files for v in _own_package_init_imports(p)] == []
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        (SDK / "_health.py", "def f():\n    from ragtrace import __version__\n", 1),
+        (SDK / "cli" / "__init__.py", "from ragtrace import __version__\n", 1),
+        (CONSUMERS / "config" / "docs.py", "from . import ConsumerConfig\n", 1),
+        (CONSUMERS / "readers" / "view.py", "import ragtrace_consumers.readers\n", 1),
+        (SDK / "_health.py", "from ragtrace import semconv\n", 0),
+        (SDK / "_health.py", "from ragtrace._version import __version__\n", 0),
+        (SDK / "__init__.py", "from ragtrace import _config\n", 0),
+        (CONSUMERS / "scoring" / "x.py", "from ragtrace_consumers.readers import role_of\n", 0),
+    ],
+)
+def test_the_init_checker_sees_an_import_of_its_own_package(
+    where: Path, source: str, expected: int
+) -> None:
+    assert len(_own_package_init_imports(where, source)) == expected

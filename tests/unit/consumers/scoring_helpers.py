@@ -23,10 +23,9 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import SessionEvidence, SpanRecord
+from ragtrace_consumers.model import SessionEvidence, SkipLog, SpanRecord
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
-from ragtrace_consumers.scoring.skips import SkipLog
 from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,

@@ -22,8 +22,14 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
-from ragtrace_consumers.model import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, FAMILY_RECALL, SpanRecord
-from ragtrace_consumers.scoring.label_match import question_from_json, question_to_json
+from ragtrace_consumers.model import (
+    FAMILY_ANSWER,
+    FAMILY_GROUNDEDNESS,
+    FAMILY_RECALL,
+    SpanRecord,
+    question_from_json,
+    question_to_json,
+)
 from ragtrace_consumers.scoring.pipeline import Outcome
 from tests.span_ids import parent_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragtrace import semconv
+from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.scoring.assembly import (
     DEFAULT_IDLE_S,
     completion_due,
-    creates_trace,
     earliest,
     select_spans,
 )

@@ -8,15 +8,15 @@ import pytest
 
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.model import RagTrace
-from ragtrace_consumers.scoring.label_match import (
+from ragtrace_consumers.model import (
     EMPTY_QUESTION_SHA256,
     LabelIndex,
     LabelStats,
-    match_label,
+    RagTrace,
     question_from_json,
     question_to_json,
 )
+from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.stores.memory import MemoryLabelStore
 
 Q1 = LabelledQuestion("q1", "How long are audit logs kept?", frozenset({"c1", "c2"}))

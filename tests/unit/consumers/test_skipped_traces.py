@@ -83,7 +83,7 @@ def test_inspect_says_why_a_trace_would_not_be_scored() -> None:
 
 
 def test_the_skip_log_keeps_one_row_per_trace_and_polls_by_seq() -> None:
-    from ragtrace_consumers.scoring.skips import SkippedTrace
+    from ragtrace_consumers.model import SkippedTrace
 
     with SqliteState(":memory:") as state:
         log = state.skipped

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrace_consumers.scoring.skips import SkippedTrace
+from ragtrace_consumers.model import SkippedTrace
 from ragtrace_consumers.stores.scored_results import SCHEMA_VERSION
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
