@@ -40,6 +40,11 @@ class _LossyProducer(FakeProducer):
         return _Unacked(len(self.sent) == 1)
 
 
+def _offsets(r: Any, consumer: FakeConsumer) -> Offsets:
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
+    return Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+
+
 def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
     r = rig()
     p0 = TP("spans", 0)
@@ -78,9 +83,9 @@ def test_offsets_advance_only_after_ingest_and_commit_when_due() -> None:
     r = rig()
     p0 = TP("spans", 0)
     consumer = FakeConsumer([])
-    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
-    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    offsets = _offsets(r, consumer)
     ingest = Ingest(consumer, r.pipeline, offsets, r.clock)
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
     intake = KafkaIntake(consumer, dead, kafka_call(None), max_poll_records=10)
     ingest.submit(intake.decode({p0: [Msg("spans", 0, 7, None, encode(rag_spans(2)))]}))
     assert ingest.spans > 0
@@ -99,8 +104,7 @@ def test_offsets_tick_commits_when_due_and_join_commits_what_is_left() -> None:
     r = rig()
     p0 = TP("spans", 0)
     consumer = FakeConsumer([])
-    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
-    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    offsets = _offsets(r, consumer)
     r.clock.now = T0
     offsets.advance({p0: 1})
     offsets.tick(T0)
@@ -116,8 +120,7 @@ def test_membership_pauses_new_partitions_while_paused_and_commits_revoked_ones(
     r = rig()
     p0, p1 = TP("spans", 0), TP("spans", 1)
     consumer = FakeConsumer([])
-    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
-    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    offsets = _offsets(r, consumer)
     lag = LagProbe(consumer, r.metrics, r.clock, lambda: offsets.committed)
     membership = Membership(consumer, offsets, lag, kafka_call(None), stall_timeout_s=10.0)
     membership.pause()
