@@ -539,7 +539,7 @@ _BREAKDOWN = (
         "Kafka: poll and fetch (main thread and kafka-python's IO thread)",
         ("KafkaConsumer.poll", "NetworkSelector.run_forever"),
     ),
-    ("decode messages, store spans in Redis", ("Intake.decode", "Ingest.__call__")),
+    ("decode messages, store spans in Redis", ("KafkaIntake.decode", "Ingest.submit")),
     ("prepare: load, recognise, sample, labels, judge-cache lookup, budget", ("Pipeline.prepare",)),
     ("… of which recognising the RAG view of a trace (`to_rag_trace`)", ("to_rag_trace",)),
     ("judge stage: the instant judge and its metrics", ("ScoringWorkers._judge",)),

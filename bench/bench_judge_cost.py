@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench._report import machine_line, write_section
 from ragtrace.evaluation.judges import AnthropicJudge
-from ragtrace.evaluation.judges.anthropic_batch import AnthropicBatchJudge, BatchRequest
-from ragtrace.evaluation.judges.caching import min_cacheable_tokens
+from ragtrace.evaluation.judges.model.anthropic_batch import AnthropicBatchJudge, BatchRequest
+from ragtrace.evaluation.judges.model.caching import min_cacheable_tokens
 from ragtrace.evaluation.judges.prompts import GROUNDEDNESS_INSTRUCTIONS
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 

@@ -83,7 +83,7 @@ def judge_scores(
     """(id -> groundedness, id -> ranking key), from the real ``detect-eval`` command (answers it
     failed on left out). The ranking key is the mean claim support stored in each result and the
     answer's word overlap with the context in equal parts
-    (:func:`ragtrace.evaluation.judges.lexical.ranking_score`); a judge whose results carry no
+    (:func:`ragtrace.evaluation.judges.lexical.judge.ranking_score`); a judge whose results carry no
     support is ranked by groundedness alone."""
     results = work / f"{path.stem}.results.jsonl"
     argv = ["detect-eval", "--input", str(path), "--results", str(results), *judge_args]

@@ -19,7 +19,7 @@ from pathlib import Path
 from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.detection_report import JudgedAnswer, locate_units
 from ragtrace.evaluation.judges import JudgeInfo
-from ragtrace.evaluation.judges.lexical import ranking_score, word_overlap
+from ragtrace.evaluation.judges.lexical.judge import ranking_score, word_overlap
 
 __all__ = ["DurableLines", "ResultsFileError", "default_results_path", "judged", "read_results"]
 
@@ -93,7 +93,7 @@ def judged(
     are the units neither supported nor accepted as claimless, located in ``answer``. When the
     record's claims carry a support (the lexical judge's), the answer's ranking key is their mean
     blended with its word overlap with ``context``
-    (:func:`~ragtrace.evaluation.judges.lexical.ranking_score`)."""
+    (:func:`~ragtrace.evaluation.judges.lexical.judge.ranking_score`)."""
     score = record.get("score")
     if record.get("error") is not None or not isinstance(score, (int, float)):
         return None

@@ -37,7 +37,7 @@ class JudgedAnswer:
     """What a judge made of one answer: its groundedness ``score``, the character spans of the
     units it found unsupported (None when the judge gave no units to locate), and ``rank``, a
     continuous key that orders answers by suspicion, not on the groundedness scale (the lexical
-    judge's :func:`~ragtrace.evaluation.judges.lexical.ranking_score`; None: the score).
+    judge's :func:`~ragtrace.evaluation.judges.lexical.judge.ranking_score`; None: the score).
     AUROC and the tuned threshold use :attr:`key`; the configured threshold applies to ``score``.
     """
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from typing_extensions import Self
 
-from ragtrace.evaluation.judges.lexical import LexicalJudge
+from ragtrace.evaluation.judges.lexical.judge import LexicalJudge
 from ragtrace.evaluation.judges.text import words
 from tests.fakes.anthropic_batches import BatchEndpoints
 from tests.fakes.platforms import (

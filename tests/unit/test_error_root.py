@@ -48,8 +48,8 @@ def test_each_keeps_its_standard_library_base() -> None:
     from ragtrace.cli._gate import GateError
     from ragtrace.cli._groundedness_batch import BatchInputError
     from ragtrace.evaluation.compare import IncomparableReportsError
-    from ragtrace.evaluation.judges.anthropic_batch import BatchNotFound
     from ragtrace.evaluation.judges.base import JudgeCapabilityError
+    from ragtrace.evaluation.judges.model.anthropic_batch import BatchNotFound
     from ragtrace.evaluation.judges.prompts import MalformedOutput
     from ragtrace.evaluation.labels import InputFileError
 

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ragtrace.evaluation.judges import JudgeUnavailable
-from ragtrace.evaluation.judges.anthropic_batch import (
+from ragtrace.evaluation.judges.error_types import judge_error_type
+from ragtrace.evaluation.judges.model.anthropic_batch import (
     AnthropicBatchJudge,
     BatchNotFound,
     BatchRequest,
 )
-from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.errors import ConfigError
 from ragtrace_consumers.model import BatchStore, JudgeResultCache
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics

@@ -3,7 +3,7 @@ a judge that cannot answer within its time budget asks the caller to park the tr
 
 The judge is built from the ``judge`` settings by :func:`judge_from_settings` (one
 :class:`~ragtrace.evaluation.judges.JudgeSpec`). Retries belong to the judge alone
-(:mod:`ragtrace.evaluation.judges.retry`: a total time budget per judgement): the scorer calls
+(:mod:`ragtrace.evaluation.judges.model.retry`: a total time budget per judgement): the scorer calls
 it once and parks the trace on :class:`~ragtrace.evaluation.judges.JudgeUnavailable`, so a
 judgement never takes longer than that budget (the lease is sized from it, see ``workers``).
 

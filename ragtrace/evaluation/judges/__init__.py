@@ -28,16 +28,16 @@ from .bounds import TOO_LARGE, JudgeLimits, is_too_large
 from .checks import CHECKS, UNIT_CHECKS, check_evidence
 from .evidence import normalise_for_match, quote_found
 from .injection import injection_hits, reads_as_instruction, suspect_documents
-from .lexical import LexicalJudge
-from .pricing import ModelPrice, PriceTable, load_prices
+from .lexical.judge import LexicalJudge
+from .model.pricing import ModelPrice, PriceTable, load_prices
+from .model.retry import CallBudget
 from .prompts import PROMPT_SHA256
-from .retry import CallBudget
 from .segment import Unit, segment_answer
 from .spec import JUDGE_NAMES, PROVIDERS, JudgeSpec
 
 if TYPE_CHECKING:
-    from .anthropic import AnthropicJudge
-    from .openai_compat import OpenAICompatibleJudge
+    from .model.anthropic import AnthropicJudge
+    from .model.openai_compat import OpenAICompatibleJudge
 
 __all__ = [
     "TOO_LARGE",
@@ -81,11 +81,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The model judges import their SDKs (the `judge` extra); keep them lazy for the core install.
     if name == "AnthropicJudge":
-        from .anthropic import AnthropicJudge
+        from .model.anthropic import AnthropicJudge
 
         return AnthropicJudge
     if name == "OpenAICompatibleJudge":
-        from .openai_compat import OpenAICompatibleJudge
+        from .model.openai_compat import OpenAICompatibleJudge
 
         return OpenAICompatibleJudge
     raise AttributeError(name)
@@ -111,9 +111,9 @@ def make_judge(
         lexical = {k: v for k, v in options.items() if k in _LEXICAL_OPTIONS}
         return LexicalJudge(**{"limits": spec.limits, **lexical})
     if spec.provider == "openai":
-        from .openai_compat import OpenAICompatibleJudge
+        from .model.openai_compat import OpenAICompatibleJudge
 
         return OpenAICompatibleJudge.from_spec(spec, **options)
-    from .anthropic import AnthropicJudge
+    from .model.anthropic import AnthropicJudge
 
     return AnthropicJudge.from_spec(spec, **options)

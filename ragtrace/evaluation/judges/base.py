@@ -407,7 +407,7 @@ class AnswerJudge(Protocol):
 
 class JudgeUnavailable(RagtraceError):
     """The judge could not answer within its time budget (rate limit, overload, 5xx, timeout:
-    :mod:`ragtrace.evaluation.judges.retry`). The caller should park the work and retry later, after ``retry_after`` seconds
+    :mod:`ragtrace.evaluation.judges.model.retry`). The caller should park the work and retry later, after ``retry_after`` seconds
     when the API said how long to wait."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:

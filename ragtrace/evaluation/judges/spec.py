@@ -99,7 +99,7 @@ class JudgeSpec:
 
     ``timeout_s`` bounds one HTTP request; ``budget_s`` bounds a whole judgement — every
     request, retry and back-off wait together (the judge's retry owner,
-    :class:`~ragtrace.evaluation.judges.retry.CallBudget`, never exceeds it; the consumers size
+    :class:`~ragtrace.evaluation.judges.model.retry.CallBudget`, never exceeds it; the consumers size
     their lease from it). ``model`` None means the provider's default (module doc).
     ``api_key`` is the provider's credential (Bedrock API key, Vertex access token, …);
     ``region`` serves ``bedrock`` and ``vertex``, ``project`` ``vertex``, ``base_url`` every

@@ -93,6 +93,26 @@ def test_the_service_does_not_import_commands() -> None:
     assert _violations(files, ("ragtrace.cli", "ragtrace_consumers.commands")) == []
 
 
+JUDGES = EVALUATION / "judges"
+JUDGE_KINDS = ("lexical", "model")
+"""The judges by kind (docs/architecture.md); what both share sits at ``judges/`` level."""
+
+
+def test_the_judge_kinds_import_the_shared_judge_modules_never_each_other() -> None:
+    """A kind imports the shared modules; the shared modules import no kind (only the package's
+    ``__init__``, whose ``make_judge`` builds every kind)."""
+    package = "ragtrace.evaluation.judges"
+    bad = []
+    for kind in (None, *JUDGE_KINDS):
+        folder = JUDGES / kind if kind else JUDGES
+        files = (
+            _modules(folder) if kind else [p for p in JUDGES.glob("*.py") if p.stem != "__init__"]
+        )
+        others = tuple(f"{package}.{k}" for k in JUDGE_KINDS if k != kind)
+        bad += _violations(files, others)
+    assert bad == []
+
+
 @pytest.mark.parametrize("name", ["demo", "labels", "consume", "serve", "inspect"])
 def test_the_service_commands_are_registered_through_entry_points(name: str) -> None:
     from ragtrace.cli import build_parser

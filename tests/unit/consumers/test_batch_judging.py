@@ -8,7 +8,7 @@ from typing import Any
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import AnthropicJudge, make_judge
-from ragtrace.evaluation.judges.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
+from ragtrace.evaluation.judges.model.anthropic_batch import BATCH_PRICE_FACTOR, AnthropicBatchJudge
 from ragtrace_consumers.scoring.batch_judging import (
     PARK_BATCH_PENDING,
     BatchJudging,

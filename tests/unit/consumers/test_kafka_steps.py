@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ragtrace_consumers.errors import DLQ_HEADER_REASON
+from ragtrace_consumers.intake.kafka_poll import KafkaIntake
 from ragtrace_consumers.runtime.kafka import (
     DeadLetters,
     Ingest,
-    Intake,
     LagProbe,
     Membership,
     Offsets,
@@ -40,6 +40,11 @@ class _LossyProducer(FakeProducer):
         return _Unacked(len(self.sent) == 1)
 
 
+def _offsets(r: Any, consumer: FakeConsumer) -> Offsets:
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
+    return Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+
+
 def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
     r = rig()
     p0 = TP("spans", 0)
@@ -55,7 +60,7 @@ def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
     )
     producer = FakeProducer()
     dead = DeadLetters(producer, "spans.dlq", r.metrics, kafka_call(None))
-    intake = Intake(consumer, dead, kafka_call(None), max_poll_records=10)
+    intake = KafkaIntake(consumer, dead, kafka_call(None), max_poll_records=10)
     decoded = intake.poll(0)
     assert decoded is not None and decoded.spans and intake.messages == 2
     assert decoded.first == {p0: 4} and decoded.last == {p0: 5}
@@ -78,11 +83,11 @@ def test_offsets_advance_only_after_ingest_and_commit_when_due() -> None:
     r = rig()
     p0 = TP("spans", 0)
     consumer = FakeConsumer([])
-    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
-    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
+    offsets = _offsets(r, consumer)
     ingest = Ingest(consumer, r.pipeline, offsets, r.clock)
-    intake = Intake(consumer, dead, kafka_call(None), max_poll_records=10)
-    ingest(intake.decode({p0: [Msg("spans", 0, 7, None, encode(rag_spans(2)))]}))
+    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
+    intake = KafkaIntake(consumer, dead, kafka_call(None), max_poll_records=10)
+    ingest.submit(intake.decode({p0: [Msg("spans", 0, 7, None, encode(rag_spans(2)))]}))
     assert ingest.spans > 0
     r.clock.now = T0
     assert offsets.due(r.clock.now)
@@ -95,13 +100,28 @@ def test_offsets_advance_only_after_ingest_and_commit_when_due() -> None:
     assert offsets.committed == {}
 
 
+def test_offsets_tick_commits_when_due_and_join_commits_what_is_left() -> None:
+    r = rig()
+    p0 = TP("spans", 0)
+    consumer = FakeConsumer([])
+    offsets = _offsets(r, consumer)
+    r.clock.now = T0
+    offsets.advance({p0: 1})
+    offsets.tick(T0)
+    assert consumer.commits == [{p0: 2}]
+    offsets.advance({p0: 2})
+    offsets.tick(T0 + 0.5)  # not due
+    assert consumer.commits == [{p0: 2}]
+    offsets.join()  # shutdown: due or not
+    assert consumer.commits == [{p0: 2}, {p0: 3}]
+
+
 def test_membership_pauses_new_partitions_while_paused_and_commits_revoked_ones() -> None:
     r = rig()
     p0, p1 = TP("spans", 0), TP("spans", 1)
     consumer = FakeConsumer([])
-    dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
-    offsets = Offsets(consumer, dead, interval_s=1.0, clock=r.clock)
-    lag = LagProbe(consumer, r.metrics, r.clock)
+    offsets = _offsets(r, consumer)
+    lag = LagProbe(consumer, r.metrics, r.clock, lambda: offsets.committed)
     membership = Membership(consumer, offsets, lag, kafka_call(None), stall_timeout_s=10.0)
     membership.pause()
     assert consumer.paused == {p0, p1}
@@ -117,14 +137,15 @@ def test_membership_pauses_new_partitions_while_paused_and_commits_revoked_ones(
 def test_lag_is_measured_at_most_once_a_second() -> None:
     r = rig()
     consumer = FakeConsumer([])
-    lag = LagProbe(consumer, r.metrics, r.clock)
+    committed: dict[Any, int] = {}
+    lag = LagProbe(consumer, r.metrics, r.clock, lambda: committed)
     assert lag.total is None
     r.clock.now = T0
-    lag.tick(T0, {})
+    lag.tick(T0)
     assert lag.total == 2 * (10 - 2)  # two partitions, nothing committed: end - beginning
-    caught_up = {TP("spans", 0): 10, TP("spans", 1): 10}
+    committed.update({TP("spans", 0): 10, TP("spans", 1): 10})  # caught up
     r.clock.now = T0 + 5  # the tracker's own interval has passed
-    lag.tick(T0 + 0.5, caught_up)
+    lag.tick(T0 + 0.5)
     assert lag.total == 16  # the probe's second has not: not measured again
-    lag.tick(T0 + 5, caught_up)
+    lag.tick(T0 + 5)
     assert lag.total == 0

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ragtrace.evaluation.judges import PriceTable, make_judge
-from ragtrace.evaluation.judges.model_judge import ModelJudge
+from ragtrace.evaluation.judges.model.judge import ModelJudge
 from ragtrace.evaluation.judges.spec import JudgeSpec
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.platforms import AwsAccount

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ragtrace.evaluation.judges import GroundednessResult, LexicalJudge
-from ragtrace.evaluation.judges.model_judge import ModelJudge
+from ragtrace.evaluation.judges.model.judge import ModelJudge
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, lexical_responder, units_reply
 from tests.unit.judges.backends import Backend
 

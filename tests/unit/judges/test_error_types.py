@@ -6,7 +6,7 @@ import pytest
 
 from ragtrace.evaluation.judges.bounds import JudgeLimits
 from ragtrace.evaluation.judges.error_types import OTHER, judge_error_type
-from ragtrace.evaluation.judges.retry import CallBudget
+from ragtrace.evaluation.judges.model.retry import CallBudget
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ragtrace.evaluation.judges import AnthropicJudge, JudgeUnavailable
-from ragtrace.evaluation.judges.anthropic_batch import (
+from ragtrace.evaluation.judges.model.anthropic_batch import (
     BATCH_PRICE_FACTOR,
     AnthropicBatchJudge,
     BatchNotFound,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.evaluation.judges import PROMPT_SHA256, JudgeSpec, ModelPrice, PriceTable
-from ragtrace.evaluation.judges.openai_compat import JSON_MODE_INSTRUCTIONS
+from ragtrace.evaluation.judges.model.openai_compat import JSON_MODE_INSTRUCTIONS
 from ragtrace.evaluation.judges.spec import DEFAULT_MODELS
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
@@ -303,7 +303,7 @@ def test_an_unpriced_model_is_warned_once(
 ) -> None:
     api.enqueue(VERDICT, VERDICT)
     judge = Backend("openai").judge(api, model="unpriced-model-for-warning-test")
-    with caplog.at_level(logging.WARNING, logger="ragtrace.evaluation.judges.pricing"):
+    with caplog.at_level(logging.WARNING, logger="ragtrace.evaluation.judges.model.pricing"):
         judge.groundedness(ANSWER, [C9930])
         judge.groundedness(ANSWER, [C9930])
     warned = [r.getMessage() for r in caplog.records if "no price" in r.getMessage()]
@@ -380,8 +380,8 @@ def test_answer_metrics_carry_the_provider(api: FakeAnthropic, backend: Backend)
 
 @pytest.mark.usefixtures("aws_env")
 def test_the_message_batches_api_is_the_anthropic_apis_only(api: FakeAnthropic) -> None:
-    from ragtrace.evaluation.judges.anthropic import AnthropicJudge
-    from ragtrace.evaluation.judges.anthropic_batch import AnthropicBatchJudge
+    from ragtrace.evaluation.judges.model.anthropic import AnthropicJudge
+    from ragtrace.evaluation.judges.model.anthropic_batch import AnthropicBatchJudge
 
     judge = Backend("bedrock").judge(api)
     assert isinstance(judge, AnthropicJudge)

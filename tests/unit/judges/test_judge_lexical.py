@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from ragtrace.evaluation.judges import JudgeCapabilityError, LexicalJudge, make_judge
-from ragtrace.evaluation.judges.lexical import DEFAULT_THRESHOLD, SEED_THRESHOLD, word_overlap
+from ragtrace.evaluation.judges.lexical.judge import DEFAULT_THRESHOLD, SEED_THRESHOLD, word_overlap
 from ragtrace.evaluation.judges.segment import segment_answer
 
 # The second seed document's faithfulness example, verbatim.
@@ -114,7 +114,7 @@ def test_make_judge_auto_is_lexical_without_a_key(monkeypatch: pytest.MonkeyPatc
 def test_the_aligned_algorithm_is_a_judge_change() -> None:
     """The calibration warning compares prompt hashes: the rebuilt judge must not share the word
     overlap judge's hash, and its constants are part of the description."""
-    from ragtrace.evaluation.judges.lexical_align import ALGORITHM, ALIGNED_SHARE, CUE_PENALTY
+    from ragtrace.evaluation.judges.lexical.align import ALGORITHM, ALIGNED_SHARE, CUE_PENALTY
     from ragtrace.evaluation.judges.prompts import CHECKS_VERSION
 
     overlap_v2 = f"ragtrace lexical groundedness v2: unit word overlap >= 0.6; {CHECKS_VERSION}"

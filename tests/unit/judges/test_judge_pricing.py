@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from ragtrace.evaluation.judges import ModelPrice, PriceTable, Usage, load_prices
-from ragtrace.evaluation.judges.caching import estimate_tokens, min_cacheable_tokens, should_cache
+from ragtrace.evaluation.judges.model.caching import (
+    estimate_tokens,
+    min_cacheable_tokens,
+    should_cache,
+)
 
 
 def test_cost_per_token_type() -> None:
@@ -108,7 +112,7 @@ def test_cache_minimums_per_model_family() -> None:
 def test_bedrock_and_vertex_ids_are_priced_as_claude(
     model: str, claude: str, price: tuple[float, float]
 ) -> None:
-    from ragtrace.evaluation.judges.pricing import claude_model_name
+    from ragtrace.evaluation.judges.model.pricing import claude_model_name
 
     assert claude_model_name(model) == claude
     assert PriceTable().lookup(model) == ModelPrice(*price)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragtrace.evaluation.judges import CallBudget, JudgeUnavailable
-from ragtrace.evaluation.judges.retry import backoff_s, parse_retry_after, retryable
+from ragtrace.evaluation.judges.model.retry import backoff_s, parse_retry_after, retryable
 
 
 class Clock:

@@ -7,8 +7,8 @@ import pytest
 
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace.evaluation.judges.checks import check_evidence
-from ragtrace.evaluation.judges.lexical_align import Source, align, cues
-from ragtrace.evaluation.judges.lexical_terms import NUMBER_WEIGHT, tokens
+from ragtrace.evaluation.judges.lexical.align import Source, align, cues
+from ragtrace.evaluation.judges.lexical.tokens import NUMBER_WEIGHT, tokens
 from ragtrace.evaluation.judges.meta import is_meta, meta_lead
 from ragtrace.evaluation.judges.segment import segment_answer
 
@@ -184,7 +184,7 @@ def test_longer_preambles_are_meta(unit: str) -> None:
 
 
 def test_ranking_score_blends_mean_support_with_word_overlap() -> None:
-    from ragtrace.evaluation.judges.lexical import OVERLAP_SHARE, TIE_BREAK, ranking_score
+    from ragtrace.evaluation.judges.lexical.judge import OVERLAP_SHARE, TIE_BREAK, ranking_score
 
     assert OVERLAP_SHARE == 0.5
     # (1 - 0.5) * mean support + 0.5 * overlap + TIE_BREAK * groundedness, exactly

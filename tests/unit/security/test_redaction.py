@@ -18,8 +18,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace.evaluation.judges.anthropic import AnthropicJudge
-from ragtrace.evaluation.judges.lexical import LexicalJudge
+from ragtrace.evaluation.judges.lexical.judge import LexicalJudge
+from ragtrace.evaluation.judges.model.anthropic import AnthropicJudge
 from ragtrace.evaluation.redaction import RedactionError, Redactor, luhn_valid
 from ragtrace_consumers.config import ConfigError, load_config
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings

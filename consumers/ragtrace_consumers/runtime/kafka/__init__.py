@@ -1,10 +1,12 @@
 """The Kafka side of ``ragtrace consume``: poll → decode (or dead-letter) → ingest → commit,
 while :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` score due traces concurrently.
 
-Each step has one job, in its own module, and :class:`KafkaRunner` (``runner``) composes them:
+Each step has one job, in its own module, and :class:`KafkaRunner` (``runner``) composes them.
+The messages come from :class:`~ragtrace_consumers.intake.kafka_poll.KafkaIntake` (the intake
+room: poll the consumer and decode each message into span records, sampling at decode dropping
+unwanted traces before they are built); the steps share one type, :class:`Step` (``step``:
+``tick`` on every iteration, ``join`` at shutdown):
 
-* ``intake`` — poll the consumer and decode each message into span records (sampling at decode
-  drops unwanted traces before they are built);
 * ``dead_letters`` — a message that cannot be decoded goes to the dead-letter topic with its
   reason and origin in headers; offsets are committed only once the broker acknowledged every
   dead letter before them (the ones it did not take are sent again);
@@ -30,26 +32,23 @@ from ragtrace_consumers.runtime.kafka.dead_letters import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
     DLQ_HEADER_TOPIC,
-    UNEXPECTED_DECODE_ERROR,
     DeadLetters,
 )
 from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
 from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
 from ragtrace_consumers.runtime.kafka.membership import Membership
-from ragtrace_consumers.runtime.kafka.poll import Decoded, Intake
 from ragtrace_consumers.runtime.kafka.runner import KafkaRunner
+from ragtrace_consumers.runtime.kafka.step import Step
 
 __all__ = [
     "DLQ_HEADER_OFFSET",
     "DLQ_HEADER_PARTITION",
     "DLQ_HEADER_TOPIC",
-    "UNEXPECTED_DECODE_ERROR",
     "DeadLetters",
-    "Decoded",
     "Ingest",
-    "Intake",
     "KafkaRunner",
     "LagProbe",
     "Membership",
     "Offsets",
+    "Step",
 ]

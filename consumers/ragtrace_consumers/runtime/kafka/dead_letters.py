@@ -12,25 +12,19 @@ from ragtrace_consumers.runtime.kafka.calls import KafkaCall
 from ragtrace_consumers.runtime.retry import Dependencies
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 
-__all__ = [
-    "DLQ_HEADER_OFFSET",
-    "DLQ_HEADER_PARTITION",
-    "DLQ_HEADER_TOPIC",
-    "UNEXPECTED_DECODE_ERROR",
-    "DeadLetters",
-]
+__all__ = ["DLQ_HEADER_OFFSET", "DLQ_HEADER_PARTITION", "DLQ_HEADER_TOPIC", "DeadLetters"]
 
 _log = logging.getLogger(__name__)
 
 DLQ_HEADER_TOPIC = "ragtrace.dlq.topic"
 DLQ_HEADER_PARTITION = "ragtrace.dlq.partition"
 DLQ_HEADER_OFFSET = "ragtrace.dlq.offset"
-UNEXPECTED_DECODE_ERROR = "unexpected_error"
 
 
 class DeadLetters:
     """Sends dead letters with ``producer`` (a ``KafkaProducer``) to ``topic``; each is counted
-    in :attr:`sent` and in the ``dead_lettered`` metric by reason."""
+    in :attr:`sent` and in the ``dead_lettered`` metric by reason. A
+    :class:`~ragtrace_consumers.runtime.kafka.step.Step`."""
 
     def __init__(
         self,
@@ -92,6 +86,9 @@ class DeadLetters:
             self._send(message)
         return False
 
-    def flush(self) -> None:
+    def tick(self, now: float) -> None:
+        """Nothing periodic: delivery is checked before each commit (:meth:`acknowledged`)."""
+
+    def join(self) -> None:
         """Wait for every dead letter sent (shutdown)."""
         self._producer.flush()

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ragtrace_consumers.intake.kafka_poll import Decoded
 from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
-from ragtrace_consumers.runtime.kafka.poll import Decoded
 from ragtrace_consumers.runtime.retry import Dependencies
 from ragtrace_consumers.scoring.pipeline import Pipeline
 
@@ -23,7 +23,9 @@ _RETRY_INGEST_S = 1.0
 
 
 class Offsets:
-    """The commit policy: what is committable, what was committed, and when to commit."""
+    """The commit policy: what is committable, what was committed, and when to commit. A
+    :class:`~ragtrace_consumers.runtime.kafka.step.Step`: a tick commits when due, the join
+    commits what is left."""
 
     def __init__(
         self,
@@ -83,6 +85,13 @@ class Offsets:
             self._dependencies.recovered("kafka")
         self.committed.update(offsets)
 
+    def tick(self, now: float) -> None:
+        if self.due(now):
+            self.commit()
+
+    def join(self) -> None:
+        self.commit()
+
     def forget(self, partitions: Iterable[Any]) -> None:
         """Partitions no longer held: their offsets are the next owner's."""
         for tp in partitions:
@@ -92,7 +101,9 @@ class Offsets:
 
 class Ingest:
     """Stores decoded spans; on success their offsets advance, on a store failure the
-    consumer seeks back to the first message so they are read again (nothing is committed)."""
+    consumer seeks back to the first message so they are read again (nothing is committed).
+    A :class:`~ragtrace_consumers.runtime.kafka.step.Step` with nothing periodic and nothing
+    held: spans are durable when :meth:`submit` returns."""
 
     def __init__(
         self, consumer: Any, pipeline: Pipeline, offsets: Offsets, clock: Callable[[], float]
@@ -103,7 +114,7 @@ class Ingest:
         self._clock = clock
         self.spans = 0
 
-    def __call__(self, decoded: Decoded) -> None:
+    def submit(self, decoded: Decoded) -> None:
         try:
             self._pipeline.ingest(decoded.spans, self._clock())
         except Exception:  # noqa: BLE001 - a store outage must not kill the loop
@@ -117,3 +128,9 @@ class Ingest:
             return
         self.spans += len(decoded.spans)
         self._offsets.advance(decoded.last)
+
+    def tick(self, now: float) -> None:
+        pass
+
+    def join(self) -> None:
+        pass

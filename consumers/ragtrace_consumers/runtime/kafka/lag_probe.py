@@ -15,22 +15,33 @@ _LAG_EVERY_S = 1.0
 
 
 class LagProbe:
-    """Measures the lag of ``consumer``'s partitions; :attr:`total` is the last sum (None
-    until known)."""
+    """Measures the lag of ``consumer``'s partitions against the offsets ``committed`` returns;
+    :attr:`total` is the last sum (None until known). A
+    :class:`~ragtrace_consumers.runtime.kafka.step.Step` holding nothing at shutdown."""
 
-    def __init__(self, consumer: Any, metrics: ConsumerMetrics, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        consumer: Any,
+        metrics: ConsumerMetrics,
+        clock: Callable[[], float],
+        committed: Callable[[], Mapping[Any, int]],
+    ) -> None:
         self._consumer = consumer
+        self._committed = committed
         self.tracker = LagTracker(clock=clock)
         self.total: int | None = None
         self._last = 0.0
         metrics.set_lag_source(lambda: self.tracker.last)
 
-    def tick(self, now: float, committed: Mapping[Any, int]) -> None:
+    def tick(self, now: float) -> None:
         if now - self._last < _LAG_EVERY_S:
             return
         self._last = now
-        lags = self.tracker.measure(self._consumer, committed)
+        lags = self.tracker.measure(self._consumer, self._committed())
         self.total = None if lags is None else sum(x.lag for x in lags)
+
+    def join(self) -> None:
+        pass
 
     def forget(self, partitions: Iterable[Any]) -> None:
         self.tracker.forget(partitions)

@@ -5,7 +5,7 @@ before the first join, so the first assignment already covers every partition. A
 3.0 leader that re-joins because the topic metadata changed can otherwise stall for good: the
 join's own assignment step clears the "metadata changed" trigger while the join is still in
 flight, so once a ``poll`` returns before the join finished, no later ``poll`` completes it (the
-assignment is never applied and heartbeats stay off). As a safety net :meth:`Membership.watch`
+assignment is never applied and heartbeats stay off). As a safety net :meth:`Membership.tick`
 (the rejoin watchdog): when the membership has been unsettled (joining, rebalancing) for
 ``stall_timeout_s`` while the topic has partitions, it leaves the group and subscribes again
 (counted in ``forced_rejoins`` and logged), backing off up to 8 x ``stall_timeout_s``.
@@ -35,7 +35,8 @@ _STALL_BACKOFF_MAX = 8  # forced re-joins back off up to 8 x stall_timeout_s
 
 class Membership:
     """Subscribes ``consumer``, handles its rebalances, pauses and resumes its partitions and
-    re-joins a stalled group."""
+    re-joins a stalled group. A :class:`~ragtrace_consumers.runtime.kafka.step.Step` holding
+    nothing at shutdown (closing the consumer leaves the group)."""
 
     def __init__(
         self,
@@ -112,7 +113,7 @@ class Membership:
         self._consumer.resume(*list(self._consumer.assignment()))
 
     # --- rejoin watchdog -----------------------------------------------------------------
-    def watch(self, now: float) -> None:
+    def tick(self, now: float) -> None:
         """At most once a second: leave and re-join when the membership stays unsettled too
         long (module doc)."""
         if now - self._last_watch < _WATCH_EVERY_S:
@@ -146,6 +147,9 @@ class Membership:
         self._call(self.subscribe, self._topic)  # a broker outage is waited out, not fatal
         self._unsettled_since = now
         self._stall_wait_s = min(self._stall_wait_s * 2, self._stall_timeout_s * _STALL_BACKOFF_MAX)
+
+    def join(self) -> None:
+        pass
 
     def _group_settled(self) -> bool | None:
         """True when the consumer is a stable group member, None when it cannot tell."""

@@ -1,8 +1,9 @@
 """The thin runner composing the steps of ``ragtrace consume``'s Kafka side (package doc).
 
 One iteration (:meth:`KafkaRunner.step`): backpressure (pause while the scoring workers are
-full, block on them rather than on a timer), claim due traces, poll and decode, ingest, commit
-when due, measure lag, watch the membership, log a status line every 30 s.
+full, block on them rather than on a timer), claim due traces, poll and decode, ingest, then a
+tick of every step (:class:`~ragtrace_consumers.runtime.kafka.step.Step`: commit when due,
+measure lag, watch the membership), a status line every 30 s.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ragtrace_consumers.intake.kafka_poll import KafkaIntake
 from ragtrace_consumers.model import Admission
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
 from ragtrace_consumers.runtime.kafka.dead_letters import DeadLetters
 from ragtrace_consumers.runtime.kafka.ingest import Ingest, Offsets
 from ragtrace_consumers.runtime.kafka.lag_probe import LagProbe
 from ragtrace_consumers.runtime.kafka.membership import Membership
-from ragtrace_consumers.runtime.kafka.poll import Intake
+from ragtrace_consumers.runtime.kafka.step import Step
 from ragtrace_consumers.runtime.retry import Dependencies, Retrier
 from ragtrace_consumers.scoring.pipeline import Pipeline
 from ragtrace_consumers.scoring.workers import ScoringWorkers
@@ -68,7 +70,7 @@ class KafkaRunner:
         self._clock = clock
         self._admission = admission  # sampling at decode (intake.admission): dropped never stored
         self.dead_letters = DeadLetters(producer, dlq_topic, metrics, call, dependencies)
-        self.intake = Intake(
+        self.intake = KafkaIntake(
             consumer,
             self.dead_letters,
             call,
@@ -83,9 +85,17 @@ class KafkaRunner:
             dependencies=dependencies,
         )
         self.ingest = Ingest(consumer, pipeline, self.offsets, clock)
-        self.lag = LagProbe(consumer, metrics, clock)
+        self.lag = LagProbe(consumer, metrics, clock, lambda: self.offsets.committed)
         self.membership = Membership(
             consumer, self.offsets, self.lag, call, stall_timeout_s=stall_timeout_s
+        )
+        # In data order; ticked in this order, joined in reverse (step.py).
+        self.steps: tuple[Step, ...] = (
+            self.dead_letters,
+            self.ingest,
+            self.offsets,
+            self.lag,
+            self.membership,
         )
         self._last_claim = 0.0
         self._backlog = False
@@ -151,7 +161,7 @@ class KafkaRunner:
             self.close()
 
     def step(self) -> None:
-        """One iteration: backpressure, schedule scoring, poll, ingest, commit, lag."""
+        """One iteration: backpressure, schedule scoring, poll, ingest, tick every step."""
         workers, membership = self._workers, self.membership
         if workers.full:
             membership.pause()
@@ -167,13 +177,11 @@ class KafkaRunner:
             0 if membership.paused or self._backlog else (_BUSY_POLL_MS if busy else _POLL_MS)
         )
         if decoded is not None:
-            self.ingest(decoded)
+            self.ingest.submit(decoded)
             self._fill(True)  # traces whose root just arrived are due at once
         now = self._clock()
-        if self.offsets.due(now):
-            self.offsets.commit()
-        self.lag.tick(now, self.offsets.committed)
-        membership.watch(now)
+        for step in self.steps:
+            step.tick(now)
         if now - self._last_status >= _STATUS_EVERY_S:
             self._last_status = now
             self._status()
@@ -220,10 +228,10 @@ class KafkaRunner:
                 "shutting down with traces still being scored; their leases will "
                 "hand them to another replica"
             )
-        self.offsets.commit()
+        for step in reversed(self.steps):
+            step.join()
         if self._admission is not None:
             self._admission.flush()
-        self.dead_letters.flush()
         self._consumer.close(autocommit=False)
         self._workers.shutdown()
         self._consumer = None

@@ -1,20 +1,31 @@
-"""The poll-and-decode step: one ``poll`` of the consumer, each message decoded into span
-records (sampling at decode drops unwanted traces before they are built); a message that cannot
-be decoded is handed to the dead-letter step, never retried and never fatal."""
+"""The Kafka intake: one ``poll`` of the consumer, each message decoded into span records
+(sampling at decode drops unwanted traces before they are built); a message that cannot be
+decoded is handed to the dead letters, never retried and never fatal.
+
+It reads the consumer through the calls and the dead-letter sink the runner gives it
+(:mod:`ragtrace_consumers.runtime.kafka`), so this room never imports the runtime."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ragtrace_consumers.errors import DecodeError
 from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import Admission, SpanRecord
-from ragtrace_consumers.runtime.kafka.calls import KafkaCall
-from ragtrace_consumers.runtime.kafka.dead_letters import UNEXPECTED_DECODE_ERROR, DeadLetters
 
-__all__ = ["Decoded", "Intake"]
+__all__ = ["UNEXPECTED_DECODE_ERROR", "Decoded", "DeadLetterSink", "KafkaIntake"]
+
+UNEXPECTED_DECODE_ERROR = "unexpected_error"
+"""The dead-letter reason of a message whose decoding raised something else than
+:class:`~ragtrace_consumers.errors.DecodeError`."""
+
+
+class DeadLetterSink(Protocol):
+    """Where a message that cannot be decoded goes (``runtime.kafka.dead_letters``)."""
+
+    def send(self, msg: Any, reason: str, detail: str) -> None: ...
 
 
 @dataclass
@@ -27,15 +38,15 @@ class Decoded:
     last: dict[Any, int] = field(default_factory=dict)
 
 
-class Intake:
-    """Polls ``consumer`` (through ``call``) and decodes what it returns; counts
-    :attr:`messages`."""
+class KafkaIntake:
+    """Polls ``consumer`` (through ``call``: ``call(fn, *args, **kwargs)``, the runner's Kafka
+    retrier) and decodes what it returns; counts :attr:`messages`."""
 
     def __init__(
         self,
         consumer: Any,
-        dead_letters: DeadLetters,
-        call: KafkaCall,
+        dead_letters: DeadLetterSink,
+        call: Callable[..., Any],
         *,
         max_poll_records: int,
         admission: Admission | None = None,

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from types import ModuleType
 
-from .terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, named_entities, term
-from .text import word_list
+from ..terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, named_entities, term
+from ..text import word_list
 
 __all__ = [
     "LEXICAL_EXTRA",

@@ -5,11 +5,11 @@
 verdict and scores it with the evidence checks (:func:`~ragtrace.evaluation.judges.scoring.score_units`);
 the same for answer relevancy and correctness. A subclass says only how its API is spoken:
 the request body, the call, where the structured output sits in the response, the usage it
-reports (:class:`~ragtrace.evaluation.judges.anthropic.AnthropicJudge` for the Messages API on
+reports (:class:`~ragtrace.evaluation.judges.model.anthropic.AnthropicJudge` for the Messages API on
 Anthropic, Bedrock and Vertex AI;
-:class:`~ragtrace.evaluation.judges.openai_compat.OpenAICompatibleJudge` for Chat Completions).
+:class:`~ragtrace.evaluation.judges.model.openai_compat.OpenAICompatibleJudge` for Chat Completions).
 
-Retries are owned by :class:`~ragtrace.evaluation.judges.retry.CallBudget` (clients are built
+Retries are owned by :class:`~ragtrace.evaluation.judges.model.retry.CallBudget` (clients are built
 with ``max_retries=0``): a judgement takes at most ``budget_s`` seconds, all requests and waits
 included, each request at most ``timeout`` seconds; when a retry no longer fits,
 :class:`JudgeUnavailable` is raised carrying the API's ``retry-after`` and the caller parks the
@@ -36,7 +36,7 @@ from typing import Any
 
 from ragtrace.errors import RagtraceError
 
-from .answer_metrics import (
+from ..answer_metrics import (
     CORRECTNESS_INSTRUCTIONS,
     CORRECTNESS_SHA256,
     CORRECTNESS_TOOL,
@@ -48,11 +48,10 @@ from .answer_metrics import (
     score_correctness,
     score_relevancy,
 )
-from .base import GroundednessResult, JudgeInfo, MetricResult, Usage
-from .bounds import JudgeLimits, bounded_claims, bounded_units
-from .injection import suspect_documents
-from .pricing import PriceTable, load_prices
-from .prompts import (
+from ..base import GroundednessResult, JudgeInfo, MetricResult, Usage
+from ..bounds import JudgeLimits, bounded_claims, bounded_units
+from ..injection import suspect_documents
+from ..prompts import (
     GROUNDEDNESS_INSTRUCTIONS,
     GROUNDEDNESS_TOOL,
     MalformedOutput,
@@ -61,10 +60,11 @@ from .prompts import (
     render_answer_message,
     render_claims_message,
 )
+from ..scoring import score_units
+from ..segment import Unit
+from ..spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
+from .pricing import PriceTable, load_prices
 from .retry import CallBudget, parse_retry_after, retryable
-from .scoring import score_units
-from .segment import Unit
-from .spec import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 
 __all__ = ["CallRecord", "ModelJudge", "Rejected"]
 

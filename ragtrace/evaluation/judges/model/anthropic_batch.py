@@ -1,6 +1,6 @@
 """Groundedness through the Message Batches API: half the price, answered within hours.
 
-:class:`AnthropicBatchJudge` rides on an :class:`~ragtrace.evaluation.judges.anthropic.AnthropicJudge`:
+:class:`AnthropicBatchJudge` rides on an :class:`~ragtrace.evaluation.judges.model.anthropic.AnthropicJudge`:
 each request's params are that judge's :meth:`~AnthropicJudge.groundedness_request` for the answer
 and context, and each result message is parsed and checked by its
 :meth:`~AnthropicJudge.groundedness_from_message`, so the prompt, the tool schema and the
@@ -11,7 +11,7 @@ end as the API reports them (the extra latency of batch mode).
 
 Prompt caching applies to batch requests as to realtime ones (the realtime judge marks the
 instructions cacheable only when they reach the model's minimum, see
-:func:`~ragtrace.evaluation.judges.caching.should_cache`); the discounts stack.
+:func:`~ragtrace.evaluation.judges.model.caching.should_cache`); the discounts stack.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 from ragtrace.errors import RagtraceError
 
+from ..base import GroundednessResult, JudgeUnavailable
 from .anthropic import AnthropicJudge
-from .base import GroundednessResult, JudgeUnavailable
 
 __all__ = [
     "BATCH_PRICE_FACTOR",

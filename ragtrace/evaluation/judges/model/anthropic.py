@@ -1,9 +1,9 @@
 """The Claude judge: one Messages API call per answer, verdicts through a forced tool call —
 on the Anthropic API, Amazon Bedrock or Google Vertex AI (``provider``; the client for each is
-:func:`~ragtrace.evaluation.judges.claude_clients.claude_client`, or any Messages API client
+:func:`~ragtrace.evaluation.judges.model.claude_clients.claude_client`, or any Messages API client
 passed as ``client``). The request, the tool schema, the parsing and the evidence checks are
 the same on all three; the flow, retries and error results are
-:class:`~ragtrace.evaluation.judges.model_judge.ModelJudge`'s.
+:class:`~ragtrace.evaluation.judges.model.judge.ModelJudge`'s.
 
 Configuration (explicit argument > environment > default, see
 :mod:`~ragtrace.evaluation.judges.spec`): ``model`` > ``RAGTRACE_JUDGE_MODEL`` > the provider's
@@ -21,22 +21,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .base import GroundednessResult, Usage
-from .bounds import JudgeLimits
-from .caching import should_cache
-from .claude_clients import CLAUDE_PROVIDERS, claude_client
-from .injection import suspect_documents
-from .model_judge import CallRecord, ModelJudge
-from .pricing import PriceTable
-from .prompts import (
+from ..base import GroundednessResult, Usage
+from ..bounds import JudgeLimits
+from ..injection import suspect_documents
+from ..prompts import (
     GROUNDEDNESS_TOOL,
     MalformedOutput,
     parse_units,
     render_answer_message,
 )
-from .scoring import score_units
-from .segment import segment_answer
-from .spec import (
+from ..scoring import score_units
+from ..segment import segment_answer
+from ..spec import (
     DEFAULT_BUDGET_S,
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT_S,
@@ -44,6 +40,10 @@ from .spec import (
     JudgeSpec,
     configured_model,
 )
+from .caching import should_cache
+from .claude_clients import CLAUDE_PROVIDERS, claude_client
+from .judge import CallRecord, ModelJudge
+from .pricing import PriceTable
 
 __all__ = ["DEFAULT_MODEL", "ENV_MODEL", "AnthropicJudge"]  # DEFAULT_MODEL, ENV_MODEL: from .spec
 

@@ -12,7 +12,7 @@ same everywhere and only the transport differs.
   else Application Default Credentials through google-auth, the ``anthropic[vertex]`` extra).
 
 Each client is built with ``max_retries=0``: the judge's
-:class:`~ragtrace.evaluation.judges.retry.CallBudget` owns retries. Settings the client cannot
+:class:`~ragtrace.evaluation.judges.model.retry.CallBudget` owns retries. Settings the client cannot
 work without (a region, AWS credentials, a project) are checked here, so a missing one is a
 ValueError naming it when the judge is built rather than a failure on every call.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .spec import ENV_VERTEX_PROJECT, ENV_VERTEX_REGION
+from ..spec import ENV_VERTEX_PROJECT, ENV_VERTEX_REGION
 
 __all__ = ["CLAUDE_PROVIDERS", "ENV_BEDROCK_API_KEY", "claude_client"]
 

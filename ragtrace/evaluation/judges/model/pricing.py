@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import Usage
+from ..base import Usage
 
 __all__ = [
     "DEFAULT_PRICES",

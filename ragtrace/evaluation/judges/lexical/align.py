@@ -2,7 +2,7 @@
 
 The source is read as *windows*: each sentence of a context passage, and each pair of adjacent
 sentences of one passage (a unit may join two neighbouring sentences). A unit's tokens
-(:mod:`ragtrace.evaluation.judges.lexical_terms`) are looked up in every window; a token missing
+(:mod:`ragtrace.evaluation.judges.lexical.tokens`) are looked up in every window; a token missing
 from the whole source is matched fuzzily (``rapidfuzz`` ratio ≥ :data:`FUZZY_CUTOFF` against the
 source's words, tokens of at least :data:`FUZZY_MIN_LENGTH` letters, numbers never) and then
 counts :data:`FUZZY_CREDIT` of its weight.
@@ -30,8 +30,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .lexical_terms import Token, keys, require, spaced_figures, tokens
-from .text import split_sentences
+from ..text import split_sentences
+from .tokens import Token, keys, require, spaced_figures, tokens
 
 __all__ = [
     "ALGORITHM",
@@ -252,8 +252,8 @@ def cues(unit: str, window: str) -> tuple[str, ...]:
 
 def _algorithm() -> str:
     """Every constant the support depends on, for the judge's prompt hash."""
-    from . import lexical_terms as t
-    from .meta import meta_fingerprint
+    from ..meta import meta_fingerprint
+    from . import tokens as t
 
     return (
         f"align mismatch=figure,name share={ALIGNED_SHARE} pair={PAIR_DISCOUNT} fuzzy={FUZZY_CUTOFF}/"

@@ -6,7 +6,7 @@ the Claude judge's prompt contract: the same instructions as the system message,
 spotlighted user message, the same tool schema as a forced function call
 (``tool_choice: {"type": "function", "function": {"name": "record_claims"}}``), ``temperature``
 0; the function's JSON arguments are parsed and checked exactly as the Claude judge's tool input
-(:class:`~ragtrace.evaluation.judges.model_judge.ModelJudge`: retries, malformed output, error
+(:class:`~ragtrace.evaluation.judges.model.judge.ModelJudge`: retries, malformed output, error
 results). ``max_tokens`` is sent (what local servers read; OpenAI's reasoning models want
 ``max_completion_tokens`` and refuse it — use a chat model there).
 
@@ -22,7 +22,7 @@ Configuration: base URL explicit > ``OPENAI_BASE_URL`` > OpenAI's; API key expli
 ``prompt_tokens_details.cached_tokens``, counted as cache reads) and ``completion_tokens``;
 cost comes from the price table, which knows no such model until you price it
 (``RAGTRACE_JUDGE_PRICES``): until then cost is reported as 0.0, unknown
-(:meth:`~ragtrace.evaluation.judges.pricing.PriceTable.known`).
+(:meth:`~ragtrace.evaluation.judges.model.pricing.PriceTable.known`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import Usage
-from .bounds import JudgeLimits
-from .model_judge import ModelJudge
-from .pricing import PriceTable
-from .prompts import MalformedOutput
-from .spec import (
+from ..base import Usage
+from ..bounds import JudgeLimits
+from ..prompts import MalformedOutput
+from ..spec import (
     DEFAULT_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ENV_MODEL,
@@ -49,6 +47,8 @@ from .spec import (
     JudgeSpec,
     configured_model,
 )
+from .judge import ModelJudge
+from .pricing import PriceTable
 
 __all__ = ["JSON_MODE_INSTRUCTIONS", "NO_API_KEY", "OpenAICompatibleJudge"]
 

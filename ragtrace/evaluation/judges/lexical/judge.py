@@ -2,8 +2,8 @@
 
 Each answer unit (:mod:`ragtrace.evaluation.judges.segment`: sentences, list items, code blocks;
 citation markers removed; meta sentences such as "Here is a concise summary of the passage:" are
-not units) is one claim. Its *support* (:mod:`ragtrace.evaluation.judges.lexical_align`) is the
-rarity-weighted share of its content tokens (:mod:`ragtrace.evaluation.judges.lexical_terms`:
+not units) is one claim. Its *support* (:mod:`ragtrace.evaluation.judges.lexical.align`) is the
+rarity-weighted share of its content tokens (:mod:`ragtrace.evaluation.judges.lexical.tokens`:
 lemmas, normalised numbers with their units, names and numbers weighing more than common words)
 found in its **best-aligned source window** — one sentence or two adjacent sentences of one
 passage — blended 0.8 : 0.2 with the share found anywhere in the context (passages flagged for
@@ -38,16 +38,16 @@ import hashlib
 import time
 from collections.abc import Sequence
 
-from .answer_metrics import token_f1
-from .base import GroundednessResult, JudgeCapabilityError, JudgeInfo, MetricResult
-from .bounds import JudgeLimits, bounded_claims, bounded_units
-from .checks import check_evidence
-from .injection import suspect_documents
-from .lexical_align import ALGORITHM, Source, align
-from .prompts import CHECKS_VERSION
-from .scoring import JudgedClaim, score_units
-from .segment import Unit
-from .text import strip_citations, words
+from ..answer_metrics import token_f1
+from ..base import GroundednessResult, JudgeCapabilityError, JudgeInfo, MetricResult
+from ..bounds import JudgeLimits, bounded_claims, bounded_units
+from ..checks import check_evidence
+from ..injection import suspect_documents
+from ..prompts import CHECKS_VERSION
+from ..scoring import JudgedClaim, score_units
+from ..segment import Unit
+from ..text import strip_citations, words
+from .align import ALGORITHM, Source, align
 
 __all__ = [
     "DEFAULT_THRESHOLD",

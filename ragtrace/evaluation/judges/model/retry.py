@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 
-from .base import JudgeUnavailable
+from ..base import JudgeUnavailable
 
 __all__ = ["RETRY_STATUSES", "CallBudget", "backoff_s", "parse_retry_after", "retryable"]
 
