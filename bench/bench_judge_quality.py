@@ -87,7 +87,7 @@ def judge_scores(
     support is ranked by groundedness alone."""
     results = work / f"{path.stem}.results.jsonl"
     argv = ["detect-eval", "--input", str(path), "--results", str(results), *judge_args]
-    code = ragtrace_main([*argv, "--json", str(work / f"{path.stem}.report.json")])
+    code = ragtrace_main([*argv, "--json-file", str(work / f"{path.stem}.report.json")])
     if code not in (0, 3):
         raise SystemExit(f"detect-eval failed on {path.name} (exit {code})")
     judge = make_judge(judge_args[judge_args.index("--judge") + 1])
@@ -329,7 +329,7 @@ measure the Claude judge on it, download `response.jsonl` and `source_info.jsonl
 github.com/ParticleMedia/RAGTruth into `ragtruth/` and run:
 
     ANTHROPIC_API_KEY=... ragtrace detect-eval --input ragtruth/ --judge anthropic \\
-        --tune-sample 1000 --max-cost 40 --json claude-ragtruth.json
+        --tune-sample 1000 --max-cost 40 --json-file claude-ragtruth.json
 
 It judges RAGTruth's test answers (about 2,700) and 1,000 of its training answers (to tune the
 threshold on), prints the expected token cost before sending anything and refuses to start if
