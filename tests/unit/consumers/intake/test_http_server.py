@@ -18,7 +18,7 @@ from ragtrace_consumers.errors import Held
 from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-from tests.unit.embedded.test_otlp_http import EXPECTED, PB, Sink, _post, _request
+from tests.unit.consumers.intake.test_otlp_receiver import EXPECTED, PB, Sink, _post, _request
 
 JS = {"Content-Type": "application/json"}
 

@@ -12,7 +12,7 @@ import ragtrace
 from ragtrace import _config
 from ragtrace._oversize import OversizeGuard, estimate_span_bytes
 from tests.unit.sdk.sdk_spans import finished
-from tests.unit.sdk.test_sdk_config import run_python
+from tests.unit.sdk.test_setup import run_python
 
 
 def _rag_trace(chunk_bytes: int, chunks: int = 5) -> list[ReadableSpan]:

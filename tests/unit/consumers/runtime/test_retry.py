@@ -19,15 +19,15 @@ from ragtrace_consumers.runtime.kafka import KafkaRunner
 from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Retrying
 from ragtrace_consumers.runtime.startup import wait_for
 from ragtrace_consumers.scoring.workers import ScoringWorkers
-from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
-from tests.unit.consumers.service_fakes import build_with_fakes
-from tests.unit.consumers.test_pipeline_kafka_runner import (
+from tests.unit.consumers.runtime.kafka.test_runner import (
     TP,
     FakeConsumer,
     FakeProducer,
     Msg,
     encode,
 )
+from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
+from tests.unit.consumers.service_fakes import build_with_fakes
 
 
 class Flaky:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
-from tests.unit.embedded.demo_client import CLI, QUESTIONS, clean_env
+from tests.unit.consumers.demo_client import CLI, QUESTIONS, clean_env
 
 EXPORTS_CLAIM = (
     "The /v1/exports endpoint returns an XML spreadsheet, zipped per quarter and "
@@ -141,7 +141,7 @@ def test_demo_text_report() -> None:
     assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
 
     # The README's excerpt is real output: every line of it appears in this run's output.
-    readme = (Path(__file__).parents[3] / "README.md").read_text("utf-8")
+    readme = (Path(__file__).parents[4] / "README.md").read_text("utf-8")
     section = readme.split("## Try it in one command", 1)[1]
     excerpt = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
     assert excerpt[0] == "$ ragtrace demo"

@@ -3,7 +3,7 @@ issue (an obeyed injection, an irrelevant quote, ``"."``, dropped, empty, rewrit
 claims, a claim quoting a different document, a quote stitched across documents) and each must
 score no higher than the honest judgement of the same answer — or fail with an error, never a
 score. Honest judgements in English and Arabic keep their scores. Every model-judge backend
-runs the whole suite at the wire level (:mod:`tests.unit.judges.backends`: the Anthropic API,
+runs the whole suite at the wire level (:mod:`tests.unit.evaluation.judges.backends`: the Anthropic API,
 Bedrock, Vertex AI, an OpenAI-compatible endpoint with function calls and in JSON mode).
 """
 
@@ -19,9 +19,9 @@ import pytest
 from ragtrace.evaluation.judges import GroundednessResult, LexicalJudge
 from ragtrace.evaluation.judges.model.judge import ModelJudge
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, lexical_responder, units_reply
-from tests.unit.judges.backends import Backend
+from tests.unit.evaluation.judges.backends import Backend
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 # The demo's /v1/exports escalation: the right passage at rank 1, contradicted by sentence 1.
 C2210 = (

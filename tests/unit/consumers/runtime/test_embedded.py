@@ -29,7 +29,7 @@ from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from scripts.services.otlp_sink import OtlpSink
 from tests.metric_points import values
-from tests.unit.embedded.demo_client import QUESTIONS, run_app
+from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 EXPORTS_CLAIM = (

@@ -25,7 +25,7 @@ from ragtrace.evaluation.judges.checks import (
 from ragtrace.evaluation.judges.injection import PATTERNS
 from ragtrace.evaluation.judges.prompts import MalformedOutput, parse_units
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 DOCS = [
     (
         "Audit log retention on the Enterprise plan is 90 days. Logs older than the retention "

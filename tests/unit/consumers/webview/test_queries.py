@@ -19,7 +19,7 @@ from ragtrace_consumers.webview.queries import (
     overview,
     unlabelled_questions,
 )
-from tests.unit.webview.rows import result
+from tests.unit.consumers.webview.rows import result
 
 _OLD_SCHEMA = """
 CREATE TABLE judge_cache (key TEXT PRIMARY KEY, value BLOB NOT NULL);

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import urllib.request
 
-from tests.unit.embedded.demo_client import CLI, clean_env
+from tests.unit.consumers.demo_client import CLI, clean_env
 
 
 def test_demo_serve_prints_the_url_and_keeps_serving_until_sigint() -> None:

@@ -20,7 +20,7 @@ from ragtrace.evaluation.judges import (
 )
 from ragtrace.evaluation.judges.bounds import CHARS_PER_TOKEN
 from tests.fakes.anthropic_server import FakeAnthropic, entail_all
-from tests.unit.judges.backends import Backend
+from tests.unit.evaluation.judges.backends import Backend
 
 SOURCE = "Audit log retention on the Enterprise plan is 90 days."
 

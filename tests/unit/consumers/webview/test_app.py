@@ -15,7 +15,7 @@ from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore, current_la
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.webview.highlight import find_quote, marked
-from tests.unit.webview.rows import HOSTILE, detail, result
+from tests.unit.consumers.webview.rows import HOSTILE, detail, result
 
 HOST = "127.0.0.1:4318"
 TRACE = f"{7:032x}"

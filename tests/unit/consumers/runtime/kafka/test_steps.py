@@ -16,14 +16,14 @@ from ragtrace_consumers.runtime.kafka import (
     Offsets,
 )
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
-from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
-from tests.unit.consumers.test_pipeline_kafka_runner import (
+from tests.unit.consumers.runtime.kafka.test_runner import (
     TP,
     FakeConsumer,
     FakeProducer,
     Msg,
     encode,
 )
+from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 
 
 class _Unacked:

@@ -20,7 +20,7 @@ from typing import IO
 import pytest
 
 from ragtrace.evaluation.judges.answer_metrics import token_f1
-from tests.unit.embedded.demo_client import CLI, QUESTIONS, clean_env, run_app
+from tests.unit.consumers.demo_client import CLI, QUESTIONS, clean_env, run_app
 
 LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 REFERENCE = "Audit logs are kept for 90 days on the Enterprise plan and 30 days on the Team plan."

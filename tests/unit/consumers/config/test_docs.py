@@ -13,7 +13,7 @@ from ragtrace_consumers.config import docs as config_docs
 from ragtrace_consumers.config.docs import key_specs
 from scripts import gen_config
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.parametrize("path", sorted(config_docs.GENERATED))

@@ -26,7 +26,7 @@ from tests.fakes.anthropic_server import (
     tool_reply,
 )
 from tests.fakes.platforms import AwsAccount, VertexProject
-from tests.unit.judges.backends import OPENAI_MODEL, Backend
+from tests.unit.evaluation.judges.backends import OPENAI_MODEL, Backend
 
 C9930 = (
     "Audit log retention on the Enterprise plan is 90 days. Logs older than the retention "

@@ -23,7 +23,7 @@ from ragtrace_consumers.writeback.otlp_encoding import (
 )
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from tests.unit.consumers.scoring_helpers import MODEL, PROMPT, grounded, tid
-from tests.unit.consumers.test_writeback import _scores
+from tests.unit.consumers.writeback.test_span_content import _scores
 
 RESOURCE = Resource.create({"service.name": "ragtrace-consumer", "service.instance.id": "h-1"})
 
