@@ -6,10 +6,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
-
 from ragtrace import semconv
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.intake.admission import EarlySampler, LabelDigests
@@ -19,6 +15,7 @@ from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
 from ragtrace_consumers.stores.memory import MemoryLabelStore, MemoryTraceStore
+from tests.otlp_requests import records_request
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 LABELLED_QUERY = "Which regions can workspace data be hosted in?"
@@ -133,30 +130,12 @@ def test_label_digests_follow_the_label_store() -> None:
     assert early.admit_records(spans) == spans
 
 
-def _kv(key: str, value: str) -> common_pb2.KeyValue:
-    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=value))
-
-
 def _request(traces: list[list[SpanRecord]]) -> bytes:
-    req = trace_service_pb2.ExportTraceServiceRequest()
-    rs = req.resource_spans.add()
-    rs.resource.attributes.append(_kv("service.name", "rag-app"))
-    ss = rs.scope_spans.add()
-    ss.scope.name = semconv.INSTRUMENTATION_SCOPE
-    for spans in traces:
-        for s in spans:
-            ss.spans.append(
-                trace_pb2.Span(
-                    trace_id=bytes.fromhex(s.trace_id),
-                    span_id=bytes.fromhex(s.span_id),
-                    parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
-                    name=s.name,
-                    start_time_unix_nano=s.start_ns,
-                    end_time_unix_nano=s.end_ns,
-                    attributes=[_kv(k, str(v)) for k, v in s.attributes.items()],
-                )
-            )
-    return req.SerializeToString()
+    return records_request(
+        [s for spans in traces for s in spans],
+        service="rag-app",
+        scope=semconv.INSTRUMENTATION_SCOPE,
+    )
 
 
 def test_decode_drops_before_building_records_and_reports_per_batch() -> None:

@@ -9,11 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
 from opentelemetry import trace as trace_api
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
 
@@ -21,6 +18,7 @@ from ragtrace_consumers.errors import DECODE_REASONS as REASONS
 from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON, DecodeError
 from ragtrace_consumers.intake.decode import decode_json_request, decode_request
 from ragtrace_consumers.model import AttributeValue, SpanRecord
+from tests.otlp_requests import export_request, otlp_json, otlp_span
 from tests.unit.consumers.ingestion_spans import payload, sdk_spans
 
 T_HEX = "5b8efff798038103d269b633813fc60c"
@@ -94,15 +92,7 @@ def test_otlp_json_of_the_same_request_decodes_identically() -> None:
     spans = _two_spans()
     request = trace_service_pb2.ExportTraceServiceRequest()
     request.ParseFromString(payload(spans))
-    as_dict = json_format.MessageToDict(request)
-    # OTLP/JSON writes IDs as hex, not the generic mapping's base64.
-    for rs in as_dict["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for span in ss["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    from_json = decode_json_request(json.dumps(as_dict).encode())
+    from_json = decode_json_request(otlp_json(request))
     assert from_json == decode_request(payload(spans))
 
 
@@ -226,15 +216,10 @@ def test_bytes_that_parse_to_no_resource_spans_are_rejected() -> None:
 
 
 def _proto_with(trace_id: bytes, span_id: bytes, parent: bytes = b"") -> bytes:
-    request = trace_service_pb2.ExportTraceServiceRequest()
-    rs = request.resource_spans.add()
-    rs.resource.attributes.append(
-        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value="s"))
-    )
-    ss = rs.scope_spans.add()
-    ss.spans.append(trace_pb2.Span(trace_id=bytes.fromhex(T_HEX), span_id=bytes.fromhex(S_HEX)))
-    ss.spans.append(trace_pb2.Span(trace_id=trace_id, span_id=span_id, parent_span_id=parent))
-    return request.SerializeToString()
+    good = otlp_span(T_HEX, S_HEX)
+    return export_request(
+        [good, otlp_span(trace_id, span_id, parent)], service="s"
+    ).SerializeToString()
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@ HTTP on loopback with the consumers' real decoders."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import http.client
 import json
@@ -11,14 +10,10 @@ import threading
 from collections.abc import Iterator, Sequence
 
 import pytest
-from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -31,6 +26,7 @@ from ragtrace_consumers.errors import ReceiverBusy
 from ragtrace_consumers.intake.otlp_receiver import Accepted, OtlpHttpReceiver
 from ragtrace_consumers.model import SpanRecord
 from tests.metric_points import values
+from tests.otlp_requests import export_request, otlp_json, otlp_span
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 ROOT_ID = "b7ad6b7169203331"
@@ -73,58 +69,34 @@ def receiver(sink: Sink, reader: InMemoryMetricReader) -> Iterator[OtlpHttpRecei
 
 
 def _request() -> trace_service_pb2.ExportTraceServiceRequest:
-    def kv(key: str, **value: object) -> common_pb2.KeyValue:
-        return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(**value))  # type: ignore[arg-type]
-
-    root = trace_pb2.Span(
-        trace_id=bytes.fromhex(TRACE_ID),
-        span_id=bytes.fromhex(ROOT_ID),
+    root = otlp_span(
+        TRACE_ID,
+        ROOT_ID,
         name="rag.pipeline",
-        start_time_unix_nano=1_000,
-        end_time_unix_nano=9_000,
-        attributes=[kv(semconv.INPUT_VALUE, string_value="How do I rotate an API key?")],
+        start_ns=1_000,
+        end_ns=9_000,
+        attributes={semconv.INPUT_VALUE: "How do I rotate an API key?"},
     )
-    child = trace_pb2.Span(
-        trace_id=bytes.fromhex(TRACE_ID),
-        span_id=bytes.fromhex(CHILD_ID),
-        parent_span_id=bytes.fromhex(ROOT_ID),
+    child = otlp_span(
+        TRACE_ID,
+        CHILD_ID,
+        ROOT_ID,
         name="retrieve",
-        start_time_unix_nano=2_000,
-        end_time_unix_nano=3_000,
-        attributes=[
-            kv(semconv.retrieval_document_id(0), string_value="c-3120"),
-            kv(semconv.retrieval_document_score(0), double_value=5.5),
-            kv(semconv.RAGTRACE_RETRIEVAL_COUNT, int_value=1),
-        ],
-        status=trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR),
+        start_ns=2_000,
+        end_ns=3_000,
+        attributes={
+            semconv.retrieval_document_id(0): "c-3120",
+            semconv.retrieval_document_score(0): 5.5,
+            semconv.RAGTRACE_RETRIEVAL_COUNT: 1,
+        },
+        error=True,
     )
-    return trace_service_pb2.ExportTraceServiceRequest(
-        resource_spans=[
-            trace_pb2.ResourceSpans(
-                resource=resource_pb2.Resource(
-                    attributes=[kv("service.name", string_value="demo-app")]
-                ),
-                scope_spans=[
-                    trace_pb2.ScopeSpans(
-                        scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
-                        spans=[root, child],
-                    )
-                ],
-            )
-        ]
-    )
+    return export_request([root, child], service="demo-app", scope=semconv.INSTRUMENTATION_SCOPE)
 
 
 def _json_body() -> bytes:
     """The OTLP/JSON encoding: hex IDs (not base64), lowerCamelCase, int64 as strings."""
-    doc = json_format.MessageToDict(_request())
-    for rs in doc["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for span in ss["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return json.dumps(doc).encode()
+    return otlp_json(_request())
 
 
 EXPECTED = [

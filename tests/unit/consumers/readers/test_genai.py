@@ -7,20 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import (
-    AnyValue,
-    ArrayValue,
-    InstrumentationScope,
-    KeyValue,
-    KeyValueList,
-)
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ragtrace_consumers.intake.decode import decode_request
 from ragtrace_consumers.model import Chunk
 from ragtrace_consumers.readers import to_rag_trace
+from tests.otlp_requests import export_request, otlp_span
 
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 DOCS = [
@@ -29,30 +21,15 @@ DOCS = [
 ]
 
 
-def _any(value: object) -> AnyValue:
-    if isinstance(value, str):
-        return AnyValue(string_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, dict):
-        return AnyValue(
-            kvlist_value=KeyValueList(
-                values=[KeyValue(key=k, value=_any(v)) for k, v in value.items()]
-            )
-        )
-    assert isinstance(value, list)
-    return AnyValue(array_value=ArrayValue(values=[_any(v) for v in value]))
-
-
 def _span(n: int, name: str, attrs: Mapping[str, object], parent: int | None = 1) -> Span:
-    return Span(
-        trace_id=TRACE,
-        span_id=n.to_bytes(8, "big"),
-        parent_span_id=b"" if parent is None else parent.to_bytes(8, "big"),
+    return otlp_span(
+        TRACE,
+        n.to_bytes(8, "big"),
+        None if parent is None else parent.to_bytes(8, "big"),
         name=name,
-        start_time_unix_nano=1_700_000_000_000_000_000 + n,
-        end_time_unix_nano=1_700_000_000_100_000_000 + n,
-        attributes=[KeyValue(key=k, value=_any(v)) for k, v in attrs.items()],
+        start_ns=1_700_000_000_000_000_000 + n,
+        end_ns=1_700_000_000_100_000_000 + n,
+        attributes=attrs,
     )
 
 
@@ -74,16 +51,7 @@ def _request(documents: object) -> bytes:
         _span(2, "retrieval corpus", retrieval),
         _span(3, "chat gpt-test", chat),
     ]
-    return ExportTraceServiceRequest(
-        resource_spans=[
-            ResourceSpans(
-                resource=Resource(
-                    attributes=[KeyValue(key="service.name", value=_any("support-bot"))]
-                ),
-                scope_spans=[ScopeSpans(scope=InstrumentationScope(name="my.app"), spans=spans)],
-            )
-        ]
-    ).SerializeToString()
+    return export_request(spans, service="support-bot", scope="my.app").SerializeToString()
 
 
 def test_structured_documents_are_read_from_otlp_bytes() -> None:

@@ -19,12 +19,12 @@ from ragtrace_consumers.runtime.kafka import KafkaRunner
 from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Retrying
 from ragtrace_consumers.runtime.startup import wait_for
 from ragtrace_consumers.scoring.workers import ScoringWorkers
+from tests.otlp_requests import records_request
 from tests.unit.consumers.runtime.kafka.test_runner import (
     TP,
     FakeConsumer,
     FakeProducer,
     Msg,
-    encode,
 )
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
@@ -241,7 +241,7 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     retry = _retrier(deps)
     r.pipeline.traces = Retrying(FlakyStore(r.traces, 3), retry)
     p0 = TP("spans", 0)
-    consumer = FakeConsumer([{p0: [Msg("spans", 0, 7, None, encode(rag_spans(1)))]}])
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 7, None, records_request(rag_spans(1)))]}])
     workers = ScoringWorkers(r.pipeline, 2, depth=1)
     runner = KafkaRunner(
         consumer,
@@ -321,7 +321,7 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
                 raise TimeoutError("coordinator unavailable")
             super().commit(offsets)
 
-    consumer = Flappy([{p0: [Msg("spans", 0, 3, None, encode(rag_spans(2)))]}])
+    consumer = Flappy([{p0: [Msg("spans", 0, 3, None, records_request(rag_spans(2)))]}])
     runner = KafkaRunner(
         consumer,
         FakeProducer(),
@@ -414,7 +414,7 @@ def test_a_poll_that_fails_on_a_broker_outage_is_retried() -> None:
                 raise TimeoutError("broker unavailable")
             return super().poll(timeout_ms, max_records)
 
-    consumer = Outage([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(3)))]}])
+    consumer = Outage([{p0: [Msg("spans", 0, 0, None, records_request(rag_spans(3)))]}])
     kafka_retry = Retrier("kafka", (TimeoutError,), dependencies=deps, sleep=lambda s: None)
     runner = KafkaRunner(
         consumer,

@@ -8,13 +8,8 @@ from collections import namedtuple
 from typing import Any, ClassVar
 
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ragtrace_consumers.errors import DLQ_HEADER_DETAIL, DLQ_HEADER_REASON
-from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.runtime.kafka import (
     DLQ_HEADER_OFFSET,
     DLQ_HEADER_PARTITION,
@@ -23,46 +18,11 @@ from ragtrace_consumers.runtime.kafka import (
 )
 from ragtrace_consumers.scoring.pipeline import PipelineSettings
 from ragtrace_consumers.scoring.workers import ScoringWorkers
+from tests.otlp_requests import records_request
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
 
 TP = namedtuple("TP", "topic partition")
 Msg = namedtuple("Msg", "topic partition offset key value")
-
-
-def _any(v: object) -> common_pb2.AnyValue:
-    if isinstance(v, bool):
-        return common_pb2.AnyValue(bool_value=v)
-    if isinstance(v, int):
-        return common_pb2.AnyValue(int_value=v)
-    return common_pb2.AnyValue(string_value=str(v))
-
-
-def encode(spans: list[SpanRecord]) -> bytes:
-    """Spans as the collector's kafka exporter writes them (one ExportTraceServiceRequest)."""
-    req = trace_service_pb2.ExportTraceServiceRequest()
-    rs = req.resource_spans.add()
-    rs.resource.CopyFrom(
-        resource_pb2.Resource(
-            attributes=[common_pb2.KeyValue(key="service.name", value=_any(spans[0].service))]
-        )
-    )
-    ss = rs.scope_spans.add()
-    ss.scope.name = spans[0].scope
-    for s in spans:
-        ss.spans.append(
-            trace_pb2.Span(
-                trace_id=bytes.fromhex(s.trace_id),
-                span_id=bytes.fromhex(s.span_id),
-                parent_span_id=bytes.fromhex(s.parent_span_id) if s.parent_span_id else b"",
-                name=s.name,
-                start_time_unix_nano=s.start_ns,
-                end_time_unix_nano=s.end_ns,
-                attributes=[
-                    common_pb2.KeyValue(key=k, value=_any(v)) for k, v in s.attributes.items()
-                ],
-            )
-        )
-    return req.SerializeToString()
 
 
 class FakeConsumer:
@@ -161,8 +121,8 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
     p0, p1 = TP("spans", 0), TP("spans", 1)
     consumer = FakeConsumer(
         [
-            {p0: [Msg("spans", 0, 5, b"k", encode(rag_spans(1)))]},
-            {p1: [Msg("spans", 1, 9, b"k", encode(rag_spans(2)))]},
+            {p0: [Msg("spans", 0, 5, b"k", records_request(rag_spans(1)))]},
+            {p1: [Msg("spans", 1, 9, b"k", records_request(rag_spans(2)))]},
         ]
     )
     runner, workers = _runner(r, consumer, FakeProducer())
@@ -192,7 +152,7 @@ def test_offsets_are_committed_after_ingest_and_throttled() -> None:
 def test_malformed_message_goes_to_the_dead_letter_topic_with_reason_headers() -> None:
     r = rig()
     p0 = TP("spans", 0)
-    good = encode(rag_spans(3))
+    good = records_request(rag_spans(3))
     consumer = FakeConsumer(
         [{p0: [Msg("spans", 0, 0, b"k1", b"\xff\x00garbage"), Msg("spans", 0, 1, b"k2", good)]}]
     )
@@ -224,8 +184,8 @@ def test_failed_ingest_commits_nothing_and_rereads(monkeypatch: pytest.MonkeyPat
         [
             {
                 p0: [
-                    Msg("spans", 0, 4, None, encode(rag_spans(4))),
-                    Msg("spans", 0, 5, None, encode(rag_spans(5))),
+                    Msg("spans", 0, 4, None, records_request(rag_spans(4))),
+                    Msg("spans", 0, 5, None, records_request(rag_spans(5))),
                 ]
             }
         ]
@@ -258,11 +218,11 @@ def test_backpressure_pauses_partitions_while_every_worker_is_busy() -> None:
         [
             {
                 p0: [
-                    Msg("spans", 0, i, None, encode(rag_spans(50 + i, answer=f"a{i}")))
+                    Msg("spans", 0, i, None, records_request(rag_spans(50 + i, answer=f"a{i}")))
                     for i in range(3)
                 ]
             },
-            {p0: [Msg("spans", 0, 3, None, encode(rag_spans(60)))]},
+            {p0: [Msg("spans", 0, 3, None, records_request(rag_spans(60)))]},
         ]
     )
     runner, workers = _runner(r, consumer, FakeProducer(), workers=2)
@@ -286,7 +246,7 @@ def test_a_backlog_of_due_traces_is_claimed_back_to_back_without_waiting_in_poll
     r = rig(settings=PipelineSettings(quiet_s=5.0, lease_s=60.0, claim_batch=2))
     p0 = TP("spans", 0)
     consumer = FakeConsumer(
-        [{p0: [Msg("spans", 0, i, None, encode(rag_spans(70 + i))) for i in range(5)]}]
+        [{p0: [Msg("spans", 0, i, None, records_request(rag_spans(70 + i))) for i in range(5)]}]
     )
     runner, w = _runner(r, consumer, FakeProducer(), 1, budgeted=False)  # room for all five
     try:
@@ -308,7 +268,7 @@ def test_stop_drains_in_flight_scoring_then_commits_and_leaves() -> None:
     gate = threading.Event()
     r = rig(judge=ScriptedJudge(gate=gate, default=lambda a, c: grounded(1, 1)))
     p0 = TP("spans", 0)
-    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, encode(rag_spans(70)))]}])
+    consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, None, records_request(rag_spans(70)))]}])
     runner, workers = _runner(r, consumer, FakeProducer())
     r.clock.now = T0  # no commit interval elapsed after the first step
     runner._last_commit = T0
@@ -328,8 +288,8 @@ def test_revoked_partitions_are_committed_first() -> None:
     consumer = FakeConsumer(
         [
             {
-                p0: [Msg("spans", 0, 0, None, encode(rag_spans(80)))],
-                p1: [Msg("spans", 1, 3, None, encode(rag_spans(81)))],
+                p0: [Msg("spans", 0, 0, None, records_request(rag_spans(80)))],
+                p1: [Msg("spans", 1, 3, None, records_request(rag_spans(81)))],
             }
         ]
     )
@@ -415,7 +375,7 @@ def test_listener_revocation_commits_without_blocking_the_io_thread() -> None:
     r = rig()
     p0 = TP("spans", 0)
     consumer = GroupConsumer({0})
-    consumer.batches = [{p0: [Msg("spans", 0, 4, None, encode(rag_spans(90)))]}]
+    consumer.batches = [{p0: [Msg("spans", 0, 4, None, records_request(rag_spans(90)))]}]
     runner = _group_runner(r, consumer)
     runner.subscribe("spans")
     runner._last_commit = r.clock.now

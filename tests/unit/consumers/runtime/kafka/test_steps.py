@@ -16,12 +16,12 @@ from ragtrace_consumers.runtime.kafka import (
     Offsets,
 )
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
+from tests.otlp_requests import records_request
 from tests.unit.consumers.runtime.kafka.test_runner import (
     TP,
     FakeConsumer,
     FakeProducer,
     Msg,
-    encode,
 )
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 
@@ -52,7 +52,7 @@ def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
         [
             {
                 p0: [
-                    Msg("spans", 0, 4, None, encode(rag_spans(1))),
+                    Msg("spans", 0, 4, None, records_request(rag_spans(1))),
                     Msg("spans", 0, 5, b"k", b"\xff\x00garbage"),
                 ]
             }
@@ -87,7 +87,7 @@ def test_offsets_advance_only_after_ingest_and_commit_when_due() -> None:
     ingest = Ingest(consumer, r.pipeline, offsets, r.clock)
     dead = DeadLetters(FakeProducer(), "spans.dlq", r.metrics, kafka_call(None))
     intake = KafkaIntake(consumer, dead, kafka_call(None), max_poll_records=10)
-    ingest.submit(intake.decode({p0: [Msg("spans", 0, 7, None, encode(rag_spans(2)))]}))
+    ingest.submit(intake.decode({p0: [Msg("spans", 0, 7, None, records_request(rag_spans(2)))]}))
     assert ingest.spans > 0
     r.clock.now = T0
     assert offsets.due(r.clock.now)
