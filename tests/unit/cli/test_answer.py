@@ -4,24 +4,11 @@ wire-level fake API, and offline with the lexical judge."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from ragtrace.cli import main
 from tests.fakes.anthropic_server import FakeAnthropic, server_error, tool_reply
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeAnthropic]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
-    monkeypatch.delenv("RAGTRACE_JUDGE_PRICES", raising=False)
-    with FakeAnthropic() as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield fake
 
 
 def test_correctness_f1_from_the_judges_verdicts(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +16,6 @@ from ragtrace.cli import main
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, server_error
 
 GROUPS = 6
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeAnthropic]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RAGTRACE_CALIBRATION_FILE", str(tmp_path / "calibration.json"))
-    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
-    monkeypatch.delenv("RAGTRACE_JUDGE_PRICES", raising=False)
-    with FakeAnthropic() as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield fake
-    Path("human.jsonl").unlink(missing_ok=True)
 
 
 def _labels() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,10 @@ SECTIONS = ("## Check groundedness", "## Calibrate the judge")
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeAnthropic]:
+def env(api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
+    """The README's examples name its files: they run from the repository's root."""
     monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("RAGTRACE_CALIBRATION_FILE", str(tmp_path / "calibration.json"))
-    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
-    monkeypatch.delenv("RAGTRACE_JUDGE_PRICES", raising=False)
-    with FakeAnthropic() as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield api
+    return api
 
 
 def readme_examples() -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import io
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,9 @@ from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, serve
 
 
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeAnthropic]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RAGTRACE_CALIBRATION_FILE", str(tmp_path / "calibration.json"))
-    monkeypatch.delenv("RAGTRACE_JUDGE_MODEL", raising=False)
-    monkeypatch.delenv("RAGTRACE_JUDGE_PRICES", raising=False)
+def api(api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
     monkeypatch.setattr(_judge_args, "_stdin_read_by", [])
-    with FakeAnthropic() as fake:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield fake
+    return api
 
 
 def _answers(n: int) -> Path:
