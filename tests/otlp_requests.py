@@ -69,21 +69,21 @@ def otlp_span(
     trace_id: str | bytes,
     span_id: str | bytes,
     parent_span_id: str | bytes | None = None,
-    *,
     name: str = "",
-    start_ns: int = 0,
-    end_ns: int = 0,
+    times: tuple[int, int] = (0, 0),
     attributes: Mapping[str, object] | None = None,
+    *,
     error: bool = False,
 ) -> Span:
-    """One OTLP span; hex IDs are decoded, bytes are taken as they are (a test may need bad ones)."""
+    """One OTLP span; ``times`` is (start, end) in Unix nanoseconds. Hex IDs are decoded, bytes
+    are taken as they are (a test may need bad ones)."""
     return Span(
         trace_id=_id(trace_id),
         span_id=_id(span_id),
         parent_span_id=_id(parent_span_id),
         name=name,
-        start_time_unix_nano=start_ns,
-        end_time_unix_nano=end_ns,
+        start_time_unix_nano=times[0],
+        end_time_unix_nano=times[1],
         attributes=key_values(attributes or {}),
         status=Status(code=Status.STATUS_CODE_ERROR) if error else None,
     )
@@ -108,19 +108,10 @@ def records_request(
 ) -> bytes:
     """The serialised request carrying ``records`` under one resource and scope (by default the
     first record's), as the collector's Kafka exporter writes them."""
-    spans = [
-        otlp_span(
-            r.trace_id,
-            r.span_id,
-            r.parent_span_id,
-            name=r.name,
-            start_ns=r.start_ns,
-            end_ns=r.end_ns,
-            attributes=r.attributes,
-            error=r.status_error,
-        )
-        for r in records
-    ]
+    spans = []
+    for r in records:
+        ids, times = (r.trace_id, r.span_id, r.parent_span_id), (r.start_ns, r.end_ns)
+        spans.append(otlp_span(*ids, r.name, times, r.attributes, error=r.status_error))
     first = records[0]
     return export_request(
         spans,

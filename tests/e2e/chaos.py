@@ -35,44 +35,19 @@ def trace_request(first: int, count: int, salt: int = 0) -> tuple[bytes, list[st
         ids.append(tid.hex())
         text = f"{_TEXT} of workspace {salt}-{n}."
         now = time.time_ns()
+        kind = semconv.OPENINFERENCE_SPAN_KIND
+        question = {kind: "CHAIN", semconv.INPUT_VALUE: f"question {n}"}
+        retrieval = {
+            kind: "RETRIEVER",
+            semconv.INPUT_VALUE: f"question {n}",
+            semconv.retrieval_document_id(0): "c-1",
+            semconv.retrieval_document_content(0): text,
+        }
+        generation = {kind: "LLM", semconv.OUTPUT_VALUE: text}
         spans += [
-            otlp_span(
-                tid,
-                root,
-                name=semconv.SPAN_PIPELINE,
-                start_ns=now,
-                end_ns=now + 3,
-                attributes={
-                    semconv.OPENINFERENCE_SPAN_KIND: "CHAIN",
-                    semconv.INPUT_VALUE: f"question {n}",
-                },
-            ),
-            otlp_span(
-                tid,
-                ret,
-                root,
-                name=semconv.SPAN_RETRIEVE,
-                start_ns=now,
-                end_ns=now + 1,
-                attributes={
-                    semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
-                    semconv.INPUT_VALUE: f"question {n}",
-                    semconv.retrieval_document_id(0): "c-1",
-                    semconv.retrieval_document_content(0): text,
-                },
-            ),
-            otlp_span(
-                tid,
-                gen,
-                root,
-                name=semconv.SPAN_GENERATE,
-                start_ns=now + 1,
-                end_ns=now + 2,
-                attributes={
-                    semconv.OPENINFERENCE_SPAN_KIND: "LLM",
-                    semconv.OUTPUT_VALUE: text,
-                },
-            ),
+            otlp_span(tid, root, None, semconv.SPAN_PIPELINE, (now, now + 3), question),
+            otlp_span(tid, ret, root, semconv.SPAN_RETRIEVE, (now, now + 1), retrieval),
+            otlp_span(tid, gen, root, semconv.SPAN_GENERATE, (now + 1, now + 2), generation),
         ]
     req = export_request(spans, service="chaos-app", scope=semconv.INSTRUMENTATION_SCOPE)
     return req.SerializeToString(), ids

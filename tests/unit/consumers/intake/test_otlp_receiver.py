@@ -69,27 +69,15 @@ def receiver(sink: Sink, reader: InMemoryMetricReader) -> Iterator[OtlpHttpRecei
 
 
 def _request() -> trace_service_pb2.ExportTraceServiceRequest:
-    root = otlp_span(
-        TRACE_ID,
-        ROOT_ID,
-        name="rag.pipeline",
-        start_ns=1_000,
-        end_ns=9_000,
-        attributes={semconv.INPUT_VALUE: "How do I rotate an API key?"},
-    )
+    question = {semconv.INPUT_VALUE: "How do I rotate an API key?"}
+    documents = {
+        semconv.retrieval_document_id(0): "c-3120",
+        semconv.retrieval_document_score(0): 5.5,
+        semconv.RAGTRACE_RETRIEVAL_COUNT: 1,
+    }
+    root = otlp_span(TRACE_ID, ROOT_ID, None, "rag.pipeline", (1_000, 9_000), question)
     child = otlp_span(
-        TRACE_ID,
-        CHILD_ID,
-        ROOT_ID,
-        name="retrieve",
-        start_ns=2_000,
-        end_ns=3_000,
-        attributes={
-            semconv.retrieval_document_id(0): "c-3120",
-            semconv.retrieval_document_score(0): 5.5,
-            semconv.RAGTRACE_RETRIEVAL_COUNT: 1,
-        },
-        error=True,
+        TRACE_ID, CHILD_ID, ROOT_ID, "retrieve", (2_000, 3_000), documents, error=True
     )
     return export_request([root, child], service="demo-app", scope=semconv.INSTRUMENTATION_SCOPE)
 

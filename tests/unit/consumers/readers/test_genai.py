@@ -22,15 +22,9 @@ DOCS = [
 
 
 def _span(n: int, name: str, attrs: Mapping[str, object], parent: int | None = 1) -> Span:
-    return otlp_span(
-        TRACE,
-        n.to_bytes(8, "big"),
-        None if parent is None else parent.to_bytes(8, "big"),
-        name=name,
-        start_ns=1_700_000_000_000_000_000 + n,
-        end_ns=1_700_000_000_100_000_000 + n,
-        attributes=attrs,
-    )
+    parent_id = None if parent is None else parent.to_bytes(8, "big")
+    times = (1_700_000_000_000_000_000 + n, 1_700_000_000_100_000_000 + n)
+    return otlp_span(TRACE, n.to_bytes(8, "big"), parent_id, name, times, attrs)
 
 
 def _request(documents: object) -> bytes:

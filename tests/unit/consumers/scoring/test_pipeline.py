@@ -17,6 +17,7 @@ from ragtrace_consumers.scoring.pipeline import Outcome, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from ragtrace_consumers.scoring.workers import UNBUDGETED_CAPACITY, ScoringWorkers
 from ragtrace_consumers.writeback.span_content import evaluation_span_id
+from tests.evaluation_names import RETRIEVAL_RESULTS
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
@@ -69,15 +70,7 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert a[semconv.EVAL_GROUNDEDNESS] == 0.5
     assert a[semconv.EVAL_CELL] == "generation_failed"
     assert a[semconv.EVAL_JUDGE_COST_USD] == 0.004
-    assert set(_events(r, span)) == {
-        "recall",
-        "hit_rate",
-        "precision",
-        "reciprocal_rank",
-        "ndcg",
-        "context_relevancy",
-        "groundedness",
-    }
+    assert set(_events(r, span)) == {*RETRIEVAL_RESULTS, "groundedness"}
     assert r.judge.calls == [
         (
             "Audit logs are kept 90 days.",
@@ -246,14 +239,7 @@ def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
     (span,) = r.spans()
     a = _attrs(span)
     assert a[semconv.EVAL_CELL] == "unjudged" and semconv.EVAL_GROUNDEDNESS not in a
-    assert set(_events(r, span)) == {
-        "recall",
-        "hit_rate",
-        "precision",
-        "reciprocal_rank",
-        "ndcg",
-        "context_relevancy",
-    }
+    assert set(_events(r, span)) == set(RETRIEVAL_RESULTS)
     assert not r.idempotency.written(tid(10), FAMILY_GROUNDEDNESS)
     assert (
         r.points("ragtrace.traces.skipped")[

@@ -24,6 +24,7 @@ from ragtrace_consumers.writeback.evaluation_logs import (
 )
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from scripts.services.otlp_sink import logs_of_request
+from tests.evaluation_names import RETRIEVAL_RESULTS
 from tests.unit.consumers.scoring_helpers import grounded, rag_spans, root_span_id, sid, tid
 
 END_NS = 1_700_000_000_000_000_000
@@ -58,16 +59,7 @@ def test_one_record_per_result_in_the_evaluated_spans_context() -> None:
         _scores(), at_ns=END_NS, recall_threshold=0.5, groundedness_threshold=0.8
     )
     by_name = {str(_attrs(r)[semconv.GEN_AI_EVALUATION_NAME]): r for r in records}
-    assert list(by_name) == [
-        "recall",
-        "hit_rate",
-        "precision",
-        "reciprocal_rank",
-        "ndcg",
-        "context_relevancy",
-        "groundedness",
-        "cell",
-    ]
+    assert list(by_name) == [*RETRIEVAL_RESULTS, "groundedness", "cell"]
     targets = {"groundedness": sid(73), "cell": root_span_id(7)}
     for name, record in by_name.items():
         assert record.event_name == "gen_ai.evaluation.result"
