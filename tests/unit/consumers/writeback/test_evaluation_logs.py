@@ -12,12 +12,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import __version__, semconv
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.model import TraceScores
-from ragtrace_consumers.readers import to_rag_trace
-from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.writeback.evaluation_logs import (
     evaluation_log_records,
     logs_export_request,
@@ -25,26 +20,20 @@ from ragtrace_consumers.writeback.evaluation_logs import (
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from scripts.services.otlp_sink import logs_of_request
 from tests.evaluation_names import RETRIEVAL_RESULTS
-from tests.unit.consumers.scoring_helpers import grounded, rag_spans, root_span_id, sid, tid
+from tests.unit.consumers.scoring_helpers import (
+    grounded,
+    root_span_id,
+    sid,
+    tid,
+    trace_scores,
+)
 
 END_NS = 1_700_000_000_000_000_000
 RESOURCE = Resource.create({"service.name": "ragtrace-consumer"})
 
 
 def _scores() -> TraceScores:
-    trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
-    assert trace is not None
-    r = score_retrieval(
-        trace,
-        LabelledQuestion("q-audit", "?", frozenset({"c-1", "c-9"})),
-        "query_text",
-        "lv1",
-        5,
-        RecallDefinition.MEAN_RECALL,
-    )
-    scores = combine(trace, r, grounded(2, 3), Thresholds(), groundedness_cost_usd=0.002)
-    assert scores is not None
-    return scores
+    return trace_scores(result=grounded(2, 3), cost=0.002)
 
 
 def _attrs(record: LogRecord) -> dict[str, object]:

@@ -14,31 +14,15 @@ from typing import Any
 
 import pytest
 
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.model import TraceScores
-from ragtrace_consumers.readers import to_rag_trace
-from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.writeback.phoenix_annotations import phoenix_annotations
 from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink
-from tests.unit.consumers.scoring_helpers import grounded, rag_spans, root_span_id, sid, tid
-
-
-def _scores(n: int) -> TraceScores:
-    trace = to_rag_trace(rag_spans(n, end_s=1_700_000_000.0))
-    assert trace is not None
-    r = score_retrieval(
-        trace,
-        LabelledQuestion("q-audit", "?", frozenset({"c-1"})),
-        "query_text",
-        "lv1",
-        5,
-        RecallDefinition.MEAN_RECALL,
-    )
-    scores = combine(trace, r, grounded(1, 1), Thresholds())
-    assert scores is not None
-    return scores
+from tests.unit.consumers.scoring_helpers import (
+    grounded,
+    root_span_id,
+    sid,
+    tid,
+    trace_scores,
+)
 
 
 class FakePhoenix:
@@ -92,7 +76,11 @@ def phoenix() -> Iterator[FakePhoenix]:
 
 
 def test_annotations_of_a_trace() -> None:
-    a = phoenix_annotations(_scores(7), recall_threshold=0.5, groundedness_threshold=0.8)
+    a = phoenix_annotations(
+        trace_scores(7, gold=frozenset({"c-1"}), result=grounded(1, 1)),
+        recall_threshold=0.5,
+        groundedness_threshold=0.8,
+    )
     by_name = {(x["span_id"], x["name"]): x for x in a.spans}
     cell = by_name[(root_span_id(7), "cell")]
     assert cell["result"] == {
@@ -131,7 +119,10 @@ def test_batched_off_the_scoring_path_and_not_yet_stored_spans_retried_quietly(
     caplog.set_level(logging.DEBUG)
     phoenix.delay_s = 0.1
     sink = PhoenixSink(phoenix.url, recall_threshold=0.5, groundedness_threshold=0.8)
-    batch = [_scores(7), _scores(8)]
+    batch = [
+        trace_scores(7, gold=frozenset({"c-1"}), result=grounded(1, 1)),
+        trace_scores(8, gold=frozenset({"c-1"}), result=grounded(1, 1)),
+    ]
     phoenix.stored = {tid(7), root_span_id(7), sid(72), sid(73)}  # trace 8 not stored yet
     assert sink.write_many(batch) == [None, None]
     assert phoenix.posts == []  # returned before Phoenix answered: not on the scoring path
@@ -165,7 +156,7 @@ def test_a_span_never_stored_is_given_up_once_and_counted(
     phoenix: FakePhoenix, caplog: pytest.LogCaptureFixture
 ) -> None:
     sink = PhoenixSink(phoenix.url, retry_for_s=0.6)
-    sink.write(_scores(9))
+    sink.write(trace_scores(9, gold=frozenset({"c-1"}), result=grounded(1, 1)))
     assert sink.flush(10)
     sink.shutdown()
     assert phoenix.accepted == []

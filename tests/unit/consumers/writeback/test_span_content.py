@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import pytest
 from opentelemetry import context as otel_context
@@ -17,12 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace_consumers.errors import WriteBackError
-from ragtrace_consumers.model import TraceScores
 from ragtrace_consumers.readers import to_rag_trace
-from ragtrace_consumers.scoring.scores import combine, score_retrieval
+from ragtrace_consumers.scoring.scores import combine
 from ragtrace_consumers.writeback.family_spans import metric_span_id
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.writeback.span_content import (
@@ -40,33 +38,14 @@ from tests.unit.consumers.scoring_helpers import (
     root_span_id,
     sid,
     tid,
+    trace_scores,
 )
 
 END_NS = 1_700_000_000_000_000_000
 
 
-def _scores(
-    gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
-    result: GroundednessResult | None = None,
-    cost: float = 0.002,
-) -> TraceScores:
-    trace = to_rag_trace(rag_spans(7, end_s=END_NS / 1e9))
-    assert trace is not None
-    r = (
-        None
-        if gold is None
-        else score_retrieval(
-            trace,
-            LabelledQuestion("q-audit", "?", frozenset(gold)),
-            "query_text",
-            "lv1",
-            5,
-            RecallDefinition.MEAN_RECALL,
-        )
-    )
-    scores = combine(trace, r, result, Thresholds(), groundedness_cost_usd=cost)
-    assert scores is not None
-    return scores
+# Trace 7, judged for 0.002 USD unless a test says otherwise.
+_scores = partial(trace_scores, cost=0.002)
 
 
 def _sink(exporter: SpanExporter) -> OtlpScoreSink:
