@@ -15,7 +15,12 @@ import pytest
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.unit.evaluation.judges.backends import aws_env
 
-__all__ = ["api", "aws_env"]
+__all__ = ["EVAL_LABELS", "EVAL_VECTOR", "api", "aws_env"]
+
+EVAL_LABELS = ("eval", "--labels", "examples/labels.jsonl")
+"""``ragtrace eval`` on the examples' labels (run from a copy of ``examples/``)."""
+EVAL_VECTOR = (*EVAL_LABELS, "--run", "examples/run_vector.jsonl")
+"""... and the examples' vector run."""
 
 
 @pytest.fixture

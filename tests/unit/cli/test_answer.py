@@ -10,6 +10,8 @@ import pytest
 from ragtrace.cli import main
 from tests.fakes.anthropic_server import FakeAnthropic, server_error, tool_reply
 
+RELEVANCY = ("answer", "relevancy", "--judge", "anthropic")
+
 
 def test_correctness_f1_from_the_judges_verdicts(
     api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
@@ -57,21 +59,7 @@ def test_correctness_f1_from_the_judges_verdicts(
 def test_relevancy_text_and_exit_codes(
     api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert (
-        main(
-            [
-                "answer",
-                "relevancy",
-                "--judge",
-                "anthropic",
-                "--question",
-                "How long?",
-                "--answer",
-                "90 days.",
-            ]
-        )
-        == 0
-    )
+    assert main([*RELEVANCY, "--question", "How long?", "--answer", "90 days."]) == 0
     out = capsys.readouterr().out
     assert "answer relevancy: 1.00" in out and "[True]" in out
     # The lexical judge cannot tell relevancy: bad input, with its reason.
@@ -80,23 +68,7 @@ def test_relevancy_text_and_exit_codes(
     )
     assert "ragtrace answer: error: " in capsys.readouterr().err
     api.enqueue(server_error(), server_error())
-    assert (
-        main(
-            [
-                "answer",
-                "relevancy",
-                "--judge",
-                "anthropic",
-                "--question",
-                "q",
-                "--answer",
-                "a",
-                "--budget",
-                "0.2",
-            ]
-        )
-        == 3
-    )
+    assert main([*RELEVANCY, "--question", "q", "--answer", "a", "--budget", "0.2"]) == 3
 
 
 def test_correctness_offline_is_token_f1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from ragtrace.cli import main
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, server_error
 
 GROUPS = 6
+CALIBRATE = ("calibrate", "--labels", "human.jsonl", "--judge", "anthropic")
 
 
 def _labels() -> None:
@@ -57,22 +58,7 @@ def test_groups_are_judged_concurrently(
         return entail_all(request)
 
     api.responder = slow
-    assert (
-        main(
-            [
-                "calibrate",
-                "--labels",
-                "human.jsonl",
-                "--judge",
-                "anthropic",
-                "--concurrency",
-                "3",
-                "--json",
-                "--no-save",
-            ]
-        )
-        == 0
-    )
+    assert main([*CALIBRATE, "--concurrency", "3", "--json", "--no-save"]) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["claims"] == 2 * GROUPS and report["agreement"] == 1.0
@@ -92,19 +78,7 @@ def test_a_judge_outage_keeps_the_partial_result(
 
     api.responder = flaky
     code = main(
-        [
-            "calibrate",
-            "--labels",
-            "human.jsonl",
-            "--judge",
-            "anthropic",
-            "--concurrency",
-            "1",
-            "--budget",
-            "0.2",
-            "--json-file",
-            "partial.json",
-        ]
+        [*CALIBRATE, "--concurrency", "1", "--budget", "0.2", "--json-file", "partial.json"]
     )
     out, err = capsys.readouterr()
     assert code == 3

@@ -13,6 +13,7 @@ import pytest
 import ragtrace.cli
 from ragtrace.cli import main
 from ragtrace.evaluation.retrieval import ENV_RECALL_DEFINITION
+from tests.unit.cli.conftest import EVAL_LABELS, EVAL_VECTOR
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -44,17 +45,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_eval_run_file_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(
-        [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
-            "--run",
-            "examples/run_vector.jsonl",
-            "--k",
-            "3",
-        ]
-    )
+    rc = main([*EVAL_VECTOR, "--k", "3"])
     out, err = capsys.readouterr()
     assert (rc, out, err) == (0, VECTOR_TABLE, "")
 
@@ -123,15 +114,7 @@ def _row(table: str, label: str) -> list[str]:
 def test_recall_definition_flag_and_environment(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = [
-        "eval",
-        "--labels",
-        "examples/labels.jsonl",
-        "--run",
-        "examples/run_vector.jsonl",
-        "--k",
-        "3",
-    ]
+    args = [*EVAL_VECTOR, "--k", "3"]
     assert main([*args, "--recall-definition", "hit_rate", "--json-file", "hit.json"]) == 0
     out = capsys.readouterr().out
     assert "recall definition: hit_rate" in out
@@ -201,17 +184,7 @@ def test_bad_labels_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_unwritable_json_path_exits_2_and_leaves_no_temp_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc = main(
-        [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
-            "--run",
-            "examples/run_vector.jsonl",
-            "--json-file",
-            "missing-dir/out.json",
-        ]
-    )
+    rc = main([*EVAL_VECTOR, "--json-file", "missing-dir/out.json"])
     assert rc == 1  # the run succeeded; its output could not be written (docs/cli.md)
     assert "ragtrace eval: error: cannot write missing-dir/out.json" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["examples"]
@@ -223,15 +196,7 @@ def test_unwritable_json_path_exits_2_and_leaves_no_temp_file(
         ["eval", "--labels", "examples/labels.jsonl"],
         ["eval", "--labels", "l", "--run", "r", "--retriever", "m:f"],
         ["eval", "--labels", "examples/labels.jsonl", "--run", "r", "--k", "0"],
-        [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
-            "--run",
-            "r",
-            "--recall-definition",
-            "recall",
-        ],
+        [*EVAL_LABELS, "--run", "r", "--recall-definition", "recall"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -308,17 +273,7 @@ def test_retriever_results_in_any_shape(
 ) -> None:
     module = f"retrievers_{function.replace('.', '_')}"
     (tmp_path / f"{module}.py").write_text(RETRIEVERS)
-    rc = main(
-        [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
-            "--retriever",
-            f"{module}:{function}",
-            "--k",
-            "3",
-        ]
-    )
+    rc = main([*EVAL_LABELS, "--retriever", f"{module}:{function}", "--k", "3"])
     out, err = capsys.readouterr()
     assert (rc, out) == (0, VECTOR_TABLE)
     assert err == ""  # the progress bar draws only on a terminal
@@ -342,17 +297,7 @@ def test_retriever_failures(
     tmp_path: Path, spec: str, code: int, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "retrievers_err.py").write_text(RETRIEVERS)
-    rc = main(
-        [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
-            "--retriever",
-            spec,
-            "--json-file",
-            "out.json",
-        ]
-    )
+    rc = main([*EVAL_LABELS, "--retriever", spec, "--json-file", "out.json"])
     err = capsys.readouterr().err
     assert rc == code
     assert err.startswith("ragtrace eval: error: ")
@@ -368,9 +313,7 @@ def test_a_failing_question_is_recorded_and_the_rest_scored(
     (tmp_path / "retrievers_err.py").write_text(RETRIEVERS)
     rc = main(
         [
-            "eval",
-            "--labels",
-            "examples/labels.jsonl",
+            *EVAL_LABELS,
             "--retriever",
             "retrievers_err:raises",
             "--concurrency",

@@ -16,6 +16,16 @@ import pytest
 from ragtrace.cli import _judge_args, main
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, server_error
 
+BATCH = (
+    "groundedness",
+    "--judge",
+    "anthropic",
+    "--input",
+    "answers.jsonl",
+    "--output",
+    "out.jsonl",
+)
+
 
 @pytest.fixture
 def api(api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
@@ -60,17 +70,7 @@ def test_batch_judges_concurrently_and_resumes(
     _answers(12)
     counter = _Concurrency()
     api.responder = counter
-    argv = [
-        "groundedness",
-        "--judge",
-        "anthropic",
-        "--input",
-        "answers.jsonl",
-        "--output",
-        "out.jsonl",
-        "--concurrency",
-        "3",
-    ]
+    argv = [*BATCH, "--concurrency", "3"]
     assert main(argv) == 0
     rows = [json.loads(x) for x in Path("out.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(f"a{i}" for i in range(12))
@@ -100,19 +100,7 @@ def test_an_unreachable_judge_keeps_what_was_judged(
         return entail_all(request) if calls["n"] <= 2 else server_error(503)
 
     api.responder = flaky
-    argv = [
-        "groundedness",
-        "--judge",
-        "anthropic",
-        "--input",
-        "answers.jsonl",
-        "--output",
-        "out.jsonl",
-        "--concurrency",
-        "1",
-        "--budget",
-        "0.2",
-    ]
+    argv = [*BATCH, "--concurrency", "1", "--budget", "0.2"]
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert "judge unavailable" in err and "run again to resume" in err

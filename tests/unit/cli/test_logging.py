@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import EXIT_BROKEN_PIPE, main
+from tests.unit.cli.conftest import EVAL_VECTOR
 
 ROOT = Path(__file__).resolve().parents[3]
 RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))
@@ -67,11 +68,7 @@ def test_log_format_json(
                 [
                     "--log-format",
                     "json",
-                    "eval",
-                    "--labels",
-                    "examples/labels.jsonl",
-                    "--run",
-                    "examples/run_vector.jsonl",
+                    *EVAL_VECTOR,
                     "--json-file",
                     str(tmp_path / "r.json"),
                 ]

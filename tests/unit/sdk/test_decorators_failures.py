@@ -17,7 +17,7 @@ from ragtrace import semconv as sc
 from ragtrace._drivers import SUPPRESS_KEY
 from ragtrace.normalize import question_sha256
 from tests.metric_points import key, metrics, number
-from tests.unit.sdk.sdk_spans import assert_attributes, finished, only_span
+from tests.unit.sdk.sdk_spans import assert_attributes, finished, only_span, retrieval_query
 
 
 class Boom(Exception):
@@ -47,12 +47,7 @@ def test_user_exception_propagates_unchanged_and_is_recorded() -> None:
     assert_attributes(
         span,
         {
-            sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
-            sc.GEN_AI_OPERATION_NAME: "retrieval",
-            sc.INPUT_VALUE: "q",
-            sc.GEN_AI_RETRIEVAL_QUERY_TEXT: "q",
-            sc.RAGTRACE_QUERY_SHA256: question_sha256("q"),
-            sc.RAGTRACE_CONTENT_CAPTURED: True,
+            **retrieval_query("q"),
         },
     )
 
@@ -112,12 +107,7 @@ def test_failing_extractor_never_raises_and_is_counted(caplog: pytest.LogCapture
     assert_attributes(
         spans[0],
         {
-            sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
-            sc.GEN_AI_OPERATION_NAME: "retrieval",
-            sc.INPUT_VALUE: "q",
-            sc.GEN_AI_RETRIEVAL_QUERY_TEXT: "q",
-            sc.RAGTRACE_QUERY_SHA256: question_sha256("q"),
-            sc.RAGTRACE_CONTENT_CAPTURED: True,
+            **retrieval_query("q"),
             sc.RAGTRACE_INSTRUMENTATION_ERRORS: 1,
         },
     )

@@ -12,7 +12,13 @@ from opentelemetry.trace import SpanKind, StatusCode
 import ragtrace
 from ragtrace import semconv as sc
 from ragtrace.normalize import question_sha256
-from tests.unit.sdk.sdk_spans import assert_attributes, by_name, finished, only_span
+from tests.unit.sdk.sdk_spans import (
+    assert_attributes,
+    by_name,
+    finished,
+    only_span,
+    retrieval_query,
+)
 
 Q = "How long are audit logs kept?"
 QH = question_sha256(Q)
@@ -44,12 +50,7 @@ def test_retrieval_span_exact_attributes() -> None:
     assert_attributes(
         span,
         {
-            sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
-            sc.GEN_AI_OPERATION_NAME: "retrieval",
-            sc.INPUT_VALUE: Q,
-            sc.GEN_AI_RETRIEVAL_QUERY_TEXT: Q,
-            sc.RAGTRACE_QUERY_SHA256: QH,
-            sc.RAGTRACE_CONTENT_CAPTURED: True,
+            **retrieval_query(Q),
             sc.RAGTRACE_RETRIEVAL_COUNT: 2,
             "retrieval.documents.0.document.id": "c1",
             "retrieval.documents.0.document.score": 0.91,
