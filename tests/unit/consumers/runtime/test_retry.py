@@ -26,7 +26,7 @@ from tests.unit.consumers.runtime.kafka.test_runner import (
     FakeProducer,
     Msg,
 )
-from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
+from tests.unit.consumers.scoring_helpers import T0, Rig, rag_spans, rig
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 
@@ -235,6 +235,28 @@ class FlakyStore:
         return call
 
 
+def _runner(
+    r: Rig,
+    consumer: FakeConsumer,
+    deps: Dependencies,
+    producer: FakeProducer | None = None,
+    workers: ScoringWorkers | None = None,
+    **options: Any,
+) -> KafkaRunner:
+    """A runner over ``r``'s pipeline reporting to ``deps`` (one scoring worker by default)."""
+    return KafkaRunner(
+        consumer,
+        producer or FakeProducer(),
+        r.pipeline,
+        workers or ScoringWorkers(r.pipeline, 1),
+        r.metrics,
+        dlq_topic="spans.dlq",
+        clock=r.clock,
+        dependencies=deps,
+        **options,
+    )
+
+
 def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     r = rig()
     deps = Dependencies()
@@ -243,16 +265,7 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     p0 = TP("spans", 0)
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 7, None, records_request(rag_spans(1)))]}])
     workers = ScoringWorkers(r.pipeline, 2, depth=1)
-    runner = KafkaRunner(
-        consumer,
-        FakeProducer(),
-        r.pipeline,
-        workers,
-        r.metrics,
-        dlq_topic="spans.dlq",
-        clock=r.clock,
-        dependencies=deps,
-    )
+    runner = _runner(r, consumer, deps, workers=workers)
     r.clock.now = T0 + 10
     runner.step()  # claim fails 3 times (retried), then ingest fails 3 times (retried)
     assert consumer.seeks == [] and consumer.commits == [{p0: 8}]
@@ -288,16 +301,7 @@ def test_a_dead_letter_the_broker_did_not_take_is_resent_before_the_commit() -> 
     p0 = TP("spans", 0)
     consumer = FakeConsumer([{p0: [Msg("spans", 0, 0, b"k", b"\xff\x00garbage")]}])
     producer = LossyProducer()
-    runner = KafkaRunner(
-        consumer,
-        producer,
-        r.pipeline,
-        ScoringWorkers(r.pipeline, 1),
-        r.metrics,
-        dlq_topic="spans.dlq",
-        clock=r.clock,
-        dependencies=deps,
-    )
+    runner = _runner(r, consumer, deps, producer)
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.commits == [] and len(producer.sent) == 2  # re-sent, not committed
@@ -322,16 +326,7 @@ def test_a_failed_commit_marks_kafka_down_until_one_succeeds() -> None:
             super().commit(offsets)
 
     consumer = Flappy([{p0: [Msg("spans", 0, 3, None, records_request(rag_spans(2)))]}])
-    runner = KafkaRunner(
-        consumer,
-        FakeProducer(),
-        r.pipeline,
-        ScoringWorkers(r.pipeline, 1),
-        r.metrics,
-        dlq_topic="spans.dlq",
-        clock=r.clock,
-        dependencies=deps,
-    )
+    runner = _runner(r, consumer, deps)
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.commits == [] and "kafka" in deps.down()
@@ -416,17 +411,7 @@ def test_a_poll_that_fails_on_a_broker_outage_is_retried() -> None:
 
     consumer = Outage([{p0: [Msg("spans", 0, 0, None, records_request(rag_spans(3)))]}])
     kafka_retry = Retrier("kafka", (TimeoutError,), dependencies=deps, sleep=lambda s: None)
-    runner = KafkaRunner(
-        consumer,
-        FakeProducer(),
-        r.pipeline,
-        ScoringWorkers(r.pipeline, 1),
-        r.metrics,
-        dlq_topic="spans.dlq",
-        clock=r.clock,
-        dependencies=deps,
-        kafka_retry=kafka_retry,
-    )
+    runner = _runner(r, consumer, deps, kafka_retry=kafka_retry)
     r.clock.now = T0 + 10
     runner.step()
     assert consumer.failures == 0 and consumer.commits == [{p0: 1}] and deps.down() == {}
