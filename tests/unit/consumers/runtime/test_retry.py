@@ -20,10 +20,11 @@ from ragtrace_consumers.runtime.retry import Backoff, Dependencies, Retrier, Ret
 from ragtrace_consumers.runtime.startup import wait_for
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.otlp_requests import records_request
-from tests.unit.consumers.runtime.kafka.test_runner import (
+from tests.unit.consumers.runtime.kafka.kafka_fakes import (
     TP,
     FakeConsumer,
     FakeProducer,
+    LossyProducer,
     Msg,
 )
 from tests.unit.consumers.scoring_helpers import T0, Rig, rag_spans, rig
@@ -271,28 +272,6 @@ def test_the_runner_waits_out_a_redis_outage_and_loses_nothing() -> None:
     assert consumer.seeks == [] and consumer.commits == [{p0: 8}]
     runner.close()
     assert workers.completed == 1 and len(r.spans()) == 1
-
-
-class FailingFuture:
-    def __init__(self, failed: bool) -> None:
-        self._failed = failed
-
-    def failed(self) -> bool:
-        return self._failed
-
-
-class LossyProducer(FakeProducer):
-    """The first dead letter is not acknowledged by the broker."""
-
-    def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: Any = None,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> Any:
-        super().send(topic, value, key, headers)
-        return FailingFuture(len(self.sent) == 1)
 
 
 def test_a_dead_letter_the_broker_did_not_take_is_resent_before_the_commit() -> None:

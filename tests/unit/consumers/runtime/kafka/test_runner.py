@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -19,77 +19,8 @@ from ragtrace_consumers.runtime.kafka import (
 from ragtrace_consumers.scoring.pipeline import PipelineSettings
 from ragtrace_consumers.scoring.workers import ScoringWorkers
 from tests.otlp_requests import records_request
+from tests.unit.consumers.runtime.kafka.kafka_fakes import TP, FakeConsumer, FakeProducer, Msg
 from tests.unit.consumers.scoring_helpers import T0, Rig, ScriptedJudge, grounded, rag_spans, rig
-
-TP = namedtuple("TP", "topic partition")
-Msg = namedtuple("Msg", "topic partition offset key value")
-
-
-class FakeConsumer:
-    def __init__(self, batches: list[dict[Any, list[Msg]]]) -> None:
-        self.batches = list(batches)
-        self.commits: list[dict[Any, int]] = []
-        self.paused: set[Any] = set()
-        self.pause_calls = 0
-        self.seeks: list[tuple[Any, int]] = []
-        self.closed = False
-        self.assigned = {TP("spans", 0), TP("spans", 1)}
-        self.timeouts: list[int] = []
-
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Msg]]:
-        self.timeouts.append(timeout_ms)
-        if self.paused or not self.batches:
-            return {}
-        return self.batches.pop(0)
-
-    def commit(self, offsets: dict[Any, Any]) -> None:
-        self.commits.append({tp: om.offset for tp, om in offsets.items()})
-
-    def assignment(self) -> set[Any]:
-        return set(self.assigned)
-
-    def pause(self, *tps: Any) -> None:
-        self.pause_calls += 1
-        self.paused |= set(tps)
-
-    def resume(self, *tps: Any) -> None:
-        self.paused -= set(tps)
-
-    def seek(self, tp: Any, offset: int) -> None:
-        self.seeks.append((tp, offset))
-
-    config: ClassVar[dict[str, str]] = {"auto_offset_reset": "earliest"}
-
-    def end_offsets(self, tps: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
-        return {tp: 10 for tp in tps}
-
-    def beginning_offsets(self, tps: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
-        return {tp: 2 for tp in tps}
-
-    def committed(self, tp: Any, timeout_ms: int | None = None) -> int | None:
-        return None  # the group never committed before this runner
-
-    def close(self, autocommit: bool = True) -> None:
-        assert autocommit is False
-        self.closed = True
-
-
-class FakeProducer:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes, Any, list[tuple[str, bytes]]]] = []
-        self.flushed = 0
-
-    def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: Any = None,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        self.sent.append((topic, value or b"", key, headers or []))
-
-    def flush(self) -> None:
-        self.flushed += 1
 
 
 def _runner(

@@ -1,10 +1,8 @@
 """The Kafka runner's steps on their own: each does its one job against the in-process
 stand-ins for KafkaConsumer/KafkaProducer (the composed behaviour is in
-test_pipeline_kafka_runner.py)."""
+test_runner.py)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ragtrace_consumers.errors import DLQ_HEADER_REASON
 from ragtrace_consumers.intake.kafka_poll import KafkaIntake
@@ -17,27 +15,14 @@ from ragtrace_consumers.runtime.kafka import (
 )
 from ragtrace_consumers.runtime.kafka.calls import kafka_call
 from tests.otlp_requests import records_request
-from tests.unit.consumers.runtime.kafka.test_runner import (
+from tests.unit.consumers.runtime.kafka.kafka_fakes import (
     TP,
     FakeConsumer,
     FakeProducer,
+    LossyProducer,
     Msg,
 )
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
-
-
-class _Unacked:
-    def __init__(self, failed: bool) -> None:
-        self._failed = failed
-
-    def failed(self) -> bool:
-        return self._failed
-
-
-class _LossyProducer(FakeProducer):
-    def send(self, topic: str, value: Any = None, key: Any = None, headers: Any = None) -> Any:
-        super().send(topic, value, key, headers)
-        return _Unacked(len(self.sent) == 1)
 
 
 def _offsets(r: Any, consumer: FakeConsumer) -> Offsets:
@@ -71,7 +56,7 @@ def test_intake_decodes_a_poll_and_dead_letters_what_it_cannot_decode() -> None:
 
 def test_dead_letters_are_acknowledged_only_once_the_broker_took_every_one() -> None:
     r = rig()
-    producer = _LossyProducer()
+    producer = LossyProducer()
     dead = DeadLetters(producer, "spans.dlq", r.metrics, kafka_call(None))
     assert dead.acknowledged()  # nothing sent
     dead.send(Msg("spans", 0, 0, None, b"x"), "decode_error", "bad")
