@@ -286,6 +286,17 @@ LABELS = (
 )
 
 
+def score_sink(exporter: SpanExporter, settings: PipelineSettings) -> OtlpScoreSink:
+    """The write-back the rigs use: into ``exporter``, with ``settings``' thresholds."""
+    return OtlpScoreSink(
+        exporter,
+        Resource.create({"service.name": "ragtrace-consumer"}),
+        timeout_s=5.0,
+        recall_threshold=settings.thresholds.recall,
+        groundedness_threshold=settings.thresholds.groundedness,
+    )
+
+
 def rig(
     *steps: object,
     judge: ScriptedJudge | None = None,
@@ -309,13 +320,7 @@ def rig(
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     settings = settings or PipelineSettings(quiet_s=5.0, lease_s=60.0)
-    sink = OtlpScoreSink(
-        exporter,
-        Resource.create({"service.name": "ragtrace-consumer"}),
-        timeout_s=5.0,
-        recall_threshold=settings.thresholds.recall,
-        groundedness_threshold=settings.thresholds.groundedness,
-    )
+    sink = score_sink(exporter, settings)
     pipeline = Pipeline(
         traces=traces,
         labels=label_store,

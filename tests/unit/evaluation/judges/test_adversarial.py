@@ -20,6 +20,7 @@ from ragtrace.evaluation.judges import GroundednessResult, LexicalJudge
 from ragtrace.evaluation.judges.model.judge import ModelJudge
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, lexical_responder, units_reply
 from tests.unit.evaluation.judges.backends import Backend
+from tests.unit.evaluation.judges.seed_audit import AUDIT_ANSWER, AUDIT_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -124,35 +125,8 @@ def test_seed_audit_answer_split_into_three_claims_keeps_one(
         "Audit log retention on the Enterprise plan is 90 days. Logs older than the "
         "retention window are deleted nightly and cannot be restored."
     )
-    answer = (
-        "Audit logs are retained for 90 days, after which they are deleted nightly and "
-        "cannot be restored. [c-9930]"
-    )
-    reply = units_reply(
-        [
-            (
-                1,
-                [
-                    (
-                        "Audit logs are retained for 90 days.",
-                        True,
-                        "Audit log retention on the Enterprise plan is 90 days.",
-                    ),
-                    (
-                        "Logs are deleted nightly after the retention period.",
-                        True,
-                        "Logs older than the retention window are deleted nightly",
-                    ),
-                    (
-                        "Deleted logs cannot be restored.",
-                        True,
-                        "are deleted nightly and cannot be restored.",
-                    ),
-                ],
-            )
-        ]
-    )
-    result = run(api, backend, reply, answer, [c9930])
+    reply = units_reply([(1, AUDIT_CLAIMS)])
+    result = run(api, backend, reply, AUDIT_ANSWER, [c9930])
     assert result.score == 1.0 and result.downgraded_claims == 0
 
 

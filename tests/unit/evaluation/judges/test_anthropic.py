@@ -29,14 +29,11 @@ from tests.fakes.anthropic_server import (
     text_reply,
     tool_reply,
 )
+from tests.unit.evaluation.judges.seed_audit import AUDIT_ANSWER, AUDIT_CLAIMS
 
 C9930 = (
     "Audit log retention on the Enterprise plan is 90 days. Logs older than\n"
     "the retention window are deleted nightly and cannot be restored."
-)
-AUDIT_ANSWER = (
-    "Audit logs are retained for 90 days, after which they are deleted nightly and "
-    "cannot be restored. [c-9930]"
 )
 USAGE = {
     "input_tokens": 3000,
@@ -62,26 +59,7 @@ def judge_for(api: FakeAnthropic, **kwargs: Any) -> AnthropicJudge:
 
 
 def audit_reply(**kwargs: Any) -> Reply:
-    return claims_reply(
-        [
-            (
-                "Audit logs are retained for 90 days.",
-                True,
-                "Audit log retention on the Enterprise plan is 90 days.",
-            ),
-            (
-                "Logs are deleted nightly after the retention period.",
-                True,
-                "Logs older than the retention window are deleted nightly",
-            ),
-            (
-                "Deleted logs cannot be restored.",
-                True,
-                "are deleted nightly and cannot be restored.",
-            ),
-        ],
-        **kwargs,
-    )
+    return claims_reply(AUDIT_CLAIMS, **kwargs)
 
 
 def test_seed_audit_log_answer_scores_one_with_verified_quotes(api: FakeAnthropic) -> None:
