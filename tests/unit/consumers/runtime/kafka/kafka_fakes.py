@@ -93,12 +93,6 @@ class UnackedFuture:
 class LossyProducer(FakeProducer):
     """The first dead letter is not acknowledged by the broker."""
 
-    def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: Any = None,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> Any:
-        super().send(topic, value, key, headers)
+    def send(self, topic: str, *args: Any, **kwargs: Any) -> Any:
+        super().send(topic, *args, **kwargs)
         return UnackedFuture(len(self.sent) == 1)
