@@ -4,6 +4,8 @@ test_runner.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragtrace_consumers.errors import DLQ_HEADER_REASON
 from ragtrace_consumers.intake.kafka_poll import KafkaIntake
 from ragtrace_consumers.runtime.kafka import (
