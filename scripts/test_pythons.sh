@@ -5,8 +5,8 @@
 # whose environment markers pin what differs per Python) and runs RAGTRACE_PY_TESTS, a subset of
 # tests/unit chosen to fit CI's time (488 tests): the SDK (decorators on sync, async and
 # generator functions), the metrics and offline evaluation, the CLI, the layering test and the
-# error-root test (which imports every module of both packages). Left out: judges, consumers and
-# embedded (the bulk of the time), and the chart, dashboard and Dockerfile checks (they drive
+# error-root test (which imports every module of both packages). Left out: the judges (their CLI
+# tests included) and the service, tests/unit/consumers (the bulk of the time), and the chart, dashboard and Dockerfile checks (they drive
 # helm, promtool and hadolint, not Python features; the Grafana SDK has no 3.10 release). Set
 # RAGTRACE_PY_TESTS=tests/unit RAGTRACE_PY_IGNORE=--ignore=tests/unit/dashboards for everything.
 # The versions run side by side (one pytest process each, so both cores work), their output in
@@ -23,7 +23,12 @@ cd "$ROOT"
 read -r -a versions <<<"${*:-${RAGTRACE_PYTHONS:-3.10 3.12 3.13}}"
 read -r -a tests <<<"${RAGTRACE_PY_TESTS:-tests/unit/sdk tests/unit/evaluation tests/unit/cli tests/unit/architecture tests/unit/test_error_root.py}"
 # detect-eval's CLI tests kill and resume subprocesses for a minute: the 3.11 suite has them.
-read -r -a ignore <<<"${RAGTRACE_PY_IGNORE:---ignore=tests/unit/evaluation/test_cli_detect_eval.py}"
+# The judges' tests (their CLIs included) are left out as the header says.
+judges="tests/unit/evaluation/judges tests/unit/evaluation/test_attribution.py
+tests/unit/evaluation/test_calibration.py tests/unit/cli/test_answer.py
+tests/unit/cli/test_calibrate_concurrent.py tests/unit/cli/test_groundedness.py
+tests/unit/cli/test_groundedness_batch.py tests/unit/cli/test_judge_args.py"
+read -r -a ignore <<<"${RAGTRACE_PY_IGNORE:---ignore=tests/unit/cli/test_detect_eval.py $(printf -- ' --ignore=%s' $judges)}"
 UV_VERSION="0.13.9"
 
 log() { printf 'test-pythons: %s\n' "$*" >&2; }

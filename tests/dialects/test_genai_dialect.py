@@ -12,6 +12,7 @@ from tests.dialects.apps import corpus
 from tests.dialects.apps.genai_app import QUERY_PREFIX
 from tests.dialects.genai_app_env import LATEST_EVENT_CONTENT, LATEST_SPAN_CONTENT
 from tests.dialects.kit import assert_known_truth, make_evaluator, run_app, scored
+from tests.evaluation_names import RETRIEVAL_RESULTS
 
 
 def test_openai_v2_spans_get_the_known_truth_labelled_by_the_apps_own_root_span(
@@ -61,14 +62,7 @@ def test_each_metric_is_written_under_the_span_it_evaluates(tmp_path: Path) -> N
         },
     )
     assert str(chat.attributes["gen_ai.response.id"]).startswith("chatcmpl-")
-    assert [e[1][semconv.GEN_AI_EVALUATION_NAME] for e in recall.events] == [
-        "recall",
-        "hit_rate",
-        "precision",
-        "reciprocal_rank",
-        "ndcg",
-        "context_relevancy",
-    ]
+    assert [e[1][semconv.GEN_AI_EVALUATION_NAME] for e in recall.events] == list(RETRIEVAL_RESULTS)
     summary = by_name[semconv.SPAN_EVALUATION]
     assert summary.events == () and summary.attributes[semconv.EVAL_CELL] == "fine"
 

@@ -26,6 +26,7 @@ from tests.browser import headless_chromium, screenshot
 from tests.dialects.apps import corpus
 from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
 from tests.dialects.kit import ROOT, make_evaluator, run_app, scored
+from tests.evaluation_names import RETRIEVAL_RESULTS
 
 
 def _free_port() -> int:
@@ -188,16 +189,7 @@ def test_scores_appear_as_phoenix_annotations(
         "label": "fine",
         "explanation": "mean_recall 1.00 >= 0.5; groundedness 1.00 >= 0.8",
     }
-    assert {n for (_, n) in found} == {
-        "recall",
-        "hit_rate",
-        "precision",
-        "reciprocal_rank",
-        "ndcg",
-        "context_relevancy",
-        "groundedness",
-        "cell",
-    }
+    assert {n for (_, n) in found} == {*RETRIEVAL_RESULTS, "groundedness", "cell"}
     traces = _annotations(phoenix, "trace", f"trace_ids={audit}")
     assert [(t["name"], t["result"]["label"]) for t in traces] == [("cell", "fine")]
     # No evaluation span reached Phoenix, and nothing was logged as a failure on the way.

@@ -16,21 +16,13 @@ import urllib.request
 from collections import defaultdict
 from collections.abc import Iterable
 
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
-
 from ragtrace import semconv
 from scripts.services import OtlpSink
+from tests.otlp_requests import export_request, otlp_span
 
 __all__ = ["Sender", "assert_scored_once", "trace_request"]
 
 _TEXT = "Keys rotate from the Settings page"
-
-
-def _kv(key: str, value: str) -> common_pb2.KeyValue:
-    return common_pb2.KeyValue(key=key, value=common_pb2.AnyValue(string_value=value))
 
 
 def trace_request(first: int, count: int, salt: int = 0) -> tuple[bytes, list[str]]:
@@ -43,58 +35,21 @@ def trace_request(first: int, count: int, salt: int = 0) -> tuple[bytes, list[st
         ids.append(tid.hex())
         text = f"{_TEXT} of workspace {salt}-{n}."
         now = time.time_ns()
+        kind = semconv.OPENINFERENCE_SPAN_KIND
+        question = {kind: "CHAIN", semconv.INPUT_VALUE: f"question {n}"}
+        retrieval = {
+            kind: "RETRIEVER",
+            semconv.INPUT_VALUE: f"question {n}",
+            semconv.retrieval_document_id(0): "c-1",
+            semconv.retrieval_document_content(0): text,
+        }
+        generation = {kind: "LLM", semconv.OUTPUT_VALUE: text}
         spans += [
-            trace_pb2.Span(
-                trace_id=tid,
-                span_id=root,
-                name=semconv.SPAN_PIPELINE,
-                start_time_unix_nano=now,
-                end_time_unix_nano=now + 3,
-                attributes=[
-                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "CHAIN"),
-                    _kv(semconv.INPUT_VALUE, f"question {n}"),
-                ],
-            ),
-            trace_pb2.Span(
-                trace_id=tid,
-                span_id=ret,
-                parent_span_id=root,
-                name=semconv.SPAN_RETRIEVE,
-                start_time_unix_nano=now,
-                end_time_unix_nano=now + 1,
-                attributes=[
-                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "RETRIEVER"),
-                    _kv(semconv.INPUT_VALUE, f"question {n}"),
-                    _kv(semconv.retrieval_document_id(0), "c-1"),
-                    _kv(semconv.retrieval_document_content(0), text),
-                ],
-            ),
-            trace_pb2.Span(
-                trace_id=tid,
-                span_id=gen,
-                parent_span_id=root,
-                name=semconv.SPAN_GENERATE,
-                start_time_unix_nano=now + 1,
-                end_time_unix_nano=now + 2,
-                attributes=[
-                    _kv(semconv.OPENINFERENCE_SPAN_KIND, "LLM"),
-                    _kv(semconv.OUTPUT_VALUE, text),
-                ],
-            ),
+            otlp_span(tid, root, None, semconv.SPAN_PIPELINE, (now, now + 3), question),
+            otlp_span(tid, ret, root, semconv.SPAN_RETRIEVE, (now, now + 1), retrieval),
+            otlp_span(tid, gen, root, semconv.SPAN_GENERATE, (now + 1, now + 2), generation),
         ]
-    req = trace_service_pb2.ExportTraceServiceRequest(
-        resource_spans=[
-            trace_pb2.ResourceSpans(
-                resource=resource_pb2.Resource(attributes=[_kv("service.name", "chaos-app")]),
-                scope_spans=[
-                    trace_pb2.ScopeSpans(
-                        scope=common_pb2.InstrumentationScope(name=semconv.INSTRUMENTATION_SCOPE),
-                        spans=spans,
-                    )
-                ],
-            )
-        ]
-    )
+    req = export_request(spans, service="chaos-app", scope=semconv.INSTRUMENTATION_SCOPE)
     return req.SerializeToString(), ids
 
 

@@ -30,32 +30,16 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
-from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
-from ragtrace_consumers.telemetry.lag import PartitionLag
-from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
 from scripts import dashboards
 from scripts.services import CollectorEndpoints, paths
 from scripts.services.prometheus import query, wait_for_series
 from tests.e2e.online import evaluation_spans
+from tests.every_metric import NAMES, expected_prometheus_names, record_every_metric
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "ragtrace"
-NAMES: dict[str, str] = yaml.safe_load((CHART / "files" / "prometheus-metrics.yaml").read_text())
-HISTOGRAMS = {
-    "ragtrace.groundedness",
-    "ragtrace.answer_relevancy",
-    "ragtrace.answer_correctness",
-    "ragtrace.recall",
-    "ragtrace.hit_rate",
-    "ragtrace.reciprocal_rank",
-    "ragtrace.judge.latency",
-    "ragtrace.scoring.delay",
-    "gen_ai.client.token.usage",
-    "gen_ai.client.operation.duration",
-}
 CONSUMER_JOB = "ragtrace-consumer"
 PROBE_JOB = "ragtrace-names-probe"
 _METRIC = re.compile(r"\b(ragtrace_[a-zA-Z0-9_]+)\b")
@@ -196,28 +180,7 @@ def _emit_every_metric(endpoint: str) -> None:
         resource=Resource.create({"service.name": PROBE_JOB}), metric_readers=[reader]
     )
     try:
-        m = ConsumerMetrics(provider, judge_prompt_sha256="ab" * 32)
-        m.set_lag_source(lambda: (PartitionLag("otlp_spans", 0, 9, 2),))
-        m.trace_seen("shop", "qa")
-        m.trace_sampled("shop", "qa")
-        m.trace_scored("shop", "qa", "fine")
-        m.trace_skipped("shop", "qa", "not_sampled")
-        m.groundedness(0.75, "shop", "qa", "probe-model")
-        m.retrieval(0.5, 1.0, 0.5, "shop", "qa")
-        m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
-        m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")
-        UnrecognisedSpans(provider).observe(
-            [SpanRecord("1" * 32, "2" * 16, None, "db.query", "some.scope", "shop", 0, 1, {})]
-        )
-        m.judge_call("probe-model", "ok")
-        m.judge_error("probe-model", "timeout")
-        m.judge_usage("probe-model", 100, 20, 5, 1, 0.001, 1.5)
-        m.budget_exhausted("shop")
-        m.parked("judge_unavailable")
-        m.redacted("email", 2, "shop")
-        m.dead_lettered("decode_error")
-        m.scoring_delay(2.0, "shop")
-        m.dependency_error("redis")
+        record_every_metric(provider)
         assert provider.force_flush(10_000)
     finally:
         provider.shutdown()
@@ -226,12 +189,7 @@ def _emit_every_metric(endpoint: str) -> None:
 def test_prometheus_names_are_the_charts(
     collector: CollectorEndpoints, prometheus_url: str
 ) -> None:
-    expected = set()
-    for otel, prom in NAMES.items():
-        if otel in HISTOGRAMS:
-            expected |= {f"{prom}_bucket", f"{prom}_sum", f"{prom}_count"}
-        else:
-            expected.add(prom)
+    expected = expected_prometheus_names()
     _emit_every_metric(collector.eval_metrics_url)
     selector = f'{{job="{PROBE_JOB}", __name__=~"(ragtrace|gen_ai_client)_.+"}}'
     result = wait_for_series(

@@ -8,14 +8,15 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import __version__, semconv
-from ragtrace.evaluation.attribution import Thresholds
-from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace.evaluation.retrieval import RecallDefinition
-from ragtrace_consumers.readers import to_rag_trace
-from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from scripts.services import CollectorEndpoints, OtlpSink
-from tests.unit.consumers.scoring_helpers import grounded, rag_spans, root_span_id, sid, tid
+from tests.unit.consumers.scoring_helpers import (
+    grounded,
+    root_span_id,
+    sid,
+    tid,
+    trace_scores,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -25,18 +26,7 @@ N = 4021  # trace number: IDs no other test uses
 def test_scores_reach_a_logs_only_backend_in_the_evaluated_spans_context(
     collector: CollectorEndpoints, trace_backend: OtlpSink
 ) -> None:
-    trace = to_rag_trace(rag_spans(N, end_s=1_700_000_000.0))
-    assert trace is not None
-    r = score_retrieval(
-        trace,
-        LabelledQuestion("q-audit", "?", frozenset({"c-1"})),
-        "query_text",
-        "lv1",
-        5,
-        RecallDefinition.MEAN_RECALL,
-    )
-    scores = combine(trace, r, grounded(3, 3), Thresholds())
-    assert scores is not None
+    scores = trace_scores(N, gold=frozenset({"c-1"}), result=grounded(3, 3))
     sink = OtlpScoreSink.to_collector(
         collector.eval_otlp_http,
         Resource.create({"service.name": "ragtrace-e2e"}),

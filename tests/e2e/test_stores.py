@@ -2,7 +2,7 @@
 in-memory ones and the Redis ones on the real Redis of the ``redis_url`` fixture.
 
 ``kit.advance(s)`` moves time forward: a fake clock for the memory stores, a real sleep for Redis
-(whose TTLs and budget window run on the server's clock). tests/unit/consumers/test_assemble.py
+(whose TTLs and budget window run on the server's clock). tests/unit/consumers/scoring/test_assembly.py
 imports these tests and runs them on the memory stores alone.
 """
 

@@ -25,7 +25,7 @@ from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
 from tests.browser import headless_chromium, screenshot
-from tests.unit.embedded.demo_client import QUESTIONS, run_app
+from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 pytestmark = pytest.mark.timeout(120)
 

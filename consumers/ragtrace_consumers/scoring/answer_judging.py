@@ -26,18 +26,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.evaluation.judges import (
     Judge,
     JudgeCapabilityError,
-    JudgeUnavailable,
     MetricResult,
 )
 from ragtrace.evaluation.judges.answer_metrics import CORRECTNESS_SHA256, RELEVANCY_SHA256
-from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.model import (
     METRIC_CORRECTNESS,
@@ -55,7 +52,7 @@ from ragtrace_consumers.scoring.judging import (
     ParkTrace,
     cache_model,
     is_paid,
-    provider_of,
+    judged_or_parked,
     record_judge_result,
 )
 from ragtrace_consumers.scoring.label_match import match_label
@@ -194,32 +191,18 @@ class AnswerScorer:
         return str(getattr(info, "model", None) or getattr(info, "name", None) or self._model)
 
     def _call(self, metric: str, args: tuple[str, ...]) -> MetricResult:
-        """One judge call; :class:`ParkTrace` when it fails. The judge retries within its own
-        time budget (its one retry owner), so there is no second loop here."""
+        """One judge call; :class:`ParkTrace` when it fails (:func:`judged_or_parked`); a judge
+        that cannot judge ``metric`` at all says so by raising."""
         method = getattr(self._judge, metric)
-        model = self._reported_model()
-        start = time.perf_counter()
-        try:
-            result: MetricResult = method(*args)
-            return result
-        except JudgeCapabilityError:
-            raise
-        except JudgeUnavailable as exc:
-            self._metrics.judge_call_failed(
-                model,
-                time.perf_counter() - start,
-                judge_error_type(str(exc)),
-                provider_of(self._judge),
-            )
-            self._metrics.judge_call(model, "unavailable")
-            self._metrics.judge_error(model, "unavailable")
-            _log.warning("%s judge unavailable, parking the trace: %s", metric, exc)
-            raise ParkTrace("judge_unavailable", exc.retry_after) from None
-        except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
-            self._metrics.judge_call(model, "error")
-            self._metrics.judge_error(model, "exception")
-            _log.warning("%s judge call failed, parking the trace: %r", metric, exc)
-            raise ParkTrace("judge_failed") from None
+        result: MetricResult = judged_or_parked(
+            lambda: method(*args),
+            self._metrics,
+            self._judge,
+            self._reported_model(),
+            f"{metric} judge",
+            (JudgeCapabilityError,),
+        )
+        return result
 
     def _cached(self, key: str) -> tuple[MetricResult, str | None] | None:
         try:

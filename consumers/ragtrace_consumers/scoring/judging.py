@@ -23,9 +23,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.judges import (
@@ -56,6 +56,7 @@ __all__ = [
     "is_paid",
     "judge_cache_key",
     "judge_from_settings",
+    "judged_or_parked",
     "record_judge_result",
     "spec_from_settings",
 ]
@@ -162,6 +163,42 @@ def record_judge_result(
         return False
     metrics.judge_call(model, "ok")
     return True
+
+
+_R = TypeVar("_R")
+
+
+def judged_or_parked(
+    call: Callable[[], _R],
+    metrics: ConsumerMetrics,
+    judge: object,
+    model: str,
+    what: str = "judge",
+    passthrough: tuple[type[Exception], ...] = (),
+) -> _R:
+    """One judge call's result, or :class:`ParkTrace` when it fails, counted under ``model`` and
+    logged once naming ``what``. ``JudgeUnavailable`` parks for the ``retry-after`` the API
+    asked (``judge_unavailable``); any other exception but ``passthrough`` parks as
+    ``judge_failed``, so one bad trace never kills the loop. The judge retries within its own
+    time budget (its one retry owner): there is no second loop here."""
+    start = time.perf_counter()
+    try:
+        return call()
+    except passthrough:
+        raise
+    except JudgeUnavailable as exc:
+        metrics.judge_call_failed(
+            model, time.perf_counter() - start, judge_error_type(str(exc)), provider_of(judge)
+        )
+        metrics.judge_call(model, "unavailable")
+        metrics.judge_error(model, "unavailable")
+        _log.warning("%s unavailable, parking the trace: %s", what, exc)
+        raise ParkTrace("judge_unavailable", exc.retry_after) from None
+    except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
+        metrics.judge_call(model, "error")
+        metrics.judge_error(model, "exception")
+        _log.warning("%s call failed, parking the trace: %r", what, exc)
+        raise ParkTrace("judge_failed") from None
 
 
 def judge_cache_key(answer: str, context: Sequence[str], model: str, prompt_sha256: str) -> str:
@@ -445,22 +482,9 @@ class GroundednessScorer:
 
     def _call(self, model: str, answer: str, context: Sequence[str]) -> GroundednessResult:
         """One judge call; :class:`ParkTrace` when it fails (no second loop: module doc)."""
-        start = time.perf_counter()
-        try:
-            return self._judge.groundedness(answer, list(context))
-        except JudgeUnavailable as exc:
-            self._metrics.judge_call_failed(
-                model,
-                time.perf_counter() - start,
-                judge_error_type(str(exc)),
-                provider_of(self._judge),
-            )
-            self._metrics.judge_call(model, "unavailable")
-            self._metrics.judge_error(model, "unavailable")
-            _log.warning("judge unavailable, parking the trace: %s", exc)
-            raise ParkTrace("judge_unavailable", exc.retry_after) from None
-        except Exception as exc:  # noqa: BLE001 - one bad trace never kills the loop
-            self._metrics.judge_call(model, "error")
-            self._metrics.judge_error(model, "exception")
-            _log.warning("judge call failed, parking the trace: %r", exc)
-            raise ParkTrace("judge_failed") from None
+        return judged_or_parked(
+            lambda: self._judge.groundedness(answer, list(context)),
+            self._metrics,
+            self._judge,
+            model,
+        )

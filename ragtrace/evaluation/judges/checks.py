@@ -39,7 +39,7 @@ And per unit (answer mode), the unit is unsupported when:
     "I don't know.") may be declared free of factual claims.
 
 The thresholds were set on the seed's worked examples and the demo's answers, so honest
-verdicts on them keep their scores (``tests/unit/judges/test_adversarial.py``).
+verdicts on them keep their scores (``tests/unit/evaluation/judges/test_adversarial.py``).
 """
 
 from __future__ import annotations

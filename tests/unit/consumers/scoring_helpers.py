@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
+from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import (
     ClaimVerdict,
     GroundednessResult,
@@ -23,9 +24,12 @@ from ragtrace.evaluation.judges import (
     Usage,
 )
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import SessionEvidence, SkipLog, SpanRecord
+from ragtrace.evaluation.retrieval import RecallDefinition
+from ragtrace_consumers.model import SessionEvidence, SkipLog, SpanRecord, TraceScores
+from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.pipeline import Pipeline, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
+from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.stores.memory import (
     MemoryIdempotencyStore,
     MemoryJudgeBudget,
@@ -200,6 +204,27 @@ def grounded(
     )
 
 
+def trace_scores(
+    n: int = 7,
+    *,
+    gold: frozenset[str] | None = frozenset({"c-1", "c-9"}),
+    result: GroundednessResult | None = None,
+    cost: float = 0.0,
+) -> TraceScores:
+    """The scores of trace ``n`` (:func:`rag_spans`, ended at 1.7e9 s) as the pipeline combines
+    them: mean recall@5 against question ``q-audit``'s ``gold`` chunks (None: no retrieval
+    scores), the groundedness ``result`` (None: none) and its ``cost`` in USD."""
+    trace = to_rag_trace(rag_spans(n, end_s=1_700_000_000.0))
+    assert trace is not None
+    question = None if gold is None else LabelledQuestion("q-audit", "?", gold)
+    r = None
+    if question is not None:
+        r = score_retrieval(trace, question, "query_text", "lv1", 5, RecallDefinition.MEAN_RECALL)
+    scores = combine(trace, r, result, Thresholds(), groundedness_cost_usd=cost)
+    assert scores is not None
+    return scores
+
+
 class FailingExporter(SpanExporter):
     def __init__(self) -> None:
         self.calls = 0
@@ -261,6 +286,17 @@ LABELS = (
 )
 
 
+def score_sink(exporter: SpanExporter, settings: PipelineSettings) -> OtlpScoreSink:
+    """The write-back the rigs use: into ``exporter``, with ``settings``' thresholds."""
+    return OtlpScoreSink(
+        exporter,
+        Resource.create({"service.name": "ragtrace-consumer"}),
+        timeout_s=5.0,
+        recall_threshold=settings.thresholds.recall,
+        groundedness_threshold=settings.thresholds.groundedness,
+    )
+
+
 def rig(
     *steps: object,
     judge: ScriptedJudge | None = None,
@@ -284,13 +320,7 @@ def rig(
     reader = InMemoryMetricReader()
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     settings = settings or PipelineSettings(quiet_s=5.0, lease_s=60.0)
-    sink = OtlpScoreSink(
-        exporter,
-        Resource.create({"service.name": "ragtrace-consumer"}),
-        timeout_s=5.0,
-        recall_threshold=settings.thresholds.recall,
-        groundedness_threshold=settings.thresholds.groundedness,
-    )
+    sink = score_sink(exporter, settings)
     pipeline = Pipeline(
         traces=traces,
         labels=label_store,

@@ -62,6 +62,11 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def helm_template(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``helm template`` of the chart as release ``rt`` for KUBE_VERSION, with ``args`` added."""
+    return run_helm(helm, "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, *args)
+
+
 class Rendered:
     """The parsed output of one `helm template`, with lookups by kind and name."""
 

@@ -20,15 +20,13 @@ from typing import Any, ClassVar
 import pytest
 
 from tests.unit.helm.conftest import (
-    CHART,
-    KUBE_VERSION,
     MONITORING_APIS,
     SCENARIOS,
     Manifest,
     Rendered,
     collector_workload,
     containers,
-    run_helm,
+    helm_template,
 )
 
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
@@ -372,13 +370,8 @@ def test_keda_scales_on_the_groups_kafka_lag(
 
 
 def test_keda_and_the_hpa_exclude_each_other(helm_bin: Path) -> None:
-    proc = run_helm(
+    proc = helm_template(
         helm_bin,
-        "template",
-        "rt",
-        str(CHART),
-        "--kube-version",
-        KUBE_VERSION,
         "--set",
         "consumer.keda.enabled=true",
         "--set",

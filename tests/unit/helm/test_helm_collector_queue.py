@@ -30,6 +30,7 @@ from tests.unit.helm.conftest import (
     collector_workload,
     containers,
     env_of,
+    helm_template,
     run_helm,
 )
 
@@ -267,9 +268,8 @@ def test_the_real_collector_accepts_the_rendered_config_and_environment(
     [("size", '"2 GB"'), ("retryMaxElapsed", '"1 hour"'), ("maxItems", "63")],
 )
 def test_schema_rejects_a_bad_queue_value(helm_bin: Path, key: str, value: str) -> None:
-    proc = run_helm(
-        helm_bin, "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION,
-        "--set-json", f"collector.persistentQueue.{key}={value}",
+    proc = helm_template(
+        helm_bin, "--set-json", f"collector.persistentQueue.{key}={value}",
     )  # fmt: skip
     assert proc.returncode != 0
     assert "/collector/persistentQueue/" + key in proc.stderr, proc.stderr

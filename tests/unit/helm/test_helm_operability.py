@@ -19,6 +19,7 @@ from tests.unit.helm.conftest import (
     collector_workload,
     containers,
     env_of,
+    helm_template,
     run_helm,
 )
 
@@ -48,9 +49,8 @@ def test_gomemlimit_follows_the_memory_limit(
 
 
 def test_an_unreadable_memory_limit_fails_naming_the_key(helm_bin: Path) -> None:
-    proc = run_helm(
-        helm_bin, "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION,
-        "--set", "collector.resources.limits.memory=2e3",
+    proc = helm_template(
+        helm_bin, "--set", "collector.resources.limits.memory=2e3",
     )  # fmt: skip
     assert proc.returncode != 0
     assert "collector.resources.limits.memory" in proc.stderr and '"2e3"' in proc.stderr

@@ -16,6 +16,7 @@ from tests.unit.helm.conftest import (
     SCENARIOS,
     Manifest,
     Rendered,
+    helm_template,
     run_helm,
     values_file,
 )
@@ -161,13 +162,8 @@ def test_structural_check_rejects_a_broken_rule() -> None:
 
 
 def test_a_bad_value_is_rejected_by_the_schema(helm_bin: Path) -> None:
-    proc = run_helm(
+    proc = helm_template(
         helm_bin,
-        "template",
-        "rt",
-        str(CHART),
-        "--kube-version",
-        KUBE_VERSION,
         "--set",
         "judge.name=gpt",
         "--set",

@@ -29,7 +29,7 @@ from tests.unit.helm.conftest import (
     collector_workload,
     containers,
     env_of,
-    run_helm,
+    helm_template,
     values_file,
 )
 
@@ -273,13 +273,8 @@ def test_sampling_rules_and_salt_reach_the_consumer(
     ],
 )
 def test_schema_rejects_a_bad_sampling_rule(helm_bin: Path, rule: dict[str, Any]) -> None:
-    proc = run_helm(
+    proc = helm_template(
         helm_bin,
-        "template",
-        "rt",
-        str(CHART),
-        "--kube-version",
-        "1.31.0",
         "--set-json",
         f"consumer.config.sampling.rules=[{json.dumps(rule)}]",
     )
@@ -462,13 +457,8 @@ def test_health_port_and_timeout_come_from_values(
 def test_health_disabled_needs_the_probes_cleared(
     helm_bin: Path, render: Callable[..., Rendered], tmp_path: Path
 ) -> None:
-    proc = run_helm(
+    proc = helm_template(
         helm_bin,
-        "template",
-        "rt",
-        str(CHART),
-        "--kube-version",
-        "1.31.0",
         "--set",
         "consumer.health.enabled=false",
     )

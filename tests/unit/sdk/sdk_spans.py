@@ -10,6 +10,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ragtrace import semconv as sc
+from ragtrace.normalize import question_sha256
+
 EXPORTER = InMemorySpanExporter()
 
 
@@ -57,3 +60,16 @@ def assert_attributes(span: ReadableSpan, expected: Mapping[str, Any]) -> None:
         assert key in got, f"missing {key}"
         assert got.pop(key) == value, key
     assert got == {}, f"unexpected attributes: {got}"
+
+
+def retrieval_query(query: str) -> dict[str, Any]:
+    """The kind and query attributes the decorator writes on a retrieval span that captured
+    ``query`` (the rest of its attributes are each test's own)."""
+    return {
+        sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
+        sc.GEN_AI_OPERATION_NAME: "retrieval",
+        sc.INPUT_VALUE: query,
+        sc.GEN_AI_RETRIEVAL_QUERY_TEXT: query,
+        sc.RAGTRACE_QUERY_SHA256: question_sha256(query),
+        sc.RAGTRACE_CONTENT_CAPTURED: True,
+    }

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
@@ -33,11 +32,10 @@ from ragtrace_consumers.stores.memory import (
 )
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
-from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from tests import metric_points
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
-from tests.unit.consumers.scoring_helpers import T0, Clock, rag_spans
+from tests.unit.consumers.scoring_helpers import T0, Clock, rag_spans, score_sink
 
 EMAIL = "hr-leave@corp.example"
 ASKER = "Alice.Smith@corp.example"
@@ -102,13 +100,7 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
     metrics = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
     exporter = InMemorySpanExporter()
     settings = PipelineSettings(quiet_s=5.0, lease_s=60.0)
-    sink = OtlpScoreSink(
-        exporter,
-        Resource.create({"service.name": "ragtrace-consumer"}),
-        timeout_s=5.0,
-        recall_threshold=settings.thresholds.recall,
-        groundedness_threshold=settings.thresholds.groundedness,
-    )
+    sink = score_sink(exporter, settings)
     redactor = load_config(env={"RAGTRACE_REDACTION_PATTERNS": "email,phone"}).redaction
     state = SqliteState(":memory:")  # serve's results table: a write-back too
     with FakeAnthropic(lexical_responder) as api:

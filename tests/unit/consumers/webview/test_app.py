@@ -1,0 +1,256 @@
+"""The web view's routes through its one seam (WebView.handle): pages, 4xx answers, escaping,
+the login session, CSRF and Origin checks, and labels saved into the state file's label sets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
+import pytest
+
+from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
+from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore, current_label_set
+from ragtrace_consumers.stores.sqlite_state import SqliteState
+from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
+from ragtrace_consumers.webview.highlight import find_quote, marked
+from tests.unit.consumers.webview.rows import HOSTILE, detail, result
+
+HOST = "127.0.0.1:4318"
+TRACE = f"{7:032x}"
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def state() -> SqliteState:
+    s = SqliteState(":memory:")
+    s.results.put(
+        result(
+            7, "generation_failed", groundedness=0.5, answer="Alpha. " + HOSTILE, question_id="q-7"
+        ),
+        detail(),
+    )
+    s.results.put(result(8, "unlabelled", recall=None, k=None, query="Is there a dark mode?"))
+    return s
+
+
+@pytest.fixture
+def labels(state: SqliteState) -> SqliteLabelStore:
+    store = SqliteLabelStore(state)
+    store.start([LabelledQuestion("q-7", "question 7?", frozenset({"c-gold"}))], source="file")
+    return store
+
+
+def _view(state: SqliteState, labels: SqliteLabelStore, **kw: object) -> WebView:
+    return WebView(state, labels, **kw)  # type: ignore[arg-type]
+
+
+def get(view: WebView, target: str, headers: Mapping[str, str] | None = None) -> WebResponse:
+    path, _, query = target.partition("?")
+    response = view.handle(WebRequest("GET", path, query, {"host": HOST, **(headers or {})}))
+    assert response is not None
+    return response
+
+
+def post(
+    view: WebView, path: str, form: Mapping[str, object], headers: Mapping[str, str] | None = None
+) -> WebResponse:
+    body = urlencode(form, doseq=True).encode()
+    h = {"host": HOST, "content-type": "application/x-www-form-urlencoded", **(headers or {})}
+    response = view.handle(WebRequest("POST", path, "", h, body))
+    assert response is not None
+    return response
+
+
+def text(r: WebResponse) -> str:
+    return r.body.decode()
+
+
+def csrf_of(page: WebResponse) -> str:
+    found = re.search(r'name=csrf value="([^"]*)"', text(page))
+    assert found is not None
+    return found.group(1)
+
+
+def test_every_page_answers_and_the_trace_page_shows_why(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(
+        state,
+        labels,
+        options=WebViewOptions(
+            trace_url_template="https://jaeger.example/trace/{trace_id}?span={span_id}"
+        ),
+    )
+    assert get(view, "/").status == 303
+    for target in ("/ui/", "/ui/traces", "/ui/questions", f"/ui/traces/{TRACE}"):
+        r = get(view, target)
+        assert r.status == 200, (target, text(r))
+        assert r.content_type == "text/html; charset=utf-8"
+        assert dict(r.headers)["X-Frame-Options"] == "DENY"
+    css = get(view, "/ui/static/ragtrace.css")
+    assert css.status == 200 and b".unit.unsupported" in css.body
+    page = text(get(view, f"/ui/traces/{TRACE}"))
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    ranks = re.findall(r'<li class="([^"]+)" data-chunk="([^"]+)"', page)
+    assert ranks == [
+        ("chunk", "c-1"),
+        ("chunk", "c-2"),
+        ("chunk", "c-3"),
+        ("chunk gold below-cut", "c-gold"),
+    ]
+    assert page.index("c-3") < page.index("class=cutoff") < page.index('data-chunk="c-gold"')
+    assert "Gold never retrieved: <code>c-missing</code>" in page
+    assert "Gold retrieved below the cut-off (k=3) at rank 4" in page
+    assert '<div class="unit supported" id="unit-1">' in page
+    assert '<div class="unit unsupported" id="unit-2">' in page
+    assert "downgraded by check <code>unrelated</code>" in page
+    assert '<mark class="ev-ok">Alpha passage about exports</mark>' in page
+    assert '<mark class="ev-bad">Beta passage</mark>' in page
+    assert "https://jaeger.example/trace/" + TRACE + "?span=" + "1" * 16 in page
+    assert "1" * 16 in page and "2" * 16 in page and "3" * 16 in page
+    assert "prompt sha256" in page and "a" * 64 in page
+
+
+@pytest.mark.parametrize(
+    ("target", "status", "message"),
+    [
+        ("/ui/traces?cell=nope", 400, "cell must be one of"),
+        ("/ui/traces/not-a-trace", 400, "not a trace ID"),
+        (f"/ui/traces/{9:032x}", 404, "no scored trace"),
+        ("/ui/traces?page=-1", 400, "page must be within"),
+        ("/ui/?debug=1", 400, "unknown parameter"),
+        ("/ui/nowhere", 404, "no page at /ui/nowhere"),
+        ("/ui/traces?" + "a=1&" * 60, 400, "bad query string"),
+    ],
+)
+def test_bad_parameters_get_4xx_pages(
+    state: SqliteState, labels: SqliteLabelStore, target: str, status: int, message: str
+) -> None:
+    r = get(_view(state, labels), target)
+    assert r.status == status
+    assert message in text(r)
+    assert "Traceback" not in text(r)
+
+
+def test_other_paths_are_left_to_the_receiver(state: SqliteState, labels: SqliteLabelStore) -> None:
+    assert _view(state, labels).handle(WebRequest("GET", "/metrics")) is None
+
+
+def test_a_label_saved_from_a_trace_is_a_new_versioned_set(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    seen: list[tuple[str, str]] = []
+    view = _view(state, labels, on_label=lambda q, v: seen.append((q.qid, v)))
+    before = labels.version()
+    trace = f"{8:032x}"
+    form = {
+        "csrf": csrf_of(get(view, f"/ui/traces/{trace}")),
+        "trace_id": trace,
+        "question": "Is there a dark mode?",
+        "qid": "",
+        "gold": ["c-1"],
+        "extra_gold": "c-9, c-10\nc-11",
+    }
+    r = post(view, "/ui/labels", form, {"origin": f"http://{HOST}"})
+    assert r.status == 303, text(r)
+    location = dict(r.headers)["Location"]
+    assert location.startswith(f"/ui/traces/{trace}?saved=")
+    q = labels.by_question_sha256(
+        LabelledQuestion("x", "is there a  DARK mode?", frozenset()).question_sha256
+    )
+    assert q is not None and q.gold == {"c-1", "c-9", "c-10", "c-11"}
+    assert q.qid.startswith("web-")
+    assert labels.version() != before and seen == [(q.qid, labels.version())]
+    assert current_label_set(state) == (labels.version(), labels.questions())
+    saved = get(view, location.split("#")[0])
+    assert "Saved. Label set version" in text(saved)
+    # A restart lays the web-view label over the file again (the same set: no new row).
+    sets = state.execute("SELECT COUNT(*) FROM label_sets")
+    assert sets == [(2,)]
+    again = SqliteLabelStore(state)
+    again.start([LabelledQuestion("q-7", "question 7?", frozenset({"c-gold"}))], source="file")
+    assert again.by_id(q.qid) == q and again.version() == labels.version()
+    assert state.execute("SELECT COUNT(*) FROM label_sets") == sets
+
+
+@pytest.mark.parametrize(
+    ("change", "headers", "status", "message"),
+    [
+        ({"csrf": "forged"}, {}, 403, "stale form token"),
+        ({}, {"origin": "https://evil.example"}, 403, "cross-site request refused"),
+        ({}, {"origin": "null"}, 403, "opaque origin"),
+        ({"gold": [], "extra_gold": ""}, {}, 400, "at least one chunk ID"),
+        ({"qid": "bad qid!"}, {}, 400, "qid may hold"),
+        ({"trace_id": "zz"}, {}, 400, "not a trace ID"),
+        ({"question": ""}, {}, 400, "question must be"),
+    ],
+)
+def test_bad_or_cross_site_label_posts_are_refused(
+    state: SqliteState,
+    labels: SqliteLabelStore,
+    change: dict[str, object],
+    headers: dict[str, str],
+    status: int,
+    message: str,
+) -> None:
+    view = _view(state, labels)
+    before = labels.version()
+    form: dict[str, object] = {
+        "csrf": csrf_of(get(view, f"/ui/traces/{TRACE}")),
+        "trace_id": TRACE,
+        "question": "question 7?",
+        "gold": ["c-1"],
+    }
+    form.update(change)
+    r = post(view, "/ui/labels", form, headers)
+    assert (r.status, message in text(r)) == (status, True), text(r)
+    assert labels.version() == before
+
+
+def test_with_a_token_browsers_sign_in_once_and_scripts_send_it(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(state, labels, sessions=Sessions(TOKEN))
+    refused = get(view, "/ui/traces")
+    assert refused.status == 401 and "Access token" in text(refused)
+    assert get(view, "/ui/static/ragtrace.css").status == 200
+    assert get(view, "/ui/", {"authorization": f"Bearer {TOKEN}"}).status == 200
+    assert get(view, "/ui/", {"authorization": "Bearer wrong-token"}).status == 401
+    assert post(view, "/ui/login", {"token": "wrong-token"}).status == 401
+    assert (
+        post(view, "/ui/login", {"token": TOKEN}, {"origin": "https://evil.example"}).status == 403
+    )
+    ok = post(view, "/ui/login", {"token": TOKEN}, {"origin": f"http://{HOST}"})
+    assert ok.status == 303
+    cookie = dict(ok.headers)["Set-Cookie"]
+    for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
+        assert attribute in cookie
+    session = {"cookie": cookie.split(";", 1)[0]}
+    page = get(view, f"/ui/traces/{TRACE}", session)
+    assert page.status == 200
+    form = {"csrf": csrf_of(page), "trace_id": TRACE, "question": "question 7?", "gold": "c-1"}
+    assert post(view, "/ui/labels", form).status == 401  # no session: no write
+    assert post(view, "/ui/labels", form, session).status == 303
+    other = post(view, "/ui/login", {"token": TOKEN})
+    other_session = {"cookie": dict(other.headers)["Set-Cookie"].split(";", 1)[0]}
+    assert post(view, "/ui/labels", form, other_session).status == 403  # not its CSRF token
+
+
+def test_a_trace_url_template_must_name_the_trace() -> None:
+    with pytest.raises(ValueError, match=r"\{trace_id\}"):
+        WebViewOptions(trace_url_template="https://jaeger.example/search")
+    with pytest.raises(ValueError, match="only"):
+        WebViewOptions(trace_url_template="https://x.example/{trace_id}/{org}")
+
+
+def test_quotes_are_found_across_whitespace_and_case_and_escaped() -> None:
+    passage = "Exports are LIMITED to one\nrunning job; <b>bold</b>"
+    assert find_quote(passage, "limited to one running") == (12, 34)
+    assert find_quote(passage, "not there") is None
+    html = marked(passage, [("limited to one running", "ev-ok"), ("<b>bold", "ev-bad")])
+    assert html == (
+        'Exports are <mark class="ev-ok">LIMITED to one\nrunning</mark> job; '
+        '<mark class="ev-bad">&lt;b&gt;bold</mark>&lt;/b&gt;'
+    )
