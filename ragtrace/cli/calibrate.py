@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._arg_types import input_file
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
@@ -58,12 +59,12 @@ Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unr
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "calibrate",
         help="measure the judge's agreement with human claim labels",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--labels",

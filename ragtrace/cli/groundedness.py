@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._groundedness_cli import add_batch_arguments, run_batch
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
@@ -58,12 +59,12 @@ cost) go to stderr; exit 1 if any answer got a judge error, 3 if the judge becam
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "groundedness",
         help="check one answer's claims against its context",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--answer", metavar="TEXT|@FILE|@-", help="the answer")
     parser.add_argument(
