@@ -15,7 +15,6 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from ragtrace.masking import mask_secrets
@@ -128,12 +127,7 @@ class ProgressBar:
         self._draw(force=True)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def iter(self, items: Iterable[T]) -> Iterator[T]:
