@@ -12,17 +12,8 @@ from typing import Any
 
 from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, read_text_arg
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    JSON_STDOUT,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import JSON_STDOUT, add_json_option, emit_json, error, fmt_num
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_metric", "register", "run"]
 

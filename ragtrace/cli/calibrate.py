@@ -16,17 +16,8 @@ from ragtrace.cli._judge_args import (
     judge_line,
     warn,
 )
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-    format_table,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, fmt_num, format_table
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.calibration import CalibrationReport

@@ -8,10 +8,8 @@ from collections.abc import Sequence
 from ragtrace.cli._arg_types import input_file, stdin_used_twice
 from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._gate import Gate, GateError, parse_gates
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
     add_json_option,
     emit_json,
     error,

@@ -20,11 +20,8 @@ from ragtrace.cli._judge_args import (
     build_judge,
     judge_line,
 )
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,

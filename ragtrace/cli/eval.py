@@ -16,10 +16,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from ragtrace.cli._arg_types import input_file, positive_int, stdin_used_twice
 from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
     ProgressBar,
     add_json_option,
     emit_json,

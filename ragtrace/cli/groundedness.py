@@ -15,16 +15,8 @@ from ragtrace.cli._judge_args import (
     read_text_arg,
     warn,
 )
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, fmt_num
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import GroundednessResult

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
+# The exit codes, re-exported for the commands that import them with the output helpers.
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.masking import mask_secrets
 
 if TYPE_CHECKING:
@@ -38,15 +40,6 @@ __all__ = [
     "json_to_stdout",
     "write_json_atomic",
 ]
-
-# One exit code per cause, the same in every command (docs/cli.md has the table).
-EXIT_OK = 0
-EXIT_FAILURE = 1
-"""The command ran but its result failed: a gate held, an item got an error, a write failed."""
-EXIT_BAD_INPUT = 2
-"""Usage or input the command cannot accept (argparse's own code), or a command not installed."""
-EXIT_UNAVAILABLE = 3
-"""A dependency could not be reached: the judge's API, Redis, Kafka."""
 
 T = TypeVar("T")
 

@@ -17,16 +17,8 @@ from typing import TYPE_CHECKING
 
 from ragtrace.cli._arg_types import STDIN_HELP, input_file
 from ragtrace.cli._command import Subparsers, add_command
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    json_to_stdout,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, json_to_stdout
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig

@@ -16,15 +16,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._command import Subparsers, add_command
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    JSON_STDOUT,
-    add_json_option,
-    emit_json,
-    error,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from ragtrace.cli.output import JSON_STDOUT, add_json_option, emit_json, error
 from ragtrace.evaluation.judges.spec import JUDGE_NAMES
 
 if TYPE_CHECKING:

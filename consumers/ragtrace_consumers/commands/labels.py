@@ -20,11 +20,8 @@ from typing import Any
 
 from ragtrace.cli._arg_types import input_file
 from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
     JSON_STDOUT,
     add_json_option,
     emit_json,

@@ -18,15 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ragtrace.cli._arg_types import STDIN_HELP, input_file, stdin_used_twice
 from ragtrace.cli._command import Subparsers, add_command
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    add_json_option,
-    error,
-    json_safe,
-    json_to_stdout,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from ragtrace.cli.output import add_json_option, error, json_safe, json_to_stdout
 from ragtrace.masking import mask_url
 from ragtrace_consumers.commands.setting_flags import add_setting_flags, with_flags
 
