@@ -89,16 +89,25 @@ def wrap_async(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     return traced
 
 
-def wrap_generator(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
+def _wrap_stream(
+    fn: Callable[..., Any], spec: Spec, drive: Callable[..., Any]
+) -> Callable[..., Any]:
+    """A generator or async generator function: the call makes the user's stream, which
+    ``drive`` (:func:`_drive`, :func:`_adrive`) traces as it is consumed."""
+
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
         settings = _config.current()
         if not settings.enabled or is_suppressed():
             return fn(*args, **kwargs)
         inner = fn(*args, **kwargs)  # argument errors surface here, as without the decorator
-        return _drive(inner, spec, args, kwargs, settings, otel_context.get_current())
+        return drive(inner, spec, args, kwargs, settings, otel_context.get_current())
 
     return traced
+
+
+def wrap_generator(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
+    return _wrap_stream(fn, spec, _drive)
 
 
 def _drive(
@@ -143,15 +152,7 @@ def _drive(
 
 
 def wrap_async_generator(fn: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def traced(*args: Any, **kwargs: Any) -> Any:
-        settings = _config.current()
-        if not settings.enabled or is_suppressed():
-            return fn(*args, **kwargs)
-        inner = fn(*args, **kwargs)
-        return _adrive(inner, spec, args, kwargs, settings, otel_context.get_current())
-
-    return traced
+    return _wrap_stream(fn, spec, _adrive)
 
 
 async def _adrive(

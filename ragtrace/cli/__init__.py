@@ -127,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     missing = getattr(args, "missing_command", None)
     if missing is not None:
-        from ragtrace.cli.output import EXIT_BAD_INPUT, error
+        from ragtrace.cli.exit_codes import EXIT_BAD_INPUT
+        from ragtrace.cli.output import error
 
         error(missing, _not_installed(missing))
         return EXIT_BAD_INPUT

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ragtrace.cli._arg_types import input_file
 from ragtrace.cli._judge_args import add_judge_concurrency, build_judge
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, error
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import error
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "add_batch_arguments", "run_batch"]
 

@@ -10,18 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._judge_args import add_judge_arguments, build_judge, judge_line, read_text_arg
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    JSON_STDOUT,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import JSON_STDOUT, add_json_option, emit_json, error, fmt_num
 
 __all__ = ["EXIT_JUDGE_UNAVAILABLE", "format_metric", "register", "run"]
 
@@ -43,24 +35,19 @@ unreachable after retries.
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "answer",
         help="answer relevancy and correctness (against a reference answer)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     metrics = parser.add_subparsers(dest="answer_metric", metavar="METRIC", required=True)
     for name, help_text in (
         ("relevancy", "does the answer address the question?"),
         ("correctness", "the answer against a reference answer"),
     ):
-        p = metrics.add_parser(
-            name,
-            help=help_text,
-            description=_DESCRIPTION,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        p = add_command(metrics, name, help=help_text, description=_DESCRIPTION)
         p.add_argument("--question", required=True, metavar="TEXT|@FILE|@-")
         p.add_argument("--answer", required=True, metavar="TEXT|@FILE|@-")
         if name == "correctness":

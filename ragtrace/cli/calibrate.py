@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._arg_types import input_file
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
@@ -15,17 +16,8 @@ from ragtrace.cli._judge_args import (
     judge_line,
     warn,
 )
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-    format_table,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, fmt_num, format_table
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.calibration import CalibrationReport
@@ -58,12 +50,12 @@ Exit status: 0 done, 1 the judge failed on every claim, 2 bad input, 3 judge unr
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "calibrate",
         help="measure the judge's agreement with human claim labels",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--labels",

@@ -6,11 +6,10 @@ import argparse
 from collections.abc import Sequence
 
 from ragtrace.cli._arg_types import input_file, stdin_used_twice
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._gate import Gate, GateError, parse_gates
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
     add_json_option,
     emit_json,
     error,
@@ -69,12 +68,12 @@ def _int_at_least(minimum: int) -> type[int]:
     return parse  # type: ignore[return-value]
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "compare",
         help="compare two eval reports: metric deltas with confidence intervals, movers",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("a", metavar="A.json", type=input_file, help="baseline report ('-': stdin)")
     parser.add_argument(

@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._arg_types import count, input_file, non_negative, unit_interval
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
     add_judge_concurrency,
     build_judge,
     judge_line,
 )
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
     add_json_option,
     emit_json,
     error,
@@ -74,12 +72,12 @@ run, 3 judge unreachable or --max-cost reached (the partial report is printed; r
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "detect-eval",
         help="measure a judge's hallucination detection against human-labelled answers",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--input",

@@ -15,10 +15,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from ragtrace.cli._arg_types import input_file, positive_int, stdin_used_twice
+from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
     ProgressBar,
     add_json_option,
     emit_json,
@@ -61,12 +60,12 @@ _DEFINITION_NAMES = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "eval",
         help="score a retriever against labelled questions (recall@k, MRR, ...)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--labels",

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from ragtrace.cli._command import Subparsers, add_command
 from ragtrace.cli._groundedness_cli import add_batch_arguments, run_batch
 from ragtrace.cli._judge_args import (
     add_judge_arguments,
@@ -14,16 +15,8 @@ from ragtrace.cli._judge_args import (
     read_text_arg,
     warn,
 )
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    fmt_num,
-)
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, fmt_num
 
 if TYPE_CHECKING:
     from ragtrace.evaluation.judges import GroundednessResult
@@ -58,12 +51,12 @@ cost) go to stderr; exit 1 if any answer got a judge error, 3 if the judge becam
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "groundedness",
         help="check one answer's claims against its context",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--answer", metavar="TEXT|@FILE|@-", help="the answer")
     parser.add_argument(

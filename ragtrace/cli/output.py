@@ -15,9 +15,10 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
+# The exit codes, re-exported for the commands that import them with the output helpers.
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.masking import mask_secrets
 
 if TYPE_CHECKING:
@@ -39,15 +40,6 @@ __all__ = [
     "json_to_stdout",
     "write_json_atomic",
 ]
-
-# One exit code per cause, the same in every command (docs/cli.md has the table).
-EXIT_OK = 0
-EXIT_FAILURE = 1
-"""The command ran but its result failed: a gate held, an item got an error, a write failed."""
-EXIT_BAD_INPUT = 2
-"""Usage or input the command cannot accept (argparse's own code), or a command not installed."""
-EXIT_UNAVAILABLE = 3
-"""A dependency could not be reached: the judge's API, Redis, Kafka."""
 
 T = TypeVar("T")
 
@@ -128,12 +120,7 @@ class ProgressBar:
         self._draw(force=True)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def iter(self, items: Iterable[T]) -> Iterator[T]:

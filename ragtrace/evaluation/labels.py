@@ -30,6 +30,7 @@ __all__ = [
     "load_labels",
     "load_run",
     "parse_json",
+    "read_input_file",
 ]
 
 
@@ -103,13 +104,20 @@ class LabelledQuestion:
         return question_sha256(self.question)
 
 
-def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+def read_input_file(path: Path) -> str:
+    """The text of ``path`` (``-``: stdin; UTF-8, a BOM dropped); a missing or unreadable file
+    raises :class:`InputFileError`."""
     try:
         text = read_input_text(path, encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputFileError(path, None, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(path, None, None, f"cannot read: {exc}") from None
+    return text
+
+
+def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    text = read_input_file(path)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -149,18 +157,26 @@ def _ids(path: Path, number: int, obj: Mapping[str, object], field: str) -> list
     return value
 
 
+def _unique_qid(
+    path: Path, number: int, obj: Mapping[str, object], first_line: dict[str, int]
+) -> str:
+    """The line's qid, refused when an earlier line had it; ``first_line`` records it."""
+    qid = _string(path, number, obj, "qid")
+    if qid in first_line:
+        raise InputFileError(
+            path, number, "qid", f"duplicate qid {qid!r} (first on line {first_line[qid]})"
+        )
+    first_line[qid] = number
+    return qid
+
+
 def load_labels(path: str | Path) -> list[LabelledQuestion]:
     """Read a labels file, in file order. Duplicate qids and an empty file are errors."""
     path = Path(path)
     questions: list[LabelledQuestion] = []
     first_line: dict[str, int] = {}
     for number, obj in _objects(path):
-        qid = _string(path, number, obj, "qid")
-        if qid in first_line:
-            raise InputFileError(
-                path, number, "qid", f"duplicate qid {qid!r} (first on line {first_line[qid]})"
-            )
-        first_line[qid] = number
+        qid = _unique_qid(path, number, obj, first_line)
         question = _string(path, number, obj, "question")
         gold = _ids(path, number, obj, "gold")
         reference = (
@@ -192,14 +208,9 @@ def load_run(
     run: dict[str, list[str]] = {}
     first_line: dict[str, int] = {}
     for number, obj in _objects(path):
-        qid = _string(path, number, obj, "qid")
-        if qid in first_line:
-            raise InputFileError(
-                path, number, "qid", f"duplicate qid {qid!r} (first on line {first_line[qid]})"
-            )
+        qid = _unique_qid(path, number, obj, first_line)
         if known is not None and qid not in known:
             raise InputFileError(path, number, "qid", f"unknown qid {qid!r} (not in the labels)")
-        first_line[qid] = number
         run[qid] = _ids(path, number, obj, "retrieved")
     if questions is not None:
         missing = [q.qid for q in questions if q.qid not in run]

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from ragtrace.evaluation._input import read_input_text
 from ragtrace.evaluation.labels import (
     InputFileError,
     LabelledQuestion,
     label_set_version,
     parse_json,
+    read_input_file,
 )
 from ragtrace.evaluation.retrieval import QuestionScores, RecallDefinition, score_question
 
@@ -270,12 +270,7 @@ class RetrievalReport:
 def load_report(path: str | Path) -> RetrievalReport:
     """Read a ``ragtrace eval --json`` file; errors name the file, line (for bad JSON) and field."""
     path = Path(path)
-    try:
-        text = read_input_text(path, encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(path, None, None, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, None, None, f"cannot read: {exc}") from None
+    text = read_input_file(path)
     try:
         doc = parse_json(text, path)
     except json.JSONDecodeError as exc:

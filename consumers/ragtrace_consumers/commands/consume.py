@@ -16,16 +16,9 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ragtrace.cli._arg_types import STDIN_HELP, input_file
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
-    add_json_option,
-    emit_json,
-    error,
-    json_to_stdout,
-)
+from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.output import add_json_option, emit_json, error, json_to_stdout
 
 if TYPE_CHECKING:
     from ragtrace_consumers.config import ConsumerConfig
@@ -45,12 +38,12 @@ Anthropic judge reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL).
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = add_command(
+        subparsers,
         "consume",
         help="score traces from Kafka (the consumer-group service)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--config",

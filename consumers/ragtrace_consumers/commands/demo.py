@@ -15,15 +15,9 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    JSON_STDOUT,
-    add_json_option,
-    emit_json,
-    error,
-)
+from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from ragtrace.cli.output import JSON_STDOUT, add_json_option, emit_json, error
 from ragtrace.evaluation.judges.spec import JUDGE_NAMES
 
 if TYPE_CHECKING:
@@ -42,12 +36,12 @@ output says which. No Kafka, Redis or network access is needed.
 """
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = add_command(
+        subparsers,
         "demo",
         help="score a bundled RAG app with the embedded evaluator (start here)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_json_option(p, "the result (one document; on stdout the progress goes to stderr)")
     p.add_argument(

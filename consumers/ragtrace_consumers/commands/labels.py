@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ragtrace.cli._arg_types import input_file
+from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNAVAILABLE,
     JSON_STDOUT,
     add_json_option,
     emit_json,
@@ -80,12 +78,12 @@ def resolve_redis(
     return url or environ.get(ENV_REDIS_URL) or DEFAULT_REDIS_URL, prefix
 
 
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
         "labels",
         help="load, list, inspect or clear the labelled questions in Redis",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
 

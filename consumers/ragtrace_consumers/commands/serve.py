@@ -17,15 +17,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ragtrace.cli._arg_types import STDIN_HELP, input_file, stdin_used_twice
-from ragtrace.cli.output import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    add_json_option,
-    error,
-    json_safe,
-    json_to_stdout,
-)
+from ragtrace.cli._command import Subparsers, add_command
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from ragtrace.cli.output import add_json_option, error, json_safe, json_to_stdout
 from ragtrace.masking import mask_url
 from ragtrace_consumers.commands.setting_flags import add_setting_flags, with_flags
 
@@ -51,12 +45,12 @@ _SECTIONS = ("serve", "judge", "web")
 """The sections whose keys' flags ``serve`` takes (generated from the settings model)."""
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = add_command(
+        subparsers,
         "serve",
         help="run the embedded evaluator (OTLP/HTTP in, scores out; no Kafka/Redis)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     keys = add_setting_flags(p, _SECTIONS)
     p.add_argument(

@@ -159,13 +159,19 @@ def _mapping_spec(spec: str) -> str | None:
     return None
 
 
+def _structured(raw: object) -> object:
+    """``raw`` as is, or parsed when it is text (an environment variable holds JSON or YAML)."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise fail(f"not valid JSON or YAML: {exc}") from None
+
+
 def _to_rules(raw: object) -> tuple[SamplingRule, ...]:
     """Sampling rules from the file (a YAML list) or the environment (JSON or YAML text)."""
-    if isinstance(raw, str):
-        try:
-            raw = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise fail(f"not valid JSON or YAML: {exc}") from None
+    raw = _structured(raw)
     if raw is None:
         return ()
     if not isinstance(raw, (list, tuple)):
@@ -253,11 +259,7 @@ Rules = Annotated[tuple[SamplingRule, ...], PlainValidator(_to_rules), WithJsonS
 def _to_patterns(raw: object) -> dict[str, str]:
     """Named regular expressions from the file (a YAML mapping) or the environment (JSON or
     YAML text); each is compiled, so a bad one is refused here, naming it."""
-    if isinstance(raw, str):
-        try:
-            raw = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise fail(f"not valid JSON or YAML: {exc}") from None
+    raw = _structured(raw)
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(

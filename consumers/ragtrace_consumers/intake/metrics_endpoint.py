@@ -9,13 +9,13 @@ One :class:`~ragtrace_consumers.intake.http_server.BoundedHTTPServer` with a sma
 from __future__ import annotations
 
 import ssl
-import threading
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from ragtrace_consumers.intake.access import AccessPolicy
 from ragtrace_consumers.intake.http_server import BoundedHTTPServer, GatedRequestHandler
+from ragtrace_consumers.telemetry.server_thread import ServerThread
 
 __all__ = ["METRICS_PATH", "MetricsEndpoint"]
 
@@ -64,7 +64,7 @@ class MetricsEndpoint:
 
         Handler.access = access
         self._server = BoundedHTTPServer((host, port), Handler, max_workers=_WORKERS, tls=tls)
-        self._thread: threading.Thread | None = None
+        self._loop = ServerThread(self._server, "ragtrace-metrics-http", poll_interval=0.05)
 
     @property
     def url(self) -> str:
@@ -76,19 +76,9 @@ class MetricsEndpoint:
         return f"{scheme}://{host}:{port}{METRICS_PATH}"
 
     def start(self) -> MetricsEndpoint:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="ragtrace-metrics-http",
-                daemon=True,
-            )
-            self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join()
-            self._thread = None
+        self._loop.stop()
         self._server.stop(grace_s=2.0)

@@ -35,7 +35,6 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -348,12 +347,7 @@ class EmbeddedEvaluator:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # --- spans in, traces scored ------------------------------------------------------------

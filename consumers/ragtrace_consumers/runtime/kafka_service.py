@@ -161,15 +161,16 @@ def build_service(
     heartbeat = Heartbeat()
     halt = threading.Event()
     dependencies = Dependencies()
-    # Every store call is retried while Redis is unavailable (retry.py); waiting beats the
-    # liveness heartbeat: an outage is reported by /readyz, it is not a stuck loop.
-    redis_retry = Retrier(
-        "redis",
-        redis_transient_errors(),
-        dependencies=dependencies,
-        stop=halt,
-        on_wait=heartbeat.beat,
-    )
+
+    def retrier(name: str, transient: tuple[type[BaseException], ...]) -> Retrier:
+        # Waiting beats the liveness heartbeat: an outage is reported by /readyz, it is not a
+        # stuck loop.
+        return Retrier(
+            name, transient, dependencies=dependencies, stop=halt, on_wait=heartbeat.beat
+        )
+
+    # Every store call is retried while Redis is unavailable (retry.py).
+    redis_retry = retrier("redis", redis_transient_errors())
     prefix = cfg.redis.key_prefix
     traces = Retrying(
         rs.RedisTraceStore(
@@ -248,13 +249,7 @@ def build_service(
     dependencies.on_error = metrics.dependency_error
 
     consumer = KafkaProgress(consumer, heartbeat)  # each poll beats the liveness heartbeat
-    kafka_retry = Retrier(
-        "kafka",
-        kafka_transient_errors(),
-        dependencies=dependencies,
-        stop=halt,
-        on_wait=heartbeat.beat,
-    )
+    kafka_retry = retrier("kafka", kafka_transient_errors())
     runner = KafkaRunner(
         consumer,
         producer,

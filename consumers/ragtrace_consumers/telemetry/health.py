@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ragtrace_consumers.telemetry.server_thread import ServerThread
 
 __all__ = [
     "Check",
@@ -157,7 +158,7 @@ class HealthServer:
         """``metrics()`` returns ``(body, content type)`` of GET /metrics; None: no such path."""
         self._server = ThreadingHTTPServer((host, port), _handler(self))
         self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._loop = ServerThread(self._server, "ragtrace-health", poll_interval=0.1)
 
     @property
     def port(self) -> int:
@@ -169,20 +170,13 @@ class HealthServer:
         return f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{self.port}"
 
     def start(self) -> HealthServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, args=(0.1,), name="ragtrace-health", daemon=True
-            )
-            self._thread.start()
+        if self._loop.start():
             _log.info("health endpoints on %s/livez and /readyz", self.url)
         return self
 
     def stop(self) -> None:
         """Stop serving and close the socket; safe to call twice or without :meth:`start`."""
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join()
-            self._thread = None
+        self._loop.stop()
         self._server.server_close()
 
     # --- the answers ----------------------------------------------------------------------

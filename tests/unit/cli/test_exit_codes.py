@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import main
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 
 MISSING = "no-such-dir/missing.input"
 """A file that does not exist (relative to the test's directory); each message must name it."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import SERVICE_COMMANDS, build_parser, main
-from ragtrace.cli.output import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
+from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -21,9 +21,21 @@ from tests.fakes.anthropic_server import FakeAnthropic, entail_all
 from tests.unit.consumers.scoring_helpers import T0, rag_spans, rig
 
 
-def _pipeline(r: Any, judge: AnthropicJudge, batch: BatchJudging) -> Pipeline:
+def _batched(
+    r: Any, judge: AnthropicJudge, store: MemoryBatchStore, *, poll_every_s: float
+) -> tuple[BatchJudging, Pipeline]:
+    """The rig's pipeline with ``judge`` in batch mode: it submits at once and polls every
+    ``poll_every_s``."""
+    batch = BatchJudging(
+        AnthropicBatchJudge(judge),
+        store,
+        r.cache,
+        r.metrics,
+        submit_every_s=1e-9,
+        poll_every_s=poll_every_s,
+    )
     p = r.pipeline
-    return Pipeline(
+    return batch, Pipeline(
         traces=r.traces,
         labels=r.labels,
         cache=r.cache,
@@ -46,15 +58,7 @@ def test_a_trace_waits_for_its_batch_and_is_scored_at_half_price() -> None:
         r = rig()
         r.clock.now = T0 + 1
         store = MemoryBatchStore()
-        batch = BatchJudging(
-            AnthropicBatchJudge(judge),
-            store,
-            r.cache,
-            r.metrics,
-            submit_every_s=1e-9,
-            poll_every_s=1e-9,
-        )
-        pipeline = _pipeline(r, judge, batch)
+        batch, pipeline = _batched(r, judge, store, poll_every_s=1e-9)
         spans = rag_spans(1)
         pipeline.ingest(spans)
         (lease,) = pipeline.claim_due()
@@ -105,15 +109,7 @@ def test_the_same_answer_is_submitted_once_and_batch_mode_needs_the_anthropic_ju
         judge = AnthropicJudge(api_key="k", base_url=api.base_url)
         r = rig()
         store = MemoryBatchStore()
-        batch = BatchJudging(
-            AnthropicBatchJudge(judge),
-            store,
-            r.cache,
-            r.metrics,
-            submit_every_s=1e-9,
-            poll_every_s=3600,
-        )
-        pipeline = _pipeline(r, judge, batch)
+        batch, pipeline = _batched(r, judge, store, poll_every_s=3600)
         r.clock.now = T0 + 1
         for n in (1, 2, 3):  # same answer and context: one cache key
             pipeline.ingest(rag_spans(n))
