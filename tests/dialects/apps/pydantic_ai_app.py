@@ -92,12 +92,20 @@ def search_docs(query: str) -> list[dict[str, object]]:
     ]
 
 
+def _with_context(ctx: Any) -> str:
+    """The agent's instructions: the passages the app retrieved (``ctx.deps``) below them."""
+    return f"{SYSTEM_PROMPT}\n\nContext:\n{ctx.deps}"
+
+
 def main(endpoint: str, mode: str) -> None:
-    from pydantic_ai import Agent, RunContext
-    from pydantic_ai.capabilities import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
+    # The agents venv's packages, not the project's: unknown to its type check.
+    from pydantic_ai import Agent  # type: ignore[import-not-found]
+    from pydantic_ai.capabilities import Instrumentation  # type: ignore[import-not-found]
+    from pydantic_ai.models.instrumented import (  # type: ignore[import-not-found]
+        InstrumentationSettings,
+    )
+    from pydantic_ai.models.openai import OpenAIChatModel  # type: ignore[import-not-found]
+    from pydantic_ai.providers.openai import OpenAIProvider  # type: ignore[import-not-found]
 
     tp, ids = provider(endpoint, "pydantic-ai-app")
     instrument = [Instrumentation(settings=InstrumentationSettings(tracer_provider=tp))]
@@ -124,11 +132,9 @@ def main(endpoint: str, mode: str) -> None:
             return
 
         tracer = tp.get_tracer("support-app")
-        system_agent = Agent(model, deps_type=str, capabilities=instrument)
-
-        @system_agent.instructions
-        def context(ctx: RunContext[str]) -> str:
-            return f"{SYSTEM_PROMPT}\n\nContext:\n{ctx.deps}"
+        system_agent = Agent(
+            model, deps_type=str, instructions=_with_context, capabilities=instrument
+        )
 
         def ask_with_context(question: str) -> str:
             docs = corpus.RETRIEVED[question]
