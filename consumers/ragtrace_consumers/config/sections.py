@@ -296,7 +296,8 @@ class ScoringSettings(_Section):
     """The ``scoring`` section: the cut-off and thresholds of the retrieval scores."""
 
     k: PositiveInt = 5
-    """Cut-off of recall@k, precision@k and nDCG@k."""
+    """Cut-off of recall@k, precision@k and nDCG@k, per retrieval step: an answer drawn from
+    several searches is scored on the union of each one's top k."""
     recall_definition: Annotated[Str, one_of("mean_recall", "hit_rate")] = "mean_recall"
     """Recall definition used for the attribution cell: mean_recall or hit_rate."""
     recall_threshold: Rate = 0.5
