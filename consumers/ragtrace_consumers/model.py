@@ -151,6 +151,16 @@ class RetrievalStep:
         """``tool`` for a tool call, ``retriever`` otherwise."""
         return "tool" if self.tool is not None else "retriever"
 
+    def summary(self) -> dict[str, object]:
+        """Plain data (span ID, kind, tool, query, ranked IDs) for results and ``inspect``."""
+        return {
+            "span_id": self.span_id,
+            "kind": self.kind,
+            "tool": self.tool,
+            "query": self.query,
+            "ids": [c.id for c in self.chunks],
+        }
+
 
 @dataclass(frozen=True)
 class RagTrace:

@@ -73,11 +73,7 @@ def to_scored_result(
         if r.step_recall:
             extra["step_recall"] = [_known(v) for v in r.step_recall]
     if trace.steps:
-        extra["steps"] = [
-            {"span_id": s.span_id, "kind": s.kind, "tool": s.tool, "query": s.query}
-            | {"ids": [c.id for c in s.chunks]}
-            for s in trace.steps
-        ]
+        extra["steps"] = [s.summary() for s in trace.steps]
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
         if trace.context_source is not None:
@@ -124,11 +120,7 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
     trace, g = scores.trace, scores.groundedness
     return {
         "retrieved": _chunks(trace.retrieved),
-        "steps": [
-            {"span_id": s.span_id, "kind": s.kind, "tool": s.tool, "query": s.query}
-            | {"ids": [c.id for c in s.chunks]}
-            for s in trace.steps
-        ],
+        "steps": [s.summary() for s in trace.steps],
         "context": _chunks(trace.context),
         "gold": sorted(gold) if gold is not None else None,
         "groundedness": g.to_dict() if g is not None else None,
