@@ -11,7 +11,6 @@ from typing import Protocol
 from ragtrace._arguments import QUERY_NAMES
 from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS, chunks_from_json
-from ragtrace_consumers.readers.tool_results import tool_chunks
 
 __all__ = [
     "DocumentReader",
@@ -143,6 +142,8 @@ class DocumentReader:
         ``tool`` is a configured retrieval tool, its query :func:`query_in` the ``arguments``
         (text or parsed JSON; a single string argument of any name); else ignored (a
         calculator is no retrieval)."""
+        from ragtrace_consumers.readers.tool_results import tool_chunks  # it reads JSON as here
+
         configured = tool is not None and tool in self._tools
         chunks = tool_chunks(result, self._keys, whole=configured)
         if not chunks and not configured:

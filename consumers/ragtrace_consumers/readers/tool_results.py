@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from ragtrace_consumers.model import Chunk
+from ragtrace_consumers.readers._reading import json_or_none
 from ragtrace_consumers.readers.chunks import (
     DEFAULT_METADATA_ID_KEYS,
     chunk,
@@ -29,16 +30,11 @@ _LIST_KEYS = ("documents", "docs", "results", "nodes", "source_nodes", "chunks",
 
 
 def _parsed(value: object) -> object:
+    """A text as the JSON it holds, else as it is."""
     if not isinstance(value, str):
         return value
-    stripped = value.strip()
-    if not stripped or stripped[0] not in "[{":
-        return value
-    try:
-        parsed: object = json.loads(stripped)
-    except ValueError:
-        return value
-    return parsed
+    parsed = json_or_none(value)
+    return value if parsed is None else parsed
 
 
 def _items(value: object) -> object:
