@@ -45,13 +45,16 @@ def _tool(step: int) -> dict[str, str]:
 
 
 def agent_trace(steps: int = 20) -> list[SpanRecord]:
-    """An agent that searched ``steps`` times, then answered from every result."""
+    """An agent that searched ``steps`` times (each search a model call answered with a tool
+    call), then answered from every result."""
     out: list[SpanRecord] = []
     messages: list[dict[str, object]] = [
         {"role": "user", "parts": [{"type": "text", "content": "q"}]}
     ]
     for i in range(steps + 1):
-        answer = [{"role": "assistant", "parts": [{"type": "text", "content": TEXT[:300]}]}]
+        call = {"type": "tool_call", "id": f"call_{i}", "name": "search_docs", "arguments": {}}
+        said = {"type": "text", "content": TEXT[:300]} if i == steps else call
+        answer = [{"role": "assistant", "parts": [said]}]
         chat: dict[str, str] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
@@ -197,8 +200,9 @@ if __name__ == "__main__":
                 "",
                 (
                     f"A 20-step agent trace ({len(trace)} spans: 20 `execute_tool` searches of five "
-                    "500-character documents, 21 `chat` spans, the last given all 100 documents "
-                    "again as tool results) read and assembled into its RAG view (20 retrieval "
+                    "500-character documents, 21 `chat` spans — 20 answered with a "
+                    "tool call, the last with the answer, given all 100 documents again as tool "
+                    "results) read and assembled into its RAG view (20 retrieval "
                     f"steps, pooled documents, the judged context) with a fresh registry: "
                     f"{assembled * 1e3:.2f} ms, **{per_span:.1f} µs per span**."
                 ),

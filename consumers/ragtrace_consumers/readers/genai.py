@@ -88,11 +88,15 @@ def _system_instructions(attrs: Mapping[str, AttributeValue]) -> list[str]:
 
 
 def _given(
-    attrs: Mapping[str, AttributeValue], keys: Sequence[str]
+    attrs: Mapping[str, AttributeValue], keys: Sequence[str], evidence: bool = True
 ) -> tuple[list[tuple[str, str]], tuple[Chunk, ...], tuple[Chunk, ...]]:
-    """What a model was given: its text messages, its instructions, its tool results."""
+    """What a model was given: its text messages, and unless ``evidence`` is False its
+    instructions and tool results (only an answer is judged against them: an agent's
+    intermediate calls, answered with tool calls, would read every earlier result again)."""
     messages = json_or_none(text_attr(attrs, INPUT_MESSAGES))
     texts = _texts(messages)
+    if not evidence:
+        return texts, (), ()
     system = [t for role, t in texts if role.lower() in ("system", "developer")]
     instructions = instruction_chunks([*_system_instructions(attrs), *system])
     return texts, instructions, message_tool_results(messages, keys)
@@ -113,7 +117,7 @@ def generation_reading(
         )
         if indexed:
             answer, problem = extract_answer(indexed[0][1])
-    messages, instructions, tool_results = _given(attrs, keys)
+    messages, instructions, tool_results = _given(attrs, keys, evidence=answer is not None)
     users = [text for role, text in messages if role == "user"]
     return SpanReading(
         name,

@@ -126,9 +126,10 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
 
 
 def _given(
-    attrs: Mapping[str, AttributeValue], keys: Sequence[str]
+    attrs: Mapping[str, AttributeValue], keys: Sequence[str], evidence: bool = True
 ) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...], tuple[Chunk, ...]]:
-    """The prompt, instructions and tool results of ``llm.input_messages``."""
+    """The prompt of ``llm.input_messages``, and unless ``evidence`` is False (no answer to
+    judge against them) its instructions and tool results."""
     found: dict[int, dict[str, str]] = {}
     for key, value in attrs.items():
         if key.startswith(_INPUT_PREFIX) and isinstance(value, str):
@@ -138,8 +139,8 @@ def _given(
     messages = [
         (f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f
     ]
-    if not messages:
-        return (), (), ()
+    if not messages or not evidence:
+        return prompt_chunks(messages), (), ()
     system = [text for role, text in messages if role.lower() in ("system", "developer")]
     tools = [{"role": "tool", "content": text} for role, text in messages if role == "tool"]
     return (
@@ -163,7 +164,7 @@ class OpenInferenceReader(DocumentReader):
             )
         if role is Role.GENERATION:
             answer, problem = _answer(attrs)
-            prompt, instructions, tool_results = _given(attrs, self._keys)
+            prompt, instructions, tool_results = _given(attrs, self._keys, answer is not None)
             return SpanReading(
                 self.name,
                 role,
