@@ -112,6 +112,9 @@ class Reader(Protocol):
     def read(self, span: SpanRecord) -> SpanReading | None: ...
 
 
+_NO_TOOLS: frozenset[str] = frozenset()
+
+
 class DocumentReader:
     """The base of a reader whose retrieved documents may carry their ID in document metadata:
     ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID. Its
@@ -127,7 +130,7 @@ class DocumentReader:
         retrieval_tools: Collection[str] = (),
     ) -> None:
         self._keys = tuple(metadata_id_keys)
-        self._tools = frozenset(retrieval_tools)
+        self._tools = frozenset(retrieval_tools) if retrieval_tools else _NO_TOOLS
 
     def retrieval(self, query: str | None, documents: object) -> SpanReading:
         """A retrieval: ``documents`` is the parsed JSON of its documents
