@@ -40,10 +40,11 @@ class SpanReading:
     """One reader's extraction from one span.
 
     ``role`` None means the reader recognised the span as its dialect's but not as a RAG step
-    (an embedding, tool, prompt-template or task span): it is ignored, not unrecognised.
+    (an embedding, prompt-template or task span, a tool that returned no documents): it is
+    ignored, not unrecognised.
     ``chunks`` are a retrieval's ranked documents; ``context`` the documents a generation says
-    it was given (None: it says nothing); ``prompt`` the non-system messages the model was
-    given, one chunk each (the context of last resort when the documents carry IDs only);
+    it was given (None: it says nothing); ``prompt`` the messages the model was given other
+    than instructions and tool results, one chunk each (the context of last resort when the documents carry IDs only);
     ``answer`` a generation's answer text, or
     ``answer_problem`` saying why an output was there but held no extractable text.
 
@@ -145,7 +146,7 @@ class DocumentReader:
         ``tool`` is a configured retrieval tool, its query :func:`query_in` the ``arguments``
         (text or parsed JSON; a single string argument of any name); else ignored (a
         calculator is no retrieval)."""
-        from ragtrace_consumers.readers.tool_results import tool_chunks  # it reads JSON as here
+        from ragtrace_consumers.readers.tool_results import tool_chunks  # (it imports this module)
 
         configured = tool is not None and tool in self._tools
         chunks = tool_chunks(result, self._keys, whole=configured)
