@@ -274,3 +274,25 @@ def test_a_single_plain_retriever_keeps_its_query_as_the_question() -> None:
     assert trace is not None and trace.query == Q
     assert [(s.kind, s.query) for s in trace.steps] == [("retriever", Q)]
     assert trace.context_sources == ("retrieved",)
+
+
+def test_pydantic_ai_instrumentation_version_2_tool_attributes_are_read() -> None:
+    """Pydantic AI's deprecated instrumentation version 2 names a tool's content
+    ``tool_arguments`` / ``tool_response`` on its ``running tool`` span."""
+    result = docs(("doc-audit", AUDIT))
+    v2 = span(
+        "b",
+        "running tool",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "search_docs",
+            "tool_arguments": json.dumps({"query": "audit retention"}),
+            "tool_response": json.dumps(result),
+        },
+        3,
+    )
+    trace = to_rag_trace([v2, chat("f", [text("user", Q), response("call_1", result)], AUDIT, 7)])
+    assert trace is not None
+    assert [(s.tool, s.query, [c.id for c in s.chunks]) for s in trace.steps] == [
+        ("search_docs", "audit retention", ["doc-audit"])
+    ]
