@@ -5,6 +5,10 @@ Spans are shaped like what each instrumentor emits (five 500-character documents
 retrieval; a LangChain ``LLMResult`` JSON answer of 2,000 characters): reading them parses the
 documents' metadata JSON and unwraps the answer envelope. Run: ``python bench/bench_readers.py
 [--quick]``; writes the ``readers`` section of docs/benchmarks.md.
+
+Also a 20-step agent trace (Pydantic AI's shape: 20 ``execute_tool`` searches of five documents
+each, 21 ``chat`` spans, the last given every tool result in its input messages) assembled into
+its RAG view, per span.
 """
 
 from __future__ import annotations
@@ -18,13 +22,75 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._report import machine_line, write_section
 from ragtrace_consumers.model import SpanRecord
-from ragtrace_consumers.readers import SpanReaders
+from ragtrace_consumers.readers import SpanReaders, to_rag_trace
 
 TEXT = "Audit logs are kept for ninety days on every plan. " * 10
 
 
 def _span(name: str, scope: str, attrs: dict[str, object]) -> SpanRecord:
     return SpanRecord("a" * 32, "b" * 16, "c" * 16, name, scope, "bench", 0, 1, attrs)  # type: ignore[arg-type]
+
+
+def _docs(step: int) -> list[dict[str, object]]:
+    return [{"id": f"d-{step}-{i}", "text": TEXT[:500], "score": 0.5} for i in range(5)]
+
+
+def _tool(step: int) -> dict[str, str]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "search_docs",
+        "gen_ai.tool.call.arguments": json.dumps({"query": f"sub-query {step}"}),
+        "gen_ai.tool.call.result": json.dumps(_docs(step)),
+    }
+
+
+def agent_trace(steps: int = 20) -> list[SpanRecord]:
+    """An agent that searched ``steps`` times (each search a model call answered with a tool
+    call), then answered from every result."""
+    out: list[SpanRecord] = []
+    messages: list[dict[str, object]] = [
+        {"role": "user", "parts": [{"type": "text", "content": "q"}]}
+    ]
+    for i in range(steps + 1):
+        call = {"type": "tool_call", "id": f"call_{i}", "name": "search_docs", "arguments": {}}
+        said = {"type": "text", "content": TEXT[:300]} if i == steps else call
+        answer = [{"role": "assistant", "parts": [said]}]
+        chat: dict[str, str] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+            "gen_ai.input.messages": json.dumps(messages),
+            "gen_ai.output.messages": json.dumps(answer),
+        }
+        out.append(
+            SpanRecord(
+                "a" * 32,
+                f"{2 * i + 1:016x}",
+                "c" * 16,
+                "chat",
+                "pydantic-ai",
+                "b",
+                2 * i,
+                2 * i + 1,
+                chat,
+            )
+        )
+        if i < steps:
+            out.append(
+                SpanRecord(
+                    "a" * 32,
+                    f"{2 * i + 2:016x}",
+                    "c" * 16,
+                    "execute_tool",
+                    "pydantic-ai",
+                    "b",
+                    2 * i + 1,
+                    2 * i + 2,
+                    _tool(i),
+                )
+            )
+            part = {"type": "tool_call_response", "id": f"call_{i}", "result": _docs(i)}
+            messages = [*messages, {"role": "user", "parts": [part]}]
+    return out
 
 
 def spans() -> dict[str, SpanRecord]:
@@ -78,6 +144,9 @@ def spans() -> dict[str, SpanRecord]:
                 "langfuse.observation.output": json.dumps(docs),
             },
         ),
+        "GenAI execute_tool (5 docs JSON)": _span(
+            "execute_tool search", "pydantic-ai", dict(_tool(0))
+        ),
         "unrecognised HTTP span": _span(
             "POST /chat",
             "opentelemetry.instrumentation.fastapi",
@@ -107,6 +176,10 @@ if __name__ == "__main__":
         again = _best(lambda span=span, readers=readers: readers.read(span), rounds, n)
         rows.append(f"| {label} | {first * 1e6:.1f} µs | {again * 1e6:.2f} µs |")
         print(label, f"first {first * 1e6:.1f} us, again {again * 1e6:.2f} us")
+    trace = agent_trace()
+    assembled = _best(lambda: to_rag_trace(trace, SpanReaders.build()), rounds, max(1, n // 100))
+    per_span = assembled / len(trace) * 1e6
+    print(f"agent trace: {len(trace)} spans, {assembled * 1e3:.2f} ms, {per_span:.1f} us per span")
     write_section(
         "readers",
         "\n".join(
@@ -124,6 +197,15 @@ if __name__ == "__main__":
                 "| span | first read | same span again |",
                 "|---|---|---|",
                 *rows,
+                "",
+                (
+                    f"A 20-step agent trace ({len(trace)} spans: 20 `execute_tool` searches of five "
+                    "500-character documents, 21 `chat` spans — 20 answered with a "
+                    "tool call, the last with the answer, given all 100 documents again as tool "
+                    "results) read and assembled into its RAG view (20 retrieval "
+                    f"steps, pooled documents, the judged context) with a fresh registry: "
+                    f"{assembled * 1e3:.2f} ms, **{per_span:.1f} µs per span**."
+                ),
                 "",
             ]
         ),

@@ -44,6 +44,9 @@ __all__ = [
     "EVAL_CELL",
     "EVAL_CONTEXT_RELEVANCY",
     "EVAL_CONTEXT_SOURCE",
+    "EVAL_CONTEXT_SOURCES",
+    "EVAL_STEPS_COUNT",
+    "EVAL_STEP_RECALL",
     "EVAL_GENERATOR_MODEL",
     "EVAL_GOLD_SIZE",
     "EVAL_GROUNDEDNESS",
@@ -310,7 +313,20 @@ EVAL_CONTEXT_RELEVANCY: Final = "ragtrace.eval.context_relevancy"
 EVAL_CONTEXT_SOURCE: Final = "ragtrace.eval.context.source"
 """Where the context the answer was judged against came from: ``retrieved`` (the retrieved
 documents' texts), ``generation`` (the documents the generation span lists) or
-``generation_input`` (the messages the model was given: the documents carried IDs only)."""
+``generation_input`` (the messages the model was given: the documents carried IDs only);
+the first of :data:`EVAL_CONTEXT_SOURCES`."""
+EVAL_CONTEXT_SOURCES: Final = "ragtrace.eval.context.sources"
+"""Every source the judged context drew from, in order (a string array): ``retrieved``
+(retriever steps), ``tool_result`` (tool-call steps and the tool results in the model's input),
+``generation`` (the documents the generation span lists), ``generation_input`` (the messages
+the model was given) and ``system_instructions`` (system/developer messages and
+``gen_ai.system_instructions``, instruction-only paragraphs left out)."""
+EVAL_STEPS_COUNT: Final = "ragtrace.eval.steps.count"
+"""How many retrieval steps (retriever spans, tool calls that returned documents) the answer
+drew on; written when there are several."""
+EVAL_STEP_RECALL: Final = "ragtrace.eval.steps.recall"
+"""With several retrieval steps: each step's own recall@k (per the recall definition), in step
+order; ``ragtrace.eval.recall`` pools every step's top k."""
 EVAL_SESSION_ID: Final = "ragtrace.eval.session.id"
 """The session (conversation) of the evaluated turn, when its trace carried one."""
 EVAL_EARLIER_TURNS: Final = "ragtrace.eval.groundedness.earlier_turns"

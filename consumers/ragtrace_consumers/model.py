@@ -67,6 +67,7 @@ __all__ = [
     "Lease",
     "RagTrace",
     "RetrievalScores",
+    "RetrievalStep",
     "SamplingDecision",
     "ScoreSink",
     "SessionEvidence",
@@ -134,11 +135,44 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class RetrievalStep:
+    """One retrieval the answer drew on: a retriever span, or a tool call that returned
+    documents. ``query`` is the step's own (an agent's sub-query, not necessarily the user's
+    question); ``chunks`` its ranked documents; ``tool`` the tool's name for a tool call (None:
+    a retriever span)."""
+
+    span_id: str
+    query: str | None = None
+    chunks: tuple[Chunk, ...] = ()
+    tool: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``tool`` for a tool call, ``retriever`` otherwise."""
+        return "tool" if self.tool is not None else "retriever"
+
+    def summary(self) -> dict[str, object]:
+        """Plain data (span ID, kind, tool, query, ranked IDs) for results and ``inspect``."""
+        return {
+            "span_id": self.span_id,
+            "kind": self.kind,
+            "tool": self.tool,
+            "query": self.query,
+            "ids": [c.id for c in self.chunks],
+        }
+
+
+@dataclass(frozen=True)
 class RagTrace:
     """The RAG view of one assembled trace: everything scoring needs and nothing else.
 
-    ``retrieved`` is the ranked list from the retrieval span(s); ``context`` is what the generation
-    span says it supplied (falling back to ``retrieved`` when it says nothing). ``target_span_id``
+    ``steps`` are the retrievals the answer drew on, in start order, each with its own query and
+    ranked documents; ``retrieved`` is their union in first-appearance order (recall@k pools
+    each step's top k, :func:`ragtrace.evaluation.retrieval.score_steps`). ``query`` is the
+    user's question (with tool-call steps: the request's or the generation's user message, not
+    a step's sub-query). ``context`` is what the answer is judged against: what the generation
+    span says it supplied (falling back to ``retrieved`` when it says nothing), with the tool
+    results and system-message context the model was given. ``target_span_id``
     is the span evaluation results are parented to: the pipeline/root span when there is one,
     else the generation span, else the retrieval span. ``retrieval_span_id`` and
     ``generation_span_id`` are the spans each metric evaluates (recall → the first retrieval
@@ -184,6 +218,10 @@ class RagTrace:
     context_source: str | None = None
     """Where ``context`` came from (:data:`ragtrace.semconv.EVAL_CONTEXT_SOURCE`'s values);
     None when there is none."""
+    steps: tuple[RetrievalStep, ...] = ()
+    context_sources: tuple[str, ...] = ()
+    """Every source ``context`` drew from, in order (:data:`ragtrace.semconv.EVAL_CONTEXT_SOURCES`'s
+    values); ``context_source`` is the first."""
 
 
 @dataclass(frozen=True)
@@ -448,6 +486,9 @@ class RetrievalScores:
     gold_positions: tuple[int, ...] = ()
     """0-based positions in the trace's retrieved list whose chunk is gold (every position,
     not only the top k): what Phoenix's per-document annotations show."""
+    step_recall: tuple[float, ...] = ()
+    """With several retrieval steps: each step's own recall@k (per ``definition``), in the
+    order of the trace's steps that returned documents; empty with one step."""
 
     def __post_init__(self) -> None:
         if self.matched_by not in ("question_id", "query_text"):

@@ -30,12 +30,14 @@ __all__ = [
     "context_relevancy",
     "dedupe",
     "hit_rate_at_k",
+    "pooled_top_k",
     "ndcg_at_k",
     "precision_at_k",
     "recall_at_k",
     "reciprocal_rank",
     "resolve_recall_definition",
     "score_question",
+    "score_steps",
 ]
 
 _log = logging.getLogger(__name__)
@@ -274,5 +276,40 @@ def score_question(retrieved: Sequence[str], gold: AbstractSet[str], k: int) -> 
         precision=precision_at_k(retrieved, gold, k),
         reciprocal_rank=reciprocal_rank(retrieved, gold),
         ndcg=ndcg_at_k(retrieved, gold, k),
+        gold_size=len(gold),
+    )
+
+
+def pooled_top_k(steps: Sequence[Sequence[str]], k: int) -> list[str]:
+    """The union of every step's top k (each step de-duplicated first), in first-appearance
+    order: ``[[a, b, c], [d, a, e]]`` at k=2 pools ``[a, b, d]``."""
+    _check_k(k)
+    return dedupe(doc for ranked in steps for doc in dedupe(ranked)[:k])
+
+
+def score_steps(steps: Sequence[Sequence[str]], gold: AbstractSet[str], k: int) -> QuestionScores:
+    """All metrics for one question answered from several retrievals (an agent that searched
+    n times, each step a ranked list of IDs; steps with no IDs do not count).
+
+    Each step contributes its top k; the pool (:func:`pooled_top_k`) is one ranking of n·k
+    slots: recall@k = |pool ∩ gold| / |gold|, hit rate@k = 1 if the pool holds a gold ID,
+    precision@k = |pool ∩ gold| / (n·k), nDCG@k over the pool's order with the ideal of n·k
+    slots; the reciprocal rank searches the union of the whole lists in first-appearance order.
+    With one step (n = 1) this is exactly :func:`score_question`; with none, the scores of an
+    empty retrieval. ``k`` stays the per-step cutoff in the result.
+    """
+    ranked = [list(s) for s in steps if s]
+    if len(ranked) <= 1:
+        return score_question(ranked[0] if ranked else [], gold, k)
+    gold = _as_set(gold)
+    pool = pooled_top_k(ranked, k)
+    slots = k * len(ranked)
+    return QuestionScores(
+        k=k,
+        recall=recall_at_k(pool, gold, slots),
+        hit_rate=hit_rate_at_k(pool, gold, slots),
+        precision=precision_at_k(pool, gold, slots),
+        reciprocal_rank=reciprocal_rank(dedupe(d for s in ranked for d in s), gold),
+        ndcg=ndcg_at_k(pool, gold, slots),
         gold_size=len(gold),
     )

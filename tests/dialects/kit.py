@@ -51,6 +51,19 @@ def run_app(
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def venv_python(script: str) -> str:
+    """The interpreter of a framework's own cached venv (made on first use by
+    ``scripts/<script>``)."""
+    venv = subprocess.run(
+        [str(ROOT / "scripts" / script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    ).stdout.strip()
+    return f"{venv}/bin/python"
+
+
 def make_evaluator(
     tmp_path: Path,
     otlp_endpoint: str | None = None,

@@ -3,25 +3,12 @@ real package with a wire-level fake LLM and the corpus labels."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
-from tests.dialects.kit import ROOT, assert_known_truth, run_app, scored
-
-
-def _venv_python(script: str) -> str:
-    """The interpreter of a framework's own cached venv (made on first use by ``script``)."""
-    venv = subprocess.run(
-        [str(ROOT / "scripts" / script)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    ).stdout.strip()
-    return f"{venv}/bin/python"
+from tests.dialects.kit import assert_known_truth, run_app, scored, venv_python
 
 
 @pytest.mark.parametrize("major", ["3", "2"])
@@ -31,7 +18,7 @@ def test_haystack_prefers_the_users_document_id_over_its_content_hash(
     """``document.id`` is Haystack's SHA-256 of content and meta; the user's ``doc_id`` in the
     document's metadata is the ID recall is computed on (haystack-ai 3.x in the project's venv,
     2.x in its own, scripts/haystack2_venv.sh)."""
-    python = _venv_python("haystack2_venv.sh") if major == "2" else sys.executable
+    python = venv_python("haystack2_venv.sh") if major == "2" else sys.executable
     asked = run_app(
         "haystack_app", evaluator.endpoint, env={"HAYSTACK_MAJOR": major}, python=python
     )
@@ -52,6 +39,6 @@ def test_openlit_with_the_one_line_retrieval_fix_gets_the_known_truth(
     """OpenLIT traces the OpenAI call (GenAI conventions); its vector-database spans carry no
     document IDs or texts, so the app's retrieval function wears ``@ragtrace.retrieve`` (the
     documented fix). OpenLIT runs in its own venv (scripts/openlit_venv.sh)."""
-    asked = run_app("openlit_app", evaluator.endpoint, python=_venv_python("openlit_venv.sh"))
+    asked = run_app("openlit_app", evaluator.endpoint, python=venv_python("openlit_venv.sh"))
     assert_known_truth(scored(evaluator, asked))
     assert evaluator.skipped_traces() == []

@@ -108,6 +108,7 @@ def test_one_evaluation_span_in_the_original_trace(online_run: OnlineRun, key: s
         semconv.EVAL_GROUNDEDNESS_NO_CLAIMS: False,
         # The SDK's generation span carries the context the model was given.
         semconv.EVAL_CONTEXT_SOURCE: "generation",
+        semconv.EVAL_CONTEXT_SOURCES: ("generation",),
     }
     claims = {"audit": (1, 0), "export": (2, 1), "sso": (1, 0), "rate": (1, 0), "forever": (1, 1)}[
         key

@@ -5,8 +5,10 @@ wrapping it run in tests.
     with FakeOpenAI(lambda messages: "It is 90 days.") as api:
         client = openai.OpenAI(base_url=api.base_url, api_key="test")
 
-The responder maps the request's messages to the assistant's reply text; every response gets
-an ID ``chatcmpl-<n>`` (the instrumentations record it as ``gen_ai.response.id``).
+The responder maps the request's messages to the assistant's reply text, or to a whole
+assistant message (a dict: ``{"tool_calls": [...]}`` scripts an agent's tool calls, answered
+with ``finish_reason`` ``tool_calls``); every response gets an ID ``chatcmpl-<n>`` (the
+instrumentations record it as ``gen_ai.response.id``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing_extensions import Self
 
 __all__ = ["FakeOpenAI"]
 
-Responder = Callable[[list[dict[str, Any]]], str]
+Responder = Callable[[list[dict[str, Any]]], "str | dict[str, Any]"]
 
 
 class FakeOpenAI:
@@ -41,7 +43,12 @@ class FakeOpenAI:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found", "type": "not_found"}})
                     return
-                text = fake._responder(body.get("messages", []))
+                reply = fake._responder(body.get("messages", []))
+                message = (
+                    {"role": "assistant", "content": None, **reply}
+                    if isinstance(reply, dict)
+                    else {"role": "assistant", "content": reply}
+                )
                 n = next(fake._ids)
                 self._send(
                     200,
@@ -53,9 +60,11 @@ class FakeOpenAI:
                         "choices": [
                             {
                                 "index": 0,
-                                "finish_reason": "stop",
+                                "finish_reason": "tool_calls"
+                                if message.get("tool_calls")
+                                else "stop",
                                 "logprobs": None,
-                                "message": {"role": "assistant", "content": text},
+                                "message": message,
                             }
                         ],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},

@@ -119,6 +119,8 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
                 "retrieval_span_id": rag.retrieval_span_id,
                 "generation_span_id": rag.generation_span_id,
                 "context_source": rag.context_source,
+                "context_sources": list(rag.context_sources),
+                "steps": [s.summary() for s in rag.steps],
             }
         out.append({"trace_id": trace_id, "spans": rows, "rag": view, "skipped": skips})
     return out

@@ -296,7 +296,8 @@ class ScoringSettings(_Section):
     """The ``scoring`` section: the cut-off and thresholds of the retrieval scores."""
 
     k: PositiveInt = 5
-    """Cut-off of recall@k, precision@k and nDCG@k."""
+    """Cut-off of recall@k, precision@k and nDCG@k, per retrieval step: an answer drawn from
+    several searches is scored on the union of each one's top k."""
     recall_definition: Annotated[Str, one_of("mean_recall", "hit_rate")] = "mean_recall"
     """Recall definition used for the attribution cell: mean_recall or hit_rate."""
     recall_threshold: Rate = 0.5
@@ -454,6 +455,10 @@ class MappingSettings(_Section):
     metadata_id_keys: NonEmpty = "id,doc_id,document_id,chunk_id,node_id,_id,uuid"
     """Document-metadata keys tried, in order, for a chunk's ID in every dialect (comma-separated);
     then source+position, and only then a content hash (recall n/a)."""
+    retrieval_tools: Str = ""
+    """Tool names whose calls are retrieval steps whatever they return (comma-separated); any
+    other tool call is one only when its result holds chunk-like items (documents with an ID
+    and a text), so a calculator never is."""
 
     def readers(self) -> Any:
         """The :class:`~ragtrace_consumers.readers.SpanReaders` these settings describe."""
@@ -472,7 +477,8 @@ class MappingSettings(_Section):
             answer=self.answer,
         )
         keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
-        return SpanReaders.build(rules, keys)
+        tools = tuple(t.strip() for t in self.retrieval_tools.split(",") if t.strip())
+        return SpanReaders.build(rules, keys, tools)
 
 
 class RedactionSettings(_Section):

@@ -5,8 +5,9 @@ role carries: :mod:`.ragtrace` (our decorators), :mod:`.openinference` (LangChai
 …), :mod:`.genai` (OpenTelemetry GenAI conventions), :mod:`.traceloop` (OpenLLMetry),
 :mod:`.langfuse` (Langfuse SDK v3+) and :mod:`.mapping` (in-house keys from configuration).
 :mod:`.chunks` and :mod:`.answers` hold the shared extraction rules (chunk IDs from ID fields,
-metadata, then marked content hashes; answers unwrapped from JSON envelopes); :mod:`.registry`
-orders the readers; :mod:`.view` builds a trace's :class:`~ragtrace_consumers.model.RagTrace`;
+metadata, then marked content hashes; answers unwrapped from JSON envelopes), :mod:`.tool_results`
+what makes a tool call a retrieval step; :mod:`.registry` orders the readers; :mod:`.view` builds
+a trace's :class:`~ragtrace_consumers.model.RagTrace` (the answer and its retrieval steps);
 :mod:`.unrecognised` counts and logs what no reader took.
 """
 

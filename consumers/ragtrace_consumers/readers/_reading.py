@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -18,6 +19,7 @@ __all__ = [
     "SpanReading",
     "json_or_none",
     "model_of",
+    "instruction_chunks",
     "prompt_chunks",
     "query_field",
     "query_in",
@@ -38,12 +40,19 @@ class SpanReading:
     """One reader's extraction from one span.
 
     ``role`` None means the reader recognised the span as its dialect's but not as a RAG step
-    (an embedding, tool, prompt-template or task span): it is ignored, not unrecognised.
+    (an embedding, prompt-template or task span, a tool that returned no documents): it is
+    ignored, not unrecognised.
     ``chunks`` are a retrieval's ranked documents; ``context`` the documents a generation says
-    it was given (None: it says nothing); ``prompt`` the non-system messages the model was
-    given, one chunk each (the context of last resort when the documents carry IDs only);
+    it was given (None: it says nothing); ``prompt`` the messages the model was given other
+    than instructions and tool results, one chunk each (the context of last resort when the documents carry IDs only);
     ``answer`` a generation's answer text, or
     ``answer_problem`` saying why an output was there but held no extractable text.
+
+    ``tool`` names the tool of a retrieval made as a tool call (None: a retriever span).
+    ``instructions`` are the system/developer messages (and ``gen_ai.system_instructions``) a
+    generation was given, one chunk per paragraph; ``tool_results`` the tool results in its
+    input messages (chunk-like results as their documents, others as one text chunk each).
+    A reading with no role may still carry both for the generation it belongs to (a log event).
     """
 
     reader: str
@@ -56,6 +65,9 @@ class SpanReading:
     answer_problem: str | None = None
     model: str | None = None
     response_id: str | None = None
+    tool: str | None = None
+    instructions: tuple[Chunk, ...] = ()
+    tool_results: tuple[Chunk, ...] = ()
 
     def summary(self) -> dict[str, object]:
         """Plain data for ``ragtrace inspect`` (texts shortened)."""
@@ -71,7 +83,11 @@ class SpanReading:
             out["context"] = [_chunk_summary(c) for c in self.context]
         if self.prompt:
             out["prompt"] = [_chunk_summary(c) for c in self.prompt]
-        for key in ("answer", "answer_problem", "model", "response_id"):
+        if self.instructions:
+            out["instructions"] = [_chunk_summary(c) for c in self.instructions]
+        if self.tool_results:
+            out["tool_results"] = [_chunk_summary(c) for c in self.tool_results]
+        for key in ("answer", "answer_problem", "model", "response_id", "tool"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -97,21 +113,47 @@ class Reader(Protocol):
     def read(self, span: SpanRecord) -> SpanReading | None: ...
 
 
+_NO_TOOLS: frozenset[str] = frozenset()
+
+
 class DocumentReader:
     """The base of a reader whose retrieved documents may carry their ID in document metadata:
     ``metadata_id_keys`` are the metadata keys tried, in order, for a document's ID. Its
-    readings are made by :meth:`retrieval`, :meth:`pipeline` and :meth:`ignored`."""
+    readings are made by :meth:`retrieval`, :meth:`tool_call`, :meth:`pipeline` and
+    :meth:`ignored`. ``retrieval_tools`` names the tools whose calls are retrievals whatever
+    they return (configuration: ``mapping.retrieval_tools``)."""
 
     name: str
 
-    def __init__(self, metadata_id_keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS) -> None:
+    def __init__(
+        self,
+        metadata_id_keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS,
+        retrieval_tools: Collection[str] = (),
+    ) -> None:
         self._keys = tuple(metadata_id_keys)
+        self._tools = frozenset(retrieval_tools) if retrieval_tools else _NO_TOOLS
 
     def retrieval(self, query: str | None, documents: object) -> SpanReading:
         """A retrieval: ``documents`` is the parsed JSON of its documents
         (:func:`~ragtrace_consumers.readers.chunks.chunks_from_json`)."""
         return SpanReading(
             self.name, Role.RETRIEVAL, query=query, chunks=chunks_from_json(documents, self._keys)
+        )
+
+    def tool_call(self, tool: str | None, arguments: object, result: object) -> SpanReading:
+        """A tool call: a retrieval step when its ``result`` (text or parsed JSON) holds
+        chunk-like items (:func:`~ragtrace_consumers.readers.tool_results.tool_chunks`) or
+        ``tool`` is a configured retrieval tool, its query :func:`query_in` the ``arguments``
+        (text or parsed JSON; a single string argument of any name); else ignored (a
+        calculator is no retrieval)."""
+        from ragtrace_consumers.readers.tool_results import tool_chunks  # (it imports this module)
+
+        configured = tool is not None and tool in self._tools
+        chunks = tool_chunks(result, self._keys, whole=configured)
+        if not chunks and not configured:
+            return self.ignored()
+        return SpanReading(
+            self.name, Role.RETRIEVAL, query=_tool_query(arguments), chunks=chunks, tool=tool
         )
 
     def pipeline(self, query: str | None) -> SpanReading:
@@ -162,18 +204,86 @@ def query_in(value: object) -> str | None:
     return query_field(value)
 
 
-_INSTRUCTION_ROLES = frozenset({"system", "developer"})
+def _tool_query(arguments: object) -> str | None:
+    if isinstance(arguments, str):
+        parsed = json_or_none(arguments)
+        arguments = arguments if parsed is None else parsed
+    found = query_in(arguments)
+    if found is None and isinstance(arguments, Mapping):
+        texts = [v for v in arguments.values() if isinstance(v, str)]
+        found = texts[0] if len(texts) == 1 else None
+    return found
+
+
+_NOT_PROMPT = frozenset({"system", "developer", "tool"})
+_PARAGRAPH = re.compile(r"\n\s*\n")
 
 
 def prompt_chunks(messages: Sequence[tuple[str, str]]) -> tuple[Chunk, ...]:
     """The ``(role, text)`` messages a model was given as context chunks (IDs
-    ``input.message.N``, N the message's position), system and developer messages left out:
-    they hold instructions, which never serve as evidence."""
+    ``input.message.N``, N the message's position), system and developer messages left out
+    (their context is read by :func:`instruction_chunks`), and tool messages (a reader's
+    ``tool_results``)."""
     return tuple(
         Chunk(id=f"input.message.{i}", text=text)
         for i, (role, text) in enumerate(messages)
-        if role.lower() not in _INSTRUCTION_ROLES and text.strip()
+        if role.lower() not in _NOT_PROMPT and text.strip()
     )
+
+
+def instruction_chunks(texts: Sequence[str]) -> tuple[Chunk, ...]:
+    """System/developer texts as context chunks, one per paragraph (IDs ``instructions.N``):
+    the app's context often sits there ("Answer from the context below. Context: …"). A
+    paragraph of instructions only is dropped — every sentence opens with an imperative to the
+    model ("Answer …", "You are …", "Do not …") or reads as an instruction to a model
+    (:func:`~ragtrace.evaluation.judges.reads_as_instruction`): it is no evidence, and the
+    app's own instructions are no injection."""
+    paragraphs = (p.strip() for text in texts for p in _PARAGRAPH.split(text))
+    kept = [p for p in paragraphs if p and not _instructions_only(p)]
+    return tuple(Chunk(id=f"instructions.{i}", text=p) for i, p in enumerate(kept))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?:])\s+")
+_IMPERATIVE = frozenset(
+    {
+        "answer",
+        "use",
+        "respond",
+        "reply",
+        "be",
+        "do",
+        "don't",
+        "never",
+        "always",
+        "only",
+        "cite",
+        "you",
+        "keep",
+        "refuse",
+        "say",
+        "write",
+        "think",
+        "act",
+        "follow",
+        "provide",
+        "avoid",
+        "ignore",
+        "please",
+        "rely",
+    }
+)
+
+
+def _instructions_only(paragraph: str) -> bool:
+    from ragtrace.evaluation.judges.injection import reads_as_instruction
+
+    if reads_as_instruction(paragraph):
+        return True
+    for sentence in _SENTENCE.split(paragraph):
+        words = sentence.split(maxsplit=1)
+        if words and words[0].lower().strip(",;*-#") not in _IMPERATIVE:
+            return False
+    return True
 
 
 def json_or_none(text: str | None) -> object | None:

@@ -7,26 +7,40 @@ metadata, structured — an OTLP array of maps, which :mod:`~ragtrace_consumers.
 the JSON of its plain form — or as a JSON string). ``chat`` / ``text_completion`` / ``generate_content`` are generations: the messages the model was given
 from ``gen_ai.input.messages`` (the prompt), the answer from ``gen_ai.output.messages`` (JSON messages with parts), else the older indexed
 ``gen_ai.completion.N.content``, else the content of ``gen_ai.choice`` events merged in from
-logs (see :mod:`ragtrace_consumers.readers.genai_logs`). Other operations (embeddings,
-execute_tool, invoke_agent, execute_task, …) are recognised and ignored.
+logs (see :mod:`ragtrace_consumers.readers.genai_logs`); its system instructions from the
+system/developer messages and ``gen_ai.system_instructions``, and the tool results it was given
+from the ``tool_call_response`` parts (``tool`` messages) of its input messages.
+
+``execute_tool`` is a retrieval step when its result holds chunk-like items or the tool is a
+configured retrieval tool (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`):
+``gen_ai.tool.name``, the query from ``gen_ai.tool.call.arguments``, the documents from
+``gen_ai.tool.call.result`` (Pydantic AI's instrumentation version 2 names them
+``tool_arguments`` / ``tool_response``). Other operations (embeddings, invoke_agent,
+execute_task, …) are recognised and ignored. A span made from an input log event
+(:mod:`~ragtrace_consumers.readers.genai_logs`) has no role but carries the instructions and
+tool results of the generation it belongs to.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ragtrace import semconv
-from ragtrace_consumers.model import AttributeValue, SpanRecord
+from ragtrace_consumers.model import AttributeValue, Chunk, SpanRecord
 from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    instruction_chunks,
     json_or_none,
     prompt_chunks,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer, unwrap
+from ragtrace_consumers.readers.chunks import DEFAULT_METADATA_ID_KEYS
+from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
+from ragtrace_consumers.readers.tool_results import message_tool_results
 
 __all__ = ["GENERATION_OPERATIONS", "OUTPUT_MESSAGES", "GenAIReader", "generation_reading"]
 
@@ -34,6 +48,11 @@ GENERATION_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 INPUT_MESSAGES = "gen_ai.input.messages"
 RESPONSE_ID = "gen_ai.response.id"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+EXECUTE_TOOL = "execute_tool"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_ARGUMENTS = ("gen_ai.tool.call.arguments", "tool_arguments")
+TOOL_RESULT = ("gen_ai.tool.call.result", "tool_response")
 _COMPLETION = re.compile(r"^gen_ai\.completion\.(\d+)\.content$")
 
 
@@ -44,9 +63,8 @@ def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
     return found
 
 
-def _input_messages(attrs: Mapping[str, AttributeValue]) -> list[tuple[str, str]]:
-    """``(role, text)`` of each message in ``gen_ai.input.messages`` that has text."""
-    messages = json_or_none(text_attr(attrs, INPUT_MESSAGES))
+def _texts(messages: object) -> list[tuple[str, str]]:
+    """``(role, text)`` of each parsed input message that has text."""
     out: list[tuple[str, str]] = []
     if isinstance(messages, list):
         for m in messages:
@@ -57,8 +75,39 @@ def _input_messages(attrs: Mapping[str, AttributeValue]) -> list[tuple[str, str]
     return out
 
 
-def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanReading:
-    """A GenAI generation span's answer, model and response ID."""
+def _system_instructions(attrs: Mapping[str, AttributeValue]) -> list[str]:
+    """``gen_ai.system_instructions``: a JSON list of parts (or a plain text)."""
+    raw = text_attr(attrs, SYSTEM_INSTRUCTIONS)
+    parsed = json_or_none(raw)
+    if parsed is None:
+        return [raw] if raw else []
+    if isinstance(parsed, list):
+        parts = [p.get("content", p.get("text")) if isinstance(p, Mapping) else p for p in parsed]
+        return [p for p in parts if isinstance(p, str) and p.strip()]
+    return []
+
+
+def _given(
+    attrs: Mapping[str, AttributeValue], keys: Sequence[str], evidence: bool = True
+) -> tuple[list[tuple[str, str]], tuple[Chunk, ...], tuple[Chunk, ...]]:
+    """What a model was given: its text messages, and unless ``evidence`` is False its
+    instructions and tool results (only an answer is judged against them: an agent's
+    intermediate calls, answered with tool calls, would read every earlier result again)."""
+    messages = json_or_none(text_attr(attrs, INPUT_MESSAGES))
+    texts = _texts(messages)
+    if not evidence:
+        return texts, (), ()
+    system = [t for role, t in texts if role.lower() in ("system", "developer")]
+    instructions = instruction_chunks([*_system_instructions(attrs), *system])
+    return texts, instructions, message_tool_results(messages, keys)
+
+
+def generation_reading(
+    name: str,
+    attrs: Mapping[str, AttributeValue],
+    keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS,
+) -> SpanReading:
+    """A GenAI generation span's answer, model, response ID and what it was given."""
     answer, problem = extract_answer(text_attr(attrs, OUTPUT_MESSAGES), "application/json")
     if answer is None:
         indexed = sorted(
@@ -68,7 +117,7 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
         )
         if indexed:
             answer, problem = extract_answer(indexed[0][1])
-    messages = _input_messages(attrs)
+    messages, instructions, tool_results = _given(attrs, keys, evidence=answer is not None)
     users = [text for role, text in messages if role == "user"]
     return SpanReading(
         name,
@@ -79,7 +128,13 @@ def generation_reading(name: str, attrs: Mapping[str, AttributeValue]) -> SpanRe
         answer_problem=problem,
         model=_model(attrs),
         response_id=text_attr(attrs, RESPONSE_ID),
+        instructions=instructions,
+        tool_results=tool_results,
     )
+
+
+def _first(attrs: Mapping[str, AttributeValue], keys: Sequence[str]) -> AttributeValue | None:
+    return next((attrs[k] for k in keys if attrs.get(k) not in (None, "")), None)
 
 
 class GenAIReader(DocumentReader):
@@ -90,11 +145,22 @@ class GenAIReader(DocumentReader):
         operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
         if not isinstance(operation, str):
             if any(_COMPLETION.match(k) for k in attrs):  # OpenLLMetry before operation.name
-                return generation_reading(self.name, attrs)
+                return generation_reading(self.name, attrs, self._keys)
+            if EVENT_SPAN_ID in attrs:  # an input log event: what its generation was given
+                _, instructions, tool_results = _given(attrs, self._keys)
+                return SpanReading(
+                    self.name, None, instructions=instructions, tool_results=tool_results
+                )
             return None
         if operation == semconv.GEN_AI_OPERATION_RETRIEVAL:
             docs = json_or_none(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_DOCUMENTS))
             return self.retrieval(text_attr(attrs, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT), docs)
         if operation in GENERATION_OPERATIONS:
-            return generation_reading(self.name, attrs)
+            return generation_reading(self.name, attrs, self._keys)
+        if operation == EXECUTE_TOOL:
+            return self.tool_call(
+                text_attr(attrs, TOOL_NAME),
+                _first(attrs, TOOL_ARGUMENTS),
+                _first(attrs, TOOL_RESULT),
+            )
         return self.ignored()

@@ -8,6 +8,11 @@ the message. Each such record with a span context becomes a zero-length span in 
 child of the operation span it describes (ID derived from that span and the record), carrying
 ``gen_ai.operation.name``, the output messages as JSON and :data:`EVENT_SPAN_ID` naming the
 operation span, so the evaluation of the answer is written under the operation, not the event.
+
+The older conventions' input events — ``gen_ai.system.message`` and ``gen_ai.tool.message``
+(body ``{"content", "id"?}``) — become such spans too, without an operation name: their one
+message (as ``gen_ai.input.messages``) is what the operation's generation was given (its
+instructions, a tool's result), which assembly joins to that generation.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ EVENT_SPAN_ID = "ragtrace.log_event.span_id"
 """On a span made from a log event: the operation span the event belongs to."""
 DETAILS = "gen_ai.client.inference.operation.details"
 CHOICE = "gen_ai.choice"
-EVENT_NAMES = frozenset({DETAILS, CHOICE})
+INPUT_EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.tool.message": "tool"}
+EVENT_NAMES = frozenset({DETAILS, CHOICE, *INPUT_EVENT_ROLES})
 _COPIED = (
+    "gen_ai.system_instructions",
     "gen_ai.operation.name",
     "gen_ai.response.id",
     "gen_ai.response.model",
@@ -57,6 +64,17 @@ def _scalar(value: object) -> str | bool | int | float:
 def _derived_id(span_id: str, record_index: int, name: str) -> str:
     digest = hashlib.sha256(f"{span_id}|{record_index}|{name}".encode()).digest()
     return f"{int.from_bytes(digest[:8], 'big') or 1:016x}"
+
+
+def _input_message(role: str, body: object) -> dict[str, object] | None:
+    """An input event's body as a message (None without content)."""
+    content = body.get("content") if isinstance(body, dict) else None
+    if content is None:
+        return None
+    message: dict[str, object] = {"role": role, "content": content}
+    if isinstance(body, dict) and isinstance(body.get("id"), str):
+        message["tool_call_id"] = body["id"]
+    return message
 
 
 def spans_from_logs(request: Any) -> list[SpanRecord]:
@@ -97,9 +115,16 @@ def spans_from_logs(request: Any) -> list[SpanRecord]:
                     out_attrs["gen_ai.output.messages"] = json.dumps(
                         [{"role": "assistant", "parts": [{"type": "text", "content": content}]}]
                     )
-                if "gen_ai.output.messages" not in out_attrs:
+                role = INPUT_EVENT_ROLES.get(name)
+                if role is not None:
+                    message = _input_message(role, _value(record.body))
+                    if message is None:
+                        continue
+                    out_attrs = {"gen_ai.input.messages": json.dumps([message])}
+                elif "gen_ai.output.messages" not in out_attrs:
                     continue
-                out_attrs.setdefault("gen_ai.operation.name", "chat")
+                else:
+                    out_attrs.setdefault("gen_ai.operation.name", "chat")
                 out_attrs[EVENT_SPAN_ID] = span_id
                 at = int(record.time_unix_nano or record.observed_time_unix_nano)
                 out.append(

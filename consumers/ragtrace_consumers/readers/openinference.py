@@ -1,12 +1,15 @@
 """OpenInference instrumentors (LangChain, LlamaIndex, and the rest of its conventions).
 
-``openinference.span.kind`` RETRIEVER / LLM / CHAIN make the roles; every other kind
-(EMBEDDING, TOOL, PROMPT, RERANKER, AGENT, GUARDRAIL, EVALUATOR) is recognised and ignored.
+``openinference.span.kind`` RETRIEVER / LLM / CHAIN make the roles; a TOOL span is a retrieval
+step when it returned chunk-like items or is a configured retrieval tool (``tool.name``, the
+query from ``input.value``, the documents from ``output.value``), else ignored like every other
+kind (EMBEDDING, PROMPT, RERANKER, AGENT, GUARDRAIL, EVALUATOR).
 
 * Retrieval: ``retrieval.documents.N.document.{id,content,score,metadata}`` (LangChain records
   no ID: it is taken from the metadata JSON); the query is ``input.value`` unless that is JSON
   (LlamaIndex's inner ``_retrieve``: ``query_bundle.query_str``).
-* Generation: the prompt from ``llm.input_messages.N.message.{role,content}``;
+* Generation: the prompt from ``llm.input_messages.N.message.{role,content}`` (system messages
+  as its instructions, ``tool`` messages as the tool results it was given);
   ``output.value`` unwrapped (LangChain's LLMResult JSON), else
   ``llm.output_messages.N.message.content``; a span with neither (LlamaIndex's outer streaming
   span) has no answer, and assembly takes the inner ``stream_complete`` span's.
@@ -24,12 +27,14 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    instruction_chunks,
     json_or_none,
     model_of,
     prompt_chunks,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer
+from ragtrace_consumers.readers.tool_results import message_tool_results
 
 __all__ = [
     "OpenInferenceReader",
@@ -43,6 +48,8 @@ _KIND_ROLE = {
     semconv.SpanKind.LLM: Role.GENERATION,
     semconv.SpanKind.CHAIN: Role.PIPELINE,
 }
+_TOOL = "TOOL"
+_TOOL_NAME = "tool.name"
 _RETRIEVAL_PREFIX = "retrieval.documents."
 _RETRIEVAL_KEY = re.compile(
     "^" + re.escape(_RETRIEVAL_PREFIX) + r"(\d+)\.document\.(id|content|score|metadata)$"
@@ -118,15 +125,28 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
     return None, problem
 
 
-def _prompt(attrs: Mapping[str, AttributeValue]) -> tuple[Chunk, ...]:
+def _given(
+    attrs: Mapping[str, AttributeValue], keys: Sequence[str], evidence: bool = True
+) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...], tuple[Chunk, ...]]:
+    """The prompt of ``llm.input_messages``, and unless ``evidence`` is False (no answer to
+    judge against them) its instructions and tool results."""
     found: dict[int, dict[str, str]] = {}
     for key, value in attrs.items():
         if key.startswith(_INPUT_PREFIX) and isinstance(value, str):
             m = _INPUT_MESSAGE.match(key)
             if m:
                 found.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    return prompt_chunks(
-        [(f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f]
+    messages = [
+        (f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f
+    ]
+    if not messages or not evidence:
+        return prompt_chunks(messages), (), ()
+    system = [text for role, text in messages if role.lower() in ("system", "developer")]
+    tools = [{"role": "tool", "content": text} for role, text in messages if role == "tool"]
+    return (
+        prompt_chunks(messages),
+        instruction_chunks(system),
+        message_tool_results(tools, keys),
     )
 
 
@@ -144,14 +164,23 @@ class OpenInferenceReader(DocumentReader):
             )
         if role is Role.GENERATION:
             answer, problem = _answer(attrs)
+            prompt, instructions, tool_results = _given(attrs, self._keys, answer is not None)
             return SpanReading(
                 self.name,
                 role,
-                prompt=_prompt(attrs),
+                prompt=prompt,
                 answer=answer,
                 answer_problem=problem,
                 model=model_of(attrs),
+                instructions=instructions,
+                tool_results=tool_results,
             )
         if role is Role.PIPELINE:
             return SpanReading(self.name, role, query=_query(attrs))
+        if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == _TOOL:
+            return self.tool_call(
+                text_attr(attrs, _TOOL_NAME),
+                text_attr(attrs, semconv.INPUT_VALUE),
+                text_attr(attrs, semconv.OUTPUT_VALUE),
+            )
         return SpanReading(self.name, None)

@@ -13,7 +13,7 @@ argument; tests pass a :class:`SpanReaders` explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ragtrace import semconv
 from ragtrace_consumers.model import SpanRecord
@@ -53,7 +53,10 @@ class SpanReaders:
         cls,
         mapping: MappingRules | None = None,
         metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
+        retrieval_tools: Collection[str] = (),
     ) -> SpanReaders:
+        """The readers in order; ``retrieval_tools`` names the tools whose calls are retrieval
+        steps whatever they return."""
         keys = tuple(metadata_id_keys)
         readers: list[Reader] = []
         if mapping is not None and mapping.enabled:
@@ -61,9 +64,9 @@ class SpanReaders:
         readers += [
             RagtraceReader(),
             LangfuseReader(keys),
-            OpenInferenceReader(keys),
+            OpenInferenceReader(keys, retrieval_tools),
             TraceloopReader(keys),
-            GenAIReader(keys),
+            GenAIReader(keys, retrieval_tools),
         ]
         return cls(readers)
 

@@ -1,7 +1,9 @@
 """The RAG view of one assembled trace, built from what the readers extracted per span.
 
-* ``retrieved``: every retrieval span's documents, spans in start order, deduplicated by ID;
-  ``retrieval_span_id`` the first retrieval span that returned documents. Nested retrieval
+* ``steps``: one per retrieval — a retriever span, or a tool call that returned documents
+  (:mod:`~ragtrace_consumers.readers.tool_results`) — in start order, each with its own query
+  and ranked documents; ``retrieved``: their documents, deduplicated by ID in first-appearance
+  order; ``retrieval_span_id`` the first retrieval span that returned documents. Nested retrieval
   spans are one retrieval (DSPy's ``Retrieve.forward`` around the retriever's own call): the
   outermost keeps its place, and position by position its documents take the ID from the span
   that has a real one (not a content hash), the text and score from whichever has them. When a dialect's
@@ -9,12 +11,21 @@
 * the generation: the last-ending generation span **with an answer** (LlamaIndex streaming
   records the answer on the inner ``stream_complete`` span, not on the outer one that ends
   last); else the last-ending one, whose ``answer_problem`` becomes ``answer_na_reason``.
-* ``context``: the generation's listed documents with texts recovered by ID from
-  ``retrieved``; ``retrieved`` when it lists none. When a context document still has no text
-  (the documents carry IDs only: GenAI makes content opt-in), the messages the generation was
-  given (its ``prompt``, instructions left out) when it recorded them.
-  ``context_source`` names which: ``retrieved``, ``generation`` or ``generation_input``.
-* ``query``: the first retrieval's, else the generation's, else the pipeline's;
+* ``context`` — everything the model was given: the generation's listed documents, else
+  ``retrieved``, with texts recovered by ID from ``retrieved`` and from the tool results in
+  the generation's input messages. When a context document still has no text (the documents
+  carry IDs only: GenAI makes content opt-in), the messages the generation was given instead
+  (its ``prompt``). Then the tool results it was given that are not there yet, and, in a trace
+  with retrieval, its system-message context (``instructions``: system/developer messages and
+  ``gen_ai.system_instructions`` by paragraph, instruction-like paragraphs left out).
+  ``context_sources`` names each source in that order — ``retrieved`` (retriever steps),
+  ``tool_result`` (tool-call steps, tool results), ``generation`` (listed documents),
+  ``generation_input`` (the prompt), ``system_instructions`` — and ``context_source`` the
+  first. Input log events of the generation's operation add their instructions and tool
+  results to the generation's.
+* ``query`` — the user's question: the first retrieval's, else the generation's, else the
+  pipeline's; when a step is a tool call (its query is the agent's sub-query), the
+  pipeline's, else the generation's last user message, else the first step's;
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
@@ -30,7 +41,7 @@ from dataclasses import replace
 
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
-from ragtrace_consumers.model import AttributeValue, Chunk, RagTrace, SpanRecord
+from ragtrace_consumers.model import AttributeValue, Chunk, RagTrace, RetrievalStep, SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import Role, SpanReading
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
@@ -205,6 +216,75 @@ def _evaluated(span: SpanRecord) -> str:
     return owner if isinstance(owner, str) and len(owner) == 16 else span.span_id
 
 
+def _filled(chunks: Iterable[Chunk], texts: dict[str, str]) -> tuple[Chunk, ...]:
+    return tuple(
+        c if c.text is not None or c.id not in texts else replace(c, text=texts[c.id])
+        for c in chunks
+    )
+
+
+def _given(generation: Read, read: Sequence[Read]) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...]]:
+    """The generation's instructions and tool results, with those of the input log events of
+    its operation."""
+    owner = _evaluated(generation[0])
+    found = [generation[1]]
+    found += [
+        r for s, r in read if r.role is None and s is not generation[0] and _evaluated(s) == owner
+    ]
+    return (
+        tuple(c for r in found for c in r.instructions),
+        _dedupe(c for r in found for c in r.tool_results),
+    )
+
+
+def _context(
+    steps: Sequence[RetrievalStep],
+    retrieved: tuple[Chunk, ...],
+    generation: Read | None,
+    read: Sequence[Read],
+) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
+    """The context the answer is judged against and its sources (the module rules)."""
+    instructions, tool_results = _given(generation, read) if generation else ((), ())
+    texts = {c.id: c.text for c in (*retrieved, *tool_results) if c.text is not None}
+    listed = generation[1].context if generation is not None else None
+    if listed is None:
+        context = _filled(retrieved, texts)
+        kinds = {s.kind for s in steps if s.chunks}
+        sources = [
+            n for k, n in (("retriever", "retrieved"), ("tool", "tool_result")) if k in kinds
+        ]
+    else:
+        context, sources = _filled(listed, texts), ["generation"]
+    prompt = generation[1].prompt if generation is not None else ()
+    if any(c.text is None for c in context) and (prompt or tool_results or instructions):
+        context, extra = prompt, tool_results
+        sources = ["generation_input"] if prompt else []
+    else:
+        have = {c.id for c in context}
+        extra = tuple(c for c in tool_results if c.id not in have)
+    if extra:
+        context = (*context, *extra)
+        sources += [] if "tool_result" in sources else ["tool_result"]
+    if instructions and (steps or listed is not None or tool_results):
+        context = (*context, *instructions)
+        sources.append("system_instructions")
+    return context, tuple(sources)
+
+
+def _question(
+    retrievals: Sequence[Read], generation: Read | None, pipeline: Read | None
+) -> str | None:
+    """The user's question: the first retrieval's query, else the generation's, else the
+    pipeline's; when a step is a tool call (an agent's sub-query), the pipeline's, else the
+    generation's user message, else the first step's."""
+    first = next((r.query for _, r in retrievals if r.query), None)
+    from_generation = generation[1].query if generation is not None else None
+    from_pipeline = pipeline[1].query if pipeline is not None else None
+    if any(r.tool is not None for _, r in retrievals):
+        return from_pipeline or from_generation or first
+    return first or from_generation or from_pipeline
+
+
 def to_rag_trace(
     spans: Sequence[SpanRecord], readers: SpanReaders | None = None
 ) -> RagTrace | None:
@@ -212,7 +292,13 @@ def to_rag_trace(
     retrieval and no generation."""
     if not spans or all(is_evaluation_span(s) for s in spans):
         return None
-    read = [(s, r) for s, r in read_trace(spans, readers) if r is not None]
+    read: list[Read] = []
+    seen: dict[str, SpanRecord] = {}
+    for s, r in read_trace(spans, readers):
+        if r is None or seen.get(s.span_id) == s:  # a span delivered twice is one step
+            continue
+        seen.setdefault(s.span_id, s)
+        read.append((s, r))
     by_role: dict[Role, list[Read]] = {role: [] for role in Role}
     for s, r in read:
         if r.role is not None:
@@ -235,29 +321,10 @@ def to_rag_trace(
         else None
     )
 
+    steps = tuple(RetrievalStep(s.span_id, r.query, r.chunks, r.tool) for s, r in retrievals)
     retrieved = _dedupe(c for _, r in retrievals for c in r.chunks)
-    texts = {c.id: c.text for c in retrieved if c.text is not None}
-    listed = generation[1].context if generation is not None else None
-    context = (
-        retrieved
-        if listed is None
-        else tuple(
-            c
-            if c.text is not None or c.id not in texts
-            else Chunk(c.id, texts[c.id], c.score, c.hashed)
-            for c in listed
-        )
-    )
-
-    source = "retrieved" if listed is None else "generation"
-    if any(c.text is None for c in context) and generation is not None and generation[1].prompt:
-        context, source = generation[1].prompt, "generation_input"
-
-    query = next((r.query for _, r in retrievals if r.query), None)
-    if query is None and generation is not None:
-        query = generation[1].query
-    if query is None and pipeline is not None:
-        query = pipeline[1].query
+    context, sources = _context(steps, retrieved, generation, read)
+    query = _question(retrievals, generation, pipeline)
     used = [
         s
         for s, _ in [
@@ -311,7 +378,9 @@ def to_rag_trace(
             key=lambda s: s.start_ns,
             default=target[0],
         ).span_id,
-        context_source=source if context else None,
+        context_source=sources[0] if context else None,
+        context_sources=sources if context else (),
+        steps=steps,
         session_id=_first_attr(spans, semconv.SESSION_ID)
         or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID),
     )

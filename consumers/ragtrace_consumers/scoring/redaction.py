@@ -1,7 +1,8 @@
 """The scoring path's one redaction seam: a trace's texts redacted before a judge or a sink.
 
 :class:`TraceRedaction` applies a :class:`~ragtrace.evaluation.redaction.Redactor` to one
-planned trace — its query, every retrieved and supplied passage, its answer and reference answer,
+planned trace — its query, every retrieved and supplied passage, each retrieval step's query and
+passages, its answer and reference answer,
 and the answer-metrics job made from them (whose reference may come from the labels) — in one
 :class:`~ragtrace.evaluation.redaction.RedactionSession`, so a value gets the same placeholder
 wherever it appears and groundedness is judged exactly as before. The pipeline calls it after
@@ -38,11 +39,22 @@ class TraceRedaction:
         retrieved = _chunks(session, trace.retrieved)
         # The context usually is the retrieved list itself: redacted (and counted) once.
         context = retrieved if trace.context == trace.retrieved else _chunks(session, trace.context)
+        # A step's query and passages are mostly the trace's own: redacted (and counted) once.
+        done = dict(zip(trace.retrieved, retrieved, strict=True))
+        steps = tuple(
+            replace(
+                s,
+                query=query if s.query == trace.query else session.redact_optional(s.query),
+                chunks=tuple(done.get(c) or _chunks(session, (c,))[0] for c in s.chunks),
+            )
+            for s in trace.steps
+        )
         redacted = replace(
             trace,
             query=query,
             retrieved=retrieved,
             context=context,
+            steps=steps,
             answer=session.redact_optional(trace.answer),
             reference_answer=session.redact_optional(trace.reference_answer),
         )

@@ -17,6 +17,7 @@ from ragtrace.evaluation.retrieval import (
     RecallDefinition,
     context_relevancy,
     score_question,
+    score_steps,
 )
 from ragtrace_consumers.model import (
     AnswerScores,
@@ -40,7 +41,10 @@ def score_retrieval(
     k: int,
     definition: RecallDefinition,
 ) -> RetrievalScores:
-    """Score the trace's ranked retrieval against its labelled ``question``.
+    """Score the trace's retrieval steps against its labelled ``question``: recall@k and the
+    rest over the union of every step's top k in first-appearance order
+    (:func:`~ragtrace.evaluation.retrieval.score_steps`; one step: its top k), and each step's
+    own recall@k under ``definition`` (NaN for an unanswerable question).
 
     Context relevancy is the share of the chunks supplied to generation that are gold; it is
     left out when the trace says nothing about what was supplied.
@@ -48,14 +52,27 @@ def score_retrieval(
     gold = frozenset(question.gold)
     qid = str(question.qid)
     retrieved = [c.id for c in trace.retrieved]
-    scores = score_question(retrieved, gold, k)
+    ranked = [[c.id for c in s.chunks] for s in trace.steps if s.chunks] or [retrieved]
+    scores = score_steps(ranked, gold, k)
+    per_step = (
+        tuple(score_question(ids, gold, k).recall_as(definition) for ids in ranked)
+        if len(ranked) > 1
+        else ()
+    )
     supplied = [c.id for c in trace.context]
     relevancy = context_relevancy(supplied, gold) if supplied and gold else None
     if relevancy is not None and math.isnan(relevancy):
         relevancy = None
     positions = tuple(i for i, chunk_id in enumerate(retrieved) if chunk_id in gold)
     return RetrievalScores(
-        qid, matched_by, labels_version, definition, scores, relevancy, gold_positions=positions
+        qid,
+        matched_by,
+        labels_version,
+        definition,
+        scores,
+        relevancy,
+        gold_positions=positions,
+        step_recall=per_step,
     )
 
 

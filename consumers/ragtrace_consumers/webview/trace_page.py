@@ -1,7 +1,8 @@
 """The trace page: why one answer landed in its cell.
 
 Top to bottom: the question and its scores; the retrieved chunks in rank order with the gold
-ones marked and the recall cut-off drawn after rank k (gold never retrieved listed below); the
+ones marked and the recall cut-off drawn after rank k (gold never retrieved listed below; with
+several retrieval steps, each step's query and ranked IDs, its top k being what recall counts); the
 answer, each unit coloured by its verdict with its claims, their evidence quotes and the check
 that downgraded a claim the judge had accepted; the context passages with every quote
 highlighted where it occurs; the judge's provenance; the IDs to find the trace in another
@@ -48,11 +49,38 @@ def _mapping(detail: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | 
     return value if isinstance(value, Mapping) else None
 
 
+def _steps(detail: Mapping[str, Any] | None, k: int | None, gold: set[str]) -> str:
+    """Several retrieval steps: each one's query and ranked IDs (its top k counted by recall)."""
+    steps = _dicts(detail.get("steps") if detail is not None else None)
+    if len(steps) < 2:
+        return ""
+    rows = []
+    for i, step in enumerate(steps, 1):
+        ids = [str(x) for x in step.get("ids") or ()]
+        shown = ", ".join(
+            f"<code{' class=gold' if x in gold else ''}>{esc(x)}</code>"
+            + ("" if k is None or rank <= k else "<span class=muted>↓</span>")
+            for rank, x in enumerate(ids, 1)
+        )
+        what = f"tool {step['tool']}" if step.get("tool") else "retriever"
+        query = step.get("query")
+        rows.append(
+            f"<li>step {i} <span class=muted>({esc(what)})</span> "
+            f"{esc(repr(query)) if query else '<em>no query</em>'}: {shown or '<em>none</em>'}</li>"
+        )
+    return (
+        f"<p class=muted>{len(steps)} retrieval steps: recall@{k} counts each step's top {k} "
+        f"(↓ marks a rank below it); the list above is their union in first-appearance "
+        f"order.</p><ol class=steps>{''.join(rows)}</ol>"
+    )
+
+
 def _retrieval(r: ScoredResult, detail: Mapping[str, Any] | None, gold: set[str]) -> str:
     chunks = _chunks(detail, "retrieved") or [{"id": c} for c in r.retrieved]
     if not chunks:
         return "<p class=muted>No retrieved chunks were recorded for this trace.</p>"
-    k = r.k
+    pooled = len(_dicts(detail.get("steps") if detail is not None else None)) > 1
+    k = None if pooled else r.k
     items: list[str] = []
     for rank, chunk in enumerate(chunks, 1):
         cid = str(chunk.get("id", ""))
@@ -93,7 +121,9 @@ def _retrieval(r: ScoredResult, detail: Mapping[str, Any] | None, gold: set[str]
             + ", ".join(str(x) for x in found_below)
             + ": not counted by recall.</p>"
         )
-    return f"<ol class=chunks>{''.join(items)}</ol>{note}"
+    return (
+        f"<ol class=chunks>{''.join(items)}</ol>{note}{_steps(detail, r.k, gold) if pooled else ''}"
+    )
 
 
 def _words(text: str) -> set[str]:

@@ -70,10 +70,15 @@ def to_scored_result(
             recall_definition=r.definition.value,
             gold_size=r.scores.gold_size,
         )
+        if r.step_recall:
+            extra["step_recall"] = [_known(v) for v in r.step_recall]
+    if trace.steps:
+        extra["steps"] = [s.summary() for s in trace.steps]
     if g is not None:
         extra.update(judge_cost_usd=scores.groundedness_cost_usd, no_claims=g.no_claims)
         if trace.context_source is not None:
             extra["context_source"] = trace.context_source
+            extra["context_sources"] = list(trace.context_sources)
     if scores.answers is not None:
         for m in scores.answers.results:
             extra[m.metric] = m.score
@@ -115,6 +120,7 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
     trace, g = scores.trace, scores.groundedness
     return {
         "retrieved": _chunks(trace.retrieved),
+        "steps": [s.summary() for s in trace.steps],
         "context": _chunks(trace.context),
         "gold": sorted(gold) if gold is not None else None,
         "groundedness": g.to_dict() if g is not None else None,

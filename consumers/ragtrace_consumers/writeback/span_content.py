@@ -93,6 +93,8 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         attrs[semconv.GEN_AI_DATA_SOURCE_ID] = trace.data_source
     if trace.session_id:
         attrs[semconv.EVAL_SESSION_ID] = trace.session_id
+    if len(trace.steps) > 1:
+        attrs[semconv.EVAL_STEPS_COUNT] = len(trace.steps)
     r = scores.retrieval
     if r is not None:
         attrs[semconv.EVAL_K] = r.scores.k
@@ -111,6 +113,8 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         ):
             if value is not None and not math.isnan(value):
                 attrs[key] = float(value)
+        if r.step_recall:
+            attrs[semconv.EVAL_STEP_RECALL] = tuple(float(v) for v in r.step_recall)
     elif trace.recall_na_reason:
         attrs[semconv.EVAL_RECALL_NA_REASON] = trace.recall_na_reason
     g = scores.groundedness
@@ -126,6 +130,7 @@ def evaluation_attributes(scores: TraceScores) -> dict[str, AttributeValue]:
         attrs[semconv.EVAL_JUDGE_COST_USD] = float(scores.groundedness_cost_usd)
         if trace.context_source is not None:
             attrs[semconv.EVAL_CONTEXT_SOURCE] = trace.context_source
+            attrs[semconv.EVAL_CONTEXT_SOURCES] = trace.context_sources
         turns = earlier_turns(trace)
         if turns:
             attrs[semconv.EVAL_EARLIER_TURNS] = turns

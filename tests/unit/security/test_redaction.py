@@ -168,3 +168,28 @@ def test_the_judge_and_the_write_back_never_see_the_planted_values() -> None:
     }
     # query: the asker; passages: the desk's address and phone; answer: the address.
     assert counted == {"email": 3, "phone": 1}
+
+
+def test_a_retrieval_steps_own_query_and_passages_are_redacted() -> None:
+    """An agent's sub-query and its search results reach the result's steps redacted, with the
+    placeholders the rest of the trace uses."""
+    from ragtrace.evaluation.redaction import Redactor
+    from ragtrace_consumers.model import Chunk, RagTrace, RetrievalStep
+    from ragtrace_consumers.scoring.redaction import TraceRedaction
+
+    found = Chunk("c-1", "Write to Alice.Smith@corp.example for access.")
+    trace = RagTrace(
+        trace_id="1" * 32,
+        service="svc",
+        target_span_id="2" * 16,
+        query="Who grants access?",
+        retrieved=(found,),
+        context=(found,),
+        steps=(RetrievalStep("3" * 16, "access owner bob@corp.example", (found,), "search"),),
+    )
+    metrics = ConsumerMetrics(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    redacted, _ = TraceRedaction(Redactor.build(["email"]), metrics)(trace, None)
+    (step,) = redacted.steps
+    assert step.query == "access owner <EMAIL_2>"
+    assert step.chunks == redacted.retrieved
+    assert "Alice" not in _texts(redacted) and "bob@" not in _texts(redacted)

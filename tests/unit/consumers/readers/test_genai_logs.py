@@ -146,3 +146,62 @@ def test_protobuf_gzip_and_json_log_events_give_the_same_span() -> None:
 
 def test_an_undecodable_logs_request_gives_nothing() -> None:
     assert decode_log_events("application/x-protobuf", "", b"\xff\x00junk") == []
+
+
+def _event(name: str, at: int, body: dict[str, object]) -> dict[str, object]:
+    def value(v: object) -> dict[str, object]:
+        if isinstance(v, dict):
+            return {
+                "kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}
+            }
+        return {"stringValue": str(v)}
+
+    return {
+        "timeUnixNano": str(at),
+        "eventName": name,
+        "traceId": _b64(TRACE),
+        "spanId": _b64(CHAT),
+        "body": value(body),
+    }
+
+
+def test_older_input_events_give_their_generation_its_instructions_and_tool_results() -> None:
+    """``gen_ai.system.message`` and ``gen_ai.tool.message`` (the conventions before the
+    structured messages): the system context and the tool's documents the model was given,
+    joined to the generation its ``gen_ai.choice`` event answers for."""
+    context = "Context:\n[doc-audit] Audit logs are kept for 90 days."
+    tool_docs = json.dumps([{"id": "doc-audit", "text": "Audit logs are kept for 90 days."}])
+    request = json_format.ParseDict(
+        {
+            "resourceLogs": [
+                {
+                    "scopeLogs": [
+                        {
+                            "scope": {"name": "opentelemetry.instrumentation.openai_v2"},
+                            "logRecords": [
+                                _event("gen_ai.system.message", 1, {"content": context}),
+                                _event(
+                                    "gen_ai.tool.message", 2, {"content": tool_docs, "id": "call_1"}
+                                ),
+                                _event(
+                                    "gen_ai.choice",
+                                    3,
+                                    {"message": {"content": "Audit logs are kept for 90 days."}},
+                                ),
+                            ],
+                        }
+                    ]
+                }
+            ]
+        },
+        logs_service_pb2.ExportLogsServiceRequest(),
+    )
+    spans = decode_log_events("application/x-protobuf", "", request.SerializeToString())
+    assert len(spans) == 3 and {s.attributes[EVENT_SPAN_ID] for s in spans} == {CHAT}
+    rag = to_rag_trace(spans)
+    assert rag is not None and rag.answer == "Audit logs are kept for 90 days."
+    assert [(c.id, c.text) for c in rag.context] == [
+        ("doc-audit", "Audit logs are kept for 90 days."),
+        ("instructions.0", "Context:\n[doc-audit] Audit logs are kept for 90 days."),
+    ]
+    assert rag.context_sources == ("tool_result", "system_instructions")

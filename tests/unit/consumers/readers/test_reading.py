@@ -16,7 +16,7 @@ import ragtrace
 from ragtrace import semconv
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.intake.decode import decode_request
-from ragtrace_consumers.model import Chunk, RagTrace, SpanRecord
+from ragtrace_consumers.model import Chunk, RagTrace, RetrievalStep, SpanRecord
 from ragtrace_consumers.readers import (
     Role,
     default_readers,
@@ -122,6 +122,14 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
         generation_span_id=next(r.span_id for r in records if r.name == "generate"),
         root_span_id=root.span_id,
         context_source="generation",
+        context_sources=("generation",),
+        steps=(
+            RetrievalStep(
+                next(r.span_id for r in records if r.name == "retrieve"),
+                Q,
+                (Chunk("c1", T1, 0.9), Chunk("c2", T2, 0.4)),
+            ),
+        ),
     )
     generation = next(r for r in records if r.name == "generate")
     # The SDK did not repeat the texts on the generation span; they came from the retrieval.
@@ -208,6 +216,12 @@ def test_ragtrace_spans_full_view() -> None:
         generation_span_id=GEN,
         root_span_id=ROOT,
         context_source="generation",
+        context_sources=("generation",),
+        steps=(
+            RetrievalStep(
+                RET, Q, (Chunk("c1", T1, 0.9), Chunk("c2", T2, 0.5), Chunk("c3", None, 0.1))
+            ),
+        ),
     )
 
 
@@ -399,7 +413,9 @@ def test_openinference_trace_is_scored_without_our_decorators() -> None:
         generation_span_id=GEN,
         root_span_id=ROOT,
         context_source="retrieved",
+        context_sources=("retrieved",),
         session_id="s-1",
+        steps=(RetrievalStep(RET, Q, (Chunk("n1", T1, 0.8), Chunk("n2", T2, 0.7))),),
     )
 
 

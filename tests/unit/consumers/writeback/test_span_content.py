@@ -117,6 +117,7 @@ def test_full_evaluation_span_in_the_original_trace() -> None:
         semconv.EVAL_JUDGE_PROMPT_SHA256: PROMPT,
         semconv.EVAL_JUDGE_COST_USD: 0.002,
         semconv.EVAL_CONTEXT_SOURCE: "retrieved",
+        semconv.EVAL_CONTEXT_SOURCES: ("retrieved",),
         semconv.EVAL_GROUNDEDNESS: pytest.approx(2 / 3),
         semconv.EVAL_GROUNDEDNESS_CLAIMS: 3,
         semconv.EVAL_GROUNDEDNESS_UNSUPPORTED: 1,
