@@ -26,6 +26,13 @@ def node_evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
 # --- the Vercel AI SDK -------------------------------------------------------------------------
 
 VERCEL_ASKED = (*corpus.QUESTIONS, BOTH)
+# The two searches of BOTH run concurrently and their spans start in the same millisecond (the
+# SDK's start times have millisecond precision): which step comes first is not recorded, and
+# the union in first-appearance order follows the step order.
+CONCURRENT_SEARCHES = {
+    ("doc-audit", "doc-pricing", "doc-rotate"),
+    ("doc-rotate", "doc-pricing", "doc-audit"),
+}
 
 
 @pytest.mark.parametrize("version", ["5", "6"])
@@ -58,7 +65,7 @@ def test_vercel_ai_sdk_two_searches_score_the_users_question_over_both(
     corpus_file = write_corpus(tmp_path / "corpus.json", (BOTH,))
     asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), version)
     (result,) = scored(node_evaluator, asked).values()
-    assert result.retrieved == ("doc-audit", "doc-pricing", "doc-rotate")
+    assert result.retrieved in CONCURRENT_SEARCHES
     assert result.answer == BOTH_ANSWER
     assert (result.query, result.question_id) == (BOTH, "q-both")
     assert (result.recall, result.groundedness, result.cell) == (1.0, 1.0, "fine")
@@ -80,7 +87,9 @@ def test_vercel_ai_sdk_7_genai_telemetry_gets_the_known_truth(
     assert got == {**corpus.EXPECTED, BOTH: ("q-both", 1.0, 1.0, "fine")}
     for q, r in results.items():
         assert r.query == q
-        assert r.retrieved == corpus.RETRIEVED.get(q, ("doc-audit", "doc-pricing", "doc-rotate"))
+        assert r.retrieved in (
+            {corpus.RETRIEVED[q]} if q in corpus.RETRIEVED else CONCURRENT_SEARCHES
+        )
         assert r.answer == (BOTH_ANSWER if q == BOTH else corpus.ANSWERS[q])
 
 
