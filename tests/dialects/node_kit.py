@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from tests.dialects.apps import corpus
-from tests.dialects.kit import ROOT
+from tests.dialects.kit import ROOT, run_printing
 
 APPS = ROOT / "tests" / "dialects" / "node"
 
@@ -63,14 +63,4 @@ def run_node(app: str, *args: str, timeout: float = 180) -> list[dict[str, str]]
     """Run ``tests/dialects/node/<app>`` with ``args``; what it printed (its last line)."""
     node_deps()
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
-    done = subprocess.run(
-        ["node", str(APPS / app), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=clean,
-        cwd=APPS,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    return run_printing(["node", str(APPS / app), *args], env=clean, timeout=timeout, cwd=APPS)

@@ -17,20 +17,16 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ragtrace_consumers.errors import ReceiverBusy
 from ragtrace_consumers.intake.access import AccessPolicy
 from ragtrace_consumers.intake.otlp_receiver import REFUSAL_REASONS, Accepted, OtlpHttpReceiver
-from tests.unit.consumers.intake.test_otlp_receiver import EXPECTED, Sink, _json_body, _rejections, _request
+from tests.unit.consumers.intake.test_otlp_receiver import (
+    EXPECTED,
+    Sink,
+    _json_body,
+    _rejections,
+    _request,
+)
 
 MAX_BODY = 64 * 1024
 PB = b"Content-Type: application/x-protobuf\r\n"
-
-
-@pytest.fixture()
-def reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture()
-def sink() -> Sink:
-    return Sink()
 
 
 @pytest.fixture()
