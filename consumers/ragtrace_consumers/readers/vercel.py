@@ -44,6 +44,15 @@ OPERATION_ID = "ai.operationId"
 SESSION_ID = "ai.telemetry.metadata.sessionId"
 """The session key the AI SDK's docs use in ``experimental_telemetry.metadata``."""
 
+TOOL_RESULT = "ai.toolCall.result"
+TOOL_ARGS = "ai.toolCall.args"
+PROMPT_MESSAGES = "ai.prompt.messages"
+RESPONSE_TEXT = "ai.response.text"
+RESPONSE_MODEL = "ai.response.model"
+MODEL_ID = "ai.model.id"
+RESPONSE_ID = "ai.response.id"
+PROMPT = "ai.prompt"
+
 _CALLS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
 _MODEL_CALLS = frozenset(
     {
@@ -110,23 +119,23 @@ class VercelReader(DocumentReader):
         if operation is None or not operation.startswith("ai."):
             return None
         if operation == _TOOL_CALL:
-            items = _chunk_list(json_or_none(text_attr(attrs, "ai.toolCall.result")))
+            items = _chunk_list(json_or_none(text_attr(attrs, TOOL_RESULT)))
             if items is None:
                 return self.ignored()
-            args = json_or_none(text_attr(attrs, "ai.toolCall.args"))
+            args = json_or_none(text_attr(attrs, TOOL_ARGS))
             return self.retrieval(query_in(args), items)
         if operation in _MODEL_CALLS:
-            messages = _messages(json_or_none(text_attr(attrs, "ai.prompt.messages")))
+            messages = _messages(json_or_none(text_attr(attrs, PROMPT_MESSAGES)))
             users = [text for role, text in messages if role == "user"]
             return SpanReading(
                 self.name,
                 Role.GENERATION,
                 query=users[-1] if users else None,
                 prompt=prompt_chunks(messages),
-                answer=text_attr(attrs, "ai.response.text"),
-                model=text_attr(attrs, "ai.response.model") or text_attr(attrs, "ai.model.id"),
-                response_id=text_attr(attrs, "ai.response.id"),
+                answer=text_attr(attrs, RESPONSE_TEXT),
+                model=text_attr(attrs, RESPONSE_MODEL) or text_attr(attrs, MODEL_ID),
+                response_id=text_attr(attrs, RESPONSE_ID),
             )
         if operation in _CALLS:
-            return self.pipeline(_question(json_or_none(text_attr(attrs, "ai.prompt"))))
+            return self.pipeline(_question(json_or_none(text_attr(attrs, PROMPT))))
         return self.ignored()
