@@ -1,8 +1,9 @@
 """TypeScript/JavaScript apps, each in its documented idiom with its real npm packages (pinned,
 ``scripts/node_deps.sh``), exporting with the standard Node OTLP exporters straight to the
 evaluator (chunked requests, no re-framing proxy): LangChain.js with OpenInference JS, and the
-Vercel AI SDK 5 and 6 with RAG as a tool call. Fake model at the wire, the corpus labels, k=3,
-the lexical judge."""
+Vercel AI SDK 5 and 6 (its own ``ai.*`` spans) and 7 (GenAI-convention spans) with RAG as a tool
+call. Fake model at the wire, the corpus labels plus a two-search question's, k=3, the lexical
+judge. Each result's retrieval steps (tool, query, IDs in rank order) are asserted."""
 
 from __future__ import annotations
 
@@ -12,9 +13,19 @@ from pathlib import Path
 import pytest
 
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
+from ragtrace_consumers.stores.scored_results import ScoredResult
 from tests.dialects.apps import corpus
 from tests.dialects.kit import make_evaluator, scored
-from tests.dialects.node_kit import BOTH, BOTH_ANSWER, run_node, write_corpus, write_labels
+from tests.dialects.node_kit import (
+    BOTH,
+    BOTH_ANSWER,
+    SUBQUERIES,
+    run_node,
+    write_corpus,
+    write_labels,
+)
+
+Step = tuple[str | None, str | None, tuple[str, ...]]
 
 
 @pytest.fixture()
@@ -23,38 +34,47 @@ def node_evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
         yield ev
 
 
+def _steps(r: ScoredResult) -> list[Step]:
+    steps = r.extra.get("steps")
+    assert isinstance(steps, list)
+    return [(s["tool"], s["query"], tuple(s["ids"])) for s in steps]
+
+
 # --- the Vercel AI SDK -------------------------------------------------------------------------
 
-VERCEL_ASKED = (*corpus.QUESTIONS, BOTH)
-# The two searches of BOTH run concurrently and their spans start in the same millisecond (the
-# SDK's start times have millisecond precision): which step comes first is not recorded, and
-# the union in first-appearance order follows the step order.
-CONCURRENT_SEARCHES = {
-    ("doc-audit", "doc-pricing", "doc-rotate"),
-    ("doc-rotate", "doc-pricing", "doc-audit"),
-}
+TOOL = "searchDocs"
+BOTH_STEPS = {(TOOL, sub, corpus.RETRIEVED[q]) for sub, q in SUBQUERIES.items()}
+
+
+def _assert_two_searches(r: ScoredResult) -> None:
+    """BOTH: the user's question, one step per sub-query, recall@3 over their pooled top 3."""
+    # The two searches run concurrently and their spans start in the same millisecond (the
+    # SDK's start times have millisecond precision): which step comes first is not recorded;
+    # the union in first-appearance order follows the step order.
+    steps = _steps(r)
+    assert set(steps) == BOTH_STEPS and len(steps) == 2
+    assert r.retrieved == tuple(dict.fromkeys(i for _, _, ids in steps for i in ids))
+    assert (r.query, r.question_id, r.answer) == (BOTH, "q-both", BOTH_ANSWER)
+    assert (r.recall, r.groundedness, r.cell) == (1.0, 1.0, "fine")
+    assert r.extra["step_recall"] == [0.5, 0.5]  # each search found one of the two gold IDs
 
 
 @pytest.mark.parametrize("version", ["5", "6"])
 def test_vercel_ai_sdk_tool_call_rag_gets_the_known_truth(
     node_evaluator: EmbeddedEvaluator, tmp_path: Path, version: str
 ) -> None:
-    corpus_file = write_corpus(tmp_path / "corpus.json", VERCEL_ASKED)
+    corpus_file = write_corpus(tmp_path / "corpus.json", corpus.QUESTIONS)
     asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), version)
-    results = scored(node_evaluator, asked[: len(corpus.QUESTIONS)])
+    results = scored(node_evaluator, asked)
     got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
     assert got == corpus.EXPECTED
     for q, r in results.items():
         assert r.query == q  # the user's prompt (the tool's query argument is the same here)
+        assert _steps(r) == [(TOOL, q, corpus.RETRIEVED[q])]
         assert r.retrieved == corpus.RETRIEVED[q]
         assert r.answer == corpus.ANSWERS[q]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the question from the first retrieval (a tool's sub-query) until the retrieval-steps "
-    "model (issue 28, deliverable 1) takes the user's",
-)
 @pytest.mark.parametrize("version", ["5", "6"])
 def test_vercel_ai_sdk_two_searches_score_the_users_question_over_both(
     node_evaluator: EmbeddedEvaluator, tmp_path: Path, version: str
@@ -65,32 +85,23 @@ def test_vercel_ai_sdk_two_searches_score_the_users_question_over_both(
     corpus_file = write_corpus(tmp_path / "corpus.json", (BOTH,))
     asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), version)
     (result,) = scored(node_evaluator, asked).values()
-    assert result.retrieved in CONCURRENT_SEARCHES
-    assert result.answer == BOTH_ANSWER
-    assert (result.query, result.question_id) == (BOTH, "q-both")
-    assert (result.recall, result.groundedness, result.cell) == (1.0, 1.0, "fine")
+    _assert_two_searches(result)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ai 7's execute_tool spans (GenAI conventions) are read by the GenAI tool-call reader "
-    "of the retrieval-steps model (issue 28, deliverable 1), not on main yet",
-)
 def test_vercel_ai_sdk_7_genai_telemetry_gets_the_known_truth(
     node_evaluator: EmbeddedEvaluator, tmp_path: Path
 ) -> None:
     """``ai`` 7 with ``@ai-sdk/otel``: ``invoke_agent`` / ``chat`` / ``execute_tool`` spans."""
-    corpus_file = write_corpus(tmp_path / "corpus.json", VERCEL_ASKED)
+    corpus_file = write_corpus(tmp_path / "corpus.json", (*corpus.QUESTIONS, BOTH))
     asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), "7")
     results = scored(node_evaluator, asked)
+    _assert_two_searches(results.pop(BOTH))
     got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
-    assert got == {**corpus.EXPECTED, BOTH: ("q-both", 1.0, 1.0, "fine")}
+    assert got == corpus.EXPECTED
     for q, r in results.items():
         assert r.query == q
-        assert r.retrieved in (
-            {corpus.RETRIEVED[q]} if q in corpus.RETRIEVED else CONCURRENT_SEARCHES
-        )
-        assert r.answer == (BOTH_ANSWER if q == BOTH else corpus.ANSWERS[q])
+        assert _steps(r) == [(TOOL, q, corpus.RETRIEVED[q])]
+        assert r.answer == corpus.ANSWERS[q]
 
 
 # --- LangChain.js + OpenInference JS -----------------------------------------------------------
@@ -110,6 +121,7 @@ def test_langchainjs_chain_gets_the_known_truth_from_document_ids(
     assert got == corpus.EXPECTED
     for q, r in results.items():
         assert r.query == q
+        assert _steps(r) == [(None, q, LANGCHAIN_RETRIEVED[q])]
         assert r.retrieved == LANGCHAIN_RETRIEVED[q]
         assert r.answer == corpus.ANSWERS[q]
 

@@ -6,14 +6,13 @@ true}``; ``ai`` 7's ``LegacyOpenTelemetry``): spans of the tracer ``ai`` marked 
   call the app makes) is the pipeline; its question is ``ai.prompt``'s ``prompt`` (a string),
   else the text of the last user message of its ``messages``.
 * ``ai.generateText.doGenerate`` / ``ai.streamText.doStream`` (one model call per step) is a
-  generation: ``ai.prompt.messages`` (the model's input: system, user, assistant tool calls and
-  tool results), ``ai.response.text`` (absent on a step that only calls tools),
+  generation: ``ai.prompt.messages`` (the model's input: its system messages as instructions,
+  user messages, tool results), ``ai.response.text`` (absent on a step that only calls tools),
   ``ai.response.model`` else ``ai.model.id``, ``ai.response.id``.
-* ``ai.toolCall`` is a retrieval step when its ``ai.toolCall.result`` (JSON) holds chunk-like
-  items (:func:`~ragtrace_consumers.readers.chunks.looks_like_chunks`: a list, or one under
-  ``documents``/``results``/… of an object); the step's query is its ``ai.toolCall.args``'
-  query argument (:func:`~ragtrace_consumers.readers._reading.query_in`). Any other tool call,
-  and every other ``ai.*`` operation (embed, …), is recognised and ignored.
+* ``ai.toolCall`` is a tool call (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`):
+  a retrieval step when its ``ai.toolCall.result`` holds chunk-like items or the tool
+  (``ai.toolCall.name``) is a configured retrieval tool, its query from ``ai.toolCall.args``.
+  Any other tool call, and every other ``ai.*`` operation (embed, …), is recognised and ignored.
 
 ``ai`` 7's default telemetry (``@ai-sdk/otel``'s ``OpenTelemetry``) follows the GenAI semantic
 conventions instead (``chat``, ``execute_tool`` spans) and is read by
@@ -30,13 +29,13 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    instruction_chunks,
     json_or_none,
     prompt_chunks,
-    query_in,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import unwrap
-from ragtrace_consumers.readers.chunks import looks_like_chunks
+from ragtrace_consumers.readers.tool_results import message_tool_results
 
 __all__ = ["OPERATION_ID", "SESSION_ID", "VercelReader"]
 
@@ -46,6 +45,7 @@ SESSION_ID = "ai.telemetry.metadata.sessionId"
 
 TOOL_RESULT = "ai.toolCall.result"
 TOOL_ARGS = "ai.toolCall.args"
+TOOL_NAME = "ai.toolCall.name"
 PROMPT_MESSAGES = "ai.prompt.messages"
 RESPONSE_TEXT = "ai.response.text"
 RESPONSE_MODEL = "ai.response.model"
@@ -63,34 +63,36 @@ _MODEL_CALLS = frozenset(
     }
 )
 _TOOL_CALL = "ai.toolCall"
-_LISTS = ("documents", "docs", "results", "chunks", "nodes", "output", "outputs")
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
 
 
 def _messages(raw: object) -> list[tuple[str, str]]:
-    """``(role, text)`` of each message with text. A message's content is a string or a list
-    of parts: ``text`` parts are joined; a ``tool-result`` part's output (``{"type": "json" |
-    "text", "value"}`` in ai 5 and 6, the bare value before) as its JSON text."""
-    import json
-
+    """``(role, text)`` of each message with text (a string, or its ``text`` parts joined)."""
     out: list[tuple[str, str]] = []
     for m in raw if isinstance(raw, list) else ():
-        if not isinstance(m, Mapping):
-            continue
-        role, content = str(m.get("role", "")), m.get("content")
-        if isinstance(content, list) and any(
-            isinstance(p, Mapping) and p.get("type") == "tool-result" for p in content
-        ):
-            for part in content:
-                if isinstance(part, Mapping) and part.get("type") == "tool-result":
-                    output = part.get("output", part.get("result"))
-                    if isinstance(output, Mapping) and "value" in output:
-                        output = output["value"]
-                    out.append((role, output if isinstance(output, str) else json.dumps(output)))
-            continue
-        found = unwrap([m])
-        if found:
-            out.append((role, found))
+        if isinstance(m, Mapping):
+            found = unwrap([m])
+            if found:
+                out.append((str(m.get("role", "")), found))
     return out
+
+
+def _tool_results(raw: object) -> list[dict[str, object]]:
+    """The ``tool-result`` parts of the messages as GenAI ``tool_call_response`` parts (its
+    output ``{"type": "json" | "text", "value"}`` in ai 5 and 6, the bare value before), for
+    :func:`~ragtrace_consumers.readers.tool_results.message_tool_results`."""
+    parts: list[dict[str, object]] = []
+    for m in raw if isinstance(raw, list) else ():
+        content = m.get("content") if isinstance(m, Mapping) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, Mapping) and part.get("type") == "tool-result":
+                output = part.get("output", part.get("result"))
+                if isinstance(output, Mapping) and "value" in output:
+                    output = output["value"]
+                parts.append(
+                    {"type": "tool_call_response", "id": part.get("toolCallId"), "response": output}
+                )
+    return [{"role": "tool", "parts": parts}] if parts else []
 
 
 def _question(prompt: object) -> str | None:
@@ -103,13 +105,6 @@ def _question(prompt: object) -> str | None:
     return users[-1] if users else None
 
 
-def _chunk_list(result: object) -> object | None:
-    """The chunk-like items of a tool's result, or None when it returned none."""
-    if isinstance(result, Mapping):
-        result = next((result[k] for k in _LISTS if isinstance(result.get(k), list)), None)
-    return result if looks_like_chunks(result) else None
-
-
 class VercelReader(DocumentReader):
     name = "vercel_ai"
 
@@ -119,13 +114,14 @@ class VercelReader(DocumentReader):
         if operation is None or not operation.startswith("ai."):
             return None
         if operation == _TOOL_CALL:
-            items = _chunk_list(json_or_none(text_attr(attrs, TOOL_RESULT)))
-            if items is None:
-                return self.ignored()
-            args = json_or_none(text_attr(attrs, TOOL_ARGS))
-            return self.retrieval(query_in(args), items)
+            return self.tool_call(
+                text_attr(attrs, TOOL_NAME),
+                text_attr(attrs, TOOL_ARGS),
+                text_attr(attrs, TOOL_RESULT),
+            )
         if operation in _MODEL_CALLS:
-            messages = _messages(json_or_none(text_attr(attrs, PROMPT_MESSAGES)))
+            raw = json_or_none(text_attr(attrs, PROMPT_MESSAGES))
+            messages = _messages(raw)
             users = [text for role, text in messages if role == "user"]
             return SpanReading(
                 self.name,
@@ -135,6 +131,10 @@ class VercelReader(DocumentReader):
                 answer=text_attr(attrs, RESPONSE_TEXT),
                 model=text_attr(attrs, RESPONSE_MODEL) or text_attr(attrs, MODEL_ID),
                 response_id=text_attr(attrs, RESPONSE_ID),
+                instructions=instruction_chunks(
+                    [text for role, text in messages if role in _INSTRUCTION_ROLES]
+                ),
+                tool_results=message_tool_results(_tool_results(raw), self._keys),
             )
         if operation in _CALLS:
             return self.pipeline(_question(json_or_none(text_attr(attrs, PROMPT))))

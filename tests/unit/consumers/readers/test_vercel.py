@@ -123,7 +123,11 @@ def test_each_span_is_read_for_its_role() -> None:
         Role.PIPELINE,
         Q,
     )
-    assert tool is not None and (tool.role, tool.query) == (Role.RETRIEVAL, "audit log retention")
+    assert tool is not None and (tool.role, tool.query, tool.tool) == (
+        Role.RETRIEVAL,
+        "audit log retention",
+        "searchDocs",
+    )
     assert tool.chunks == (
         Chunk("doc-audit", DOCS[0]["text"], 0.9),  # type: ignore[arg-type]
         Chunk("doc-pricing", DOCS[1]["text"], 0.4),  # type: ignore[arg-type]
@@ -139,9 +143,11 @@ def test_each_span_is_read_for_its_role() -> None:
         "gpt-test-2025",
         "chatcmpl-2",
     )
-    # the model's input: the user's message and the tool's result (the system message is an
-    # instruction, never evidence)
-    assert [c.text for c in last.prompt] == [Q, json.dumps(DOCS)]
+    # the model's input: the user's message, the tool's documents, and a system message of
+    # instructions only (no evidence)
+    assert [c.text for c in last.prompt] == [Q]
+    assert [c.id for c in last.tool_results] == ["doc-audit", "doc-pricing"]
+    assert last.instructions == ()
 
 
 def test_the_trace_is_the_answer_over_the_tool_calls_documents() -> None:
@@ -152,7 +158,7 @@ def test_the_trace_is_the_answer_over_the_tool_calls_documents() -> None:
         Chunk("doc-pricing", DOCS[1]["text"], 0.4),  # type: ignore[arg-type]
     )
     assert (rag.answer, rag.model, rag.response_id) == (ANSWER, "gpt-test-2025", "chatcmpl-2")
-    assert rag.context_source == "retrieved" and rag.context == rag.retrieved
+    assert rag.context_source == "tool_result" and rag.context == rag.retrieved
     assert (rag.target_span_id, rag.generation_span_id, rag.retrieval_span_id) == (ROOT, LAST, TOOL)
     assert rag.session_id == "session-7"
     # the SDK's own attributes are no user attributes (its telemetry metadata is)
