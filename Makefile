@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # in $RAGTRACE_CACHE (default ~/.cache/ragtrace; scripts/README.md). It is not exported from here:
 # the services under test would report it as an unknown RAGTRACE_* setting.
 
-.PHONY: demo test test-unit test-e2e test-pythons provision phoenix haystack2 openlit agents venv bench lint clean config-docs
+.PHONY: demo test test-unit test-e2e test-pythons provision phoenix haystack2 openlit agents node venv bench lint clean config-docs
 
 # constraints.txt: the versions the suite was verified with (pip alone backtracks for many
 # minutes over the instrumentor packages of the dialects extra).
@@ -43,12 +43,17 @@ openlit:
 agents:
 	scripts/agents_venv.sh >/dev/null
 
+## The npm packages of the Node dialect tests (LangChain.js, the Vercel AI SDK 5 and 6, the
+## standard OTLP exporters), pinned by tests/dialects/node/package-lock.json, cached (npm ci).
+node:
+	scripts/node_deps.sh >/dev/null
+
 ## The README's first command: the embedded evaluator on a bundled RAG app.
 demo: venv
 	$(VENV)/bin/ragtrace demo
 
 ## The whole suite, unit and end-to-end, provisioning what it needs.
-test: venv provision phoenix haystack2 openlit agents
+test: venv provision phoenix haystack2 openlit agents node
 	$(PY) -m pytest tests
 
 test-unit: venv

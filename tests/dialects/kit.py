@@ -38,13 +38,23 @@ def run_app(
         )
     }
     clean.update({"PYTHONPATH": str(ROOT), **(env or {})})
+    return run_printing(
+        [python, "-m", f"tests.dialects.apps.{module}", *args], env=clean, timeout=timeout
+    )
+
+
+def run_printing(
+    argv: list[str], *, env: Mapping[str, str], timeout: float, cwd: Path = ROOT
+) -> list[dict[str, str]]:
+    """Run an app's command line; the JSON list it printed last (which trace each question
+    became)."""
     done = subprocess.run(
-        [python, "-m", f"tests.dialects.apps.{module}", *args],
+        argv,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=clean,
-        cwd=ROOT,
+        env=dict(env),
+        cwd=cwd,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]

@@ -51,6 +51,10 @@ class GatedRequestHandler(BaseHTTPRequestHandler):
         header); such a request passes the gate to it. None does by default."""
         return False
 
+    def refused(self, reason: str) -> None:
+        """Called once for each request the gate refuses (``reason``: ``unauthorized``), for a
+        subclass to count it; does nothing by default."""
+
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
@@ -59,6 +63,7 @@ class GatedRequestHandler(BaseHTTPRequestHandler):
             return True
         if self.checks_access_itself():
             return True
+        self.refused("unauthorized")
         body = b"missing or wrong bearer token (Authorization: Bearer <token>)"
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Bearer realm="ragtrace"')

@@ -8,16 +8,20 @@
   carries the spans the sink rejected and why (the client must not retry those);
 * 400 with a ``google.rpc.Status`` (code INVALID_ARGUMENT) naming what was wrong for a payload
   that cannot be decoded — the client must not retry it;
-* 411 without a ``Content-Length`` (chunked uploads are not accepted), 400 for a negative or
-  malformed one, 408 when the body does not arrive within ``timeout_s`` (a stalled upload);
-* 413 for a body (or its decompressed form, every gzip member counted) over ``max_body_bytes``,
-  or when the sink raises :class:`RequestTooLarge` (the request could never fit);
+* a body framed by ``Content-Length`` or ``Transfer-Encoding: chunked`` (Node's exporters send
+  the latter; :mod:`ragtrace_consumers.intake.request_body`); 411 with neither, 400 for a
+  negative or malformed length, both headers at once or a malformed chunk, 501 for another
+  transfer coding, 408 when the body does not arrive within ``timeout_s`` (a stalled upload);
+* 413 for a body (or its decompressed form, every gzip member counted) over ``max_body_bytes``
+  — a declared length before reading, a chunked body at the chunk crossing the bound — or when
+  the sink raises :class:`RequestTooLarge` (the request could never fit);
 * 400 as well for JSON nested deeper than the decoder's recursion limit;
 * 415 for any other content type or content encoding;
 * 503 with ``Retry-After`` when the sink raises :class:`ReceiverBusy` (backpressure: retryable),
   or before the body is read when the bytes of the requests in flight would pass
-  ``max_inflight_bytes`` (default four maximum bodies; a gzip body counts its decompressed
-  maximum too): memory per request times the worker pool stays bounded;
+  ``max_inflight_bytes`` (default four maximum bodies; a chunked body counts as a maximum one,
+  its size being unknown, and a gzip body counts its decompressed maximum too): memory per
+  request times the worker pool stays bounded;
 * ``POST /v1/metrics`` and ``/v1/logs``: 200 with an empty response, the body handed to
   ``other_signals`` (the embedded evaluator forwards it to its OTLP endpoint);
 * 404 for other paths, 405 for other methods on ``/v1/traces``; with a ``web`` handler
@@ -29,8 +33,9 @@
   every page but its sign-in form and stylesheet. Over HTTPS when it has a TLS context (``tls``).
 
 The receiver only decodes and hands spans to a sink: assembly, sampling and scoring are the
-Pipeline's, exactly as for spans read from Kafka. Every rejected request or span is counted on
-``ragtrace.receiver.rejected`` by reason. Connections are served by a bounded pool with a read
+Pipeline's, exactly as for spans read from Kafka. Every refused request (any status but 2xx,
+the web view's pages aside) and every rejected span is counted on ``ragtrace.receiver.rejected``
+by reason (:data:`REFUSAL_REASONS`). Connections are served by a bounded pool with a read
 and idle timeout and a 1024-deep listen backlog (:mod:`ragtrace_consumers.intake.http_server`);
 :meth:`OtlpHttpReceiver.stop` lets the requests in progress finish and answer first.
 """
@@ -45,6 +50,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Final
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -61,6 +67,7 @@ from ragtrace_consumers.intake.http_server import (
     BoundedHTTPServer,
     GatedRequestHandler,
 )
+from ragtrace_consumers.intake.request_body import Framing, Refusal, body_framing, read_body
 from ragtrace_consumers.intake.web_seam import (
     MAX_FORM_BYTES,
     WEB_PREFIX,
@@ -77,6 +84,7 @@ __all__ = [
     "METRICS_PATH",
     "TRACES_PATH",
     "Accepted",
+    "REFUSAL_REASONS",
     "OtlpHttpReceiver",
     "SpanSink",
 ]
@@ -89,6 +97,27 @@ evaluator gets no 404); handed to ``other_signals`` when given (forwarding)."""
 DEFAULT_PORT = 4318
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+REFUSAL_REASONS: Final = (
+    "bad_framing",
+    "bad_length",
+    "bad_payload",
+    "bad_request",
+    "busy",
+    "incomplete_body",
+    "internal_error",
+    "length_required",
+    "method_not_allowed",
+    "not_found",
+    "rejected_spans",
+    "too_large",
+    "unauthorized",
+    "unsupported_content_encoding",
+    "unsupported_content_type",
+    "unsupported_method",
+    "unsupported_transfer_encoding",
+)
+"""Every ``reason`` counted on ``ragtrace.receiver.rejected`` (docs/semantic-conventions.md)."""
 
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
@@ -320,6 +349,7 @@ class OtlpHttpReceiver:
         return http_status, media, _encode(status_pb2.Status(code=code, message=message), media), {}
 
     def _count(self, reason: str, n: int = 1) -> None:
+        assert reason in REFUSAL_REASONS, reason
         self._rejected.add(n, {semconv.ATTR_REASON: reason})
 
     def _make_handler(self) -> type[GatedRequestHandler]:
@@ -351,35 +381,19 @@ class OtlpHttpReceiver:
                     return
                 if self.path.split("?", 1)[0] != TRACES_PATH:
                     self._drain()
+                    receiver._count("not_found")
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
                     return
-                length_header = self.headers.get("Content-Length")
-                if length_header is None:
-                    self._reply(
-                        411, "text/plain; charset=utf-8", b"Content-Length required", close=True
-                    )
-                    return
-                try:
-                    length = int(length_header)
-                except ValueError:
-                    length = -1
-                if length < 0:
-                    receiver._count("bad_length")
-                    self._reply(400, "text/plain; charset=utf-8", b"bad Content-Length", close=True)
-                    return
-                if length > receiver._max_body:
-                    receiver._count("too_large")
-                    self._reply(
-                        413,
-                        "text/plain; charset=utf-8",
-                        f"body exceeds {receiver._max_body} bytes".encode(),
-                        close=True,
-                    )
+                framing = body_framing(self.headers, receiver._max_body)
+                if isinstance(framing, Refusal):
+                    self._refuse(framing)
                     return
                 # Bytes in flight (the body, plus its decompressed form at most) are bounded
-                # across all requests: past the bound a request is refused before it is read.
+                # across all requests: past the bound a request is refused before it is read. A
+                # chunked body's size is known only once read: it reserves the largest.
                 gzipped = "gzip" in self.headers.get("Content-Encoding", "").lower()
-                reserve = length + (receiver._max_body if gzipped else 0)
+                size = receiver._max_body if framing.chunked else framing.length
+                reserve = size + (receiver._max_body if gzipped else 0)
                 if not receiver._inflight.acquire(reserve):
                     receiver._count("busy")
                     self._reply(
@@ -391,23 +405,14 @@ class OtlpHttpReceiver:
                     )
                     return
                 try:
-                    self._read_and_handle(length)
+                    self._read_and_handle(framing)
                 finally:
                     receiver._inflight.release(reserve)
 
-            def _read_and_handle(self, length: int) -> None:
-                try:
-                    body = self.rfile.read(length)
-                except TimeoutError:
-                    body = b""
-                if len(body) != length:
-                    receiver._count("incomplete_body")
-                    self._reply(
-                        408,
-                        "text/plain; charset=utf-8",
-                        f"body incomplete after {receiver._timeout_s:g} s".encode(),
-                        close=True,
-                    )
+            def _read_and_handle(self, framing: Framing) -> None:
+                body = read_body(self.rfile, framing, receiver._max_body, receiver._timeout_s)
+                if isinstance(body, Refusal):
+                    self._refuse(body)
                     return
                 if receiver._server.stopping:
                     self.close_connection = True
@@ -430,10 +435,12 @@ class OtlpHttpReceiver:
 
             def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] == TRACES_PATH:
+                    receiver._count("method_not_allowed")
                     self._reply(405, "text/plain; charset=utf-8", b"use POST", {"Allow": "POST"})
                 elif receiver._web is not None:
                     self._web_reply("GET", b"")
                 else:
+                    receiver._count("not_found")
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
 
             def _web_post(self) -> None:
@@ -473,14 +480,15 @@ class OtlpHttpReceiver:
                 )
 
             def _other_signal(self, path: str) -> None:
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                except ValueError:
-                    length = -1
-                if not 0 <= length <= receiver._max_body:
-                    self._reply(413, "text/plain; charset=utf-8", b"body too large", close=True)
+                framing = body_framing(self.headers, receiver._max_body)
+                body = (
+                    framing
+                    if isinstance(framing, Refusal)
+                    else read_body(self.rfile, framing, receiver._max_body, receiver._timeout_s)
+                )
+                if isinstance(body, Refusal):
+                    self._refuse(body)
                     return
-                body = self.rfile.read(length)
                 ctype = self.headers.get("Content-Type", "")
                 if receiver._other_signals is not None:
                     try:
@@ -494,6 +502,9 @@ class OtlpHttpReceiver:
                 self._reply(200, _JSON if json_reply else _PROTOBUF, b"{}" if json_reply else b"")
 
             def _drain(self) -> None:
+                if "Transfer-Encoding" in self.headers:  # not worth reading: close instead
+                    self.close_connection = True
+                    return
                 try:
                     length = int(self.headers.get("Content-Length") or 0)
                 except ValueError:
@@ -502,6 +513,28 @@ class OtlpHttpReceiver:
                     self.rfile.read(length)
                 else:
                     self.close_connection = True
+
+            def refused(self, reason: str) -> None:
+                receiver._count(reason)
+
+            def send_error(
+                self, code: int, message: str | None = None, explain: str | None = None
+            ) -> None:
+                # http.server's own refusals: a bad request line, headers too large, a method
+                # without a do_<METHOD> (501).
+                receiver._count("unsupported_method" if code == 501 else "bad_request")
+                super().send_error(code, message, explain)
+
+            def _refuse(self, refusal: Refusal) -> None:
+                """Answer and count a request whose body is not read (whole): its connection
+                is closed, the bytes left on it being unknown."""
+                receiver._count(refusal.reason)
+                self._reply(
+                    refusal.status,
+                    "text/plain; charset=utf-8",
+                    refusal.message.encode(),
+                    close=True,
+                )
 
             def _reply(
                 self,

@@ -3,7 +3,8 @@
 Each dialect has one module with one job — recognise a span's RAG role and extract what that
 role carries: :mod:`.ragtrace` (our decorators), :mod:`.openinference` (LangChain, LlamaIndex,
 …), :mod:`.genai` (OpenTelemetry GenAI conventions), :mod:`.traceloop` (OpenLLMetry),
-:mod:`.langfuse` (Langfuse SDK v3+) and :mod:`.mapping` (in-house keys from configuration).
+:mod:`.langfuse` (Langfuse SDK v3+), :mod:`.vercel` (the Vercel AI SDK's own telemetry) and
+:mod:`.mapping` (in-house keys from configuration).
 :mod:`.chunks` and :mod:`.answers` hold the shared extraction rules (chunk IDs from ID fields,
 metadata, then marked content hashes; answers unwrapped from JSON envelopes), :mod:`.tool_results`
 what makes a tool call a retrieval step; :mod:`.registry` orders the readers; :mod:`.view` builds

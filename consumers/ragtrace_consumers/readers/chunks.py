@@ -2,8 +2,10 @@
 
 An ID comes from the dialect's own ID field; else from the document's metadata, trying
 :data:`DEFAULT_METADATA_ID_KEYS` in order (then ``source`` plus a position key:
-``source#position``, else ``source`` alone); only then from the SHA-256 of the text, marked
-``hashed`` so recall against gold IDs is reported n/a, never a silent 0.0.
+``source#position``, else ``source`` alone — unless ``source`` is a file path or a URL, which
+loaders put there for every chunk of a file: never a chunk ID, unless ``source`` is one of the
+configured keys); only then from the SHA-256 of the text, marked ``hashed`` so recall against
+gold IDs is reported n/a, never a silent 0.0.
 
 A tool's own content hash in the ID field — a 64-hex SHA-256, Haystack's auto-generated
 ``Document.id`` — is no ID the user knows: the metadata ID is preferred over it, and without
@@ -26,6 +28,7 @@ __all__ = [
     "chunk",
     "chunks_from_json",
     "content_id",
+    "is_location",
     "is_tool_hash",
     "looks_like_chunks",
     "metadata_id",
@@ -62,6 +65,17 @@ def is_tool_hash(chunk_id: str) -> bool:
     return len(chunk_id) == 64 and _SHA256_HEX.fullmatch(chunk_id) is not None
 
 
+_FILE_NAME = re.compile(r"[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
+
+
+def is_location(value: str) -> bool:
+    """True for a file path or URL (``docs/a.md``, ``C:\\a.md``, ``a.md``, ``s3://b/k``,
+    ``https://…``): where a document came from, shared by all its chunks."""
+    return (
+        "/" in value or "\\" in value or "://" in value or _FILE_NAME.fullmatch(value) is not None
+    )
+
+
 def _scalar_id(value: object) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -82,7 +96,7 @@ def metadata_id(
         if found:
             return found
     source = _scalar_id(metadata.get("source"))
-    if source:
+    if source and not is_location(source):
         for key in _POSITION_KEYS:
             position = _scalar_id(metadata.get(key))
             if position is not None:

@@ -6,7 +6,8 @@ query from ``input.value``, the documents from ``output.value``), else ignored l
 kind (EMBEDDING, PROMPT, RERANKER, AGENT, GUARDRAIL, EVALUATOR).
 
 * Retrieval: ``retrieval.documents.N.document.{id,content,score,metadata}`` (LangChain records
-  no ID: it is taken from the metadata JSON); the query is ``input.value`` unless that is JSON
+  no ID field: a document's own ``id`` in the retriever's ``output.value`` comes first — LangChain.js's
+  ``Document.id`` — then the metadata JSON's); the query is ``input.value`` unless that is JSON
   (LlamaIndex's inner ``_retrieve``: ``query_bundle.query_str``).
 * Generation: the prompt from ``llm.input_messages.N.message.{role,content}`` (system messages
   as its instructions, ``tool`` messages as the tool results it was given);
@@ -69,9 +70,12 @@ def indexed_documents(
     prefix: str,
     pattern: re.Pattern[str],
     keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
+    own_ids: Sequence[str | None] = (),
 ) -> tuple[Chunk, ...]:
     """The documents of the keys ``pattern`` matches (group 1 the index, group 2 the field), in
-    index order; every such key starts with ``prefix`` (checked first: most keys fail there)."""
+    index order; every such key starts with ``prefix`` (checked first: most keys fail there).
+    A document without an ``id`` field takes ``own_ids[index]`` when there is one, before any
+    metadata."""
     found: dict[int, dict[str, AttributeValue]] = {}
     for key, value in attrs.items():
         if not key.startswith(prefix):
@@ -80,8 +84,14 @@ def indexed_documents(
         if m:
             found.setdefault(int(m.group(1)), {})[m.group(2)] = value
     out = (
-        chunk_ids.chunk(f.get("id"), f.get("content"), f.get("score"), f.get("metadata"), keys)
-        for _, f in sorted(found.items())
+        chunk_ids.chunk(
+            f.get("id") or (own_ids[i] if i < len(own_ids) else None),
+            f.get("content"),
+            f.get("score"),
+            f.get("metadata"),
+            keys,
+        )
+        for i, f in sorted(found.items())
     )
     return tuple(c for c in out if c is not None)
 
@@ -89,7 +99,20 @@ def indexed_documents(
 def retrieval_documents(
     attrs: Mapping[str, AttributeValue], keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS
 ) -> tuple[Chunk, ...]:
-    return indexed_documents(attrs, _RETRIEVAL_PREFIX, _RETRIEVAL_KEY, keys)
+    return indexed_documents(attrs, _RETRIEVAL_PREFIX, _RETRIEVAL_KEY, keys, _own_ids(attrs))
+
+
+def _own_ids(attrs: Mapping[str, AttributeValue]) -> list[str | None]:
+    """Each document's own ``id`` in the retriever's ``output.value`` (``{"documents": [...]}``),
+    by position: OpenInference JS records LangChain.js's ``Document.id`` only there."""
+    output = json_or_none(text_attr(attrs, semconv.OUTPUT_VALUE))
+    docs = output.get("documents") if isinstance(output, Mapping) else None
+    if not isinstance(docs, list):
+        return []
+    return [
+        d["id"] if isinstance(d, Mapping) and isinstance(d.get("id"), str) and d["id"] else None
+        for d in docs
+    ]
 
 
 def _query(attrs: Mapping[str, AttributeValue]) -> str | None:

@@ -3,7 +3,7 @@
 Order: the configured in-house mapping (explicit configuration beats inference), ragtrace's
 own scope, then the dialects whose marker attribute is the most specific: Langfuse
 (``langfuse.observation.type``), OpenInference (``openinference.span.kind``), OpenLLMetry
-(``traceloop.span.kind``), and last the GenAI conventions (``gen_ai.operation.name``), which
+(``traceloop.span.kind``), the Vercel AI SDK (``ai.operationId``), and last the GenAI conventions (``gen_ai.operation.name``), which
 the others' spans may also carry. Our own evaluation spans are never read.
 
 The process-wide set (:func:`default_readers`) is replaced once at start-up by the wiring that
@@ -25,6 +25,7 @@ from ragtrace_consumers.readers.mapping import MappingReader, MappingRules
 from ragtrace_consumers.readers.openinference import OpenInferenceReader
 from ragtrace_consumers.readers.ragtrace import RagtraceReader
 from ragtrace_consumers.readers.traceloop import TraceloopReader
+from ragtrace_consumers.readers.vercel import VercelReader
 
 __all__ = ["SpanReaders", "default_readers", "is_evaluation_span"]
 
@@ -66,6 +67,7 @@ class SpanReaders:
             LangfuseReader(keys),
             OpenInferenceReader(keys, retrieval_tools),
             TraceloopReader(keys),
+            VercelReader(keys, retrieval_tools),
             GenAIReader(keys, retrieval_tools),
         ]
         return cls(readers)

@@ -29,7 +29,8 @@
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
-* ``session_id``: ``session.id`` (OpenInference) on any span, else ``gen_ai.conversation.id``.
+* ``session_id``: ``session.id`` (OpenInference) on any span, else ``gen_ai.conversation.id``,
+  else the Vercel AI SDK's ``ai.telemetry.metadata.sessionId``.
 * ``recall_na_reason``: set when a retrieved chunk's ID is a content hash.
 * ``target_span_id``: the outermost pipeline span, else the generation, else the retrieval.
 """
@@ -46,6 +47,7 @@ from ragtrace_consumers.readers import chunks as chunk_ids
 from ragtrace_consumers.readers._reading import Role, SpanReading
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
+from ragtrace_consumers.readers.vercel import SESSION_ID as VERCEL_SESSION_ID
 
 __all__ = ["RESERVED_PREFIXES", "attribute_text", "read_trace", "to_rag_trace", "user_attributes"]
 
@@ -68,6 +70,16 @@ RESERVED_PREFIXES = (
     "thread.",
     "traceloop.",
     "langfuse.",
+    # the Vercel AI SDK's own (its ai.telemetry.metadata.* are the user's, kept)
+    "ai.prompt",
+    "ai.response",
+    "ai.toolCall",
+    "ai.model",
+    "ai.settings",
+    "ai.usage",
+    "ai.request",
+    "ai.operationId",
+    "ai.telemetry.functionId",
 )
 
 Read = tuple[SpanRecord, SpanReading]
@@ -382,5 +394,6 @@ def to_rag_trace(
         context_sources=sources if context else (),
         steps=steps,
         session_id=_first_attr(spans, semconv.SESSION_ID)
-        or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID),
+        or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID)
+        or _first_attr(spans, VERCEL_SESSION_ID),
     )

@@ -57,13 +57,12 @@ def test_a_negative_content_length_is_400_and_nothing_is_read(
     assert sink.batches == []
 
 
-def test_no_content_length_is_411(receiver: OtlpHttpReceiver, sink: Sink) -> None:
+def test_neither_a_length_nor_chunked_is_411(receiver: OtlpHttpReceiver, sink: Sink) -> None:
     reply = _raw(
         receiver,
-        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
-        b"\r\nContent-Type: application/x-protobuf\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n\r\n",
     )
-    assert reply.startswith(b"HTTP/1.1 411 ")
+    assert reply.startswith(b"HTTP/1.1 411 ") and sink.batches == []
 
 
 def test_a_stalled_upload_is_cut_after_the_read_timeout(

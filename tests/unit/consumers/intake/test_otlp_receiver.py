@@ -51,16 +51,6 @@ class Sink:
 
 
 @pytest.fixture()
-def reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture()
-def sink() -> Sink:
-    return Sink()
-
-
-@pytest.fixture()
 def receiver(sink: Sink, reader: InMemoryMetricReader) -> Iterator[OtlpHttpReceiver]:
     provider = MeterProvider(metric_readers=[reader])
     with OtlpHttpReceiver(sink, port=0, max_body_bytes=64 * 1024, meter_provider=provider) as r:

@@ -1,0 +1,66 @@
+"""The Node side of the dialect tests: the corpus as JSON for the Node apps, the cached npm
+packages (``scripts/node_deps.sh``), and a run of one app under ``node``.
+
+The Node apps ask the corpus questions plus a two-search one (the model searches twice with its
+own sub-queries; the labelled question is the user's, its gold IDs one from each search)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.dialects.apps import corpus
+from tests.dialects.kit import ROOT, run_printing
+
+APPS = ROOT / "tests" / "dialects" / "node"
+
+BOTH = "How long are audit logs kept, and how do I rotate an API key?"
+SUBQUERIES = {"audit log retention": corpus.AUDIT, "API key rotation": corpus.ROTATE}
+BOTH_ANSWER = f"{corpus.ANSWERS[corpus.AUDIT]} {corpus.PASSAGES['doc-rotate']}"
+BOTH_LABEL = {"qid": "q-both", "question": BOTH, "gold": ["doc-audit", "doc-rotate"]}
+
+
+def node_deps() -> Path:
+    """The cached npm packages (installed on first use, pinned by the lock file)."""
+    assert shutil.which("node"), "the Node dialect tests need node (Node.js 20 or later)"
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "node_deps.sh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    ).stdout.strip()
+    return Path(out)
+
+
+def write_corpus(path: Path, ask: tuple[str, ...]) -> Path:
+    """The corpus for the Node apps; ``ask`` the questions to ask, in order."""
+    doc = {
+        "passages": corpus.PASSAGES,
+        "retrieved": {q: list(ids) for q, ids in corpus.RETRIEVED.items()},
+        "scores": list(corpus.SCORES),
+        "answers": {**corpus.ANSWERS, BOTH: BOTH_ANSWER},
+        "questions": [BOTH, *corpus.QUESTIONS],  # the longer first: it contains AUDIT's words
+        "ask": list(ask),
+        "searches": {BOTH: list(SUBQUERIES)},
+        "subqueries": SUBQUERIES,
+    }
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def write_labels(path: Path) -> Path:
+    """The corpus labels and the two-search question's."""
+    items = (*corpus.LABELS, BOTH_LABEL)
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
+
+
+def run_node(app: str, *args: str, timeout: float = 180) -> list[dict[str, str]]:
+    """Run ``tests/dialects/node/<app>`` with ``args``; what it printed (its last line)."""
+    node_deps()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    return run_printing(["node", str(APPS / app), *args], env=clean, timeout=timeout, cwd=APPS)
