@@ -1,0 +1,129 @@
+"""MLflow Tracing (``mlflow-tracing`` 3.x, exported over OTLP: instrumentation scope
+``mlflow.tracing.provider``).
+
+MLflow stores every value of its own attributes as JSON (a span type ``RETRIEVER`` arrives as
+``"\\"RETRIEVER\\""``). ``mlflow.spanType`` makes the roles:
+
+* ``RETRIEVER`` is a retrieval: the query from ``mlflow.spanInputs`` (a string, or the
+  function's arguments by name: :func:`~ragtrace_consumers.readers._reading.query_in`), the
+  ranked documents from ``mlflow.spanOutputs`` — MLflow's ``Document``
+  ``{"page_content", "metadata", "id"}``: the document's own ``id``, else a metadata ID key; a
+  score in the metadata (LlamaIndex's, or the app's) is the document's score;
+* ``TOOL`` is a retrieval when its output is chunk-like documents, else ignored;
+* ``LLM`` / ``CHAT_MODEL`` (``mlflow.openai.autolog()`` and the other autologgers) is a
+  generation: the answer unwrapped from ``mlflow.spanOutputs`` (an OpenAI ``ChatCompletion``),
+  the messages it was given from ``mlflow.spanInputs`` ``messages``, the model from
+  ``mlflow.llm.model``;
+* the root span of any other type (``@mlflow.trace`` on the app's entry point: ``UNKNOWN``,
+  ``CHAIN``, ``AGENT``) is the pipeline, its question from its inputs; every other span
+  (embedding, parser, reranker, inner chains) is ignored.
+
+MLflow's GenAI export (``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``) carries no ``mlflow.*`` attribute:
+its spans are the GenAI reader's (:mod:`.genai`); it drops the retrieved documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ragtrace_consumers.model import AttributeValue, SpanRecord
+from ragtrace_consumers.readers._reading import (
+    DocumentReader,
+    Role,
+    SpanReading,
+    json_or_none,
+    prompt_chunks,
+    query_in,
+    text_attr,
+)
+from ragtrace_consumers.readers.answers import extract_answer
+from ragtrace_consumers.readers.chunks import looks_like_chunks
+
+__all__ = ["MlflowReader", "SPAN_TYPE", "SPAN_INPUTS", "SPAN_OUTPUTS"]
+
+SPAN_TYPE = "mlflow.spanType"
+SPAN_INPUTS = "mlflow.spanInputs"
+SPAN_OUTPUTS = "mlflow.spanOutputs"
+_MODEL = "mlflow.llm.model"
+_GENERATIONS = frozenset({"LLM", "CHAT_MODEL"})
+
+
+def _value(attrs: Mapping[str, AttributeValue], key: str) -> object | None:
+    """An MLflow attribute's value: its JSON decoded (a bare string kept as it is)."""
+    raw = text_attr(attrs, key)
+    parsed = json_or_none(raw)
+    return raw if parsed is None else parsed
+
+
+def _documents(value: object) -> object:
+    """MLflow ``Document``s with a metadata score lifted to the document (the rest as is)."""
+    if not isinstance(value, list):
+        return value
+    out: list[object] = []
+    for item in value:
+        if isinstance(item, Mapping) and "score" not in item:
+            meta = item.get("metadata")
+            if isinstance(meta, Mapping) and "score" in meta:
+                item = {**item, "score": meta["score"]}
+        out.append(item)
+    return out
+
+
+def _messages(inputs: object) -> list[tuple[str, str]]:
+    """``(role, text)`` of the chat messages in an LLM span's inputs (text content only)."""
+    messages = inputs.get("messages") if isinstance(inputs, Mapping) else None
+    out: list[tuple[str, str]] = []
+    for m in messages if isinstance(messages, list) else ():
+        if not isinstance(m, Mapping):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):  # content parts
+            content = "\n".join(
+                str(p["text"]) for p in content if isinstance(p, Mapping) and "text" in p
+            )
+        if isinstance(content, str) and content:
+            out.append((str(m.get("role", "")), content))
+    return out
+
+
+class MlflowReader(DocumentReader):
+    name = "mlflow"
+
+    def read(self, span: SpanRecord) -> SpanReading | None:
+        attrs = span.attributes
+        kind = _value(attrs, SPAN_TYPE)
+        if not isinstance(kind, str):
+            return None
+        kind = kind.upper()
+        if kind == "RETRIEVER":
+            return self.retrieval(
+                query_in(_value(attrs, SPAN_INPUTS)), _documents(_value(attrs, SPAN_OUTPUTS))
+            )
+        if kind == "TOOL":
+            outputs = _documents(_value(attrs, SPAN_OUTPUTS))
+            if looks_like_chunks(outputs):
+                return self.retrieval(query_in(_value(attrs, SPAN_INPUTS)), outputs)
+            return self.ignored()
+        if kind in _GENERATIONS:
+            return self._generation(attrs)
+        if span.parent_span_id is None:
+            return self.pipeline(query_in(_value(attrs, SPAN_INPUTS)))
+        return self.ignored()
+
+    def _generation(self, attrs: Mapping[str, AttributeValue]) -> SpanReading:
+        answer, problem = extract_answer(text_attr(attrs, SPAN_OUTPUTS))
+        messages = _messages(_value(attrs, SPAN_INPUTS))
+        users = [text for role, text in messages if role == "user"]
+        outputs = _value(attrs, SPAN_OUTPUTS)
+        response_id = outputs.get("id") if isinstance(outputs, Mapping) else None
+        model = _value(attrs, _MODEL)
+        return SpanReading(
+            self.name,
+            Role.GENERATION,
+            query=users[-1] if users else None,
+            prompt=prompt_chunks(messages),
+            answer=answer,
+            answer_problem=problem,
+            model=model if isinstance(model, str) else None,
+            response_id=response_id if isinstance(response_id, str) else None,
+        )
