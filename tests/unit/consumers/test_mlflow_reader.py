@@ -14,14 +14,19 @@ READERS = SpanReaders.build()
 
 
 def _span(
-    n: int, kind: str, inputs: object, outputs: object, parent: int | None = 1, **extra: str
+    n: int,
+    kind: str,
+    inputs: object,
+    outputs: object,
+    parent: int | None = 1,
+    extra: dict[str, str] | None = None,
 ) -> SpanRecord:
     attrs = {
         "mlflow.traceRequestId": json.dumps(f"tr-{TRACE}"),
         "mlflow.spanType": json.dumps(kind),
         "mlflow.spanInputs": json.dumps(inputs),
         "mlflow.spanOutputs": json.dumps(outputs),
-        **extra,
+        **(extra or {}),
     }
     return SpanRecord(
         TRACE,
@@ -56,7 +61,7 @@ CHAT = _span(
         "object": "chat.completion",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "90 days."}}],
     },
-    **{"mlflow.llm.model": json.dumps("gpt-test")},
+    extra={"mlflow.llm.model": json.dumps("gpt-test")},
 )
 ROOT = _span(1, "UNKNOWN", {"question": "How long are audit logs kept?"}, "90 days.", None)
 
@@ -123,6 +128,6 @@ def test_an_mlflow_trace_reads_as_one_rag_trace() -> None:
 
 
 def test_a_json_encoded_session_id_is_decoded() -> None:
-    root = _span(1, "UNKNOWN", "q", "a", None, **{"session.id": json.dumps("s-1")})
+    root = _span(1, "UNKNOWN", "q", "a", None, {"session.id": json.dumps("s-1")})
     trace = to_rag_trace([RETRIEVER, CHAT, root], READERS)
     assert trace is not None and trace.session_id == "s-1"
