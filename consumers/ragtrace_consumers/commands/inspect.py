@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragtrace.cli._arg_types import input_file
+from ragtrace.cli._arg_types import input_file, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -173,6 +173,9 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.errors import DecodeError
 
+    if stdin_used_twice(args.config, args.path):
+        error("inspect", "--config and PATH cannot both be '-' (stdin can be read once)")
+        return EXIT_BAD_INPUT
     try:
         readers = load_config(args.config).mapping.readers()
     except (ConfigError, OSError, ValueError) as exc:
