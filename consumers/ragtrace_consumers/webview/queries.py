@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ragtrace_consumers.scoring.skips import SkippedTrace
+from ragtrace_consumers.model import SkippedTrace
 from ragtrace_consumers.stores.scored_results import SEVERITY, ScoredResult
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
