@@ -91,6 +91,8 @@ class MlflowReader(DocumentReader):
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         attrs = span.attributes
+        if SPAN_TYPE not in attrs:  # most spans: one lookup
+            return None
         kind = _value(attrs, SPAN_TYPE)
         if not isinstance(kind, str):
             return None
