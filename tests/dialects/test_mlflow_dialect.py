@@ -6,7 +6,6 @@ conversation. The app runs in the agents venv (scripts/agents_venv.sh)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -22,20 +21,9 @@ from tests.dialects.apps.mlflow_app import (
     TWO_SEARCH,
     TWO_SEARCH_ANSWER,
 )
-from tests.dialects.kit import ROOT, make_evaluator, run_app
+from tests.dialects.kit import make_evaluator, run_app, venv_python
 
 TWO_SEARCH_LABEL = {"qid": "q-two", "question": TWO_SEARCH, "gold": ["doc-audit", "doc-regions"]}
-
-
-def _agents_python() -> str:
-    venv = subprocess.run(
-        [str(ROOT / "scripts" / "agents_venv.sh")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    ).stdout.strip()
-    return f"{venv}/bin/python"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +39,7 @@ def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEval
 
 def _results(ev: EmbeddedEvaluator, mode: str) -> list[tuple[str, ScoredResult]]:
     """Each asked question with its result, in the order asked."""
-    asked = run_app("mlflow_app", ev.endpoint, mode, python=_agents_python())
+    asked = run_app("mlflow_app", ev.endpoint, mode, python=venv_python("agents_venv.sh"))
     wanted = {a["trace_id"] for a in asked}
     deadline = time.monotonic() + 60
     rows: dict[str, ScoredResult] = {}
