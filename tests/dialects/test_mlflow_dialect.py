@@ -20,6 +20,7 @@ from tests.dialects.apps.mlflow_app import (
     SUB_QUERIES,
     TWO_SEARCH,
     TWO_SEARCH_ANSWER,
+    TWO_SEARCH_RETRIEVED,
 )
 from tests.dialects.kit import make_evaluator, run_app, venv_python
 
@@ -51,6 +52,13 @@ def _results(ev: EmbeddedEvaluator, mode: str) -> list[tuple[str, ScoredResult]]
     return [(a["question"], rows[a["trace_id"]]) for a in asked]
 
 
+def _steps(result: ScoredResult) -> list[tuple[str, tuple[str, ...]]]:
+    """Each retrieval step's query and ranked IDs, as the result records them."""
+    steps = result.extra.get("steps")
+    assert isinstance(steps, list), f"no retrieval steps on the result: {result.extra}"
+    return [(step["query"], tuple(step["ids"])) for step in steps]
+
+
 @pytest.fixture(scope="module")
 def native(evaluator: EmbeddedEvaluator) -> list[tuple[str, ScoredResult]]:
     results = _results(evaluator, "native")
@@ -77,7 +85,7 @@ def test_mlflow_two_searches_score_the_users_question_over_both(
     is over the union of both steps' top k in first-appearance order."""
     two = native[4][1]
     assert two.query == TWO_SEARCH
-    assert two.query not in SUB_QUERIES
+    assert _steps(two) == list(zip(SUB_QUERIES, TWO_SEARCH_RETRIEVED, strict=True))
     assert two.retrieved == ("doc-audit", "doc-pricing", "doc-regions")
     assert (two.question_id, two.recall, two.groundedness, two.cell) == (
         "q-two",
