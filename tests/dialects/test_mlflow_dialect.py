@@ -78,6 +78,11 @@ def test_mlflow_retriever_and_autolog_get_the_known_truth(
         assert r.answer == corpus.ANSWERS[q]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the question of an answer with several retriever steps is still the first step's "
+    "query (readers/view.py), not the root's: the issue's definition",
+)
 def test_mlflow_two_searches_score_the_users_question_over_both(
     native: list[tuple[str, ScoredResult]],
 ) -> None:
@@ -111,9 +116,14 @@ def test_mlflow_follow_up_turn_is_grounded_in_the_earlier_turn(
     assert (turn2.recall, turn2.groundedness, turn2.cell) == (None, 1.0, "unlabelled")
 
 
-def test_mlflow_genai_export_is_read_by_the_genai_reader(evaluator: EmbeddedEvaluator) -> None:
-    """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: no ``mlflow.*`` attributes and no documents; the
-    chat span's ``gen_ai.system_instructions`` hold the context."""
+@pytest.mark.xfail(
+    strict=True,
+    reason="system-message context is judged only in a trace with a retrieval step, and "
+    "MLflow's GenAI export drops the RETRIEVER span's documents: the issue's definition",
+)
+def test_mlflow_genai_export_is_grounded_in_its_system_instructions(evaluator: EmbeddedEvaluator) -> None:
+    """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: no ``mlflow.*`` attributes and no documents (the
+    GenAI reader's spans); the chat span's ``gen_ai.system_instructions`` hold the context."""
     results = _results(evaluator, "genai")[:4]
     for q, r in results:
         assert r.query == q
