@@ -9,10 +9,13 @@ MLflow stores every value of its own attributes as JSON (a span type ``RETRIEVER
   ranked documents from ``mlflow.spanOutputs`` — MLflow's ``Document``
   ``{"page_content", "metadata", "id"}``: the document's own ``id``, else a metadata ID key; a
   score in the metadata (LlamaIndex's, or the app's) is the document's score;
-* ``TOOL`` is a retrieval when its output is chunk-like documents, else ignored;
+* ``TOOL`` is a tool call (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`,
+  the tool's name the span's): a retrieval step when its output holds chunk-like documents or
+  the tool is a configured retrieval tool, else ignored;
 * ``LLM`` / ``CHAT_MODEL`` (``mlflow.openai.autolog()`` and the other autologgers) is a
   generation: the answer unwrapped from ``mlflow.spanOutputs`` (an OpenAI ``ChatCompletion``),
-  the messages it was given from ``mlflow.spanInputs`` ``messages``, the model from
+  the messages it was given from ``mlflow.spanInputs`` ``messages`` (system and developer
+  messages as its instructions, ``tool`` messages as its tool results), the model from
   ``mlflow.llm.model``;
 * the root span of any other type (``@mlflow.trace`` on the app's entry point: ``UNKNOWN``,
   ``CHAIN``, ``AGENT``) is the pipeline, its question from its inputs; every other span
@@ -31,13 +34,14 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    instruction_chunks,
     json_or_none,
     prompt_chunks,
     query_in,
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer
-from ragtrace_consumers.readers.chunks import looks_like_chunks
+from ragtrace_consumers.readers.tool_results import message_tool_results
 
 __all__ = ["MlflowReader", "SPAN_TYPE", "SPAN_INPUTS", "SPAN_OUTPUTS"]
 
@@ -46,6 +50,7 @@ SPAN_INPUTS = "mlflow.spanInputs"
 SPAN_OUTPUTS = "mlflow.spanOutputs"
 _MODEL = "mlflow.llm.model"
 _GENERATIONS = frozenset({"LLM", "CHAT_MODEL"})
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
 
 
 def _value(attrs: Mapping[str, AttributeValue], key: str) -> object | None:
@@ -102,10 +107,9 @@ class MlflowReader(DocumentReader):
                 query_in(_value(attrs, SPAN_INPUTS)), _documents(_value(attrs, SPAN_OUTPUTS))
             )
         if kind == "TOOL":
-            outputs = _documents(_value(attrs, SPAN_OUTPUTS))
-            if looks_like_chunks(outputs):
-                return self.retrieval(query_in(_value(attrs, SPAN_INPUTS)), outputs)
-            return self.ignored()
+            return self.tool_call(
+                span.name, _value(attrs, SPAN_INPUTS), _documents(_value(attrs, SPAN_OUTPUTS))
+            )
         if kind in _GENERATIONS:
             return self._generation(attrs)
         if span.parent_span_id is None:
@@ -114,8 +118,10 @@ class MlflowReader(DocumentReader):
 
     def _generation(self, attrs: Mapping[str, AttributeValue]) -> SpanReading:
         answer, problem = extract_answer(text_attr(attrs, SPAN_OUTPUTS))
-        messages = _messages(_value(attrs, SPAN_INPUTS))
+        inputs = _value(attrs, SPAN_INPUTS)
+        messages = _messages(inputs)
         users = [text for role, text in messages if role == "user"]
+        system = [text for role, text in messages if role.lower() in _INSTRUCTION_ROLES]
         outputs = _value(attrs, SPAN_OUTPUTS)
         response_id = outputs.get("id") if isinstance(outputs, Mapping) else None
         model = _value(attrs, _MODEL)
@@ -124,6 +130,10 @@ class MlflowReader(DocumentReader):
             Role.GENERATION,
             query=users[-1] if users else None,
             prompt=prompt_chunks(messages),
+            instructions=instruction_chunks(system),
+            tool_results=message_tool_results(
+                inputs.get("messages") if isinstance(inputs, Mapping) else None, self._keys
+            ),
             answer=answer,
             answer_problem=problem,
             model=model if isinstance(model, str) else None,

@@ -52,7 +52,7 @@ CHAT = _span(
     {
         "model": "gpt-test",
         "messages": [
-            {"role": "system", "content": "Answer from the context.\nContext: ..."},
+            {"role": "system", "content": "Answer from the context.\n\n[d-1] Kept 90 days."},
             {"role": "user", "content": "How long are audit logs kept?"},
         ],
     },
@@ -86,6 +86,8 @@ def test_a_chat_model_span_is_a_generation_with_answer_model_and_messages() -> N
         "How long are audit logs kept?",
     )
     assert [c.text for c in reading.prompt] == ["How long are audit logs kept?"]
+    # The system message's context paragraph is context; its instructions are not.
+    assert [c.text for c in reading.instructions] == ["[d-1] Kept 90 days."]
 
 
 def test_the_root_is_the_pipeline_and_inner_spans_of_other_types_are_ignored() -> None:
