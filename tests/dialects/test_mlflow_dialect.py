@@ -75,6 +75,7 @@ def test_mlflow_retriever_and_autolog_get_the_known_truth(
         assert (r.question_id, r.recall, r.groundedness, r.cell) == corpus.EXPECTED[q], q
         assert r.query == q
         assert r.retrieved == corpus.RETRIEVED[q]
+        assert _steps(r) == [(q, corpus.RETRIEVED[q])]
         assert r.answer == corpus.ANSWERS[q]
 
 
@@ -112,6 +113,7 @@ def test_mlflow_follow_up_turn_is_grounded_in_the_earlier_turn(
     ]
     assert turn2.query == FOLLOW_UP
     assert turn2.retrieved == FOLLOW_UP_RETRIEVED
+    assert _steps(turn2) == [(FOLLOW_UP, FOLLOW_UP_RETRIEVED)]
     assert turn2.answer == corpus.ANSWERS[corpus.AUDIT]
     assert (turn2.recall, turn2.groundedness, turn2.cell) == (None, 1.0, "unlabelled")
 
@@ -121,7 +123,9 @@ def test_mlflow_follow_up_turn_is_grounded_in_the_earlier_turn(
     reason="system-message context is judged only in a trace with a retrieval step, and "
     "MLflow's GenAI export drops the RETRIEVER span's documents: the issue's definition",
 )
-def test_mlflow_genai_export_is_grounded_in_its_system_instructions(evaluator: EmbeddedEvaluator) -> None:
+def test_mlflow_genai_export_is_grounded_in_its_system_instructions(
+    evaluator: EmbeddedEvaluator,
+) -> None:
     """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: no ``mlflow.*`` attributes and no documents (the
     GenAI reader's spans); the chat span's ``gen_ai.system_instructions`` hold the context."""
     results = _results(evaluator, "genai")[:4]
