@@ -94,8 +94,9 @@ class SpanRecord:
     """One finished span as decoded from OTLP, independent of the wire format.
 
     IDs are lower-case hex (32 characters for the trace, 16 for spans); ``parent_span_id`` is
-    ``None`` for a trace's root. ``scope`` is the instrumentation scope name and ``service`` the
-    resource's ``service.name`` (``"unknown_service"`` when absent).
+    ``None`` for a trace's root. ``scope`` is the instrumentation scope name (``scope_version``
+    its version, ``""`` when unset) and ``service`` the resource's ``service.name``
+    (``"unknown_service"`` when absent).
     """
 
     trace_id: str
@@ -108,6 +109,7 @@ class SpanRecord:
     end_ns: int
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     status_error: bool = False
+    scope_version: str = ""
 
     def __post_init__(self) -> None:
         if len(self.trace_id) != 32 or len(self.span_id) != 16:

@@ -25,7 +25,7 @@ from ragtrace import semconv
 from tests.browser import headless_chromium, screenshot
 from tests.dialects.apps import corpus
 from tests.dialects.genai_app_env import LATEST_SPAN_CONTENT
-from tests.dialects.kit import ROOT, make_evaluator, run_app, scored
+from tests.dialects.kit import ROOT, make_evaluator, run_app, scored, venv_python
 from tests.evaluation_names import RETRIEVAL_RESULTS
 
 
@@ -42,13 +42,7 @@ def _get(url: str) -> Any:
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    venv = subprocess.run(
-        [str(ROOT / "scripts" / "phoenix_venv.sh")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    ).stdout.strip()
+    venv = str(Path(venv_python("phoenix_venv.sh")).parent.parent)
     port = _free_port()
     work = tmp_path_factory.mktemp("phoenix")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}

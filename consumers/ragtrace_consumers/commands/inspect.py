@@ -7,7 +7,12 @@ each span with its reader (or ``unrecognised``, with the attribute keys it carri
 extracted query, chunks (``hashed`` marks a content-hash ID), context, answer or the reason
 there is none, then the RAG view that scoring uses, where its context came from, and — for a
 trace that would not be fully scored — why (the skip reasons of the skipped-by-reason metric,
-at full sampling rates; whether a label matches is not known here).
+at full sampling rates; whether a label matches is not known here; a trace no reader makes a
+RAG step of is ``unrecognised``, with the instrumentation scopes it showed).
+
+It reads with exactly the readers ``serve`` and ``consume`` read with: those of the consumer
+configuration (``--config``, else ``$RAGTRACE_CONSUMER_CONFIG``, and the ``RAGTRACE_*``
+variables), its ``mapping`` section included.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragtrace.cli._arg_types import input_file
+from ragtrace.cli._arg_types import input_file, stdin_used_twice
 from ragtrace.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -46,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="OTLP trace request: protobuf, JSON or JSON Lines ('-': stdin)",
     )
     p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        type=input_file,
+        default=None,
+        help="consumer configuration file whose readers (its mapping section) to read with, "
+        "as serve and consume do (default: $RAGTRACE_CONSUMER_CONFIG)",
+    )
     add_json_option(p, "the readings of every trace (one document)")
     p.set_defaults(func=run)
 
@@ -70,11 +83,12 @@ def _spans(raw: bytes) -> list[Any]:
 
 def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
     """Per trace: every span's reading and the resulting RAG view, as plain data."""
-    from ragtrace_consumers.readers import read_trace, to_rag_trace
+    from ragtrace_consumers.readers import default_readers, read_trace, to_rag_trace
     from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
-    from ragtrace_consumers.scoring.skips import skip_detail
+    from ragtrace_consumers.scoring.skips import scopes_seen, skip_detail, unscored_reason
 
     sampler = Sampler(SamplerConfig())
+    readers = readers or default_readers()
 
     by_trace: dict[str, list[Any]] = {}
     for s in spans:
@@ -89,6 +103,8 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
                 "name": span.name,
                 "scope": span.scope,
             }
+            if span.scope_version:
+                row["scope_version"] = span.scope_version
             if reading is None:
                 row["reader"] = "unrecognised"
                 row["attribute_keys"] = sorted(span.attributes)
@@ -99,7 +115,8 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
         view: dict[str, object] | None = None
         skips: dict[str, str] = {}
         if rag is None:
-            skips["trace"] = "not_rag: " + skip_detail(None, "not_rag")
+            unscored = unscored_reason(group, readers)
+            skips["trace"] = f"{unscored}: {skip_detail(None, unscored, scopes_seen(group))}"
         else:
             decision = sampler.decide(rag)
             for step, reason in (
@@ -129,7 +146,8 @@ def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
 def _text(trace: dict[str, Any]) -> str:
     lines = [f"trace {trace['trace_id']}"]
     for row in trace["spans"]:
-        head = f"  {row['span_id']}  {row['name']}  [{row['scope']}]  -> {row['reader']}"
+        scope = " ".join(str(row[k]) for k in ("scope", "scope_version") if k in row)
+        head = f"  {row['span_id']}  {row['name']}  [{scope}]  -> {row['reader']}"
         if row["reader"] == "unrecognised":
             lines.append(head + f"  keys: {', '.join(row['attribute_keys']) or 'none'}")
             continue
@@ -152,8 +170,17 @@ def _text(trace: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.errors import DecodeError
 
+    if stdin_used_twice(args.config, args.path):
+        error("inspect", "--config and PATH cannot both be '-' (stdin can be read once)")
+        return EXIT_BAD_INPUT
+    try:
+        readers = load_config(args.config).mapping.readers()
+    except (ConfigError, OSError, ValueError) as exc:
+        error("inspect", str(exc))
+        return EXIT_BAD_INPUT
     try:
         raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
         spans = _spans(raw)
@@ -163,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     except (DecodeError, ValueError) as exc:
         error("inspect", f"{args.path}: {exc}")
         return EXIT_BAD_INPUT
-    traces = explain([s for s in spans if args.trace in (None, s.trace_id)])
+    traces = explain([s for s in spans if args.trace in (None, s.trace_id)], readers)
     if args.json is not None and not emit_json("inspect", args.json, traces):
         return EXIT_FAILURE
     if not json_to_stdout(args.json):

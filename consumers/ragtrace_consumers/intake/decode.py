@@ -111,11 +111,12 @@ def spans_from_request(
         service = _service(resource_spans)
         for si, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope.name
+            version = scope_spans.scope.version
             for pi, span in enumerate(scope_spans.spans):
                 if keep is not None and span.trace_id not in keep:
                     continue
                 where = f"resource_spans[{ri}].scope_spans[{si}].spans[{pi}]"
-                records.append(_record(span, scope, service, where))
+                records.append(_record(span, scope, service, where, version))
     return records
 
 
@@ -177,7 +178,9 @@ def _as_str(value: AttributeValue) -> str:
     return str(value)
 
 
-def _record(span: trace_pb2.Span, scope: str, service: str, where: str) -> SpanRecord:
+def _record(
+    span: trace_pb2.Span, scope: str, service: str, where: str, scope_version: str = ""
+) -> SpanRecord:
     trace_id = _hex_id(span.trace_id, 16, REASON_TRACE_ID, f"{where}.trace_id")
     span_id = _hex_id(span.span_id, 8, REASON_SPAN_ID, f"{where}.span_id")
     parent: str | None = None
@@ -198,6 +201,7 @@ def _record(span: trace_pb2.Span, scope: str, service: str, where: str) -> SpanR
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,
         attributes=attributes,
+        scope_version=scope_version,
         status_error=span.status.code == trace_pb2.Status.STATUS_CODE_ERROR,
     )
 

@@ -2,8 +2,9 @@
 
 Order: the configured in-house mapping (explicit configuration beats inference), ragtrace's
 own scope, then the dialects whose marker attribute is the most specific: Langfuse
-(``langfuse.observation.type``), OpenInference (``openinference.span.kind``), OpenLLMetry
-(``traceloop.span.kind``), the Vercel AI SDK (``ai.operationId``), and last the GenAI conventions (``gen_ai.operation.name``), which
+(``langfuse.observation.type``), MLflow (``mlflow.spanType``), OpenInference
+(``openinference.span.kind``), OpenLLMetry (``traceloop.span.kind``), the Vercel AI SDK
+(``ai.operationId``), and last the GenAI conventions (``gen_ai.operation.name``), which
 the others' spans may also carry. Our own evaluation spans are never read.
 
 The process-wide set (:func:`default_readers`) is replaced once at start-up by the wiring that
@@ -22,6 +23,7 @@ from ragtrace_consumers.readers._reading import Reader, SpanReading
 from ragtrace_consumers.readers.genai import GenAIReader
 from ragtrace_consumers.readers.langfuse import LangfuseReader
 from ragtrace_consumers.readers.mapping import MappingReader, MappingRules
+from ragtrace_consumers.readers.mlflow import MlflowReader
 from ragtrace_consumers.readers.openinference import OpenInferenceReader
 from ragtrace_consumers.readers.ragtrace import RagtraceReader
 from ragtrace_consumers.readers.traceloop import TraceloopReader
@@ -65,6 +67,7 @@ class SpanReaders:
         readers += [
             RagtraceReader(),
             LangfuseReader(keys),
+            MlflowReader(keys, retrieval_tools),
             OpenInferenceReader(keys, retrieval_tools),
             TraceloopReader(keys),
             VercelReader(keys, retrieval_tools),

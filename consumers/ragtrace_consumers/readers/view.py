@@ -30,7 +30,8 @@
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
 * ``session_id``: ``session.id`` (OpenInference) on any span, else ``gen_ai.conversation.id``,
-  else the Vercel AI SDK's ``ai.telemetry.metadata.sessionId``.
+  else the Vercel AI SDK's ``ai.telemetry.metadata.sessionId``; a JSON string literal is decoded
+  (MLflow's ``span.set_attribute`` stores every value as JSON).
 * ``recall_na_reason``: set when a retrieved chunk's ID is a content hash.
 * ``target_span_id``: the outermost pipeline span, else the generation, else the retrieval.
 """
@@ -44,7 +45,7 @@ from ragtrace import semconv
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.model import AttributeValue, Chunk, RagTrace, RetrievalStep, SpanRecord
 from ragtrace_consumers.readers import chunks as chunk_ids
-from ragtrace_consumers.readers._reading import Role, SpanReading
+from ragtrace_consumers.readers._reading import Role, SpanReading, json_or_none
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
 from ragtrace_consumers.readers.registry import SpanReaders, default_readers, is_evaluation_span
 from ragtrace_consumers.readers.vercel import SESSION_ID as VERCEL_SESSION_ID
@@ -80,6 +81,7 @@ RESERVED_PREFIXES = (
     "ai.request",
     "ai.operationId",
     "ai.telemetry.functionId",
+    "mlflow.",
 )
 
 Read = tuple[SpanRecord, SpanReading]
@@ -189,6 +191,16 @@ def _first_attr(spans: Iterable[SpanRecord], key: str) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def _unquoted(value: str | None) -> str | None:
+    """A JSON string literal's text (``"s-1"`` with its quotes: MLflow's encoding), else
+    ``value``."""
+    if value is not None and len(value) > 1 and value[0] == '"' == value[-1]:
+        decoded = json_or_none(value)
+        if isinstance(decoded, str) and decoded:
+            return decoded
+    return value
 
 
 def _truncated_content(spans: Iterable[SpanRecord]) -> bool:
@@ -393,7 +405,9 @@ def to_rag_trace(
         context_source=sources[0] if context else None,
         context_sources=sources if context else (),
         steps=steps,
-        session_id=_first_attr(spans, semconv.SESSION_ID)
-        or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID)
-        or _first_attr(spans, VERCEL_SESSION_ID),
+        session_id=_unquoted(
+            _first_attr(spans, semconv.SESSION_ID)
+            or _first_attr(spans, semconv.GEN_AI_CONVERSATION_ID)
+            or _first_attr(spans, VERCEL_SESSION_ID)
+        ),
     )

@@ -34,6 +34,7 @@ __all__ = [
     "earliest",
     "select_roles",
     "select_spans",
+    "unread_traces",
 ]
 
 _OURS = "ragtrace."
@@ -68,6 +69,44 @@ def select_roles(
         if span.parent_span_id is None or ours:
             kept.append((replace(span, attributes=ours), None))
     return kept
+
+
+MAX_SCOPE_WITNESSES = 16
+"""At most this many spans of an unread trace are stored per batch to name its scopes."""
+
+
+def unread_traces(
+    spans: Sequence[SpanRecord], roles: Sequence[Role | None]
+) -> tuple[list[SpanRecord], set[str]]:
+    """The traces of this batch whose root span is here and of which no span here has a RAG
+    role, so that each may start an entry and be recorded as skipped with the instrumentation
+    scopes it showed (never dropped unseen), and the spans to store for that besides their
+    root (:func:`select_roles` keeps it): one per other scope, attributes left out, at most
+    :data:`MAX_SCOPE_WITNESSES` — what is stored is bounded by the scopes, not by the trace.
+    ``roles[i]`` is ``spans[i]``'s role as the caller read it."""
+    with_role = {s.trace_id for s, role in zip(spans, roles, strict=True) if role is not None}
+    rooted = {
+        s.trace_id
+        for s in spans
+        if s.parent_span_id is None and s.trace_id not in with_role and not is_evaluation_span(s)
+    }
+    if not rooted:
+        return [], rooted
+    seen: dict[str, set[tuple[str, str]]] = {
+        s.trace_id: {(s.scope, s.scope_version)}
+        for s in spans
+        if s.trace_id in rooted and s.parent_span_id is None
+    }
+    witnesses: list[SpanRecord] = []
+    for span in spans:
+        scopes = seen.get(span.trace_id)
+        if scopes is None or span.parent_span_id is None or is_evaluation_span(span):
+            continue
+        key = (span.scope, span.scope_version)
+        if key not in scopes and len(scopes) <= MAX_SCOPE_WITNESSES:
+            scopes.add(key)
+            witnesses.append(replace(span, attributes={}))
+    return witnesses, rooted
 
 
 def completion_due(

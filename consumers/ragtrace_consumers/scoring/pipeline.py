@@ -66,14 +66,14 @@ from ragtrace_consumers.model import (
 from ragtrace_consumers.readers import SpanReaders, default_readers, to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
-from ragtrace_consumers.scoring.assembly import completion_due, select_roles
+from ragtrace_consumers.scoring.assembly import completion_due, select_roles, unread_traces
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
 from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.scoring.sessions import own_turn, with_earlier_turns
-from ragtrace_consumers.scoring.skips import skip_detail
+from ragtrace_consumers.scoring.skips import scopes_seen, skip_detail, unscored_reason
 from ragtrace_consumers.telemetry.metrics import SKIP_REASONS, ConsumerMetrics
 
 __all__ = ["Outcome", "Pipeline", "PipelineSettings", "Planned", "TraceWork"]
@@ -263,17 +263,22 @@ class Pipeline:
         """Store ``spans`` and (re)schedule their traces' completion; durable on return.
         Only spans worth assembling are kept (``assembly.select_spans``: never our own
         evaluation spans). Each span is read once here: its reading counts it as unrecognised,
-        selects it, schedules its trace and says whether it may start a trace in the store.
+        selects it, schedules its trace and says whether it may start a trace in the store: a
+        RAG span does, and so does the root of a trace with none here
+        (``assembly.unread_traces``), which is then recorded as skipped, not dropped unseen.
         Returns how many spans were handed to the store."""
         readings = [self.readers.read(s) for s in spans]
         self._unrecognised.count(spans, readings)
-        selected = select_roles(spans, [r.role if r is not None else None for r in readings])
+        read_roles = [r.role if r is not None else None for r in readings]
+        selected = select_roles(spans, read_roles)
+        witnesses, unread = unread_traces(spans, read_roles)
+        selected += [(span, None) for span in witnesses]
         if selected:
             kept = [span for span, _ in selected]
             roles = [role for _, role in selected]
             now = self._clock() if now is None else now
             due = completion_due(kept, now, self.settings.quiet_s, roles=roles)
-            creates = {span.trace_id for span, role in selected if role is not None}
+            creates = {span.trace_id for span, role in selected if role is not None} | unread
             self.traces.append(kept, due, creates)
         return len(selected)
 
@@ -435,10 +440,18 @@ class Pipeline:
         self.metrics.trace_skipped(trace.service, trace.pipeline, reason)
         self._log_skip(trace.trace_id, trace.service, reason, trace)
 
-    def _log_skip(self, trace_id: str, service: str, reason: str, trace: RagTrace | None) -> None:
+    def _log_skip(
+        self,
+        trace_id: str,
+        service: str,
+        reason: str,
+        trace: RagTrace | None,
+        scopes: Sequence[str] = (),
+    ) -> None:
         if self._skips is None:
             return
-        entry = SkippedTrace(trace_id, service, reason, skip_detail(trace, reason), self._clock())
+        detail = skip_detail(trace, reason, scopes)
+        entry = SkippedTrace(trace_id, service, reason, detail, self._clock())
         try:
             self._skips.skipped(entry)
         except Exception:  # noqa: BLE001 - the log is for people; scoring goes on without it
@@ -451,9 +464,10 @@ class Pipeline:
         trace = to_rag_trace(spans, self.readers)
         if trace is None:
             service = spans[0].service
+            reason = unscored_reason(spans, self.readers)
             self.metrics.trace_seen(service, None)
-            self.metrics.trace_skipped(service, None, "not_rag")
-            self._log_skip(spans[0].trace_id, service, "not_rag", None)
+            self.metrics.trace_skipped(service, None, reason)
+            self._log_skip(spans[0].trace_id, service, reason, None, scopes_seen(spans))
             work.outcome = Outcome.SKIPPED
             return
         self.metrics.trace_seen(trace.service, trace.pipeline)

@@ -26,12 +26,14 @@ def encode_span(span: SpanRecord) -> bytes:
             span.end_ns,
             attrs if type(attrs) is dict else dict(attrs),
             span.status_error,
+            span.scope_version,
         ],
     )
 
 
 def decode_span(raw: str | bytes) -> SpanRecord:
-    t, s, p, name, scope, service, start, end, attrs, error = orjson.loads(raw)
+    # A span stored before the scope's version was kept has ten fields.
+    t, s, p, name, scope, service, start, end, attrs, error, *version = orjson.loads(raw)
     return SpanRecord(
         trace_id=t,
         span_id=s,
@@ -45,4 +47,5 @@ def decode_span(raw: str | bytes) -> SpanRecord:
             k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items() if v is not None
         },
         status_error=bool(error),
+        scope_version=version[0] if version else "",
     )

@@ -235,6 +235,17 @@ class SqliteSkippedTraces:
             )
         ]
 
+    def latest(self, limit: int) -> list[SkippedTrace]:
+        """The ``limit`` traces skipped last, newest first."""
+        return [
+            SkippedTrace(str(t), str(svc), str(r), str(d), float(at))
+            for t, svc, r, d, at in self._state.execute(
+                "SELECT trace_id, service, reason, detail, at FROM skipped ORDER BY at DESC, "
+                "seq DESC LIMIT ?",
+                (limit,),
+            )
+        ]
+
     def reasons(self) -> list[tuple[str, int]]:
         """(reason, traces) of the skipped traces."""
         rows = self._state.execute("SELECT reason, COUNT(*) FROM skipped GROUP BY reason")

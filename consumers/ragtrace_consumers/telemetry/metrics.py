@@ -66,6 +66,7 @@ SECONDS_BUCKETS: tuple[float, ...] = (
 # (sampled_out, no_retrieval, no_answer, ...) when neither score was sampled, else ours.
 SKIP_REASONS: tuple[str, ...] = tuple(sorted(_SAMPLER_SKIP_REASONS)) + (
     "not_rag",
+    "unrecognised",
     "unlabelled",
     "already_scored",
     "budget_exhausted",

@@ -272,7 +272,8 @@ class WebView:
     def _overview(self) -> Overview:
         """The overview, recomputed at most every :data:`OVERVIEW_TTL_S` while traces arrive
         (it aggregates the whole table; the list and trace pages are always current)."""
-        newest = self._state.results.newest_seq()
+        # A trace skipped changes the overview as a trace scored does.
+        newest = (self._state.results.newest_seq(), len(self._state.skipped))
         with self._lock:
             cached = self._cached
             if cached is not None and (

@@ -60,6 +60,18 @@ def render_overview(o: Overview, judge: str, calibration: str | None) -> str:
         if o.reasons
         else "<p class=muted>No skipped or unjudged traces.</p>"
     )
+    skipped = (
+        "<table><thead><tr><th>trace</th><th>service</th><th>reason</th><th>why</th>"
+        "<th>when</th></tr></thead><tbody>"
+        + "".join(
+            f"<tr><td><code>{esc(e.trace_id)}</code></td><td>{esc(e.service)}</td>"
+            f"<td>{esc(e.reason)}</td><td>{esc(e.detail)}</td><td>{esc(when(e.at))}</td></tr>"
+            for e in o.skipped
+        )
+        + "</tbody></table>"
+        if o.skipped
+        else "<p class=muted>Every trace seen was scored.</p>"
+    )
     judges = "".join(
         f"<li><code>{esc(name)}</code>{' · ' + esc(model) if model else ''} — {n} of the "
         "last 1000 judged traces</li>"
@@ -72,6 +84,7 @@ def render_overview(o: Overview, judge: str, calibration: str | None) -> str:
         f"<p>Last calibration: {esc(calibration or 'none recorded')}</p>"
         f"<ul>{judges}</ul></section>"
         f"<section><h2>Not scored, unjudged and unlabelled, by reason</h2>{reasons}</section></div>"
+        f"<section><h2>Latest traces seen and not scored</h2>{skipped}</section>"
     )
 
 

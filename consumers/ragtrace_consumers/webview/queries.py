@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ragtrace_consumers.model import SkippedTrace
 from ragtrace_consumers.stores.scored_results import SEVERITY, ScoredResult
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
@@ -21,6 +22,7 @@ from ragtrace_consumers.webview.errors import BadRequest
 __all__ = [
     "CELLS",
     "PAGE_SIZE",
+    "SKIPPED_SHOWN",
     "Bucket",
     "Overview",
     "TraceFilter",
@@ -33,6 +35,8 @@ __all__ = [
 CELLS = tuple(SEVERITY)
 """Every cell, worst first."""
 PAGE_SIZE = 50
+SKIPPED_SHOWN = 20
+"""How many of the traces not scored last the overview lists."""
 _MAX_PAGE = 100_000
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -180,6 +184,8 @@ class Overview:
     """(kind, reason, traces): why traces were not labelled or not judged, most frequent first."""
     judges: tuple[tuple[str, str | None, int], ...]
     """(judge name, model, traces) seen in the last buckets' traces."""
+    skipped: tuple[SkippedTrace, ...] = ()
+    """The traces seen and not scored last, newest first, each with its reason and detail."""
 
 
 def _bucket_size(span_s: float) -> float:
@@ -218,7 +224,14 @@ def overview(state: SqliteState, *, buckets: int = 48) -> Overview:
         for why, n in state.skipped.reasons()
     ]
     reasons.sort(key=lambda r: -r[2])
-    return Overview(counts, tuple(series), size, tuple(reasons[:20]), results.judges())
+    return Overview(
+        counts,
+        tuple(series),
+        size,
+        tuple(reasons[:20]),
+        results.judges(),
+        tuple(state.skipped.latest(SKIPPED_SHOWN)),
+    )
 
 
 def unlabelled_questions(state: SqliteState, limit: int = 20) -> list[tuple[str, int, str]]:

@@ -317,3 +317,28 @@ def test_dlq_headers_and_reason_set() -> None:
     } == REASONS
     with pytest.raises(ValueError, match="unknown decode error reason 'other'"):
         DecodeError("other")
+
+
+def test_a_spans_scope_version_is_decoded_and_stored() -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("acme.agents", "0.4.1").start_as_current_span("run"):
+        pass
+    with provider.get_tracer("bare").start_as_current_span("op"):
+        pass
+    raw = encode_spans(exporter.get_finished_spans()).SerializeToString()
+    versioned, bare = decode_request(raw)
+    assert (versioned.scope, versioned.scope_version) == ("acme.agents", "0.4.1")
+    assert (bare.scope, bare.scope_version) == ("bare", "")
+    assert decode_span(encode_span(versioned)) == versioned
+    # A span stored before the version was kept (ten fields) reads back without one.
+    legacy = json.dumps(json.loads(encode_span(versioned))[:10])
+    assert decode_span(legacy).scope_version == ""

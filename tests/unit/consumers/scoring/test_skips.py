@@ -82,6 +82,27 @@ def test_inspect_says_why_a_trace_would_not_be_scored() -> None:
     assert str(bare["skipped"]["trace"]).startswith("not_rag: ")  # type: ignore[index]
 
 
+def test_inspect_names_the_scopes_of_a_trace_no_reader_recognises() -> None:
+    from dataclasses import replace
+
+    root = replace(
+        _traceloop("1" * 16, "agent.run", {"acme.input": "q"}, None),
+        scope="acme.agents",
+        scope_version="0.4.1",
+    )
+    http = replace(_traceloop("2" * 16, "GET", {"http.method": "GET"}, "1" * 16), scope="httpx")
+    (trace,) = explain([root, http])
+    assert trace["rag"] is None
+    why = str(trace["skipped"]["trace"])  # type: ignore[index]
+    assert why.startswith("unrecognised: no reader recognised any span as a RAG step")
+    assert why.endswith("; instrumentation scopes seen: acme.agents 0.4.1, httpx")
+    rows: list[dict[str, object]] = trace["spans"]  # type: ignore[assignment]
+    assert [(row["reader"], row.get("scope_version")) for row in rows] == [
+        ("unrecognised", "0.4.1"),
+        ("unrecognised", None),
+    ]
+
+
 def test_the_skip_log_keeps_one_row_per_trace_and_polls_by_seq() -> None:
     from ragtrace_consumers.model import SkippedTrace
 

@@ -140,6 +140,24 @@ def test_overview_counts_buckets_and_reasons() -> None:
     assert unlabelled_questions(state) == [("question 4?", 2, f"{5:032x}")]
 
 
+def test_overview_lists_the_latest_traces_not_scored_with_their_scopes() -> None:
+    from ragtrace_consumers.webview.pages import render_overview
+
+    state = SqliteState(":memory:")
+    state.skipped.skipped(SkippedTrace(f"{1:032x}", "svc", "no_context", "no context", 1.0))
+    detail = "no reader recognised any span; instrumentation scopes seen: acme.agents 0.4.1"
+    state.skipped.skipped(SkippedTrace(f"{2:032x}", "agent-app", "unrecognised", detail, 2.0))
+    o = overview(state)
+    assert [(e.trace_id, e.reason) for e in o.skipped] == [
+        (f"{2:032x}", "unrecognised"),
+        (f"{1:032x}", "no_context"),
+    ]
+    page = render_overview(o, "lexical", None)
+    assert "Latest traces seen and not scored" in page
+    assert f"<code>{2:032x}</code></td><td>agent-app</td><td>unrecognised</td>" in page
+    assert "instrumentation scopes seen: acme.agents 0.4.1" in page
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
