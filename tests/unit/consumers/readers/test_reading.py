@@ -325,7 +325,18 @@ def test_several_retrievals_concatenate_in_start_order_and_dedupe() -> None:
         Chunk("c3", "three", 0.1),
         Chunk("c4", "four", 0.8),
     )
-    assert rag.query == Q  # the first retrieval span with an input.value
+    # Several steps: their queries are rewrites ("rewritten query"), the question is the
+    # pipeline's input, hashed as such (a step's recorded hash is its sub-query's).
+    assert [s.query for s in rag.steps] == [None, Q, "rewritten query"]
+    assert rag.query == "ignored"
+    assert rag.query_sha256 == question_sha256("ignored")
+
+
+def test_one_retrieval_keeps_its_own_query_as_the_question() -> None:
+    """A single retriever step's query is the question, whatever the root's input says."""
+    rag = to_rag_trace(_ours())
+    assert rag is not None
+    assert rag.query == Q
 
 
 # --- OpenInference ------------------------------------------------------------------------------
