@@ -2,7 +2,7 @@
 i.e. OTLP log records in the evaluated span's context.
 
 One log record per result, its ``trace_id``/``span_id`` those of the span the result judges
-(the same targets as the per-family evaluation spans, :mod:`~ragtrace_consumers.writeback.family_spans`:
+(the same targets as the per-family evaluation spans, :mod:`~ragtrace_consumers.writeback.span_content`:
 retrieval metrics on the retrieval span, groundedness and the answer metrics on the generation
 span), plus the ``cell`` result on the trace's root span. ``event_name`` is
 ``gen_ai.evaluation.result``; the attributes are the event's (``gen_ai.evaluation.name``,
@@ -29,9 +29,8 @@ from opentelemetry.sdk.resources import Resource
 
 from ragtrace import __version__, semconv
 from ragtrace_consumers.model import TraceScores
-from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.otlp_encoding import encode_attributes
-from ragtrace_consumers.writeback.span_content import cell_event
+from ragtrace_consumers.writeback.span_content import cell_event, metric_spans
 
 __all__ = [
     "RESULTS_AS",

@@ -28,8 +28,11 @@ from opentelemetry.sdk.resources import Resource
 
 from ragtrace import __version__, semconv
 from ragtrace_consumers.model import TraceScores
-from ragtrace_consumers.writeback.family_spans import metric_spans
-from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
+from ragtrace_consumers.writeback.span_content import (
+    evaluation_attributes,
+    evaluation_span_id,
+    metric_spans,
+)
 
 __all__ = [
     "OtlpRequestExporter",

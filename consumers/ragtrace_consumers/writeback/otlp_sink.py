@@ -52,13 +52,16 @@ from ragtrace_consumers.writeback.evaluation_logs import (
     OtlpLogRequestExporter,
     evaluation_log_records,
 )
-from ragtrace_consumers.writeback.family_spans import metric_spans
 from ragtrace_consumers.writeback.otlp_encoding import (
     OtlpRequestExporter,
     SpanMessageExporter,
     evaluation_span_messages,
 )
-from ragtrace_consumers.writeback.span_content import evaluation_attributes, evaluation_span_id
+from ragtrace_consumers.writeback.span_content import (
+    evaluation_attributes,
+    evaluation_span_id,
+    metric_spans,
+)
 
 __all__ = ["OtlpScoreSink", "make_meter_provider", "make_resource"]
 
@@ -286,7 +289,7 @@ class OtlpScoreSink:
     def _spans(self, scores: TraceScores) -> list[ReadableSpan]:
         """The summary span (flat ``ragtrace.eval.*`` attributes, child of the target span)
         and one span per metric family carrying its ``gen_ai.evaluation.result`` events,
-        child of and linked to the span it evaluates (:mod:`~ragtrace_consumers.writeback.family_spans`).
+        child of and linked to the span it evaluates (:mod:`~ragtrace_consumers.writeback.span_content`).
         Deterministic IDs; every timestamp the trace's end (now if unknown)."""
         trace = scores.trace
         trace_id = int(trace.trace_id, 16)

@@ -1,7 +1,7 @@
 """What Phoenix shows of one scored trace: its REST API's annotation payloads (pure).
 
 * span annotations — one per metric on the span that metric evaluates (the targets of
-  :mod:`~ragtrace_consumers.writeback.family_spans`: recall metrics on the retrieval span,
+  :mod:`~ragtrace_consumers.writeback.span_content`: recall metrics on the retrieval span,
   groundedness and the answer metrics on the generation span), plus ``cell`` on the trace's
   target (root) span, so Phoenix's default root-span view shows the headline;
 * a trace annotation ``cell`` (label = the attribution cell, explanation = why), for Phoenix's
@@ -23,8 +23,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
 from ragtrace_consumers.model import FAMILY_ANSWER, FAMILY_GROUNDEDNESS, TraceScores
-from ragtrace_consumers.writeback.family_spans import metric_spans
-from ragtrace_consumers.writeback.span_content import cell_event
+from ragtrace_consumers.writeback.span_content import cell_event, metric_spans
 
 __all__ = ["CELL", "GOLD", "PhoenixAnnotations", "phoenix_annotations", "span_annotations"]
 

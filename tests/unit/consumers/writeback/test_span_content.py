@@ -21,12 +21,12 @@ from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine
-from ragtrace_consumers.writeback.family_spans import metric_span_id
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
 from ragtrace_consumers.writeback.span_content import (
     evaluation_attributes,
     evaluation_events,
     evaluation_span_id,
+    metric_span_id,
 )
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.scoring_helpers import (

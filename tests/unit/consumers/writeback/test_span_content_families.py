@@ -11,12 +11,12 @@ from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.scoring.scores import combine
-from ragtrace_consumers.writeback.family_spans import (
+from ragtrace_consumers.writeback.span_content import (
     GEN_AI_RESPONSE_ID,
+    evaluation_span_id,
     metric_span_id,
     metric_spans,
 )
-from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     PROMPT,
