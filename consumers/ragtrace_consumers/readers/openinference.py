@@ -215,12 +215,12 @@ class OpenInferenceReader(DocumentReader):
             messages = _input_messages(attrs)
             continues = answer is None and _asks_for_tools(attrs)
             instructions, tool_results = (
-                _evidence(messages, self._keys) if answer is not None else ((), ())
+                _evidence(messages, self._keys) if messages and answer is not None else ((), ())
             )
             return SpanReading(
                 self.name,
                 role,
-                query=_agent_question(messages),
+                query=_agent_question(messages) if messages else None,
                 prompt=prompt_chunks(messages),
                 answer=answer,
                 answer_problem=None if continues else problem,
