@@ -79,14 +79,16 @@ def make_evaluator(
     otlp_endpoint: str | None = None,
     mapping: Mapping[str, object] | None = None,
     phoenix_endpoint: str | None = None,
+    quiet_s: float = 0.2,
     **settings: object,
 ) -> EmbeddedEvaluator:
     """``ragtrace serve``'s engine on a free loopback port: the corpus labels, k=3, the lexical
-    judge; evaluation spans to ``otlp_endpoint`` when given."""
+    judge; evaluation spans to ``otlp_endpoint`` when given; ``quiet_s`` the assembly's quiet
+    period (``settings`` are serve's: ``labels=`` another labels file)."""
     labels = corpus.write_labels(tmp_path / "labels.jsonl")
     config = ConsumerConfig.defaults().replace(
         scoring={"k": 3},
-        assembly={"quiet_s": 0.2},
+        assembly={"quiet_s": quiet_s},
         export={"metrics_interval_s": 3600},
         mapping=mapping or {},
         # write-back retried soon (Phoenix stores

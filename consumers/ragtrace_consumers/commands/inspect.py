@@ -152,7 +152,7 @@ def _text(trace: dict[str, Any]) -> str:
             lines.append(head + f"  keys: {', '.join(row['attribute_keys']) or 'none'}")
             continue
         lines.append(head + f" {row['role']}")
-        for key in ("query", "model", "response_id", "answer", "answer_problem"):
+        for key in ("query", "model", "response_id", "answer", "answer_problem", "continues"):
             if key in row:
                 lines.append(f"      {key}: {row[key]!r}")
         for key in ("chunks", "context"):

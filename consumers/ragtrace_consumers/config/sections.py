@@ -229,7 +229,9 @@ class AssemblySettings(_Section):
     quiet period lets spans exported later (by other services, or in a later batch) catch up. A
     root span arriving with the generation span makes the trace complete at once; a trace that
     shows no generation span (a root alone does not complete it: the generation may be in a
-    later Kafka message) is scored max(quiet_s, 60) seconds after its first span arrived."""
+    later Kafka message) is scored max(quiet_s, 60) seconds after its first span arrived. An
+    agent's model call that only asked for tool calls is no such generation span: the quiet
+    period starts at the call that answers."""
     lease_s: Positive = 300.0
     """Seconds a replica holds a claimed trace; if it dies, another replica scores it after this.
     Must exceed the longest scoring (judge retries included)."""

@@ -47,6 +47,8 @@ class SpanReading:
     than instructions and tool results, one chunk each (the context of last resort when the documents carry IDs only);
     ``answer`` a generation's answer text, or
     ``answer_problem`` saying why an output was there but held no extractable text.
+    ``continues``: a generation whose reply is tool calls and no answer, an agent's
+    intermediate step: the agent goes on, so it does not mark its trace as nearly complete.
 
     ``tool`` names the tool of a retrieval made as a tool call (None: a retriever span).
     ``instructions`` are the system/developer messages (and ``gen_ai.system_instructions``) a
@@ -65,6 +67,7 @@ class SpanReading:
     answer_problem: str | None = None
     model: str | None = None
     response_id: str | None = None
+    continues: bool = False
     tool: str | None = None
     instructions: tuple[Chunk, ...] = ()
     tool_results: tuple[Chunk, ...] = ()
@@ -91,6 +94,8 @@ class SpanReading:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.continues:
+            out["continues"] = True
         return out
 
 

@@ -6,14 +6,22 @@ query from ``input.value``, the documents from ``output.value``), else ignored l
 kind (EMBEDDING, PROMPT, RERANKER, AGENT, GUARDRAIL, EVALUATOR).
 
 * Retrieval: ``retrieval.documents.N.document.{id,content,score,metadata}`` (LangChain records
-  no ID field: a document's own ``id`` in the retriever's ``output.value`` comes first — LangChain.js's
-  ``Document.id`` — then the metadata JSON's); the query is ``input.value`` unless that is JSON
-  (LlamaIndex's inner ``_retrieve``: ``query_bundle.query_str``).
+  no ID field: a document's own ``id`` in the retriever's ``output.value`` comes first —
+  ``Document.id``, LangChain's and LangChain.js's — then the metadata JSON's); the query is
+  ``input.value`` unless that is JSON (LlamaIndex's inner ``_retrieve``:
+  ``query_bundle.query_str``); a LangGraph agent's ``{"messages": [...]}`` input asks its last
+  user message. A RETRIEVER span that is a function tool (the Agents SDK's ``tool_span_kinds``)
+  names its ``tool.name``; a TOOL span's LangChain ``ToolMessage`` gives its artifact
+  documents, else its content.
 * Generation: the prompt from ``llm.input_messages.N.message.{role,content}`` (system messages
-  as its instructions, ``tool`` messages as the tool results it was given);
+  as its instructions, ``tool`` messages as the tool results it was given); an agent's model
+  call given tool results asks its last user message (the Agents SDK's root span records no
+  question);
   ``output.value`` unwrapped (LangChain's LLMResult JSON), else
   ``llm.output_messages.N.message.content``; a span with neither (LlamaIndex's outer streaming
-  span) has no answer, and assembly takes the inner ``stream_complete`` span's.
+  span) has no answer, and assembly takes the inner ``stream_complete`` span's. A reply of
+  ``llm.output_messages.N.message.tool_calls`` and no text is an agent's intermediate step
+  (``continues``; no answer is no problem there).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from ragtrace_consumers.readers._reading import (
     text_attr,
 )
 from ragtrace_consumers.readers.answers import extract_answer
+from ragtrace_consumers.readers.langchain_json import messages_question, tool_message_result
 from ragtrace_consumers.readers.tool_results import message_tool_results
 
 __all__ = [
@@ -56,6 +65,7 @@ _RETRIEVAL_KEY = re.compile(
     "^" + re.escape(_RETRIEVAL_PREFIX) + r"(\d+)\.document\.(id|content|score|metadata)$"
 )
 _OUTPUT_MESSAGE = re.compile(r"^llm\.output_messages\.(\d+)\.message\.content$")
+_OUTPUT_PREFIX = "llm.output_messages."
 _INPUT_PREFIX = "llm.input_messages."
 _INPUT_MESSAGE = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|content)$")
 
@@ -129,6 +139,7 @@ def _query(attrs: Mapping[str, AttributeValue]) -> str | None:
         for key in ("query", "query_str", "question", "input"):
             if isinstance(parsed.get(key), str):
                 return str(parsed[key])
+        return messages_question(parsed)
     return None
 
 
@@ -148,29 +159,39 @@ def _answer(attrs: Mapping[str, AttributeValue]) -> tuple[str | None, str | None
     return None, problem
 
 
-def _given(
-    attrs: Mapping[str, AttributeValue], keys: Sequence[str], evidence: bool = True
-) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...], tuple[Chunk, ...]]:
-    """The prompt of ``llm.input_messages``, and unless ``evidence`` is False (no answer to
-    judge against them) its instructions and tool results."""
+def _asks_for_tools(attrs: Mapping[str, AttributeValue]) -> bool:
+    return any(k.startswith(_OUTPUT_PREFIX) and ".message.tool_calls." in k for k in attrs)
+
+
+def _input_messages(attrs: Mapping[str, AttributeValue]) -> list[tuple[str, str]]:
+    """``llm.input_messages`` as ``(role, text)``, in order (messages without text left out)."""
     found: dict[int, dict[str, str]] = {}
     for key, value in attrs.items():
         if key.startswith(_INPUT_PREFIX) and isinstance(value, str):
             m = _INPUT_MESSAGE.match(key)
             if m:
                 found.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    messages = [
-        (f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f
-    ]
-    if not messages or not evidence:
-        return prompt_chunks(messages), (), ()
+    return [(f.get("role", ""), f["content"]) for _, f in sorted(found.items()) if "content" in f]
+
+
+def _agent_question(messages: list[tuple[str, str]]) -> str | None:
+    """The question an agent's model call answers: its last user message, when tool results
+    follow it (the conversation's earlier turns precede it); None for a model call given no
+    tool results (a chain's prompt is no question: its retrieval or pipeline span has that)."""
+    roles = [role for role, _ in messages]
+    last_user = max((i for i, role in enumerate(roles) if role == "user"), default=None)
+    if last_user is None or "tool" not in roles[last_user:]:
+        return None
+    return messages[last_user][1]
+
+
+def _evidence(
+    messages: list[tuple[str, str]], keys: Sequence[str]
+) -> tuple[tuple[Chunk, ...], tuple[Chunk, ...]]:
+    """The instructions and tool results among a model call's input messages."""
     system = [text for role, text in messages if role.lower() in ("system", "developer")]
     tools = [{"role": "tool", "content": text} for role, text in messages if role == "tool"]
-    return (
-        prompt_chunks(messages),
-        instruction_chunks(system),
-        message_tool_results(tools, keys),
-    )
+    return instruction_chunks(system), message_tool_results(tools, keys)
 
 
 class OpenInferenceReader(DocumentReader):
@@ -183,27 +204,39 @@ class OpenInferenceReader(DocumentReader):
         role = kind_role(attrs)
         if role is Role.RETRIEVAL:
             return SpanReading(
-                self.name, role, query=_query(attrs), chunks=retrieval_documents(attrs, self._keys)
+                self.name,
+                role,
+                query=_query(attrs),
+                chunks=retrieval_documents(attrs, self._keys),
+                tool=text_attr(attrs, _TOOL_NAME),
             )
         if role is Role.GENERATION:
             answer, problem = _answer(attrs)
-            prompt, instructions, tool_results = _given(attrs, self._keys, answer is not None)
+            messages = _input_messages(attrs)
+            continues = answer is None and _asks_for_tools(attrs)
+            instructions, tool_results = (
+                _evidence(messages, self._keys) if messages and answer is not None else ((), ())
+            )
             return SpanReading(
                 self.name,
                 role,
-                prompt=prompt,
+                query=_agent_question(messages) if messages else None,
+                prompt=prompt_chunks(messages),
                 answer=answer,
-                answer_problem=problem,
+                answer_problem=None if continues else problem,
                 model=model_of(attrs),
                 instructions=instructions,
                 tool_results=tool_results,
+                continues=continues,
             )
         if role is Role.PIPELINE:
             return SpanReading(self.name, role, query=_query(attrs))
         if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == _TOOL:
+            output = text_attr(attrs, semconv.OUTPUT_VALUE)
+            parsed = json_or_none(output)
             return self.tool_call(
                 text_attr(attrs, _TOOL_NAME),
                 text_attr(attrs, semconv.INPUT_VALUE),
-                text_attr(attrs, semconv.OUTPUT_VALUE),
+                output if parsed is None else tool_message_result(parsed),
             )
         return SpanReading(self.name, None)

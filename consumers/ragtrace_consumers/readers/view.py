@@ -24,10 +24,11 @@
   first. Input log events of the generation's operation add their instructions and tool
   results to the generation's.
 * ``query`` — the user's question: the first retrieval's, else the generation's, else the
-  pipeline's; when there are several steps or a step is a tool call (the steps' queries are
-  then sub-queries: the agent's, or the app's own rewrites), the pipeline's, else the
-  generation's last user message, else the first step's (``query_sha256`` then is the
-  pipeline span's recorded hash, else the question's own);
+  pipeline's; when there are several steps, a step is a tool call or a generation
+  ``continues`` (the model called tools: the steps' queries are then sub-queries, the agent's
+  or the app's own rewrites), the pipeline's, else the generation's last user message, else
+  the first step's (``query_sha256`` then is the pipeline span's recorded hash, else the
+  question's own);
   ``question_id``: ``ragtrace.question.id`` on any span (the app's own root included), and
   ``reference_answer``: ``ragtrace.reference_answer`` likewise.
 * ``data_source``: ``gen_ai.data_source.id`` of the first retrieval span that has one.
@@ -298,24 +299,32 @@ def _context(
 
 
 def _question(
-    retrievals: Sequence[Read], generation: Read | None, pipeline: Read | None
+    retrievals: Sequence[Read],
+    generations: Sequence[Read],
+    generation: Read | None,
+    pipeline: Read | None,
 ) -> str | None:
     """The user's question: the first retrieval's query, else the generation's, else the
-    pipeline's; when a step is a tool call or there are several steps (each query then is the
-    agent's or the app's own sub-query), the pipeline's, else the generation's user message,
-    else the first step's."""
+    pipeline's; when a step is a tool call, there are several steps or a generation continues
+    with tool calls (each query then is the agent's or the app's own sub-query), the
+    pipeline's, else the generation's user message, else the first step's."""
     first = next((r.query for _, r in retrievals if r.query), None)
     from_generation = generation[1].query if generation is not None else None
     from_pipeline = pipeline[1].query if pipeline is not None else None
-    if _sub_queries(retrievals):
+    if _sub_queries(retrievals, generations):
         return from_pipeline or from_generation or first
     return first or from_generation or from_pipeline
 
 
-def _sub_queries(retrievals: Sequence[Read]) -> bool:
-    """True when the steps' queries are sub-queries, not the user's question: several steps, or
-    a tool call (the agent wrote its arguments)."""
-    return len(retrievals) > 1 or any(r.tool is not None for _, r in retrievals)
+def _sub_queries(retrievals: Sequence[Read], generations: Sequence[Read]) -> bool:
+    """True when the steps' queries are sub-queries, not the user's question: several steps, a
+    tool call (the agent wrote its arguments), or a model call that asked for tools (a
+    retriever it called searched its arguments)."""
+    return (
+        len(retrievals) > 1
+        or any(r.tool is not None for _, r in retrievals)
+        or any(g.continues for _, g in generations)
+    )
 
 
 def to_rag_trace(
@@ -357,7 +366,7 @@ def to_rag_trace(
     steps = tuple(RetrievalStep(s.span_id, r.query, r.chunks, r.tool) for s, r in retrievals)
     retrieved = _dedupe(c for _, r in retrievals for c in r.chunks)
     context, sources = _context(steps, retrieved, generation, read)
-    query = _question(retrievals, generation, pipeline)
+    query = _question(retrievals, generations, generation, pipeline)
     used = [
         s
         for s, _ in [
@@ -368,7 +377,7 @@ def to_rag_trace(
     ]
     ordered = [*used, *spans]
     recorded_sha = _first_attr(ordered, semconv.RAGTRACE_QUERY_SHA256)
-    if pipeline is not None and _sub_queries(retrievals):
+    if pipeline is not None and _sub_queries(retrievals, generations):
         # A step's recorded hash is its sub-query's: only the pipeline's is the question's.
         recorded_sha = _first_attr([pipeline[0]], semconv.RAGTRACE_QUERY_SHA256) or (
             None if query is not None else recorded_sha

@@ -5,7 +5,9 @@ Completion rule (:func:`completion_due`), applied to each batch of arriving span
 * a trace whose root span (no parent) arrived together with a generation span is due at
   ``now + root_grace_s`` (default 0: the root ends last, so the trace is complete);
 * else one whose generation span arrived is due at ``now + quiet_s`` — the quiet period lets
-  spans exported by other services (or a later batch) catch up;
+  spans exported by other services (or a later batch) catch up; the pipeline passes an agent's
+  tool-call turn (a generation reading that ``continues``) as no generation, so the period
+  starts at the call that answers;
 * else (retrieval, pipeline or root spans only) it is due at ``now + idle_s``, so a trace that
   never gets a generation is still scored. A root without a generation does not complete a
   trace: one export request's spans can reach Kafka in two messages (the collector's queue

@@ -63,7 +63,7 @@ from ragtrace_consumers.model import (
     TraceStore,
     recent_turns,
 )
-from ragtrace_consumers.readers import SpanReaders, default_readers, to_rag_trace
+from ragtrace_consumers.readers import Role, SpanReaders, default_readers, to_rag_trace
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
 from ragtrace_consumers.scoring.assembly import completion_due, select_roles, unread_traces
@@ -275,7 +275,17 @@ class Pipeline:
         selected += [(span, None) for span in witnesses]
         if selected:
             kept = [span for span, _ in selected]
-            roles = [role for _, role in selected]
+            # An agent's tool-call turn is a generation that does not start the quiet period:
+            # the tool calls and model calls after it may take longer than the period.
+            going_on = {
+                s.span_id
+                for s, r in zip(spans, readings, strict=True)
+                if r is not None and r.continues
+            }
+            roles = [
+                None if role is Role.GENERATION and span.span_id in going_on else role
+                for span, role in selected
+            ]
             now = self._clock() if now is None else now
             due = completion_due(kept, now, self.settings.quiet_s, roles=roles)
             creates = {span.trace_id for span, role in selected if role is not None} | unread

@@ -287,3 +287,39 @@ def test_nested_retrieval_spans_are_one_retrieval() -> None:
     sibling = _dspy_retrieval("3" * 16, "a" * 16, [{"id": "doc-dark", "content": "Dark."}])
     both = to_rag_trace([outer, sibling])
     assert both is not None and len(both.retrieved) == 3
+
+
+def test_a_langgraph_root_asks_its_input_users_message() -> None:
+    root = span(
+        "b" * 16,
+        "LangGraph",
+        {
+            "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"messages": [{"role": "user", "content": "Q?"}]}),
+            "input.mime_type": "application/json",
+        },
+        parent=None,
+    )
+    reading = default_readers().read(root)
+    assert reading is not None and (reading.role, reading.query) == (Role.PIPELINE, "Q?")
+
+
+def test_a_langchain_documents_own_id_wins_over_its_source_path() -> None:
+    """OpenInference leaves ``Document.id`` out of ``retrieval.documents``; the retriever's
+    ``output.value`` has it, and the loader's ``metadata.source`` (a file path) is no chunk ID."""
+    docs = [
+        {"id": d, "metadata": {"source": f"kb/{d}.md"}, "page_content": t, "type": "Document"}
+        for d, t in (("doc-1", "One."), ("doc-2", "Two."))
+    ]
+    attrs: dict[str, object] = {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": "q",
+        "output.value": json.dumps({"documents": docs}),
+    }
+    for i, doc in enumerate(docs):
+        attrs[f"retrieval.documents.{i}.document.content"] = doc["page_content"]
+        attrs[f"retrieval.documents.{i}.document.metadata"] = json.dumps(doc["metadata"])
+    reading = default_readers().read(span("c" * 16, "retriever", attrs))
+    assert reading is not None
+    assert [c.id for c in reading.chunks] == ["doc-1", "doc-2"]
+    assert [c.text for c in reading.chunks] == ["One.", "Two."]

@@ -12,13 +12,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeUnavailable
-from ragtrace_consumers.model import FAMILY_GROUNDEDNESS, FAMILY_RECALL, SpanRecord
+from ragtrace_consumers.model import FAMILY_GROUNDEDNESS, FAMILY_RECALL, AttributeValue, SpanRecord
 from ragtrace_consumers.scoring.pipeline import Outcome, PipelineSettings
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from ragtrace_consumers.scoring.workers import UNBUDGETED_CAPACITY, ScoringWorkers
 from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.evaluation_names import RETRIEVAL_RESULTS
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
+from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, record
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     T0,
@@ -485,3 +486,40 @@ def test_a_store_outage_in_a_worker_is_logged_and_the_trace_retried_later(
         assert len(r.spans()) == 1
     finally:
         workers.shutdown()
+
+
+def test_an_agents_quiet_period_starts_at_its_answer_not_at_its_first_tool_call() -> None:
+    """An agent's model call that only asked for tool calls does not start the quiet period:
+    the tools and model calls after it may take longer, and the trace would be scored before
+    its answer."""
+    kind = semconv.OPENINFERENCE_SPAN_KIND
+    scope = "openinference.instrumentation.openai_agents"
+    call = "llm.output_messages.0.message.tool_calls.0.tool_call."
+    tool_turn: dict[str, AttributeValue] = {
+        kind: "LLM",
+        f"{call}id": "call_1",
+        f"{call}function.name": "search",
+        f"{call}function.arguments": '{"query": "audit log retention"}',
+    }
+    docs: dict[str, AttributeValue] = {
+        kind: "RETRIEVER",
+        "input.value": "audit log retention",
+        "retrieval.documents.0.document.id": "c-1",
+        "retrieval.documents.0.document.content": "Audit logs are kept for 90 days.",
+    }
+    answer: dict[str, AttributeValue] = {
+        kind: "LLM",
+        "llm.output_messages.0.message.content": "Audit logs are kept for 90 days.",
+    }
+    r = rig(with_judge=False)  # quiet period 5 s
+    r.pipeline.ingest([record("1" * 16, parent=ROOT, scope=scope, attributes=tool_turn)], T0)
+    assert r.pipeline.process_due(T0 + 6) == 0
+    r.pipeline.ingest(
+        [
+            record(RET, parent=ROOT, scope=scope, attributes=docs),
+            record(GEN, parent=ROOT, scope=scope, attributes=answer),
+        ],
+        T0 + 8,
+    )
+    assert r.pipeline.process_due(T0 + 12) == 0
+    assert r.pipeline.process_due(T0 + 13) == 1
