@@ -56,15 +56,19 @@ def select_spans(
 
 
 def select_roles(
-    spans: Sequence[SpanRecord], roles: Sequence[Role | None] | None = None
+    spans: Sequence[SpanRecord],
+    roles: Sequence[Role | None] | None = None,
+    evidence: Sequence[bool] | None = None,
 ) -> list[tuple[SpanRecord, Role | None]]:
-    """:func:`select_spans`, each kept span with its role (each span is read at most once)."""
+    """:func:`select_spans`, each kept span with its role (each span is read at most once).
+    ``evidence[i]`` True keeps ``spans[i]`` whole although it has no role: what a generation
+    was given, recorded apart from it (a GenAI input log event's instructions or tool results)."""
     kept: list[tuple[SpanRecord, Role | None]] = []
     for i, span in enumerate(spans):
         if is_evaluation_span(span):
             continue
         role = role_of(span) if roles is None else roles[i]
-        if role is not None:
+        if role is not None or (evidence is not None and evidence[i]):
             kept.append((span, role))
             continue
         ours = {k: v for k, v in span.attributes.items() if k.startswith(_OURS)}

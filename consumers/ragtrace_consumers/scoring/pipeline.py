@@ -270,7 +270,8 @@ class Pipeline:
         readings = [self.readers.read(s) for s in spans]
         self._unrecognised.count(spans, readings)
         read_roles = [r.role if r is not None else None for r in readings]
-        selected = select_roles(spans, read_roles)
+        given = [r is not None and bool(r.instructions or r.tool_results) for r in readings]
+        selected = select_roles(spans, read_roles, given)
         witnesses, unread = unread_traces(spans, read_roles)
         selected += [(span, None) for span in witnesses]
         if selected:

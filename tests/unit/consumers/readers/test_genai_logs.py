@@ -11,6 +11,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
 from ragtrace_consumers.intake.signal_forwarder import decode_log_events
+from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers import to_rag_trace
 from ragtrace_consumers.readers.genai_logs import EVENT_SPAN_ID
 
@@ -165,12 +166,14 @@ def _event(name: str, at: int, body: dict[str, object]) -> dict[str, object]:
     }
 
 
-def test_older_input_events_give_their_generation_its_instructions_and_tool_results() -> None:
-    """``gen_ai.system.message`` and ``gen_ai.tool.message`` (the conventions before the
-    structured messages): the system context and the tool's documents the model was given,
-    joined to the generation its ``gen_ai.choice`` event answers for."""
-    context = "Context:\n[doc-audit] Audit logs are kept for 90 days."
-    tool_docs = json.dumps([{"id": "doc-audit", "text": "Audit logs are kept for 90 days."}])
+CONTEXT = "Context:\n[doc-audit] Audit logs are kept for 90 days."
+ANSWER = "Audit logs are kept for 90 days."
+
+
+def older_input_events() -> list[SpanRecord]:
+    """``gen_ai.system.message``, ``gen_ai.tool.message`` and ``gen_ai.choice`` of one chat
+    call, as the log events' spans: the system context, the tool's documents and the answer."""
+    tool_docs = json.dumps([{"id": "doc-audit", "text": ANSWER}])
     request = json_format.ParseDict(
         {
             "resourceLogs": [
@@ -179,15 +182,11 @@ def test_older_input_events_give_their_generation_its_instructions_and_tool_resu
                         {
                             "scope": {"name": "opentelemetry.instrumentation.openai_v2"},
                             "logRecords": [
-                                _event("gen_ai.system.message", 1, {"content": context}),
+                                _event("gen_ai.system.message", 1, {"content": CONTEXT}),
                                 _event(
                                     "gen_ai.tool.message", 2, {"content": tool_docs, "id": "call_1"}
                                 ),
-                                _event(
-                                    "gen_ai.choice",
-                                    3,
-                                    {"message": {"content": "Audit logs are kept for 90 days."}},
-                                ),
+                                _event("gen_ai.choice", 3, {"message": {"content": ANSWER}}),
                             ],
                         }
                     ]
@@ -196,12 +195,19 @@ def test_older_input_events_give_their_generation_its_instructions_and_tool_resu
         },
         logs_service_pb2.ExportLogsServiceRequest(),
     )
-    spans = decode_log_events("application/x-protobuf", "", request.SerializeToString())
+    return decode_log_events("application/x-protobuf", "", request.SerializeToString())
+
+
+def test_older_input_events_give_their_generation_its_instructions_and_tool_results() -> None:
+    """``gen_ai.system.message`` and ``gen_ai.tool.message`` (the conventions before the
+    structured messages): the system context and the tool's documents the model was given,
+    joined to the generation its ``gen_ai.choice`` event answers for."""
+    spans = older_input_events()
     assert len(spans) == 3 and {s.attributes[EVENT_SPAN_ID] for s in spans} == {CHAT}
     rag = to_rag_trace(spans)
-    assert rag is not None and rag.answer == "Audit logs are kept for 90 days."
+    assert rag is not None and rag.answer == ANSWER
     assert [(c.id, c.text) for c in rag.context] == [
-        ("doc-audit", "Audit logs are kept for 90 days."),
-        ("instructions.0", "Context:\n[doc-audit] Audit logs are kept for 90 days."),
+        ("doc-audit", ANSWER),
+        ("instructions.0", CONTEXT),
     ]
     assert rag.context_sources == ("tool_result", "system_instructions")

@@ -20,6 +20,7 @@ from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.evaluation_names import RETRIEVAL_RESULTS
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, record
+from tests.unit.consumers.readers.test_genai_logs import ANSWER, CONTEXT, older_input_events
 from tests.unit.consumers.scoring_helpers import (
     MODEL,
     T0,
@@ -523,3 +524,14 @@ def test_an_agents_quiet_period_starts_at_its_answer_not_at_its_first_tool_call(
     )
     assert r.pipeline.process_due(T0 + 12) == 0
     assert r.pipeline.process_due(T0 + 13) == 1
+
+
+def test_input_log_events_reach_the_judge_through_the_store() -> None:
+    """A GenAI input log event has no RAG role of its own, but what it records (the system
+    context, the tool's documents) is the generation's evidence: it is stored whole, so the
+    judge sees it on the live path as the view does."""
+    r = rig(labels=())
+    spans = older_input_events()
+    assert r.pipeline.ingest(spans, T0) == 3
+    assert r.pipeline.process_due(T0 + 10) == 1
+    assert r.judge.calls == [(ANSWER, (ANSWER, CONTEXT))]
