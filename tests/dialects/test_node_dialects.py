@@ -2,8 +2,10 @@
 ``scripts/node_deps.sh``), exporting with the standard Node OTLP exporters straight to the
 evaluator (chunked requests, no re-framing proxy): LangChain.js with OpenInference JS, and the
 Vercel AI SDK 5 and 6 (its own ``ai.*`` spans) and 7 (GenAI-convention spans) with RAG as a tool
-call. Fake model at the wire, the corpus labels plus a two-search question's, k=3, the lexical
-judge. Each result's retrieval steps (tool, query, IDs in rank order) are asserted."""
+call. Fake model at the wire, the corpus labels plus a two-search question's and a follow-up
+turn's, k=3, the lexical judge. Each result's retrieval steps (tool, query, IDs in rank order)
+are asserted; a follow-up turn whose own search misses is grounded in the passage its session's
+first turn retrieved."""
 
 from __future__ import annotations
 
@@ -19,7 +21,11 @@ from tests.dialects.kit import make_evaluator, scored
 from tests.dialects.node_kit import (
     BOTH,
     BOTH_ANSWER,
+    FOLLOW_UP,
+    FOLLOW_UP_RETRIEVED,
+    SESSION,
     SUBQUERIES,
+    TURNS,
     run_node,
     write_corpus,
     write_labels,
@@ -38,6 +44,35 @@ def _steps(r: ScoredResult) -> list[Step]:
     steps = r.extra.get("steps")
     assert isinstance(steps, list)
     return [(s["tool"], s["query"], tuple(s["ids"])) for s in steps]
+
+
+def _assert_two_turns(
+    ev: EmbeddedEvaluator, turns: dict[str, ScoredResult], tool: str | None
+) -> None:
+    """The first turn is fine; the follow-up's own search misses its gold (recall 0, the turn's
+    own) and its answer, copied from the first turn's passage, is grounded by that earlier
+    turn's evidence: retrieval failed, not both failed."""
+    first, second = turns[corpus.AUDIT], turns[FOLLOW_UP]
+    assert (first.question_id, first.recall, first.groundedness, first.cell) == corpus.EXPECTED[
+        corpus.AUDIT
+    ]
+    assert _steps(first) == [(tool, corpus.AUDIT, corpus.RETRIEVED[corpus.AUDIT])]
+    assert second.query == FOLLOW_UP
+    assert _steps(second) == [(tool, FOLLOW_UP, FOLLOW_UP_RETRIEVED)]
+    assert second.retrieved == FOLLOW_UP_RETRIEVED
+    assert second.answer == corpus.ANSWERS[corpus.AUDIT]
+    assert (second.question_id, second.recall, second.groundedness, second.cell) == (
+        "q-follow-up",
+        0.0,
+        1.0,
+        "retrieval_failed",
+    )
+    detail = ev.state.results.detail(second.trace_id)
+    assert detail is not None
+    assert detail["session_id"] == SESSION
+    assert set(detail["earlier_turn_units"].values()) == {first.trace_id}
+    earlier = [c["id"] for c in detail["context"] if c.get("turn") == first.trace_id]
+    assert "doc-audit" in earlier
 
 
 # --- the Vercel AI SDK -------------------------------------------------------------------------
@@ -86,6 +121,17 @@ def test_vercel_ai_sdk_two_searches_score_the_users_question_over_both(
     asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), version)
     (result,) = scored(node_evaluator, asked).values()
     _assert_two_searches(result)
+
+
+@pytest.mark.parametrize("version", ["5", "6", "7"])
+def test_vercel_ai_sdk_follow_up_turn_is_grounded_in_the_earlier_turn(
+    node_evaluator: EmbeddedEvaluator, tmp_path: Path, version: str
+) -> None:
+    """Two turns of one conversation: its ID from ``experimental_telemetry.metadata.sessionId``
+    (5, 6) or ``gen_ai.conversation.id`` (7, set from the call's runtime context)."""
+    corpus_file = write_corpus(tmp_path / "corpus.json", TURNS, session=TURNS)
+    asked = run_node("vercel_app.mjs", node_evaluator.endpoint, str(corpus_file), version)
+    _assert_two_turns(node_evaluator, scored(node_evaluator, asked), TOOL)
 
 
 def test_vercel_ai_sdk_7_genai_telemetry_gets_the_known_truth(
@@ -139,3 +185,28 @@ def test_langchainjs_documents_with_only_a_file_path_get_recall_na_not_zero(
     assert all(c.startswith("sha256:") for c in result.retrieved)
     assert not any(c.endswith(".md") for c in result.retrieved)
     assert result.cell != "retrieval_failed"
+
+
+def test_langchainjs_two_searches_score_the_users_question_over_both(
+    node_evaluator: EmbeddedEvaluator, tmp_path: Path
+) -> None:
+    """A chain running the retriever once per sub-query: the question is the chain's input, one
+    step per retriever run (its sub-query, its IDs in rank order), recall@3 over their union."""
+    corpus_file = write_corpus(tmp_path / "corpus.json", (BOTH,))
+    asked = run_node("langchain_app.mjs", node_evaluator.endpoint, str(corpus_file), "ids")
+    (r,) = scored(node_evaluator, asked).values()
+    steps = [(None, sub, corpus.RETRIEVED[q]) for sub, q in SUBQUERIES.items()]
+    assert _steps(r) == steps
+    assert r.retrieved == ("doc-audit", "doc-pricing", "doc-rotate")
+    assert (r.query, r.question_id, r.answer) == (BOTH, "q-both", BOTH_ANSWER)
+    assert (r.recall, r.groundedness, r.cell) == (1.0, 1.0, "fine")
+    assert r.extra["step_recall"] == [0.5, 0.5]
+
+
+def test_langchainjs_follow_up_turn_is_grounded_in_the_earlier_turn(
+    node_evaluator: EmbeddedEvaluator, tmp_path: Path
+) -> None:
+    """Two turns of one conversation, its ID the runs' ``session_id`` metadata."""
+    corpus_file = write_corpus(tmp_path / "corpus.json", TURNS, session=TURNS)
+    asked = run_node("langchain_app.mjs", node_evaluator.endpoint, str(corpus_file), "ids")
+    _assert_two_turns(node_evaluator, scored(node_evaluator, asked), None)

@@ -2,7 +2,11 @@
 // TextLoader (metadata.source = the file's path), split by RecursiveCharacterTextSplitter, each
 // chunk given its own Document.id, stored in a MemoryVectorStore over a fake embeddings class;
 // retriever -> prompt -> ChatOpenAI (a fake OpenAI server at the wire) -> string parser;
-// exported by the standard OTLP/HTTP protobuf exporter.
+// exported by the standard OTLP/HTTP protobuf exporter. A question the corpus plans sub-queries
+// for is answered by a chain that runs the retriever once per sub-query (a RunnableLambda
+// handing its config on, as the docs show for nested runnables). Turns of a conversation carry
+// its ID as the run's `session_id` metadata (LangSmith's thread keys, which OpenInference JS
+// records as `session.id`).
 //
 // node langchain_app.mjs ENDPOINT CORPUS_JSON MODE   (MODE: ids, or noids: no Document.id, only
 // the loader's metadata)
@@ -27,20 +31,23 @@ const { RecursiveCharacterTextSplitter } = await import("@langchain/textsplitter
 const { Embeddings } = await import("@langchain/core/embeddings");
 const { ChatPromptTemplate } = await import("@langchain/core/prompts");
 const { StringOutputParser } = await import("@langchain/core/output_parsers");
-const { RunnablePassthrough, RunnableSequence } = await import("@langchain/core/runnables");
+const { RunnableLambda, RunnablePassthrough, RunnableSequence } = await import(
+  "@langchain/core/runnables"
+);
 const { ChatOpenAI } = await import("@langchain/openai");
 
 const ids = Object.keys(corpus.passages);
 
-/** One dimension per passage; a question's vector weighs the passages the corpus retrieves for
- * it by rank (a lone passage is followed by the pricing one, so every search returns two). */
+/** One dimension per passage; a question's (or planned sub-query's) vector weighs the passages
+ * the corpus retrieves for it by rank (a lone passage is followed by the pricing one, so every
+ * search returns two). */
 class CorpusEmbeddings extends Embeddings {
   async embedDocuments(texts) {
     return texts.map((text) => ids.map((id) => (corpus.passages[id] === text.trim() ? 1 : 0)));
   }
 
   async embedQuery(text) {
-    const ranked = corpus.retrieved[questionIn(corpus, text)];
+    const ranked = corpus.retrieved[corpus.subqueries[text] ?? questionIn(corpus, text)];
     const weights = ranked.length > 1 ? ranked : [...ranked, "doc-pricing"];
     return ids.map((id) => {
       const rank = weights.indexOf(id);
@@ -74,15 +81,30 @@ const prompt = ChatPromptTemplate.fromMessages([
   ["system", "Answer from the context only."],
   ["human", "Context:\n{context}\nQuestion: {question}"],
 ]);
-const chain = RunnableSequence.from([
-  {
-    context: retriever.pipe((found) => found.map((d) => d.pageContent).join("\n")),
-    question: new RunnablePassthrough(),
-  },
-  prompt,
-  llm,
-  new StringOutputParser(),
-]);
+const joined = (found) => found.map((d) => d.pageContent).join("\n");
+const answering = (context) =>
+  RunnableSequence.from([
+    { context, question: new RunnablePassthrough() },
+    prompt,
+    llm,
+    new StringOutputParser(),
+  ]);
+const chain = answering(retriever.pipe(joined));
+const searchEach = RunnableLambda.from(async (question, config) => {
+  const found = [];
+  for (const query of corpus.searches[question]) {
+    found.push(...(await retriever.invoke(query, config)));
+  }
+  return joined(found);
+});
+const twoSearchChain = answering(searchEach);
 
-await askAll(corpus.ask, (question) => chain.invoke(question), traces);
+await askAll(
+  corpus.ask,
+  (question) =>
+    (corpus.searches[question] ? twoSearchChain : chain).invoke(question, {
+      metadata: corpus.sessions[question] ? { session_id: corpus.sessions[question] } : {},
+    }),
+  traces,
+);
 await fake.close();

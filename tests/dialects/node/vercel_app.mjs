@@ -2,7 +2,11 @@
 // call, as its docs write it: ``generateText`` with a ``searchDocs`` tool and a step limit,
 // telemetry on, exported by the standard OTLP/HTTP JSON exporter. ``ai`` 5 and 6 trace with
 // ``experimental_telemetry`` (their own ``ai.*`` spans); ``ai`` 7 through the ``@ai-sdk/otel``
-// integration registered once (GenAI-convention spans) and the call's ``telemetry``.
+// integration registered once (GenAI-convention spans) and the call's ``telemetry``. A turn of
+// a conversation carries its ID: in ``experimental_telemetry.metadata.sessionId`` (5, 6), or
+// (7, whose telemetry has no metadata and records no conversation) in the call's
+// ``runtimeContext``, let into telemetry by ``includeRuntimeContext`` and put on every span as
+// ``gen_ai.conversation.id`` by the integration's ``enrichSpan`` hook.
 //
 // node vercel_app.mjs ENDPOINT CORPUS_JSON VERSION   (VERSION: 5, 6 or 7)
 import { z } from "zod";
@@ -19,7 +23,12 @@ const traces = tracing(endpoint, `vercel-ai-${version}`, "json");
 if (version === "7") {
   // After the tracer provider, as the docs' Next.js set-up orders it.
   const { OpenTelemetry } = await import("@ai-sdk/otel");
-  ai.registerTelemetry(new OpenTelemetry());
+  ai.registerTelemetry(
+    new OpenTelemetry({
+      enrichSpan: ({ runtimeContext }) =>
+        runtimeContext?.sessionId ? { "gen_ai.conversation.id": runtimeContext.sessionId } : {},
+    }),
+  );
 }
 const fake = await fakeOpenAI(corpus);
 const openai = createOpenAI({ baseURL: fake.url, apiKey: "test-key" });
@@ -38,6 +47,10 @@ const searchDocs = tool({
   execute: async ({ query }) => search(query),
 });
 
+/** The conversation a question is a turn of (by default one of its own). */
+const sessionOf = (question) =>
+  corpus.sessions[question] ?? `session-${corpus.ask.indexOf(question)}`;
+
 await askAll(
   corpus.ask,
   (question) =>
@@ -47,11 +60,22 @@ await askAll(
       prompt: question,
       tools: { searchDocs },
       stopWhen: stepCountIs(3),
-      [version === "7" ? "telemetry" : "experimental_telemetry"]: {
-        isEnabled: true,
-        functionId: "support-bot",
-        metadata: { sessionId: `session-${corpus.ask.indexOf(question)}` },
-      },
+      ...(version === "7"
+        ? {
+            runtimeContext: { sessionId: sessionOf(question) },
+            telemetry: {
+              isEnabled: true,
+              functionId: "support-bot",
+              includeRuntimeContext: { sessionId: true },
+            },
+          }
+        : {
+            experimental_telemetry: {
+              isEnabled: true,
+              functionId: "support-bot",
+              metadata: { sessionId: sessionOf(question) },
+            },
+          }),
     }),
   traces,
 );
