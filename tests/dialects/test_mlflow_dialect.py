@@ -113,19 +113,41 @@ def test_mlflow_follow_up_turn_is_grounded_in_the_earlier_turn(
     assert (turn2.recall, turn2.groundedness, turn2.cell) == (None, 1.0, "unlabelled")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="system-message context is judged only in a trace with a retrieval step, and "
-    "MLflow's GenAI export drops the RETRIEVER span's documents: the issue's definition",
-)
-def test_mlflow_genai_export_is_grounded_in_its_system_instructions(
+@pytest.fixture(scope="module")
+def system_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEvaluator]:
+    """An evaluator with ``mapping.system_context`` on: an answer with no retrieval of its own
+    is judged against its system message."""
+    tmp_path = tmp_path_factory.mktemp("mlflow-genai")
+    with make_evaluator(tmp_path, mapping={"system_context": True}) as ev:
+        yield ev
+
+
+def test_mlflow_genai_export_is_skipped_without_context_by_default(
     evaluator: EmbeddedEvaluator,
 ) -> None:
-    """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: no ``mlflow.*`` attributes and no documents (the
-    GenAI reader's spans); the chat span's ``gen_ai.system_instructions`` hold the context."""
-    results = _results(evaluator, "genai")[:4]
+    """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: no ``mlflow.*`` attributes, and the RETRIEVER span
+    leaves with no attributes at all; the context is only in the chat span's
+    ``gen_ai.system_instructions``. Unconfigured, that is no evidence: skipped ``no_context``
+    with its reason, never judged against nothing."""
+    asked = run_app("mlflow_app", evaluator.endpoint, "genai", python=venv_python("agents_venv.sh"))
+    wanted = {a["trace_id"] for a in asked[:4]}
+    deadline = time.monotonic() + 60
+    skipped: dict[str, str] = {}
+    while time.monotonic() < deadline and not wanted <= skipped.keys():
+        skipped = {s.trace_id: s.reason for s in evaluator.skipped_traces()}
+        time.sleep(0.1)
+    assert {t: skipped.get(t) for t in wanted} == dict.fromkeys(wanted, "no_context")
+
+
+def test_mlflow_genai_export_is_grounded_in_its_system_instructions_when_configured(
+    system_context: EmbeddedEvaluator,
+) -> None:
+    """The same export with ``mapping.system_context``: each answer judged against the passages
+    in its system instructions (the instructions themselves are no evidence)."""
+    results = _results(system_context, "genai")[:4]
     for q, r in results:
         assert r.query == q
         assert r.answer == corpus.ANSWERS[q]
         assert r.retrieved == ()
+        assert r.extra["context_sources"] == ["system_instructions"]
         assert r.groundedness == corpus.EXPECTED[q][2], q

@@ -461,6 +461,12 @@ class MappingSettings(_Section):
     """Tool names whose calls are retrieval steps whatever they return (comma-separated); any
     other tool call is one only when its result holds chunk-like items (documents with an ID
     and a text), so a calculator never is."""
+    system_context: bool = False
+    """Judge an answer with no retrieval step, no listed documents and no tool results against the
+    context in its system message (system/developer messages, gen_ai.system_instructions; a
+    paragraph of instructions only is never context): for apps whose retrieval is not traced,
+    such as MLflow's GenAI-conventions export, which drops the retriever span. Off by default, so
+    a plain chat app is never judged against its own system prompt."""
 
     def readers(self) -> Any:
         """The :class:`~ragtrace_consumers.readers.SpanReaders` these settings describe."""
@@ -480,7 +486,7 @@ class MappingSettings(_Section):
         )
         keys = tuple(k.strip() for k in self.metadata_id_keys.split(",") if k.strip())
         tools = tuple(t.strip() for t in self.retrieval_tools.split(",") if t.strip())
-        return SpanReaders.build(rules, keys, tools)
+        return SpanReaders.build(rules, keys, tools, system_context=self.system_context)
 
 
 class RedactionSettings(_Section):

@@ -40,10 +40,15 @@ def is_evaluation_span(span: SpanRecord) -> bool:
 
 
 class SpanReaders:
-    """Offers a span to each reader in turn; :meth:`read` is None for an unrecognised span."""
+    """Offers a span to each reader in turn; :meth:`read` is None for an unrecognised span.
+    ``system_context`` is how the view built from these readings treats a system message
+    (configuration: ``mapping.system_context``)."""
 
-    def __init__(self, readers: Sequence[Reader], *, memo_size: int = 4096) -> None:
+    def __init__(
+        self, readers: Sequence[Reader], *, memo_size: int = 4096, system_context: bool = False
+    ) -> None:
         self.readers = tuple(readers)
+        self.system_context = system_context
         # The same span is read several times: at ingest (count unrecognised, select, schedule)
         # and again when its trace is scored, by then often a copy loaded from the trace store.
         # The latest readings are remembered by span ID; one is reused only for a span equal to
@@ -57,9 +62,12 @@ class SpanReaders:
         mapping: MappingRules | None = None,
         metadata_id_keys: Sequence[str] = chunk_ids.DEFAULT_METADATA_ID_KEYS,
         retrieval_tools: Collection[str] = (),
+        *,
+        system_context: bool = False,
     ) -> SpanReaders:
         """The readers in order; ``retrieval_tools`` names the tools whose calls are retrieval
-        steps whatever they return."""
+        steps whatever they return; ``system_context`` lets a system message be the context of
+        an answer that has no other (``mapping.system_context``)."""
         keys = tuple(metadata_id_keys)
         readers: list[Reader] = []
         if mapping is not None and mapping.enabled:
@@ -73,7 +81,7 @@ class SpanReaders:
             VercelReader(keys, retrieval_tools),
             GenAIReader(keys, retrieval_tools),
         ]
-        return cls(readers)
+        return cls(readers, system_context=system_context)
 
     def read(self, span: SpanRecord) -> SpanReading | None:
         key = (span.trace_id, span.span_id)

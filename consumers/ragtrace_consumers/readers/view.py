@@ -16,8 +16,10 @@
   the generation's input messages. When a context document still has no text (the documents
   carry IDs only: GenAI makes content opt-in), the messages the generation was given instead
   (its ``prompt``). Then the tool results it was given that are not there yet, and, in a trace
-  with retrieval, its system-message context (``instructions``: system/developer messages and
-  ``gen_ai.system_instructions`` by paragraph, instruction-like paragraphs left out).
+  with retrieval (or with none when the readers say ``system_context``:
+  ``mapping.system_context``), its system-message context (``instructions``: system/developer
+  messages and ``gen_ai.system_instructions`` by paragraph, instruction-like paragraphs left
+  out).
   ``context_sources`` names each source in that order — ``retrieved`` (retriever steps),
   ``tool_result`` (tool-call steps, tool results), ``generation`` (listed documents),
   ``generation_input`` (the prompt), ``system_instructions`` — and ``context_source`` the
@@ -269,6 +271,7 @@ def _context(
     retrieved: tuple[Chunk, ...],
     generation: Read | None,
     read: Sequence[Read],
+    system_context: bool = False,
 ) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
     """The context the answer is judged against and its sources (the module rules)."""
     instructions, tool_results = _given(generation, read) if generation else ((), ())
@@ -292,7 +295,7 @@ def _context(
     if extra:
         context = (*context, *extra)
         sources += [] if "tool_result" in sources else ["tool_result"]
-    if instructions and (steps or listed is not None or tool_results):
+    if instructions and (steps or listed is not None or tool_results or system_context):
         context = (*context, *instructions)
         sources.append("system_instructions")
     return context, tuple(sources)
@@ -365,7 +368,8 @@ def to_rag_trace(
 
     steps = tuple(RetrievalStep(s.span_id, r.query, r.chunks, r.tool) for s, r in retrievals)
     retrieved = _dedupe(c for _, r in retrievals for c in r.chunks)
-    context, sources = _context(steps, retrieved, generation, read)
+    system_context = readers.system_context if readers is not None else False
+    context, sources = _context(steps, retrieved, generation, read, system_context)
     query = _question(retrievals, generations, generation, pipeline)
     used = [
         s

@@ -211,6 +211,31 @@ def test_context_only_in_the_system_instructions_is_grounded_and_lands_in_its_ce
     assert via is not None and [c.text for c in via.context] == [c.text for c in trace.context]
 
 
+def test_a_system_message_is_the_context_of_an_answer_without_retrieval_only_when_configured() -> (
+    None
+):
+    """No retrieval step, no listed documents, no tool results (MLflow's GenAI export drops the
+    retriever span): by default the system message is not evidence, so a plain chat app is
+    never judged against its own system prompt; ``mapping.system_context`` makes it so."""
+    system = f"Answer using only the context below.\n\nContext:\n[doc-audit] {AUDIT}"
+    spans = [chat("f", [text("system", system), text("user", Q)], AUDIT, 7)]
+    unconfigured = to_rag_trace(spans)
+    assert unconfigured is not None
+    assert (unconfigured.context, unconfigured.context_sources) == ((), ())
+    configured = to_rag_trace(spans, SpanReaders.build(system_context=True))
+    assert configured is not None
+    assert configured.context_sources == ("system_instructions",)
+    assert [(c.id, c.text) for c in configured.context] == [
+        ("instructions.0", f"Context:\n[doc-audit] {AUDIT}"),
+    ]
+    # an instructions-only system prompt stays no evidence, configured or not
+    persona = [
+        chat("f", [text("system", "You are a helpful assistant."), text("user", Q)], AUDIT, 7)
+    ]
+    bare = to_rag_trace(persona, SpanReaders.build(system_context=True))
+    assert bare is not None and (bare.context, bare.context_sources) == ((), ())
+
+
 def test_openinference_tool_spans_are_steps_and_a_tool_message_is_a_tool_result() -> None:
     tool_span = span(
         "b",
