@@ -148,40 +148,34 @@ def _custom(
     text_of: Extractor | None,
     score_of: Extractor | None,
 ) -> ExtractedChunk:
+    """Item ``index`` read through the extractors given, else by the module's rules; whatever
+    reading it raises leaves as a :class:`ChunkExtractionError` naming the index."""
     try:
-        return _read(index, item, id_of, text_of, score_of)
+        source, pair_score = _unwrap_pair(item)
+        holder, outer = _unwrap_node(source)
+        raw_id = _call(index, "id_of", id_of, item) if id_of is not None else _read_id(holder)
+        raw_text = (
+            _call(index, "text_of", text_of, item) if text_of is not None else _read_text(holder)
+        )
+        if score_of is not None:
+            raw_score = _call(index, "score_of", score_of, item)
+        elif pair_score is not _MISSING:
+            raw_score = pair_score
+        else:
+            raw_score = _first(outer, SCORE_KEYS) if outer is not None else _MISSING
+            if raw_score is _MISSING or raw_score is None:
+                raw_score = _read_score(holder)
+        return ExtractedChunk(
+            _coerce_id(index, raw_id, item),
+            _coerce_text(index, raw_text),
+            _coerce_score(index, raw_score),
+        )
     except ChunkExtractionError:
         raise
     except Exception as exc:  # a property or get_content() of the item itself raised
         raise ChunkExtractionError(
             index, f"reading {type(item).__name__} raised {type(exc).__name__}: {exc}"
         ) from exc
-
-
-def _read(
-    index: int,
-    item: object,
-    id_of: Extractor | None,
-    text_of: Extractor | None,
-    score_of: Extractor | None,
-) -> ExtractedChunk:
-    source, pair_score = _unwrap_pair(item)
-    holder, outer = _unwrap_node(source)
-    raw_id = _call(index, "id_of", id_of, item) if id_of is not None else _read_id(holder)
-    raw_text = _call(index, "text_of", text_of, item) if text_of is not None else _read_text(holder)
-    if score_of is not None:
-        raw_score = _call(index, "score_of", score_of, item)
-    elif pair_score is not _MISSING:
-        raw_score = pair_score
-    else:
-        raw_score = _first(outer, SCORE_KEYS) if outer is not None else _MISSING
-        if raw_score is _MISSING or raw_score is None:
-            raw_score = _read_score(holder)
-    return ExtractedChunk(
-        _coerce_id(index, raw_id, item),
-        _coerce_text(index, raw_text),
-        _coerce_score(index, raw_score),
-    )
 
 
 def _unwrap_pair(item: object) -> tuple[object, object]:

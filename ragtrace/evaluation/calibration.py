@@ -35,10 +35,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
-from ragtrace.evaluation._input import read_input_text
 from ragtrace.evaluation.judges.base import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace.evaluation.judges.checks import CHECKS
-from ragtrace.evaluation.labels import InputFileError, parse_json
+from ragtrace.evaluation.labels import InputFileError, read_json_lines
 
 __all__ = [
     "ENV_CALIBRATION_FILE",
@@ -287,27 +286,7 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
     """Read the labels file (module docstring); errors name the file, line and field."""
     labels: list[HumanLabel] = []
     seen: set[str] = set()
-    try:
-        lines = read_input_text(path, encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputFileError(
-            path,
-            None,
-            None,
-            f"not UTF-8 text (a binary file?): byte "
-            f"{exc.start} is {exc.object[exc.start : exc.start + 1]!r}",
-        ) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = parse_json(line, path, number)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(path, number, None, f"invalid JSON: {exc.msg}") from None
-        if not isinstance(record, dict):
-            raise InputFileError(path, number, None, "expected a JSON object")
+    for number, record in read_json_lines(path):
 
         def need_str(field: str, record: dict[str, object] = record, number: int = number) -> str:
             value = record.get(field)

@@ -27,16 +27,13 @@ tuning split. As in RAGTruth's own baseline, responses whose ``quality`` is not 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
-from ._input import is_stdin, read_input_text
-from .labels import InputFileError, parse_json
+from .labels import InputFileError, read_json_lines
 
 __all__ = [
     "SPLITS",
@@ -118,24 +115,24 @@ def _spans(value: object, where: tuple[Path, int]) -> tuple[tuple[int, int], ...
     return tuple(spans)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+def _answer(
+    doc: Mapping[str, object],
+    where: tuple[Path, int],
+    answer: str,
+    context: tuple[str, ...],
+    hallucinated: bool,
+    spans: tuple[tuple[int, int], ...] | None,
+    task_type: str,
+    blame: str | None,
+) -> LabelledAnswer:
+    """The line's answer, with its ``id`` (default: the line number) and split; what
+    :class:`LabelledAnswer` refuses is an :class:`InputFileError` on field ``blame``."""
+    item_id = str(doc.get("id", where[1]))
+    split = _split(doc.get("split"), item_id, where)
     try:
-        handle: TextIO = (
-            io.StringIO(read_input_text(path)) if is_stdin(path) else path.open(encoding="utf-8")
-        )
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, None, None, f"cannot read: {exc}") from None
-    with handle:
-        for n, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                doc = parse_json(line, path, n)
-            except json.JSONDecodeError as exc:
-                raise InputFileError(path, n, None, f"not valid JSON: {exc.msg}") from None
-            if not isinstance(doc, dict):
-                raise InputFileError(path, n, None, "expected a JSON object")
-            yield n, doc
+        return LabelledAnswer(item_id, answer, context, hallucinated, spans, task_type, split)
+    except ValueError as exc:
+        raise InputFileError(*where, blame, str(exc)) from None
 
 
 def _checked(items: list[LabelledAnswer], path: Path) -> list[LabelledAnswer]:
@@ -154,9 +151,8 @@ def load_generic(path: str | Path) -> list[LabelledAnswer]:
     field of the first problem."""
     path = Path(path)
     items = []
-    for n, doc in _lines(path):
+    for n, doc in read_json_lines(path):
         where = (path, n)
-        item_id = str(doc.get("id", n))
         answer, context = doc.get("answer"), doc.get("context")
         if not isinstance(answer, str):
             raise InputFileError(*where, "answer", "must be a string")
@@ -172,22 +168,8 @@ def load_generic(path: str | Path) -> list[LabelledAnswer]:
             label = bool(spans)
         if not isinstance(label, bool):
             raise InputFileError(*where, "hallucinated", f"must be true or false, got {label!r}")
-        task = doc.get("task_type", "all")
-        split = _split(doc.get("split"), item_id, where)
-        try:
-            items.append(
-                LabelledAnswer(
-                    item_id,
-                    answer,
-                    tuple(context),
-                    label,
-                    spans,
-                    str(task),
-                    split,
-                )
-            )
-        except ValueError as exc:
-            raise InputFileError(*where, None, str(exc)) from None
+        task = str(doc.get("task_type", "all"))
+        items.append(_answer(doc, where, answer, tuple(context), label, spans, task, None))
     return _checked(items, path)
 
 
@@ -208,14 +190,14 @@ def load_ragtruth(
     directory = Path(directory)
     sources: dict[str, tuple[str, tuple[str, ...]]] = {}
     source_path = directory / "source_info.jsonl"
-    for n, doc in _lines(source_path):
+    for n, doc in read_json_lines(source_path):
         task = doc.get("task_type")
         if "source_id" not in doc or not isinstance(task, str):
             raise InputFileError(source_path, n, None, "needs source_id and task_type")
         sources[str(doc["source_id"])] = (task, _ragtruth_context(task, doc.get("source_info")))
     items = []
     response_path = directory / "response.jsonl"
-    for n, doc in _lines(response_path):
+    for n, doc in read_json_lines(response_path):
         where = (response_path, n)
         if not include_all_quality and doc.get("quality", "good") != "good":
             continue
@@ -227,22 +209,8 @@ def load_ragtruth(
             raise InputFileError(*where, "response", "must be a string")
         labels = doc.get("labels") or []
         spans = _spans(labels, where)
-        item_id = str(doc.get("id", n))
-        split = _split(doc.get("split"), item_id, where)
-        try:
-            items.append(
-                LabelledAnswer(
-                    item_id,
-                    answer,
-                    source[1],
-                    bool(spans),
-                    spans,
-                    source[0],
-                    split,
-                )
-            )
-        except ValueError as exc:
-            raise InputFileError(*where, "labels", str(exc)) from None
+        task, context = source
+        items.append(_answer(doc, where, answer, context, bool(spans), spans, task, "labels"))
     return _checked(items, response_path)
 
 

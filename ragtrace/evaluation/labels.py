@@ -31,6 +31,7 @@ __all__ = [
     "load_run",
     "parse_json",
     "read_input_file",
+    "read_json_lines",
 ]
 
 
@@ -104,21 +105,29 @@ class LabelledQuestion:
         return question_sha256(self.question)
 
 
-def read_input_file(path: Path) -> str:
-    """The text of ``path`` (``-``: stdin; UTF-8, a BOM dropped); a missing or unreadable file
-    raises :class:`InputFileError`."""
+def read_input_file(path: str | Path) -> str:
+    """The text of ``path`` (``-``: stdin; UTF-8, a BOM dropped); a missing, unreadable or
+    binary file raises :class:`InputFileError`."""
     try:
-        text = read_input_text(path, encoding="utf-8-sig")
+        return read_input_text(path, encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputFileError(path, None, None, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, None, None, f"cannot read: {exc}") from None
-    return text
+    except OSError as exc:
+        raise InputFileError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            path,
+            None,
+            None,
+            f"not UTF-8 text (a binary file?): byte "
+            f"{exc.start} is {exc.object[exc.start : exc.start + 1]!r}",
+        ) from None
 
 
-def _objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    text = read_input_file(path)
-    for number, line in enumerate(text.splitlines(), start=1):
+def read_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
+    """Each non-blank line of a JSON Lines file (:func:`read_input_file`) as ``(line number,
+    object)``; a line that is not a JSON object raises :class:`InputFileError` naming it."""
+    for number, line in enumerate(read_input_file(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -175,7 +184,7 @@ def load_labels(path: str | Path) -> list[LabelledQuestion]:
     path = Path(path)
     questions: list[LabelledQuestion] = []
     first_line: dict[str, int] = {}
-    for number, obj in _objects(path):
+    for number, obj in read_json_lines(path):
         qid = _unique_qid(path, number, obj, first_line)
         question = _string(path, number, obj, "question")
         gold = _ids(path, number, obj, "gold")
@@ -207,7 +216,7 @@ def load_run(
     known = None if questions is None else {q.qid for q in questions}
     run: dict[str, list[str]] = {}
     first_line: dict[str, int] = {}
-    for number, obj in _objects(path):
+    for number, obj in read_json_lines(path):
         qid = _unique_qid(path, number, obj, first_line)
         if known is not None and qid not in known:
             raise InputFileError(path, number, "qid", f"unknown qid {qid!r} (not in the labels)")

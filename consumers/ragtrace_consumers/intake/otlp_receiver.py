@@ -309,23 +309,15 @@ class OtlpHttpReceiver:
         try:
             # A protobuf ExportTraceServiceRequest with nothing in it serializes to zero bytes.
             spans = [] if media == _PROTOBUF and not body else decoder(body)
-        except self._decode_error as exc:
+        except (self._decode_error, RecursionError) as exc:
             self._count("bad_payload")
+            why = _nesting_location(body, media) if isinstance(exc, RecursionError) else exc
             return self._status(
                 media,
                 400,
                 code_pb2.INVALID_ARGUMENT,
                 f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
-                f"trace request: {exc}",
-            )
-        except RecursionError:
-            self._count("bad_payload")
-            return self._status(
-                media,
-                400,
-                code_pb2.INVALID_ARGUMENT,
-                f"cannot decode OTLP {'JSON' if media == _JSON else 'protobuf'} "
-                f"trace request: {_nesting_location(body, media)}",
+                f"trace request: {why}",
             )
         try:
             outcome = self._sink(spans) if spans else None

@@ -44,6 +44,7 @@ from ragtrace_consumers.stores.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
+from ragtrace_consumers.stores.per_trace_batches import PerTraceBatches
 
 __all__ = [
     "MemoryBatchStore",
@@ -118,7 +119,7 @@ class _Entry:
     attempts: int = 0
 
 
-class MemoryTraceStore:
+class MemoryTraceStore(PerTraceBatches):
     """:class:`~ragtrace_consumers.model.TraceStore` in process memory.
 
     Lifecycle of a trace: ``append`` creates it (only with a RAG span) and keeps its earliest
@@ -293,12 +294,6 @@ class MemoryTraceStore:
         with self._lock:
             entry = self._live(trace_id, self._clock())
             return list(entry.spans) if entry is not None else []
-
-    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
-        return [self.load(t) for t in trace_ids]
-
-    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
-        return [self.release(t, token) for t, token in leases]
 
     def release(self, trace_id: str, token: str | None = None) -> bool:
         now = self._clock()

@@ -36,6 +36,7 @@ from ragtrace_consumers.stores.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
+from ragtrace_consumers.stores.per_trace_batches import PerTraceBatches
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 
@@ -69,7 +70,7 @@ CREATE TABLE IF NOT EXISTS trace_stats (name TEXT PRIMARY KEY, value INTEGER NOT
 _SWEEP = 100  # expired, unscheduled traces deleted per claim
 
 
-class SqliteTraceStore:
+class SqliteTraceStore(PerTraceBatches):
     """:class:`~ragtrace_consumers.model.TraceStore` in a SQLite file (module doc). Thread-safe;
     ``path`` ``":memory:"`` for tests. ``max_traces``/``max_bytes`` None: unbounded."""
 
@@ -325,12 +326,6 @@ class SqliteTraceStore:
 
         with self._lock:
             return run()
-
-    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
-        return [self.load(t) for t in trace_ids]
-
-    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
-        return [self.release(t, token) for t, token in leases]
 
     def release(self, trace_id: str, token: str | None = None) -> bool:
         now = self._clock()

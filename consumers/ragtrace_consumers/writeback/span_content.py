@@ -227,26 +227,12 @@ def evaluation_events(
                 f"{found} of {s.gold_size} gold chunks in the top {s.k} "
                 f"(question {r.question_id}, matched by {r.matched_by})"
             )
-            headline = r.headline
+            # The headline's pass/fail goes on the event of the definition it was scored by.
+            verdict = _label(r.headline, recall_threshold)
+            by = r.definition.value
+            events.append(_event("recall", s.recall, verdict if by == "mean_recall" else None, why))
             events.append(
-                _event(
-                    "recall",
-                    s.recall,
-                    _label(headline, recall_threshold)
-                    if r.definition.value == "mean_recall"
-                    else None,
-                    why,
-                )
-            )
-            events.append(
-                _event(
-                    "hit_rate",
-                    s.hit_rate,
-                    _label(headline, recall_threshold)
-                    if r.definition.value == "hit_rate"
-                    else None,
-                    None,
-                )
+                _event("hit_rate", s.hit_rate, verdict if by == "hit_rate" else None, None)
             )
             events.append(_event("precision", s.precision, None, None))
             events.append(_event("reciprocal_rank", s.reciprocal_rank, None, None))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from ragtrace.cli import main
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, server_error
+from tests.in_flight import InFlight
 
 GROUPS = 6
 CALIBRATE = ("calibrate", "--labels", "human.jsonl", "--judge", "anthropic")
@@ -45,16 +45,11 @@ def test_groups_are_judged_concurrently(
     api: FakeAnthropic, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _labels()
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
+    in_flight = InFlight()
 
     def slow(request: Mapping[str, Any]) -> Reply:
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
-        with lock:
-            state["now"] -= 1
+        with in_flight:
+            time.sleep(0.05)
         return entail_all(request)
 
     api.responder = slow
@@ -62,7 +57,7 @@ def test_groups_are_judged_concurrently(
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["claims"] == 2 * GROUPS and report["agreement"] == 1.0
-    assert len(api.requests) == GROUPS and 1 < state["peak"] <= 3
+    assert len(api.requests) == GROUPS and 1 < in_flight.peak <= 3
     assert "ragtrace calibrate: tokens " in err and "cost $" in err
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from ragtrace.cli import _judge_args, main
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, entail_all, server_error
+from tests.in_flight import InFlight
 
 BATCH = (
     "groundedness",
@@ -47,20 +47,12 @@ def _answers(n: int) -> Path:
     return path
 
 
-class _Concurrency:
+class _Concurrency(InFlight):
     """A responder that records how many requests were in flight at once."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.now = self.peak = 0
-
     def __call__(self, request: Mapping[str, Any]) -> Reply:
-        with self.lock:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-        time.sleep(0.05)
-        with self.lock:
-            self.now -= 1
+        with self:
+            time.sleep(0.05)
         return entail_all(request)
 
 

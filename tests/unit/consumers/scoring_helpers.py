@@ -86,52 +86,38 @@ def rag_spans(
     }
     if question_id is not None:
         root_attrs[semconv.RAGTRACE_QUESTION_ID] = question_id
-    spans = [
-        SpanRecord(
+
+    def span(
+        number: int,
+        parent: int | None,
+        name: str,
+        start_ms: int,
+        end_ms: int,
+        attrs: dict[str, Any],
+    ) -> SpanRecord:
+        """Span ``sid(n * 10 + number)``; its times are milliseconds before ``end_s``."""
+        return SpanRecord(
             t,
-            sid(n * 10 + 2),
-            sid(n * 10 + 1),
-            semconv.SPAN_RETRIEVE,
+            sid(n * 10 + number),
+            None if parent is None else sid(n * 10 + parent),
+            name,
             semconv.INSTRUMENTATION_SCOPE,
             service,
-            end_ns - 3_000_000,
-            end_ns - 2_000_000,
-            ret_attrs,
-        ),
-    ]
+            end_ns - start_ms * 1_000_000,
+            end_ns - end_ms * 1_000_000,
+            attrs,
+        )
+
+    spans = [span(2, 1, semconv.SPAN_RETRIEVE, 3, 2, ret_attrs)]
     if answer is not None:
         gen_attrs: dict[str, Any] = {
             semconv.OPENINFERENCE_SPAN_KIND: semconv.SpanKind.LLM,
             semconv.OUTPUT_VALUE: answer,
             semconv.LLM_MODEL_NAME: "gen-model",
         }
-        spans.append(
-            SpanRecord(
-                t,
-                sid(n * 10 + 3),
-                sid(n * 10 + 1),
-                semconv.SPAN_GENERATE,
-                semconv.INSTRUMENTATION_SCOPE,
-                service,
-                end_ns - 2_000_000,
-                end_ns - 1_000_000,
-                gen_attrs,
-            )
-        )
+        spans.append(span(3, 1, semconv.SPAN_GENERATE, 2, 1, gen_attrs))
     if root:
-        spans.append(
-            SpanRecord(
-                t,
-                sid(n * 10 + 1),
-                None,
-                semconv.SPAN_PIPELINE,
-                semconv.INSTRUMENTATION_SCOPE,
-                service,
-                end_ns - 4_000_000,
-                end_ns,
-                root_attrs,
-            )
-        )
+        spans.append(span(1, None, semconv.SPAN_PIPELINE, 4, 0, root_attrs))
     return spans
 
 

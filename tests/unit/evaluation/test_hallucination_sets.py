@@ -104,7 +104,7 @@ def test_generic_refuses_duplicate_ids_and_empty_files(tmp_path: Path) -> None:
         load_generic(_write(tmp_path / "dup.jsonl", [row, row]))
     with pytest.raises(InputFileError, match="no labelled answers"):
         load_generic(_write(tmp_path / "empty.jsonl", []))
-    with pytest.raises(InputFileError, match="cannot read"):
+    with pytest.raises(InputFileError, match="missing.jsonl: no such file$"):
         load_generic(tmp_path / "missing.jsonl")
 
 

@@ -12,6 +12,7 @@ from ragtrace.evaluation.judges import make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.defaults import DEFAULT_MAX_ATTEMPTS, DEFAULT_TTL_S
+from tests.unit.consumers.config.config_errors import config_error
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 
@@ -51,12 +52,9 @@ def test_from_the_file_and_the_environment(tmp_path: Path) -> None:
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, body: str, message: str) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text("assembly:\n  " + body)
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={})
-    assert message in str(err.value)
-    assert str(f) in str(err.value)
+    f, error = config_error(tmp_path, "assembly:\n  " + body)
+    assert message in error
+    assert str(f) in error
 
 
 def test_a_too_short_ttl_from_the_environment_is_an_error_naming_the_variable() -> None:

@@ -16,6 +16,7 @@ from ragtrace_consumers.config import (
     load_config,
     redact_url,
 )
+from tests.unit.consumers.config.config_errors import config_error
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 # The variables the Helm chart sets for Kafka over mutual TLS with SASL/SCRAM.
@@ -148,13 +149,10 @@ def test_sasl_plaintext_has_no_tls_options() -> None:
     ],
 )
 def test_bad_security_settings_name_the_key(tmp_path: Path, body: str, message: str) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text("kafka:\n  " + body)
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={})
-    assert message in str(err.value)
-    assert str(f) in str(err.value)
-    assert "'p'" not in str(err.value)  # a password is never quoted back
+    f, error = config_error(tmp_path, "kafka:\n  " + body)
+    assert message in error
+    assert str(f) in error
+    assert "'p'" not in error  # a password is never quoted back
 
 
 def test_sasl_from_the_environment_without_a_password_is_an_error() -> None:
@@ -275,9 +273,6 @@ def test_the_password_is_a_secret_type_never_shown(tmp_path: Path) -> None:
     for text in (repr(cfg), repr(cfg.kafka), str(cfg.kafka.sasl_password), cfg.to_yaml()):
         assert "s3cret-kafka" not in text
     assert cfg.kafka.client_options()["sasl_plain_password"] == "s3cret-kafka"
-    f = tmp_path / "c.yaml"
-    f.write_text("kafka:\n  sasl_password: [s3cret-kafka]\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={})
-    assert "kafka.sasl_password: expected string, got ***" in str(err.value)
-    assert "s3cret-kafka" not in str(err.value)
+    _, error = config_error(tmp_path, "kafka:\n  sasl_password: [s3cret-kafka]\n")
+    assert "kafka.sasl_password: expected string, got ***" in error
+    assert "s3cret-kafka" not in error

@@ -13,6 +13,7 @@ from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.model import RagTrace
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
+from tests.unit.consumers.config.config_errors import config_error
 from tests.unit.consumers.service_fakes import build_with_fakes
 
 FILE = """\
@@ -104,12 +105,9 @@ def test_an_empty_environment_list_clears_the_files_rules(tmp_path: Path) -> Non
     ],
 )
 def test_bad_rules_in_the_file_name_the_rule(tmp_path: Path, rules: str, message: str) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(f"sampling:\n  rules: {rules}\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={})
-    assert message in str(err.value)
-    assert f"{f}: sampling.rules" in str(err.value)
+    f, error = config_error(tmp_path, f"sampling:\n  rules: {rules}\n")
+    assert message in error
+    assert f"{f}: sampling.rules" in error
 
 
 def test_a_non_ascii_salt_is_an_error(tmp_path: Path) -> None:
@@ -120,12 +118,9 @@ def test_a_non_ascii_salt_is_an_error(tmp_path: Path) -> None:
 
 
 def test_bad_rules_in_the_environment_are_an_error_naming_the_variable(tmp_path: Path) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(FILE)
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={"RAGTRACE_SAMPLING_RULES": "[{match: oops"})
-    assert "environment variable RAGTRACE_SAMPLING_RULES: sampling.rules" in str(err.value)
-    assert "not valid JSON or YAML" in str(err.value)
+    _, error = config_error(tmp_path, FILE, {"RAGTRACE_SAMPLING_RULES": "[{match: oops"})
+    assert "environment variable RAGTRACE_SAMPLING_RULES: sampling.rules" in error
+    assert "not valid JSON or YAML" in error
 
 
 def test_replace_accepts_rule_data_and_rule_values() -> None:

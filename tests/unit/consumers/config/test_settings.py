@@ -18,6 +18,7 @@ from ragtrace_consumers.config import (
     example_path,
     load_config,
 )
+from tests.unit.consumers.config.config_errors import config_error
 
 
 def _without_source(cfg: ConsumerConfig) -> ConsumerConfig:
@@ -95,12 +96,9 @@ def test_config_file_from_env_variable(tmp_path: Path) -> None:
     ],
 )
 def test_bad_file_value_names_file_and_key(tmp_path: Path, body: str, message: str) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(body)
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={})
-    assert message in str(err.value)
-    assert str(f) in str(err.value)
+    f, error = config_error(tmp_path, body)
+    assert message in error
+    assert str(f) in error
 
 
 def test_missing_file_is_an_error(tmp_path: Path) -> None:
@@ -126,12 +124,9 @@ def test_missing_file_is_an_error(tmp_path: Path) -> None:
 def test_bad_env_value_of_each_type_is_an_error_naming_variable_and_key(
     tmp_path: Path, name: str, value: str, message: str
 ) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text("judge:\n  concurrency: 3\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={name: value})
-    assert str(err.value).startswith(f"environment variable {name}: "), str(err.value)
-    assert message in str(err.value)
+    _, error = config_error(tmp_path, "judge:\n  concurrency: 3\n", {name: value})
+    assert error.startswith(f"environment variable {name}: "), error
+    assert message in error
 
 
 def test_consume_exits_2_on_a_bad_env_value(
@@ -146,14 +141,11 @@ def test_consume_exits_2_on_a_bad_env_value(
 
 
 def test_cross_field_error_names_each_keys_source(tmp_path: Path) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text("judge:\n  park_backoff_max_s: 10\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(f, env={"RAGTRACE_JUDGE_PARK_BACKOFF_S": "100"})
-    assert str(err.value).startswith(f"{f}: judge.park_backoff_max_s: must be >= ")
-    assert "judge.park_backoff_s from environment variable RAGTRACE_JUDGE_PARK_BACKOFF_S" in str(
-        err.value
+    f, error = config_error(
+        tmp_path, "judge:\n  park_backoff_max_s: 10\n", {"RAGTRACE_JUDGE_PARK_BACKOFF_S": "100"}
     )
+    assert error.startswith(f"{f}: judge.park_backoff_max_s: must be >= ")
+    assert "judge.park_backoff_s from environment variable RAGTRACE_JUDGE_PARK_BACKOFF_S" in error
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig
 from ragtrace_consumers.scoring.workers import UNBUDGETED_CAPACITY, ScoringWorkers
 from ragtrace_consumers.writeback.span_content import evaluation_span_id
 from tests.evaluation_names import RETRIEVAL_RESULTS
+from tests.in_flight import InFlight
 from tests.span_ids import parent_id_of, span_id_of, trace_id_of
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, record
 from tests.unit.consumers.readers.test_genai_logs import ANSWER, CONTEXT, older_input_events
@@ -422,16 +423,11 @@ class CountingExporter(InMemorySpanExporter):
 
 def test_workers_run_size_judge_calls_at_once_and_write_back_in_batches() -> None:
     gate = threading.Event()
-    running = {"now": 0, "max": 0}
-    lock = threading.Lock()
+    running = InFlight()
 
     def judged(answer: str, context: object) -> GroundednessResult:
-        with lock:
-            running["now"] += 1
-            running["max"] = max(running["max"], running["now"])
-        gate.wait(10)
-        with lock:
-            running["now"] -= 1
+        with running:
+            gate.wait(10)
         return grounded(1, 1)
 
     exporter = CountingExporter()
@@ -449,7 +445,7 @@ def test_workers_run_size_judge_calls_at_once_and_write_back_in_batches() -> Non
     finally:
         gate.set()
         workers.shutdown()
-    assert running["max"] == 2  # never more judge calls than threads
+    assert running.peak == 2  # never more judge calls than threads
     assert workers.completed == 12 and r.traces.pending() == 0
     # Per trace: the summary span plus one span per family (recall, groundedness).
     assert sum(exporter.batches) == 12 * 3 and len(exporter.batches) < 12

@@ -1,14 +1,16 @@
 """Every model-judge backend, built the way users build it, against the one local fake.
 
-``backend`` is a pytest fixture parametrized over :data:`BACKENDS`; ``backend.judge(api)`` is
-the judge of that backend pointed at the fake: the Anthropic API, Claude on Bedrock (real SigV4
-signing with the fake account's keys, taken from the environment as in production), Claude on
-Vertex AI (an access token), and an OpenAI-compatible endpoint (forced function calls, or JSON
-mode for ``openai-json``). A test using it passes for every backend or fails naming one.
+``api`` is the fake, answering only what a test enqueues. ``backend`` is a pytest fixture
+parametrized over :data:`BACKENDS`; ``backend.judge(api)`` is the judge of that backend pointed
+at the fake: the Anthropic API, Claude on Bedrock (real SigV4 signing with the fake account's
+keys, taken from the environment as in production), Claude on Vertex AI (an access token), and
+an OpenAI-compatible endpoint (forced function calls, or JSON mode for ``openai-json``). A test
+using it passes for every backend or fails naming one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from ragtrace.evaluation.judges.spec import JudgeSpec
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.platforms import AwsAccount
 
-__all__ = ["BACKENDS", "OPENAI_MODEL", "Backend", "aws_env", "backend"]
+__all__ = ["BACKENDS", "OPENAI_MODEL", "Backend", "api", "aws_env", "backend"]
 
 BACKENDS = ("anthropic", "bedrock", "vertex", "openai", "openai-json")
 OPENAI_MODEL = "qwen2.5-7b-instruct"
@@ -66,6 +68,13 @@ class Backend:
         judge = make_judge(self.spec(api, **spec_keys), **options)
         assert isinstance(judge, ModelJudge)
         return judge
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropic]:
+    """The local fake with no default reply: it answers what a test enqueues, in order."""
+    with FakeAnthropic(responder=None) as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ Bedrock, Vertex AI, an OpenAI-compatible endpoint with function calls and in JSO
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +75,6 @@ AR_HONEST = units_reply(
         (3, [(AR_UNITS[2], False, None)]),
     ]
 )
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(responder=None) as fake:
-        yield fake
 
 
 def run(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,12 +48,6 @@ VERDICT = claims_reply(
     },
 )
 HAIKU_COST = (3000 * 1.0 + 200 * 5.0) / 1e6
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(responder=None) as fake:
-        yield fake
 
 
 def test_one_verdict_scores_with_usage_cost_and_provenance(
