@@ -122,9 +122,10 @@ def _only_tool_calls(output: object) -> bool:
 
 def _continues(attrs: Mapping[str, AttributeValue]) -> bool:
     """A model call that stopped to call tools (an agent's intermediate step): its finish
-    reasons say so, or its output messages are tool calls only."""
-    if asks_for_tools(attrs.get(FINISH_REASONS)):
-        return True
+    reasons say so, or without them its output messages are tool calls only."""
+    reasons = attrs.get(FINISH_REASONS)
+    if reasons:  # said: the output need not be parsed twice
+        return asks_for_tools(reasons)
     output = text_attr(attrs, OUTPUT_MESSAGES)
     return output is not None and _only_tool_calls(json_or_none(output))
 

@@ -137,7 +137,8 @@ def test_a_json_encoded_session_id_is_decoded() -> None:
 
 
 def _completion(message: Mapping[str, object], finish: str) -> dict[str, object]:
-    """An OpenAI ``ChatCompletion`` as ``mlflow.openai.autolog()`` records its output."""
+    """An OpenAI ``ChatCompletion`` as ``mlflow.openai.autolog()`` (mlflow-tracing 3.17)
+    records its output (the fields ragtrace reads; the rest are nulls and usage)."""
     return {
         "id": "chatcmpl-8",
         "object": "chat.completion",
