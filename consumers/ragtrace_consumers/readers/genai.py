@@ -10,9 +10,10 @@ from ``gen_ai.input.messages`` (the prompt), the answer from ``gen_ai.output.mes
 logs (see :mod:`ragtrace_consumers.readers.genai_logs`); its system instructions from the
 system/developer messages and ``gen_ai.system_instructions``, and the tool results it was given
 from the ``tool_call_response`` parts (``tool`` messages) of its input messages. A call that
-stopped to call tools — ``gen_ai.response.finish_reasons`` holding ``tool_calls`` (Pydantic AI:
-``tool_call``, Anthropic: ``tool_use``, the AI SDK 7: ``tool-calls``), or output messages of
-``tool_call`` parts only — is an agent's intermediate step: it ``continues``, with no answer.
+stopped to call tools — ``gen_ai.response.finish_reasons`` holding ``tool_calls`` (Pydantic
+AI and OpenLLMetry: ``tool_call``, Anthropic: ``tool_use``, the AI SDK 7: ``tool-calls``), or
+without finish reasons output messages of ``tool_call`` parts only — is an agent's
+intermediate step: it ``continues``, with no answer.
 
 ``execute_tool`` is a retrieval step when its result holds chunk-like items or the tool is a
 configured retrieval tool (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`):
