@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.dialects.apps import corpus
@@ -72,8 +73,12 @@ def write_labels(path: Path) -> Path:
     return path
 
 
-def run_node(app: str, *args: str, timeout: float = 180) -> list[dict[str, str]]:
-    """Run ``tests/dialects/node/<app>`` with ``args``; what it printed (its last line)."""
+def run_node(
+    app: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 180
+) -> list[dict[str, str]]:
+    """Run ``tests/dialects/node/<app>`` with ``args`` (and ``env`` over the clean
+    environment); what it printed (its last line)."""
     node_deps()
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    clean.update(env or {})
     return run_printing(["node", str(APPS / app), *args], env=clean, timeout=timeout, cwd=APPS)

@@ -150,6 +150,27 @@ def test_vercel_ai_sdk_7_genai_telemetry_gets_the_known_truth(
         assert r.answer == corpus.ANSWERS[q]
 
 
+@pytest.mark.parametrize("version", ["5", "7"])
+def test_vercel_ai_sdk_slower_than_the_quiet_period_is_scored_on_its_answers(
+    tmp_path: Path, version: str
+) -> None:
+    """Each model call takes longer than the quiet period and spans are exported as they end
+    (``OTEL_BSP_SCHEDULE_DELAY``): the tool-call steps (``ai.response.finishReason`` in 5,
+    ``gen_ai.response.finish_reasons`` in 7: ``tool-calls``) do not start it, so every trace
+    is scored on its answer, with its searches, and none is skipped."""
+    labels = write_labels(tmp_path / "node-labels.jsonl")
+    corpus_file = write_corpus(tmp_path / "corpus.json", (*corpus.QUESTIONS, BOTH))
+    slow = {"AGENT_MODEL_DELAY_S": "0.6", "OTEL_BSP_SCHEDULE_DELAY": "50"}
+    with make_evaluator(tmp_path, labels=labels, quiet_s=0.3) as ev:
+        asked = run_node("vercel_app.mjs", ev.endpoint, str(corpus_file), version, env=slow)
+        results = scored(ev, asked)
+        _assert_two_searches(results.pop(BOTH))
+        got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
+        assert got == corpus.EXPECTED
+        assert {q: r.answer for q, r in results.items()} == corpus.ANSWERS
+        assert ev.skipped_traces() == []
+
+
 # --- LangChain.js + OpenInference JS -----------------------------------------------------------
 
 # A lone passage is followed by the pricing one in the app's vector store (k=2).

@@ -13,7 +13,16 @@ import pytest
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from tests.dialects.apps import corpus
-from tests.dialects.apps.pydantic_ai_app import LABELS, RESULTS, SUBQUERIES, TOOL, TURN1, TURN2, TWO
+from tests.dialects.apps.pydantic_ai_app import (
+    ANSWERS,
+    LABELS,
+    RESULTS,
+    SUBQUERIES,
+    TOOL,
+    TURN1,
+    TURN2,
+    TWO,
+)
 from tests.dialects.kit import make_evaluator, run_app, scored, venv_python
 
 
@@ -22,11 +31,15 @@ def agents_python() -> str:
     return venv_python("agents_venv.sh")
 
 
-@pytest.fixture()
-def agent_evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
+def _labels(tmp_path: Path) -> Path:
     labels = tmp_path / "agent-labels.jsonl"
     labels.write_text("".join(json.dumps(q) + "\n" for q in LABELS), encoding="utf-8")
-    with make_evaluator(tmp_path, labels=labels) as ev:
+    return labels
+
+
+@pytest.fixture()
+def agent_evaluator(tmp_path: Path) -> Iterator[EmbeddedEvaluator]:
+    with make_evaluator(tmp_path, labels=_labels(tmp_path)) as ev:
         yield ev
 
 
@@ -96,3 +109,27 @@ def test_context_in_the_system_instructions_is_judged(
         assert r.answer == corpus.ANSWERS[q]
         assert _steps(r) == [(None, q, list(corpus.RETRIEVED[q]))]
         assert r.extra["context_sources"] == ["generation_input", "system_instructions"]
+
+
+def test_an_agent_slower_than_the_quiet_period_is_scored_on_its_answer(
+    agents_python: str, tmp_path: Path
+) -> None:
+    """Each model call takes longer than the quiet period: Pydantic AI's tool-call turns
+    (``gen_ai.response.finish_reasons`` ``tool_call``) do not start it, so every trace is
+    scored on its answering call, with all its searches, and none is skipped."""
+    with make_evaluator(tmp_path, labels=_labels(tmp_path), quiet_s=0.3) as ev:
+        asked = run_app(
+            "pydantic_ai_app",
+            ev.endpoint,
+            "tools",
+            env={"AGENT_MODEL_DELAY_S": "0.6"},
+            python=agents_python,
+        )
+        results = scored(ev, asked)
+        got = {q: (r.question_id, r.recall, r.groundedness, r.cell) for q, r in results.items()}
+        assert got == EXPECTED
+        assert {q: r.answer for q, r in results.items()} == {q: ANSWERS[q] for q in results}
+        for q, r in results.items():
+            if q != TURN2:
+                assert [sub for _, sub, _ in _steps(r)] == list(SUBQUERIES[q]), q
+        assert ev.skipped_traces() == []

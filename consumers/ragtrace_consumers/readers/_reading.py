@@ -17,6 +17,7 @@ __all__ = [
     "Reader",
     "Role",
     "SpanReading",
+    "asks_for_tools",
     "json_or_none",
     "model_of",
     "instruction_chunks",
@@ -289,6 +290,19 @@ def _instructions_only(paragraph: str) -> bool:
         if words and words[0].lower().strip(",;*-#") not in _IMPERATIVE:
             return False
     return True
+
+
+_TOOL_FINISH = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+
+
+def asks_for_tools(finish_reasons: object) -> bool:
+    """True when a model call's finish reason(s) say it stopped to call tools: OpenAI's
+    ``tool_calls`` (``function_call`` before), Pydantic AI's ``tool_call``, Anthropic's
+    ``tool_use``, the Vercel AI SDK's ``tool-calls``; one reason or a list of them."""
+    reasons = [finish_reasons] if isinstance(finish_reasons, str) else finish_reasons
+    if not isinstance(reasons, Sequence):
+        return False
+    return any(isinstance(r, str) and r.lower().replace("-", "_") in _TOOL_FINISH for r in reasons)
 
 
 def json_or_none(text: str | None) -> object | None:

@@ -9,7 +9,11 @@ from ``gen_ai.input.messages`` (the prompt), the answer from ``gen_ai.output.mes
 ``gen_ai.completion.N.content``, else the content of ``gen_ai.choice`` events merged in from
 logs (see :mod:`ragtrace_consumers.readers.genai_logs`); its system instructions from the
 system/developer messages and ``gen_ai.system_instructions``, and the tool results it was given
-from the ``tool_call_response`` parts (``tool`` messages) of its input messages.
+from the ``tool_call_response`` parts (``tool`` messages) of its input messages. A call that
+stopped to call tools — ``gen_ai.response.finish_reasons`` holding ``tool_calls`` (Pydantic
+AI and OpenLLMetry: ``tool_call``, Anthropic: ``tool_use``, the AI SDK 7: ``tool-calls``), or
+without finish reasons output messages of ``tool_call`` parts only — is an agent's
+intermediate step: it ``continues``, with no answer.
 
 ``execute_tool`` is a retrieval step when its result holds chunk-like items or the tool is a
 configured retrieval tool (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`):
@@ -32,6 +36,7 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    asks_for_tools,
     instruction_chunks,
     json_or_none,
     prompt_chunks,
@@ -49,6 +54,7 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 INPUT_MESSAGES = "gen_ai.input.messages"
 RESPONSE_ID = "gen_ai.response.id"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
 EXECUTE_TOOL = "execute_tool"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_ARGUMENTS = ("gen_ai.tool.call.arguments", "tool_arguments")
@@ -102,14 +108,42 @@ def _given(
     return texts, instructions, message_tool_results(messages, keys)
 
 
+def _only_tool_calls(output: object) -> bool:
+    """True when the output messages hold tool call parts and nothing else."""
+    parts = [
+        p
+        for m in (output if isinstance(output, list) else ())
+        if isinstance(m, Mapping) and isinstance(m.get("parts"), list)
+        for p in m["parts"]
+    ]
+    return bool(parts) and all(
+        isinstance(p, Mapping) and p.get("type") == "tool_call" for p in parts
+    )
+
+
+def _continues(attrs: Mapping[str, AttributeValue]) -> bool:
+    """A model call that stopped to call tools (an agent's intermediate step): its finish
+    reasons say so, or without them its output messages are tool calls only."""
+    reasons = attrs.get(FINISH_REASONS)
+    if reasons:  # said: the output need not be parsed twice
+        return asks_for_tools(reasons)
+    output = text_attr(attrs, OUTPUT_MESSAGES)
+    return output is not None and _only_tool_calls(json_or_none(output))
+
+
 def generation_reading(
     name: str,
     attrs: Mapping[str, AttributeValue],
     keys: Sequence[str] = DEFAULT_METADATA_ID_KEYS,
 ) -> SpanReading:
-    """A GenAI generation span's answer, model, response ID and what it was given."""
+    """A GenAI generation span's answer, model, response ID and what it was given; a call that
+    stopped to call tools ``continues``, with no answer (any text beside its tool calls is a
+    preamble, not the agent's answer)."""
+    continues = _continues(attrs)
     answer, problem = extract_answer(text_attr(attrs, OUTPUT_MESSAGES), "application/json")
-    if answer is None:
+    if continues:
+        answer = problem = None
+    elif answer is None:
         indexed = sorted(
             (int(m.group(1)), v)
             for k, v in attrs.items()
@@ -130,6 +164,7 @@ def generation_reading(
         response_id=text_attr(attrs, RESPONSE_ID),
         instructions=instructions,
         tool_results=tool_results,
+        continues=continues,
     )
 
 

@@ -16,7 +16,9 @@ MLflow stores every value of its own attributes as JSON (a span type ``RETRIEVER
   generation: the answer unwrapped from ``mlflow.spanOutputs`` (an OpenAI ``ChatCompletion``),
   the messages it was given from ``mlflow.spanInputs`` ``messages`` (system and developer
   messages as its instructions, ``tool`` messages as its tool results), the model from
-  ``mlflow.llm.model``;
+  ``mlflow.llm.model``; one whose output stopped to call tools (a choice's ``finish_reason``
+  ``tool_calls``, Anthropic's ``stop_reason`` ``tool_use``) is an agent's intermediate step:
+  it ``continues``, with no answer;
 * the root span of any other type (``@mlflow.trace`` on the app's entry point: ``UNKNOWN``,
   ``CHAIN``, ``AGENT``) is the pipeline, its question from its inputs; every other span
   (embedding, parser, reranker, inner chains) is ignored.
@@ -34,6 +36,7 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    asks_for_tools,
     instruction_chunks,
     json_or_none,
     prompt_chunks,
@@ -91,6 +94,19 @@ def _messages(inputs: object) -> list[tuple[str, str]]:
     return out
 
 
+def _finish_reasons(outputs: object) -> list[object]:
+    """An LLM output's finish reasons: each OpenAI choice's, Anthropic's ``stop_reason``."""
+    if not isinstance(outputs, Mapping):
+        return []
+    choices = outputs.get("choices")
+    found = (
+        [c.get("finish_reason") for c in choices if isinstance(c, Mapping)]
+        if isinstance(choices, list)
+        else []
+    )
+    return [*found, outputs.get("stop_reason")]
+
+
 class MlflowReader(DocumentReader):
     name = "mlflow"
 
@@ -117,12 +133,15 @@ class MlflowReader(DocumentReader):
         return self.ignored()
 
     def _generation(self, attrs: Mapping[str, AttributeValue]) -> SpanReading:
-        answer, problem = extract_answer(text_attr(attrs, SPAN_OUTPUTS))
+        outputs = _value(attrs, SPAN_OUTPUTS)
+        continues = asks_for_tools(_finish_reasons(outputs))
+        answer, problem = (
+            (None, None) if continues else extract_answer(text_attr(attrs, SPAN_OUTPUTS))
+        )
         inputs = _value(attrs, SPAN_INPUTS)
         messages = _messages(inputs)
         users = [text for role, text in messages if role == "user"]
         system = [text for role, text in messages if role.lower() in _INSTRUCTION_ROLES]
-        outputs = _value(attrs, SPAN_OUTPUTS)
         response_id = outputs.get("id") if isinstance(outputs, Mapping) else None
         model = _value(attrs, _MODEL)
         return SpanReading(
@@ -138,4 +157,5 @@ class MlflowReader(DocumentReader):
             answer_problem=problem,
             model=model if isinstance(model, str) else None,
             response_id=response_id if isinstance(response_id, str) else None,
+            continues=continues,
         )

@@ -8,7 +8,9 @@ true}``; ``ai`` 7's ``LegacyOpenTelemetry``): spans of the tracer ``ai`` marked 
 * ``ai.generateText.doGenerate`` / ``ai.streamText.doStream`` (one model call per step) is a
   generation: ``ai.prompt.messages`` (the model's input: its system messages as instructions,
   user messages, tool results), ``ai.response.text`` (absent on a step that only calls tools),
-  ``ai.response.model`` else ``ai.model.id``, ``ai.response.id``.
+  ``ai.response.model`` else ``ai.model.id``, ``ai.response.id``. A step whose
+  ``ai.response.finishReason`` is ``tool-calls`` is an agent's intermediate step: it
+  ``continues``, with no answer.
 * ``ai.toolCall`` is a tool call (:meth:`~ragtrace_consumers.readers._reading.DocumentReader.tool_call`):
   a retrieval step when its ``ai.toolCall.result`` holds chunk-like items or the tool
   (``ai.toolCall.name``) is a configured retrieval tool, its query from ``ai.toolCall.args``.
@@ -29,6 +31,7 @@ from ragtrace_consumers.readers._reading import (
     DocumentReader,
     Role,
     SpanReading,
+    asks_for_tools,
     instruction_chunks,
     json_or_none,
     prompt_chunks,
@@ -51,6 +54,7 @@ RESPONSE_TEXT = "ai.response.text"
 RESPONSE_MODEL = "ai.response.model"
 MODEL_ID = "ai.model.id"
 RESPONSE_ID = "ai.response.id"
+FINISH_REASON = "ai.response.finishReason"
 PROMPT = "ai.prompt"
 
 _CALLS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
@@ -123,18 +127,20 @@ class VercelReader(DocumentReader):
             raw = json_or_none(text_attr(attrs, PROMPT_MESSAGES))
             messages = _messages(raw)
             users = [text for role, text in messages if role == "user"]
+            continues = asks_for_tools(text_attr(attrs, FINISH_REASON))
             return SpanReading(
                 self.name,
                 Role.GENERATION,
                 query=users[-1] if users else None,
                 prompt=prompt_chunks(messages),
-                answer=text_attr(attrs, RESPONSE_TEXT),
+                answer=None if continues else text_attr(attrs, RESPONSE_TEXT),
                 model=text_attr(attrs, RESPONSE_MODEL) or text_attr(attrs, MODEL_ID),
                 response_id=text_attr(attrs, RESPONSE_ID),
                 instructions=instruction_chunks(
                     [text for role, text in messages if role in _INSTRUCTION_ROLES]
                 ),
                 tool_results=message_tool_results(_tool_results(raw), self._keys),
+                continues=continues,
             )
         if operation in _CALLS:
             return self.pipeline(_question(json_or_none(text_attr(attrs, PROMPT))))

@@ -13,13 +13,17 @@ instrumentation version, content included) over the real OpenAI chat model again
   ``retrieval`` span, document IDs only) and puts the passages in the agent's instructions
   ("Answer using only the context below. Context: …"); no tool.
 
+Each model reply comes after ``AGENT_MODEL_DELAY_S`` seconds (a real model's latency; 0 unset).
+
 Prints the harness's ``[{"question", "trace_id"}, …]``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from typing import Any
 
 from tests.dialects.apps import corpus
@@ -70,6 +74,7 @@ def _question(text: str) -> str:
 def fake_model(messages: list[dict[str, Any]]) -> str | dict[str, Any]:
     """The scripted model: each sub-query of the last user question searched in turn (one
     tool call per response), then the answer."""
+    time.sleep(float(os.environ.get("AGENT_MODEL_DELAY_S", "0")))
     last = max(i for i, m in enumerate(messages) if m["role"] == "user")
     question = _question(str(messages[last]["content"]))
     searched = sum(1 for m in messages[last:] if m["role"] == "tool")

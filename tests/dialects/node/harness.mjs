@@ -54,13 +54,15 @@ function reply(corpus, body) {
   return { role: "assistant", content: corpus.answers[question] };
 }
 
-/** Start the fake OpenAI-compatible server; resolves to its base URL (``.../v1``) and a close. */
+/** Start the fake OpenAI-compatible server; resolves to its base URL (``.../v1``) and a close.
+ * Each reply comes after ``AGENT_MODEL_DELAY_S`` seconds (a real model's latency; 0 unset). */
 export async function fakeOpenAI(corpus) {
   let n = 0;
+  const delayMs = Number(process.env.AGENT_MODEL_DELAY_S ?? "0") * 1000;
   const server = createServer((req, res) => {
     let raw = "";
     req.on("data", (c) => (raw += c));
-    req.on("end", () => {
+    req.on("end", () => setTimeout(() => {
       const body = JSON.parse(raw);
       const message = reply(corpus, body);
       n += 1;
@@ -81,7 +83,7 @@ export async function fakeOpenAI(corpus) {
           usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
         }),
       );
-    });
+    }, delayMs));
   });
   await new Promise((done) => server.listen(0, "127.0.0.1", done));
   return {

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from ragtrace_consumers.model import Chunk, SpanRecord
 from ragtrace_consumers.readers import Role, SpanReaders, to_rag_trace
@@ -133,3 +134,36 @@ def test_a_json_encoded_session_id_is_decoded() -> None:
     root = _span(1, "UNKNOWN", "q", "a", None, {"session.id": json.dumps("s-1")})
     trace = to_rag_trace([RETRIEVER, CHAT, root], READERS)
     assert trace is not None and trace.session_id == "s-1"
+
+
+def _completion(message: Mapping[str, object], finish: str) -> dict[str, object]:
+    """An OpenAI ``ChatCompletion`` as ``mlflow.openai.autolog()`` (mlflow-tracing 3.17)
+    records its output (the fields ragtrace reads; the rest are nulls and usage)."""
+    return {
+        "id": "chatcmpl-8",
+        "object": "chat.completion",
+        "model": "gpt-test",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+
+
+def test_a_chat_model_span_that_called_tools_continues_with_no_answer() -> None:
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "search_docs", "arguments": json.dumps({"query": "audit"})},
+    }
+    asked = {"role": "assistant", "content": None, "tool_calls": [call]}
+    inputs = {"model": "gpt-test", "messages": [{"role": "user", "content": "How long?"}]}
+    turn = MlflowReader().read(_span(4, "CHAT_MODEL", inputs, _completion(asked, "tool_calls")))
+    assert turn is not None and (turn.continues, turn.answer, turn.answer_problem) == (
+        True,
+        None,
+        None,
+    )
+    answered = {"role": "assistant", "content": "90 days."}
+    final = MlflowReader().read(_span(5, "CHAT_MODEL", inputs, _completion(answered, "stop")))
+    assert final is not None and (final.continues, final.answer) == (False, "90 days.")
+    anthropic = {"stop_reason": "tool_use", "content": [{"type": "tool_use", "name": "search"}]}
+    claude = MlflowReader().read(_span(6, "LLM", inputs, anthropic))
+    assert claude is not None and claude.continues

@@ -5,6 +5,7 @@ LangChain.js document IDs (OpenInference JS)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from ragtrace_consumers.model import Chunk, SpanRecord
 from ragtrace_consumers.readers import default_readers, to_rag_trace
@@ -281,3 +282,19 @@ def test_a_langchainjs_document_id_comes_before_its_loader_metadata() -> None:
         (reading.chunks[1].id, True),  # a path only: a marked content hash, recall n/a
     ]
     assert reading.chunks[1].id.startswith("sha256:")
+
+
+def test_a_step_that_called_tools_continues_and_the_answering_step_does_not() -> None:
+    """``ai`` 5 and 6 record the step's ``ai.response.finishReason`` (``tool-calls`` on a step
+    that called the search tool, no ``ai.response.text``) and the tool calls; the last step stops."""
+    calls = json.dumps(
+        [{"toolCallId": "call_0", "toolName": "searchDocs", "input": json.dumps(CALL["input"])}]
+    )
+    turn = {"ai.response.finishReason": "tool-calls", "ai.response.toolCalls": calls}
+    spans = trace()
+    first = replace(spans[1], attributes={**spans[1].attributes, **turn})
+    last = replace(spans[3], attributes={**spans[3].attributes, "ai.response.finishReason": "stop"})
+    readers = default_readers()
+    step, answer = readers.read(first), readers.read(last)
+    assert step is not None and (step.continues, step.answer) == (True, None)
+    assert answer is not None and (answer.continues, answer.answer) == (False, ANSWER)
