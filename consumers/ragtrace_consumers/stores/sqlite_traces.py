@@ -30,7 +30,6 @@ from typing import Any
 
 from ragtrace_consumers.errors import Held, StoreFull
 from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
-from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -185,14 +184,10 @@ class SqliteTraceStore(PerTraceBatches):
         self,
         spans: Sequence[SpanRecord],
         due_at: Mapping[str, float],
-        creates: Collection[str] | None = None,
+        creates: Collection[str],
     ) -> None:
         groups = {t: [encode_span(s) for s in g] for t, g in group_by_trace(spans).items()}
-        created = (
-            {t for t, g in group_by_trace(spans).items() if creates_trace(g)}
-            if creates is None
-            else set(creates)
-        )
+        created = set(creates)
         adding = Held(len(groups), sum(len(b) for g in groups.values() for b in g))
         now = self._clock()
 
