@@ -15,7 +15,6 @@ from typing import Any
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
 from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback.span_content import deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result", "trace_detail"]
 
@@ -199,7 +198,16 @@ class RecordingSink:
             return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
 
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
-        return deliver_each(self.write, batch)
+        """:meth:`write` each in turn: an item not recorded gives its error, the rest go on."""
+        out: list[WriteBackError | None] = []
+        for scores in batch:
+            try:
+                self.write(scores)
+            except WriteBackError as exc:
+                out.append(exc)
+            else:
+                out.append(None)
+        return out
 
     def shutdown(self) -> None:
         if self._inner is not None:
