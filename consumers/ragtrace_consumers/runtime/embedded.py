@@ -399,5 +399,4 @@ class EmbeddedEvaluator:
     def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
         """Block until the results table holds at least ``count`` rows (or the timeout); returns
         them, oldest first."""
-        self.sink.wait_for(count, timeout_s)
-        return [r for _, r in self.state.results.all()]
+        return self.sink.wait_for_results(count, timeout_s)

@@ -192,10 +192,12 @@ class RecordingSink:
         with self._recorded:
             self._recorded.notify_all()
 
-    def wait_for(self, count: int, timeout_s: float) -> bool:
-        """Block until the table holds at least ``count`` rows; False on timeout."""
+    def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
+        """Block until the table holds at least ``count`` rows (or the timeout); returns them,
+        oldest first."""
         with self._recorded:
-            return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+            self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+        return [r for _, r in self._results.all()]
 
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
         """:meth:`write` each in turn: an item not recorded gives its error, the rest go on."""
