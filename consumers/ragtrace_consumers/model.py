@@ -248,15 +248,15 @@ class TraceStore(Protocol):
 
     ``append``'s ``creates`` names the traces whose spans may start a new entry (their spans
     hold a RAG span, as the caller's readers read them); other spans only join a trace already
-    stored. None: the store decides with :func:`~ragtrace_consumers.readers.creates_trace`
-    (the default readers), for tools and tests.
+    stored. The stores never read spans themselves: tools and tests name them with
+    :func:`~ragtrace_consumers.readers.creates_trace` (the default readers' rule).
     """
 
     def append(
         self,
         spans: Sequence[SpanRecord],
         due_at: Mapping[str, float],
-        creates: Collection[str] | None = None,
+        creates: Collection[str],
     ) -> None: ...
 
     def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]: ...

@@ -35,6 +35,7 @@ from ragtrace_consumers.stores.redis_state import (
     RedisJudgeResultCache,
     RedisLabelStore,
 )
+from tests.store_appends import append_read
 
 T1, T2, T3 = "a" * 32, "b" * 32, "c" * 32
 RETRIEVER = {semconv.OPENINFERENCE_SPAN_KIND: "RETRIEVER"}
@@ -158,7 +159,7 @@ def test_append_then_claim_at_the_due_time_and_load_round_trips(kit: Kit) -> Non
         },
     )
     other = span(T1, "2" * 16)
-    store.append([rich, other, span(T2, "3" * 16)], {T1: now + 10, T2: now + 20})
+    append_read(store, [rich, other, span(T2, "3" * 16)], {T1: now + 10, T2: now + 20})
     assert store.claim_due(now + 9.9, 10, 60.0) == []
     assert store.claim_due(now + 10, 10, 60.0) == [T1]
     assert store.load(T1) == [rich, other]
@@ -170,10 +171,10 @@ def test_append_then_claim_at_the_due_time_and_load_round_trips(kit: Kit) -> Non
 def test_the_earliest_due_time_wins(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now + 50})
-    store.append([span(T1, "2" * 16)], {T1: now + 10})
-    store.append([span(T1, "3" * 16)], {T1: now + 30})
-    store.append([span(T1, "4" * 16)], {})  # no due time: keeps the schedule
+    append_read(store, [span(T1, "1" * 16)], {T1: now + 50})
+    append_read(store, [span(T1, "2" * 16)], {T1: now + 10})
+    append_read(store, [span(T1, "3" * 16)], {T1: now + 30})
+    append_read(store, [span(T1, "4" * 16)], {})  # no due time: keeps the schedule
     assert store.claim_due(now + 9, 10, 60.0) == []
     assert store.claim_due(now + 10, 10, 60.0) == [T1]
     assert [s.span_id for s in store.load(T1)] == ["1" * 16, "2" * 16, "3" * 16, "4" * 16]
@@ -183,11 +184,11 @@ def test_a_non_rag_root_only_updates_a_known_trace(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
     http_root = span(T2, "9" * 16, parent=None, attributes={}, scope="fastapi")
-    store.append([http_root], {T2: now})
+    append_read(store, [http_root], {T2: now})
     assert store.claim_due(now, 10, 60.0) == []
     assert store.load(T2) == []
-    store.append([span(T2, "1" * 16)], {T2: now + 100})
-    store.append([http_root], {T2: now})  # the root arrives later: completion signal
+    append_read(store, [span(T2, "1" * 16)], {T2: now + 100})
+    append_read(store, [http_root], {T2: now})  # the root arrives later: completion signal
     assert store.claim_due(now, 10, 60.0) == [T2]
     assert [s.span_id for s in store.load(T2)] == ["1" * 16, "9" * 16]
     _stats(store, spans_appended=2, traces_created=1)
@@ -196,7 +197,8 @@ def test_a_non_rag_root_only_updates_a_known_trace(kit: Kit) -> None:
 def test_claims_come_in_due_order_up_to_the_limit_and_only_once(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append(
+    append_read(
+        store,
         [span(T3, "1" * 16), span(T1, "2" * 16), span(T2, "3" * 16)],
         {T1: now + 3, T2: now + 1, T3: now + 2},
     )
@@ -209,7 +211,7 @@ def test_claims_come_in_due_order_up_to_the_limit_and_only_once(kit: Kit) -> Non
 def test_an_expired_lease_makes_the_trace_due_again(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now})
+    append_read(store, [span(T1, "1" * 16)], {T1: now})
     assert store.claim_due(now, 10, 30.0) == [T1]
     assert store.claim_due(now + 29, 10, 30.0) == []
     assert store.claim_due(now + 30, 10, 30.0) == [T1]
@@ -220,9 +222,9 @@ def test_an_expired_lease_makes_the_trace_due_again(kit: Kit) -> None:
 def test_spans_arriving_during_a_lease_are_kept_and_counted_late(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now})
+    append_read(store, [span(T1, "1" * 16)], {T1: now})
     assert store.claim_due(now, 10, 30.0) == [T1]
-    store.append([span(T1, "2" * 16)], {T1: now})
+    append_read(store, [span(T1, "2" * 16)], {T1: now})
     assert store.claim_due(now + 1, 10, 30.0) == []  # still leased: not handed out twice
     assert [s.span_id for s in store.load(T1)] == ["1" * 16, "2" * 16]
     _stats(store, spans_appended=2, traces_created=1, late_spans=1)
@@ -231,12 +233,12 @@ def test_spans_arriving_during_a_lease_are_kept_and_counted_late(kit: Kit) -> No
 def test_release_deletes_and_later_spans_are_counted_late(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now})
+    append_read(store, [span(T1, "1" * 16)], {T1: now})
     assert store.claim_due(now, 10, 30.0) == [T1]
     store.release(T1)
     assert store.load(T1) == []
     assert store.claim_due(now + 100, 10, 30.0) == []
-    store.append([span(T1, "2" * 16), span(T1, "3" * 16)], {T1: now})
+    append_read(store, [span(T1, "2" * 16), span(T1, "3" * 16)], {T1: now})
     assert store.load(T1) == []
     assert store.claim_due(now + 100, 10, 30.0) == []
     assert store.pending() == 0
@@ -247,7 +249,7 @@ def test_park_reschedules_and_gives_up_into_the_dead_set(kit: Kit) -> None:
     store = kit.trace_store(max_attempts=3)
     now = kit.now()
     first = span(T1, "1" * 16)
-    store.append([first], {T1: now})
+    append_read(store, [first], {T1: now})
     assert store.claim_due(now, 10, 30.0) == [T1]
     store.park(T1, now + 100, "judge_unavailable")
     assert store.attempts(T1) == 1
@@ -259,7 +261,7 @@ def test_park_reschedules_and_gives_up_into_the_dead_set(kit: Kit) -> None:
     assert store.claim_due(now + 10_000, 10, 30.0) == []
     assert store.dead() == [DeadTrace(T1, 3, "judge_failed", now + 300)]
     assert store.load(T1) == [first]  # kept for inspection
-    store.append([span(T1, "2" * 16)], {T1: now})
+    append_read(store, [span(T1, "2" * 16)], {T1: now})
     assert store.load(T1) == [first]
     assert store.pending() == 0
     _stats(store, spans_appended=1, traces_created=1, parked=2, dead=1, late_spans=1)
@@ -277,11 +279,11 @@ def test_parking_an_expired_trace_counts_it_expired(kit: Kit) -> None:
 def test_abandoned_traces_expire_and_the_claim_counts_them(kit: Kit) -> None:
     store = kit.trace_store(ttl_s=2.0)
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now + 2.5})
-    store.append([span(T2, "2" * 16)], {T2: now + 2.5})
-    store.append([span(T2, "3" * 16)], {T2: now + 2.5})
+    append_read(store, [span(T1, "1" * 16)], {T1: now + 2.5})
+    append_read(store, [span(T2, "2" * 16)], {T2: now + 2.5})
+    append_read(store, [span(T2, "3" * 16)], {T2: now + 2.5})
     kit.advance(1.2)
-    store.append([span(T2, "4" * 16)], {})  # refreshes T2's TTL only
+    append_read(store, [span(T2, "4" * 16)], {})  # refreshes T2's TTL only
     kit.advance(1.3)
     assert store.load(T1) == []
     assert store.claim_due(kit.now(), 10, 30.0) == [T2]
@@ -291,7 +293,7 @@ def test_abandoned_traces_expire_and_the_claim_counts_them(kit: Kit) -> None:
 def test_claims_carry_a_fresh_lease_token_each_time(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16), span(T2, "2" * 16)], {T1: now, T2: now + 1})
+    append_read(store, [span(T1, "1" * 16), span(T2, "2" * 16)], {T1: now, T2: now + 1})
     first = store.claim(now + 1, 10, 30.0)
     assert [lease.trace_id for lease in first] == [T1, T2]
     (again,) = store.claim(now + 31, 1, 30.0)  # T1's lease ran out: claimed anew
@@ -303,7 +305,7 @@ def test_claims_carry_a_fresh_lease_token_each_time(kit: Kit) -> None:
 def test_a_release_or_park_after_the_lease_was_taken_over_changes_nothing(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now})
+    append_read(store, [span(T1, "1" * 16)], {T1: now})
     (old,) = store.claim(now, 10, 30.0)
     (new,) = store.claim(now + 30, 10, 30.0)  # the first claimant was too slow
     assert new.trace_id == T1 and new.token != old.token
@@ -331,7 +333,7 @@ def test_a_release_or_park_after_the_lease_was_taken_over_changes_nothing(kit: K
 def test_a_release_without_a_token_acts_whoever_holds_the_lease(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
-    store.append([span(T1, "1" * 16)], {T1: now})
+    append_read(store, [span(T1, "1" * 16)], {T1: now})
     assert store.claim_due(now, 10, 30.0) == [T1]
     assert store.release(T1) is True
     assert store.load(T1) == []
@@ -342,7 +344,7 @@ def test_batched_load_and_release_match_the_single_calls(kit: Kit) -> None:
     store = kit.trace_store()
     now = kit.now()
     a, b = span(T1, "1" * 16), span(T2, "2" * 16)
-    store.append([a, span(T1, "3" * 16), b], {T1: now, T2: now})
+    append_read(store, [a, span(T1, "3" * 16), b], {T1: now, T2: now})
     assert store.load_many([T2, "d" * 32, T1]) == [[b], [], [a, span(T1, "3" * 16)]]
     assert store.load_many([]) == []
     first, second = store.claim(now, 10, 30.0)
@@ -358,7 +360,7 @@ def test_trace_claims_are_exclusive_between_concurrent_replicas(kit: Kit) -> Non
     ids = [f"{i:032x}" for i in range(1, 121)]
     setup = kit.trace_store()
     now = kit.now()
-    setup.append([span(t, "1" * 16) for t in ids], dict.fromkeys(ids, now))
+    append_read(setup, [span(t, "1" * 16) for t in ids], dict.fromkeys(ids, now))
     replicas = [kit.trace_store() for _ in range(3)] if kit.concurrent else [setup] * 3
     claimed: list[list[str]] = [[] for _ in replicas]
 

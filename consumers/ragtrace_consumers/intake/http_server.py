@@ -1,5 +1,6 @@
-"""A bounded HTTP server for the embedded receiver: a fixed worker pool, a realistic listen
-backlog, per-connection read/idle timeouts, and a stop that finishes the requests in progress.
+"""The embedded receiver's HTTP server and who may talk to it: a fixed worker pool, a realistic
+listen backlog, per-connection read/idle timeouts, a stop that finishes the requests in progress,
+and a bearer token and TLS in front of every route.
 
 :class:`BoundedHTTPServer` is a ``socketserver`` TCP server whose accepted connections are
 served by at most ``max_workers`` threads. When every worker is busy, the accept loop waits for
@@ -11,28 +12,132 @@ keep-alive connection: a slow client holds a worker for at most that long.
 sees EOF at once) and waits up to ``grace_s`` for every request being handled to finish and
 answer — so nothing is acknowledged after the state behind it is closed.
 
-With ``tls`` (a server :class:`ssl.SSLContext`) each accepted connection is wrapped in a worker,
-its handshake bounded by ``handshake_timeout_s``, so a client that never finishes one holds a
-worker for that long, never the accept loop. :class:`GatedRequestHandler` is the base of every
-handler these servers run: its access check (:class:`~ragtrace_consumers.intake.access.AccessPolicy`)
-runs once per request before any ``do_<METHOD>`` is chosen, so every route, present or future,
-is behind it.
+With ``tls`` (a server :class:`ssl.SSLContext`, built by :func:`server_tls` from a PEM
+certificate and key pair read at start, so a bad pair fails at once) each accepted connection is
+wrapped in a worker, its handshake bounded by ``handshake_timeout_s``, so a client that never
+finishes one holds a worker for that long, never the accept loop.
+
+:class:`GatedRequestHandler` is the base of every handler these servers run: its
+:class:`AccessPolicy` is checked once per request, before any ``do_<METHOD>`` is chosen, so every
+route, present or future, is behind it. A request without ``Authorization: Bearer <token>``
+(compared in constant time; ``Basic`` with the token as password is accepted too, so a browser
+can prompt for it) is answered 401 and its connection closed, its body never read.
+:func:`check_exposure` refuses to listen beyond loopback without a token unless the operator
+said ``insecure``.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hmac
+import ipaddress
 import logging
 import socket
 import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, ClassVar
 
-from ragtrace_consumers.intake.access import AccessPolicy
+from ragtrace.errors import RagtraceError
 
-__all__ = ["DEFAULT_BACKLOG", "DEFAULT_MAX_WORKERS", "BoundedHTTPServer", "GatedRequestHandler"]
+__all__ = [
+    "DEFAULT_BACKLOG",
+    "DEFAULT_MAX_WORKERS",
+    "AccessPolicy",
+    "BoundedHTTPServer",
+    "ExposureError",
+    "GatedRequestHandler",
+    "check_exposure",
+    "is_loopback",
+    "server_tls",
+]
+
+_SCHEME = "bearer"
+
+
+class ExposureError(RagtraceError, ValueError):
+    """The server would listen beyond loopback with nothing keeping strangers out, or its TLS
+    pair cannot be used; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """The bearer token every request must carry (``token`` None: every request is let in)."""
+
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.token is not None and (not self.token or self.token != self.token.strip()):
+            raise ExposureError("the bearer token must be non-empty, without surrounding spaces")
+
+    def allows(self, authorization: str | None) -> bool:
+        """Whether a request whose ``Authorization`` header is ``authorization`` may proceed:
+        ``Bearer <token>`` (exporters, scrapers), or ``Basic`` with the token as the password
+        (any user name), which a browser asks for by itself on a 401."""
+        if self.token is None:
+            return True
+        scheme, _, credentials = (authorization or "").strip().partition(" ")
+        scheme, credentials = scheme.lower(), credentials.strip()
+        given = ""
+        if scheme == _SCHEME:
+            given = credentials
+        elif scheme == "basic":
+            try:
+                decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                decoded = ""
+            given = decoded.partition(":")[2]
+        # Constant time over the expected token, whatever was given.
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable only from this machine."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+def check_exposure(hosts: dict[str, str], policy: AccessPolicy, *, insecure: bool) -> None:
+    """Raise :class:`ExposureError` when any of ``hosts`` (what listens -> address) is beyond
+    loopback while ``policy`` has no token, unless ``insecure``."""
+    if policy.token is not None or insecure:
+        return
+    exposed = [f"{what} on {host}" for what, host in hosts.items() if not is_loopback(host)]
+    if exposed:
+        raise ExposureError(
+            f"{', '.join(exposed)} would accept anyone who can reach it: set a bearer token "
+            "(--token or RAGTRACE_SERVE_TOKEN; exporters send it as the header "
+            "'Authorization: Bearer <token>'), or pass --insecure to allow it without one"
+        )
+
+
+def server_tls(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The server's TLS context for the PEM certificate (chain) ``cert`` and its private key
+    ``key`` (None when the certificate file holds the key); None without ``cert``."""
+    if cert is None:
+        if key is not None:
+            raise ExposureError(
+                "serve.tls_key: needs serve.tls_cert (the certificate it belongs to)"
+            )
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ExposureError(
+            f"serve.tls_cert/tls_key: cannot use the pair {cert}"
+            f"{'' if key is None else ' + ' + key}: {exc}"
+        ) from None
+    return context
+
 
 DEFAULT_MAX_WORKERS = 64
 DEFAULT_BACKLOG = 1024

@@ -13,8 +13,11 @@ import ssl
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from ragtrace_consumers.intake.access import AccessPolicy
-from ragtrace_consumers.intake.http_server import BoundedHTTPServer, GatedRequestHandler
+from ragtrace_consumers.intake.http_server import (
+    AccessPolicy,
+    BoundedHTTPServer,
+    GatedRequestHandler,
+)
 from ragtrace_consumers.telemetry.server_thread import ServerThread
 
 __all__ = ["METRICS_PATH", "MetricsEndpoint"]

@@ -61,9 +61,9 @@ from typing_extensions import Self
 
 from ragtrace import __version__, semconv
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge
-from ragtrace_consumers.intake.access import AccessPolicy
 from ragtrace_consumers.intake.http_server import (
     DEFAULT_MAX_WORKERS,
+    AccessPolicy,
     BoundedHTTPServer,
     GatedRequestHandler,
 )
@@ -162,7 +162,7 @@ class OtlpHttpReceiver:
     Binds ``host:port`` (loopback and 4318 by default; ``port=0`` picks a free port, read it
     back from :attr:`port`). :meth:`start` serves in a background thread; :meth:`stop` shuts the
     server down and waits for it. ``access`` (a bearer token) is checked on every request before
-    routing; ``tls`` serves HTTPS (:mod:`ragtrace_consumers.intake.access`). ``decode_protobuf``/``decode_json`` default to the consumers'
+    routing; ``tls`` serves HTTPS (:func:`~ragtrace_consumers.intake.http_server.server_tls`). ``decode_protobuf``/``decode_json`` default to the consumers'
     ``decode_request``/``decode_json_request`` and must raise ``decode_error`` on bad input;
     the default decoders apply ``admission`` (the sampling at decode, as the Kafka intake
     does), so ``sink`` gets only the spans of admitted traces.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ragtrace_consumers.model import SpanRecord
+from ragtrace_consumers.model import SpanRecord, group_by_trace
 from ragtrace_consumers.readers._reading import Reader, Role, SpanReading
 from ragtrace_consumers.readers.mapping import MappingRules
 from ragtrace_consumers.readers.registry import (
@@ -33,6 +33,7 @@ __all__ = [
     "SpanReaders",
     "SpanReading",
     "creates_trace",
+    "creating_traces",
     "default_readers",
     "is_evaluation_span",
     "is_rag_span",
@@ -57,3 +58,9 @@ def creates_trace(spans: Iterable[SpanRecord]) -> bool:
     """True when these spans may start a new trace entry: at least one is a RAG span. A non-RAG
     root alone only updates a trace already being assembled (most traffic is not RAG)."""
     return any(is_rag_span(s) for s in spans)
+
+
+def creating_traces(spans: Iterable[SpanRecord]) -> set[str]:
+    """The traces of ``spans`` that :func:`creates_trace` lets start a store entry: what tools
+    and tests pass as :meth:`~ragtrace_consumers.model.TraceStore.append`'s ``creates``."""
+    return {t for t, group in group_by_trace(spans).items() if creates_trace(group)}

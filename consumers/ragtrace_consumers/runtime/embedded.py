@@ -46,7 +46,7 @@ from ragtrace.evaluation.labels import load_labels
 from ragtrace.masking import mask_url
 from ragtrace_consumers.config import ConsumerConfig, ServeSettings
 from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
-from ragtrace_consumers.intake.access import AccessPolicy, check_exposure, server_tls
+from ragtrace_consumers.intake.http_server import AccessPolicy, check_exposure, server_tls
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import LOGS_PATH, Accepted, OtlpHttpReceiver
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
@@ -399,5 +399,4 @@ class EmbeddedEvaluator:
     def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
         """Block until the results table holds at least ``count`` rows (or the timeout); returns
         them, oldest first."""
-        self.sink.wait_for(count, timeout_s)
-        return [r for _, r in self.state.results.all()]
+        return self.sink.wait_for_results(count, timeout_s)

@@ -137,7 +137,7 @@ def completion_due(
     idle = max(DEFAULT_IDLE_S if idle_s is None else idle_s, quiet_s)
     due: dict[str, float] = {}
     role = dict(zip(map(id, spans), roles, strict=True)) if roles is not None else None
-    live = (s for s in spans if not is_evaluation_span(s))
+    live = [s for s in spans if not is_evaluation_span(s)]
     for trace_id, group in group_by_trace(live).items():
         generation = any(
             (role_of(s) if role is None else role[id(s)]) is Role.GENERATION for s in group

@@ -47,7 +47,6 @@ from ragtrace_consumers.model import (
     IdempotencyStore,
     JudgeBudget,
     JudgeResultCache,
-    LabelIndex,
     LabelStore,
     Lease,
     RagTrace,
@@ -69,7 +68,7 @@ from ragtrace_consumers.scoring.answer_judging import AnswerJob, AnswerScorer
 from ragtrace_consumers.scoring.assembly import completion_due, select_roles, unread_traces
 from ragtrace_consumers.scoring.batch_judging import BatchJudging
 from ragtrace_consumers.scoring.judging import GroundednessScorer, JudgeJob, JudgeOutcome
-from ragtrace_consumers.scoring.label_match import match_label
+from ragtrace_consumers.scoring.label_match import LabelView, match_label
 from ragtrace_consumers.scoring.redaction import TraceRedaction
 from ragtrace_consumers.scoring.scores import combine, score_retrieval
 from ragtrace_consumers.scoring.sessions import own_turn, with_earlier_turns
@@ -173,40 +172,6 @@ class TraceWork:
         )
 
 
-class _LabelView:
-    """The label set as the pipeline reads it: indexed in process, reloaded from the store only
-    when the store's version changes (checked once per batch with :meth:`refresh`)."""
-
-    def __init__(self, store: LabelStore) -> None:
-        self._store = store
-        self._index: LabelIndex | None = None
-        self._version = ""
-
-    def refresh(self) -> None:
-        version = self._store.version()
-        if version == self._version:
-            return
-        questions = self._store.questions() if version else []
-        # Indexed from what was read, with its own version: a reload between the two reads is
-        # picked up at the next batch, never mixed.
-        self._index = LabelIndex.build(questions) if questions else None
-        self._version = self._index.version if self._index is not None else ""
-
-    def by_id(self, qid: str) -> object | None:
-        found: object | None = self._index.by_id.get(qid) if self._index is not None else None
-        return found
-
-    def by_question_sha256(self, digest: str) -> object | None:
-        index = self._index
-        if index is None or digest not in index.by_sha256:
-            return None
-        found: object = index.by_id[index.by_sha256[digest]]
-        return found
-
-    def version(self) -> str:
-        return self._version
-
-
 class Pipeline:
     """Scores assembled traces through the seams it is given. ``judge`` may run on many worker
     threads at once (each trace is claimed by exactly one); ``prepare`` and ``finish`` run one
@@ -236,7 +201,7 @@ class Pipeline:
         self._skips = skips
         self._sessions = sessions if settings.session_turns > 0 else None
         self.labels = labels
-        self._labels = _LabelView(labels)
+        self._labels = LabelView(labels)
         self.idempotency = idempotency
         self.sink = sink
         self.metrics = metrics

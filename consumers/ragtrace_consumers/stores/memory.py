@@ -37,7 +37,6 @@ from ragtrace_consumers.model import (
     group_by_trace,
     recent_turns,
 )
-from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     BUDGET_WINDOW_S,
     DEFAULT_DEAD_TTL_S,
@@ -122,8 +121,8 @@ class _Entry:
 class MemoryTraceStore(PerTraceBatches):
     """:class:`~ragtrace_consumers.model.TraceStore` in process memory.
 
-    Lifecycle of a trace: ``append`` creates it (only with a RAG span) and keeps its earliest
-    due time; ``claim`` leases it to one caller for ``lease_s`` under a fresh token; then
+    Lifecycle of a trace: ``append`` creates it (only when ``creates`` names it) and keeps its
+    earliest due time; ``claim`` leases it to one caller for ``lease_s`` under a fresh token; then
     ``release`` deletes it (later spans are counted as ``late_spans`` and dropped for
     ``done_ttl_s``), or ``park`` reschedules it (after ``max_attempts`` parks it goes to the dead
     set instead). A lease that runs out makes the trace due again; a release or park with a token
@@ -206,7 +205,7 @@ class MemoryTraceStore(PerTraceBatches):
         self,
         spans: Sequence[SpanRecord],
         due_at: Mapping[str, float],
-        creates: Collection[str] | None = None,
+        creates: Collection[str],
     ) -> None:
         now = self._clock()
         with self._lock:
@@ -217,7 +216,7 @@ class MemoryTraceStore(PerTraceBatches):
                     continue
                 entry = self._live(trace_id, now)
                 if entry is None:
-                    if not (creates_trace(group) if creates is None else trace_id in creates):
+                    if trace_id not in creates:
                         continue
                     entry = self._entries[trace_id] = _Entry()
                     self._stats["traces_created"] += 1

@@ -1,6 +1,7 @@
-"""The batch half of the :class:`~ragtrace_consumers.model.TraceStore` seam for stores where a
-batch saves nothing (in memory, SQLite on the local disk): each trace loaded or released in turn.
-A store whose round trips cost (Redis) writes its own."""
+"""The batch half of the :class:`~ragtrace_consumers.model.TraceStore` seam for a store where a
+batch saves nothing (in memory): each trace loaded or released in turn. A store whose round
+trips cost (Redis) writes its own; so does the SQLite store, which ``serve`` calls on every
+batch, so its batches do not call back into it from here (one lock for a batch's loads)."""
 
 from __future__ import annotations
 

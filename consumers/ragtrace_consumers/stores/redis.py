@@ -35,7 +35,6 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 
 from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
-from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -268,7 +267,7 @@ class RedisTraceStore:
         self,
         spans: Sequence[SpanRecord],
         due_at: Mapping[str, float],
-        creates: Collection[str] | None = None,
+        creates: Collection[str],
     ) -> None:
         args: list[str | int | bytes] = [self._p, self._ttl_ms]
         for trace_id, group in group_by_trace(spans).items():
@@ -276,7 +275,7 @@ class RedisTraceStore:
             args += [
                 trace_id,
                 "" if due is None else repr(float(due)),
-                "1" if (creates_trace(group) if creates is None else trace_id in creates) else "0",
+                "1" if trace_id in creates else "0",
                 len(group),
             ]
             args += [encode_span(s) for s in group]

@@ -1,6 +1,6 @@
 """The embedded evaluator's label store: served from memory, every set kept in the state file.
 
-Lookups (the scoring hot path) go to a :class:`~ragtrace_consumers.stores.memory.MemoryLabelStore`.
+Lookups (the scoring hot path) are a :class:`~ragtrace_consumers.stores.memory.MemoryLabelStore`'s.
 :meth:`SqliteLabelStore.load` also records the set in the state file's ``label_sets`` table under
 its version (the content hash ``ragtrace labels`` prints), so the set in use is known to
 ``ragtrace labels export --state`` without a running evaluator. Questions labelled from live
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import LabelStats, question_from_json, question_to_json
+from ragtrace_consumers.model import question_from_json, question_to_json
 from ragtrace_consumers.stores.memory import MemoryLabelStore
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 
@@ -44,12 +44,14 @@ def current_label_set(state: SqliteState) -> tuple[str, list[LabelledQuestion]] 
     return str(version), [question_from_json(line) for line in json.loads(str(body))]
 
 
-class SqliteLabelStore:
-    """:class:`~ragtrace_consumers.model.LabelStore` whose sets are recorded in ``state``."""
+class SqliteLabelStore(MemoryLabelStore):
+    """:class:`~ragtrace_consumers.model.LabelStore`: a
+    :class:`~ragtrace_consumers.stores.memory.MemoryLabelStore` whose every set is also recorded
+    in ``state`` (lookups never touch the file)."""
 
     def __init__(self, state: SqliteState) -> None:
+        super().__init__()
         self._state = state
-        self._memory = MemoryLabelStore()
         _ensure(state)
 
     def start(self, base: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
@@ -67,7 +69,7 @@ class SqliteLabelStore:
 
     def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
         """Replace the set (lookups switch atomically) and record it; returns its version."""
-        version = self._memory.load(questions, source=source)
+        version = super().load(questions, source=source)
         last = self._state.execute("SELECT version FROM label_sets ORDER BY seq DESC LIMIT 1")
         if last and last[0][0] == version:  # a restart with the same set records nothing
             return version
@@ -85,21 +87,6 @@ class SqliteLabelStore:
             "VALUES (?, ?, ?, ?)",
             (question.qid, question_to_json(question), trace_id, time.time()),
         )
-        kept = [q for q in self._memory.questions() if q.qid != question.qid]
+        kept = [q for q in self.questions() if q.qid != question.qid]
         where = f"trace {trace_id}" if trace_id else "the web view"
         return self.load([*kept, question], source=f"labelled from {where}")
-
-    def by_id(self, qid: str) -> LabelledQuestion | None:
-        return self._memory.by_id(qid)
-
-    def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
-        return self._memory.by_question_sha256(digest)
-
-    def version(self) -> str:
-        return self._memory.version()
-
-    def questions(self) -> list[LabelledQuestion]:
-        return self._memory.questions()
-
-    def stats(self) -> LabelStats:
-        return self._memory.stats()

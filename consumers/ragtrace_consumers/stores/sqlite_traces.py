@@ -30,13 +30,11 @@ from typing import Any
 
 from ragtrace_consumers.errors import Held, StoreFull
 from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
-from ragtrace_consumers.readers import creates_trace
 from ragtrace_consumers.stores.defaults import (
     DEFAULT_DEAD_TTL_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
-from ragtrace_consumers.stores.per_trace_batches import PerTraceBatches
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 
@@ -70,7 +68,7 @@ CREATE TABLE IF NOT EXISTS trace_stats (name TEXT PRIMARY KEY, value INTEGER NOT
 _SWEEP = 100  # expired, unscheduled traces deleted per claim
 
 
-class SqliteTraceStore(PerTraceBatches):
+class SqliteTraceStore:
     """:class:`~ragtrace_consumers.model.TraceStore` in a SQLite file (module doc). Thread-safe;
     ``path`` ``":memory:"`` for tests. ``max_traces``/``max_bytes`` None: unbounded."""
 
@@ -185,14 +183,10 @@ class SqliteTraceStore(PerTraceBatches):
         self,
         spans: Sequence[SpanRecord],
         due_at: Mapping[str, float],
-        creates: Collection[str] | None = None,
+        creates: Collection[str],
     ) -> None:
         groups = {t: [encode_span(s) for s in g] for t, g in group_by_trace(spans).items()}
-        created = (
-            {t for t, g in group_by_trace(spans).items() if creates_trace(g)}
-            if creates is None
-            else set(creates)
-        )
+        created = set(creates)
         adding = Held(len(groups), sum(len(b) for g in groups.values() for b in g))
         now = self._clock()
 
@@ -314,18 +308,22 @@ class SqliteTraceStore(PerTraceBatches):
 
     def load(self, trace_id: str) -> list[SpanRecord]:
         now = self._clock()
-
-        def run() -> list[SpanRecord]:
-            row = self._row(trace_id)
-            if row is None or row[3] <= now:  # an expired trace is deleted by claim or sweep
-                return []
-            rows = self._db.execute(
-                "SELECT body FROM trace_spans WHERE trace_id = ? ORDER BY seq", (trace_id,)
-            ).fetchall()
-            return [decode_span(r[0]) for r in rows]
-
         with self._lock:
-            return run()
+            return self._load(trace_id, now)
+
+    def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
+        now = self._clock()
+        with self._lock:
+            return [self._load(t, now) for t in trace_ids]
+
+    def _load(self, trace_id: str, now: float) -> list[SpanRecord]:
+        row = self._row(trace_id)
+        if row is None or row[3] <= now:  # an expired trace is deleted by claim or sweep
+            return []
+        rows = self._db.execute(
+            "SELECT body FROM trace_spans WHERE trace_id = ? ORDER BY seq", (trace_id,)
+        ).fetchall()
+        return [decode_span(r[0]) for r in rows]
 
     def release(self, trace_id: str, token: str | None = None) -> bool:
         now = self._clock()
@@ -345,6 +343,10 @@ class SqliteTraceStore(PerTraceBatches):
 
         result: bool = self._tx(run)
         return result
+
+    def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
+        """Each lease released in its own transaction, in the order given."""
+        return [self.release(t, token) for t, token in leases]
 
     def park(self, trace_id: str, retry_at: float, reason: str, token: str | None = None) -> bool:
         now = self._clock()

@@ -15,7 +15,6 @@ from typing import Any
 from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
 from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
-from ragtrace_consumers.writeback.span_content import deliver_each
 
 __all__ = ["RecordingSink", "to_scored_result", "trace_detail"]
 
@@ -193,13 +192,24 @@ class RecordingSink:
         with self._recorded:
             self._recorded.notify_all()
 
-    def wait_for(self, count: int, timeout_s: float) -> bool:
-        """Block until the table holds at least ``count`` rows; False on timeout."""
+    def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
+        """Block until the table holds at least ``count`` rows (or the timeout); returns them,
+        oldest first."""
         with self._recorded:
-            return self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+            self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+        return [r for _, r in self._results.all()]
 
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
-        return deliver_each(self.write, batch)
+        """:meth:`write` each in turn: an item not recorded gives its error, the rest go on."""
+        out: list[WriteBackError | None] = []
+        for scores in batch:
+            try:
+                self.write(scores)
+            except WriteBackError as exc:
+                out.append(exc)
+            else:
+                out.append(None)
+        return out
 
     def shutdown(self) -> None:
         if self._inner is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry.util.types import AttributeValue
@@ -27,7 +27,6 @@ from opentelemetry.util.types import AttributeValue
 from ragtrace import semconv
 from ragtrace.evaluation.judges import MetricResult
 from ragtrace.evaluation.judges.error_types import judge_error_type
-from ragtrace_consumers.errors import WriteBackError
 from ragtrace_consumers.model import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
@@ -45,7 +44,6 @@ __all__ = [
     "EvaluationEvent",
     "MetricSpan",
     "cell_event",
-    "deliver_each",
     "evaluation_attributes",
     "evaluation_events",
     "evaluation_span_id",
@@ -58,21 +56,6 @@ FAIL = "fail"
 _EXPLANATION_MAX = 1000
 
 EvaluationEvent = tuple[str, dict[str, AttributeValue]]
-
-
-def deliver_each(
-    write: Callable[[TraceScores], None], batch: Sequence[TraceScores]
-) -> list[WriteBackError | None]:
-    """``write_many`` for a sink that delivers one item at a time: ``write`` each in turn."""
-    out: list[WriteBackError | None] = []
-    for scores in batch:
-        try:
-            write(scores)
-        except WriteBackError as exc:
-            out.append(exc)
-        else:
-            out.append(None)
-    return out
 
 
 def evaluation_span_id(trace_id: str, families: Sequence[str]) -> str:

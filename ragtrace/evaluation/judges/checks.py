@@ -51,7 +51,7 @@ from functools import lru_cache
 
 from .evidence import normalise_for_match
 from .injection import PATTERNS, reads_as_instruction
-from .meta import meta_fingerprint
+from .segment import meta_fingerprint
 from .terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, content_words, named_entities, numbers
 
 __all__ = [
@@ -111,7 +111,7 @@ _DESCRIPTIONS = {
 def checks_fingerprint() -> str:
     """SHA-256 of everything the checks decide by: their version, thresholds, the injection
     pattern set, the stop-word lists and the meta vocabulary that decides which units are
-    exempt (:func:`~ragtrace.evaluation.judges.meta.meta_fingerprint`: it changes what a model
+    exempt (:func:`~ragtrace.evaluation.judges.segment.meta_fingerprint`: it changes what a model
     judge is asked to judge). Part of every groundedness prompt hash, so a change to the checks
     shows as a judge change, like a prompt change."""
     blob = json.dumps(

@@ -125,8 +125,8 @@ def test_the_service_commands_are_registered_through_entry_points(name: str) -> 
 SERVICE_ROOMS: tuple[str, ...] = (
     "errors",
     "model",
-    "readers",
     "stores",
+    "readers",
     "telemetry",
     "scoring",
     "config",
@@ -140,10 +140,10 @@ SERVICE_ROOMS: tuple[str, ...] = (
 """The service's rooms, lowest first: a module may import its own room and the rooms before it.
 
 ``errors`` and ``model`` are the two top-level modules every room shares (the seams and their
-vocabulary); ``readers`` turn spans into RAG traces; ``stores`` implement the store seams and
-read only the contract (and the default readers' rule for which spans start a trace), never
-the scoring that calls them; ``telemetry`` is the service's own metrics (every later room
-counts); ``scoring`` is the one scoring path, which never reads the settings: ``config`` (the
+vocabulary); ``stores`` implement the store seams and read only the contract, never the
+readers or the scoring that call them (the caller names the traces that may start an entry);
+``readers`` turn spans into RAG traces; ``telemetry`` is the service's own metrics (every
+later room counts); ``scoring`` is the one scoring path, which never reads the settings: ``config`` (the
 settings, which reuse scoring's defaults and parsers) comes after it, and the wiring hands
 scoring plain values; ``writeback`` sits behind the score sink; ``intake`` is the front door
 (decode, admission, the receiver); ``runtime`` wires one process (Kafka or embedded);
@@ -225,7 +225,9 @@ def test_the_checker_sees_a_wrong_arrow() -> None:
         ("stores/x.py", "from ragtrace_consumers.scoring.assembly import completion_due\n", 1),
         ("stores/x.py", "from ..telemetry.metrics import ConsumerMetrics\n", 1),
         ("stores/x.py", "from ragtrace_consumers.model import DeadTrace\n", 0),
-        ("stores/x.py", "from ragtrace_consumers.readers import creates_trace\n", 0),
+        ("stores/x.py", "from ragtrace_consumers.readers import creates_trace\n", 1),
+        ("stores/x.py", "def f():\n    from ..readers import registry\n", 1),
+        ("readers/x.py", "from ragtrace_consumers.stores.span_encoding import encode_span\n", 0),
     ],
 )
 def test_the_room_checker_sees_an_arrow_pointing_back(

@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from ragtrace.cli import main
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.intake.access import (
+from ragtrace_consumers.intake.http_server import (
     AccessPolicy,
     ExposureError,
     check_exposure,

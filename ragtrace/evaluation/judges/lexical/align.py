@@ -252,7 +252,7 @@ def cues(unit: str, window: str) -> tuple[str, ...]:
 
 def _algorithm() -> str:
     """Every constant the support depends on, for the judge's prompt hash."""
-    from ..meta import meta_fingerprint
+    from ..segment import meta_fingerprint
     from . import tokens as t
 
     return (

@@ -16,6 +16,7 @@ from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.scoring.sampling import Sampler, SamplerConfig, SamplingRule, trace_position
 from ragtrace_consumers.stores.memory import MemoryLabelStore, MemoryTraceStore
 from tests.otlp_requests import records_request
+from tests.store_appends import append_read
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 LABELLED_QUERY = "Which regions can workspace data be hosted in?"
@@ -163,5 +164,5 @@ def test_decode_drops_before_building_records_and_reports_per_batch() -> None:
     assert reports == [("rag-app", 200 - len(kept_ids))]
     # Dropped traces never reach the store: nothing is created for them.
     store = MemoryTraceStore()
-    store.append(kept, {})
+    append_read(store, kept, {})
     assert store.stats()["traces_created"] == len(kept_ids)

@@ -15,7 +15,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace_consumers.errors import ReceiverBusy
-from ragtrace_consumers.intake.access import AccessPolicy
+from ragtrace_consumers.intake.http_server import AccessPolicy
 from ragtrace_consumers.intake.otlp_receiver import REFUSAL_REASONS, Accepted, OtlpHttpReceiver
 from tests.unit.consumers.intake.test_otlp_receiver import (
     EXPECTED,

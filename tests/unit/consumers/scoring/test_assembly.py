@@ -21,6 +21,7 @@ from ragtrace_consumers.scoring.assembly import (
 from ragtrace_consumers.stores.memory import MemoryTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract, run on the memory side
 from tests.e2e.test_stores import Kit, memory_kit
+from tests.store_appends import append_read
 from tests.unit.consumers.ingestion_spans import GEN, RET, ROOT, TRACE, record
 
 OTHER = "1" * 32
@@ -104,8 +105,8 @@ def test_earliest_merge_is_order_independent() -> None:
 def test_memory_store_claims_each_trace_once_across_threads() -> None:
     store = MemoryTraceStore()
     ids = [f"{i:032x}" for i in range(1, 201)]
-    store.append(
-        [record(RET, trace_id=t, attributes=RETRIEVER) for t in ids], dict.fromkeys(ids, 0.0)
+    append_read(
+        store, [record(RET, trace_id=t, attributes=RETRIEVER) for t in ids], dict.fromkeys(ids, 0.0)
     )
     claimed: list[str] = []
     lock = threading.Lock()
@@ -143,7 +144,7 @@ def test_the_due_time_does_not_depend_on_the_order_batches_arrive_in(
     for index, gap in zip(order, gaps, strict=False):
         now += gap
         due = completion_due(batches[index], now, 5.0, idle_s=40.0)
-        store.append(batches[index], due)
+        append_read(store, batches[index], due)
         if index == 2 and not stored:
             continue  # a non-RAG root alone cannot create the trace
         expected = min(expected, due[TRACE])

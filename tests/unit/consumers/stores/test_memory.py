@@ -16,6 +16,7 @@ from ragtrace_consumers.stores.memory import (
     MemoryTraceStore,
 )
 from ragtrace_consumers.telemetry.metrics import ConsumerMetrics
+from tests.store_appends import append_read
 from tests.unit.consumers.scoring_helpers import rag_spans, tid
 
 
@@ -31,14 +32,14 @@ def test_done_tombstones_expire_as_time_passes() -> None:
     clock = Clock()
     store = MemoryTraceStore(ttl_s=100, done_ttl_s=10, clock=clock)
     for n in range(1, 501):
-        store.append(rag_spans(n), {tid(n): clock.t})
+        append_read(store, rag_spans(n), {tid(n): clock.t})
         (lease,) = store.claim(clock.t, 1, 30)
         assert store.release(lease.trace_id, lease.token)
         clock.t += 0.1  # 100 releases per 10 s tombstone lifetime
     assert 95 <= len(store._done) <= 101
     assert len(store._done_heap) <= 2 * len(store._done) + 64
     # A late span of a trace released a moment ago is still recognised as late.
-    store.append(rag_spans(500), {tid(500): clock.t})
+    append_read(store, rag_spans(500), {tid(500): clock.t})
     assert store.stats()["late_spans"] == 3
 
 
@@ -46,10 +47,10 @@ def test_due_traces_come_out_in_due_order_and_rescheduling_leaves_no_duplicates(
     clock = Clock()
     store = MemoryTraceStore(clock=clock)
     for n in range(1, 41):
-        store.append(rag_spans(n), {tid(n): 2000.0 - n})  # later traces are due earlier
+        append_read(store, rag_spans(n), {tid(n): 2000.0 - n})  # later traces are due earlier
     for n in range(1, 41):
-        store.append(rag_spans(n, root=False), {tid(n): 1500.0 - n})  # an earlier due wins
-        store.append(rag_spans(n, root=False), {tid(n): 1900.0})  # a later one does not
+        append_read(store, rag_spans(n, root=False), {tid(n): 1500.0 - n})  # an earlier due wins
+        append_read(store, rag_spans(n, root=False), {tid(n): 1900.0})  # a later one does not
     got = [lease.trace_id for lease in store.claim(1600.0, 100, 30)]
     assert got == [tid(n) for n in range(40, 0, -1)]
     assert store.claim(1620.0, 100, 30) == []  # leased, and no stale item comes out
@@ -60,7 +61,7 @@ def test_lapsed_leases_make_traces_due_again_once() -> None:
     clock = Clock()
     store = MemoryTraceStore(clock=clock)
     for n in range(1, 11):
-        store.append(rag_spans(n), {tid(n): clock.t})
+        append_read(store, rag_spans(n), {tid(n): clock.t})
     first = store.claim(clock.t, 10, 5)
     assert len(first) == 10
     again = store.claim(clock.t + 6, 10, 5)
@@ -73,10 +74,10 @@ def test_abandoned_traces_are_purged_without_being_touched() -> None:
     clock = Clock()
     store = MemoryTraceStore(ttl_s=60, clock=clock)
     for n in range(1, 201):
-        store.append(rag_spans(n), {})  # never due
+        append_read(store, rag_spans(n), {})  # never due
     assert len(store._entries) == 200
     clock.t += 61
-    store.append(rag_spans(999), {})
+    append_read(store, rag_spans(999), {})
     assert set(store._entries) == {tid(999)}
     assert len(store._expiry_heap) <= 2 * len(store._expiry) + 64
 

@@ -13,6 +13,7 @@ from ragtrace_consumers.errors import Held, StoreFull
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from tests.e2e.test_stores import *  # noqa: F403 - the shared store contract
 from tests.e2e.test_stores import T1, T2, T3, FakeClock, Kit, memory_kit, span
+from tests.store_appends import append_read
 
 
 @pytest.fixture(name="kit")
@@ -33,7 +34,7 @@ def test_spans_and_schedule_survive_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite3"
     store = SqliteTraceStore(path, clock=clock)
     a, b = span(T1, "1" * 16), span(T2, "2" * 16)
-    store.append([a, b], {T1: clock.t + 5, T2: clock.t + 1})
+    append_read(store, [a, b], {T1: clock.t + 5, T2: clock.t + 1})
     (lease,) = store.claim(clock.t + 1, 10, 300.0)  # T2 leased by this process
     store.close()  # (a SIGKILL leaves the same file: every append was committed)
 
@@ -54,17 +55,17 @@ def store_bytes(store: SqliteTraceStore) -> int:
 def test_an_append_over_the_bound_is_refused_whole() -> None:
     clock = FakeClock()
     store = SqliteTraceStore(":memory:", clock=clock, max_traces=3)
-    store.append([span(T1, "1" * 16), span(T2, "2" * 16)], {T1: clock.t, T2: clock.t})
+    append_read(store, [span(T1, "1" * 16), span(T2, "2" * 16)], {T1: clock.t, T2: clock.t})
     with pytest.raises(StoreFull, match="holding 2 traces"):
-        store.append([span(T3, "3" * 16), span("d" * 32, "4" * 16)], {})
+        append_read(store, [span(T3, "3" * 16), span("d" * 32, "4" * 16)], {})
     assert store.load(T3) == [] and store.held().traces == 2
-    store.append([span(T3, "3" * 16)], {T3: clock.t})  # fits exactly
+    append_read(store, [span(T3, "3" * 16)], {T3: clock.t})  # fits exactly
     assert store.held().traces == 3
     store.release(T1)
     assert store.held().traces == 2
     by_bytes = SqliteTraceStore(":memory:", clock=clock, max_bytes=400)
     with pytest.raises(StoreFull):
-        by_bytes.append([span(T1, f"{i:016x}") for i in range(10)], {})
+        append_read(by_bytes, [span(T1, f"{i:016x}") for i in range(10)], {})
     assert by_bytes.held() == Held(0, 0)
 
 

@@ -9,8 +9,7 @@ from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace.evaluation.judges.checks import check_evidence
 from ragtrace.evaluation.judges.lexical.align import Source, align, cues
 from ragtrace.evaluation.judges.lexical.tokens import NUMBER_WEIGHT, tokens
-from ragtrace.evaluation.judges.meta import is_meta, meta_lead
-from ragtrace.evaluation.judges.segment import segment_answer
+from ragtrace.evaluation.judges.segment import is_meta, meta_lead, segment_answer
 
 
 def _texts(text: str) -> list[str]:

@@ -121,6 +121,6 @@ def test_the_aligned_algorithm_is_a_judge_change() -> None:
     old = hashlib.sha256(overlap_v2.encode("utf-8")).hexdigest()
     assert LexicalJudge(threshold=0.6).info.prompt_sha256 != old
     assert f"share={ALIGNED_SHARE}" in ALGORITHM and f"cue={CUE_PENALTY}" in ALGORITHM
-    from ragtrace.evaluation.judges.meta import meta_fingerprint
+    from ragtrace.evaluation.judges.segment import meta_fingerprint
 
     assert "mismatch=figure,name" in ALGORITHM and meta_fingerprint() in ALGORITHM
