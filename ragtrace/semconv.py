@@ -28,6 +28,7 @@ __all__ = [
     "ATTR_DATA_SOURCE",
     "ATTR_JUDGE_MODEL",
     "ATTR_JUDGE_PROMPT",
+    "ATTR_K",
     "ATTR_METRIC",
     "ATTR_MODEL",
     "ATTR_OUTCOME",
@@ -418,6 +419,9 @@ ATTR_DATA_SOURCE: Final = "data_source"
 EVAL_GENERATOR_MODEL: Final = "ragtrace.eval.generator.model"
 """On the evaluation span: the model of the generation span that was judged."""
 """First 12 hex characters of the judge prompt template's SHA-256 (``JudgeInfo.prompt_sha256``)."""
+ATTR_K: Final = "k"
+"""The recall cut-off of the retrieval metrics (a trace's declared top-k, or ``scoring.k``;
+bounded: ragtrace_consumers.telemetry.dimensions)."""
 ATTR_REASON: Final = "reason"
 ATTR_METRIC: Final = "metric"
 ATTR_CELL: Final = "cell"

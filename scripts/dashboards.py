@@ -95,6 +95,8 @@ KAFKA_EXPORTER = 'exporter=~"kafka.*"'
 RATE_WINDOW = "$__rate_interval"
 WHOLE_RANGE = "$__range"
 PER_PIPELINE = "service, pipeline"
+# Recall and hit rate at different cut-offs are different measures: never averaged together.
+PER_CUTOFF = "service, pipeline, k"
 
 
 def total(inner: str, by: str = "") -> str:
@@ -274,17 +276,19 @@ QUALITY_BOARD = Board(
         _mean_panel(
             "Mean recall@k",
             "Mean recall@k over traces matching a labelled question: share of the gold chunks found "
-            "in the top k. Bars (right axis): labelled traces each point rests on. Dashed: the alert "
-            "threshold.",
+            "in the top k, one series per k (the trace's declared top-k, else scoring.k). Bars "
+            "(right axis): labelled traces each point rests on. Dashed: the alert threshold.",
             RECALL,
+            by=PER_CUTOFF,
             width=8,
             threshold=ALERT_THRESHOLD["recall"],
         ),
         _mean_panel(
             "Hit rate@k",
             "Share of labelled traces with at least one gold chunk in the top k "
-            "(Success@k; always >= mean recall).",
+            "(Success@k; always >= mean recall), one series per k.",
             "ragtrace.hit_rate",
+            by=PER_CUTOFF,
             width=8,
             observations=False,
         ),
@@ -317,9 +321,9 @@ QUALITY_BOARD = Board(
         _mean_panel(
             "Recall by retriever",
             "Mean recall@k per data source (the retrieval span's gen_ai.data_source.id; at most 20 "
-            "per replica, the rest as 'other'). Bars: labelled traces behind each point.",
+            "per replica, the rest as 'other') and k. Bars: labelled traces behind each point.",
             RECALL,
-            by="data_source",
+            by="data_source, k",
             threshold=ALERT_THRESHOLD["recall"],
         ),
         # Answer metrics: judged traces whose labelled question has a reference answer.

@@ -54,7 +54,7 @@ def record_every_metric(provider: MeterProvider) -> None:
     m.trace_scored("shop", "qa", "fine")
     m.trace_skipped("shop", "qa", "not_sampled")
     m.groundedness(0.75, "shop", "qa", "probe-model")
-    m.retrieval(0.5, 1.0, 0.5, "shop", "qa")
+    m.retrieval(0.5, 1.0, 0.5, "shop", "qa", k=5)
     m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
     m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")
     # The unrecognised-span counter shares the consumers' meter provider (pipeline.py).

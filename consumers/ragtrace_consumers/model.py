@@ -141,12 +141,14 @@ class RetrievalStep:
     """One retrieval the answer drew on: a retriever span, or a tool call that returned
     documents. ``query`` is the step's own (an agent's sub-query, not necessarily the user's
     question); ``chunks`` its ranked documents; ``tool`` the tool's name for a tool call (None:
-    a retriever span)."""
+    a retriever span); ``top_k`` the cut-off the span declares (``gen_ai.retrieval.top_k``, or
+    ``gen_ai.request.top_k`` on a retrieval span), None when it declares none."""
 
     span_id: str
     query: str | None = None
     chunks: tuple[Chunk, ...] = ()
     tool: str | None = None
+    top_k: int | None = None
 
     @property
     def kind(self) -> str:
@@ -154,12 +156,14 @@ class RetrievalStep:
         return "tool" if self.tool is not None else "retriever"
 
     def summary(self) -> dict[str, object]:
-        """Plain data (span ID, kind, tool, query, ranked IDs) for results and ``inspect``."""
+        """Plain data (span ID, kind, tool, query, declared top-k, ranked IDs) for results and
+        ``inspect``."""
         return {
             "span_id": self.span_id,
             "kind": self.kind,
             "tool": self.tool,
             "query": self.query,
+            "top_k": self.top_k,
             "ids": [c.id for c in self.chunks],
         }
 
@@ -491,6 +495,12 @@ class RetrievalScores:
     step_recall: tuple[float, ...] = ()
     """With several retrieval steps: each step's own recall@k (per ``definition``), in the
     order of the trace's steps that returned documents; empty with one step."""
+    step_k: tuple[int, ...] = ()
+    """Each of those steps' recall cut-off (its declared top-k, or the configured k); empty
+    with one step (``scores.k`` is its cut-off)."""
+    k_declared: bool = False
+    """True when a retrieval span's declared top-k set a cut-off (else every one is the
+    configured ``scoring.k``)."""
 
     def __post_init__(self) -> None:
         if self.matched_by not in ("question_id", "query_text"):

@@ -280,30 +280,58 @@ def score_question(retrieved: Sequence[str], gold: AbstractSet[str], k: int) -> 
     )
 
 
-def pooled_top_k(steps: Sequence[Sequence[str]], k: int) -> list[str]:
+def _step_cutoffs(steps: Sequence[Sequence[str]], k: int | Sequence[int]) -> list[int]:
+    """One cut-off per step: ``k`` for every step, or the step's own from a sequence."""
+    if isinstance(k, int):
+        _check_k(k)
+        return [k] * len(steps)
+    ks = list(k)
+    if len(ks) != len(steps):
+        raise ValueError(f"one cut-off per step: {len(steps)} steps, {len(ks)} cut-offs")
+    for each in ks:
+        _check_k(each)
+    return ks
+
+
+def pooled_top_k(steps: Sequence[Sequence[str]], k: int | Sequence[int]) -> list[str]:
     """The union of every step's top k (each step de-duplicated first), in first-appearance
-    order: ``[[a, b, c], [d, a, e]]`` at k=2 pools ``[a, b, d]``."""
-    _check_k(k)
-    return dedupe(doc for ranked in steps for doc in dedupe(ranked)[:k])
+    order: ``[[a, b, c], [d, a, e]]`` at k=2 pools ``[a, b, d]``. ``k`` is one cut-off for every
+    step or one per step (each step's declared top-k)."""
+    ks = _step_cutoffs(steps, k)
+    return dedupe(
+        doc for ranked, cut in zip(steps, ks, strict=True) for doc in dedupe(ranked)[:cut]
+    )
 
 
-def score_steps(steps: Sequence[Sequence[str]], gold: AbstractSet[str], k: int) -> QuestionScores:
+def score_steps(
+    steps: Sequence[Sequence[str]], gold: AbstractSet[str], k: int | Sequence[int]
+) -> QuestionScores:
     """All metrics for one question answered from several retrievals (an agent that searched
     n times, each step a ranked list of IDs; steps with no IDs do not count).
 
-    Each step contributes its top k; the pool (:func:`pooled_top_k`) is one ranking of n·k
-    slots: recall@k = |pool ∩ gold| / |gold|, hit rate@k = 1 if the pool holds a gold ID,
-    precision@k = |pool ∩ gold| / (n·k), nDCG@k over the pool's order with the ideal of n·k
+    ``k`` is one cut-off for every step, or one per step (each step's own declared top-k).
+    Each step contributes its top k; the pool (:func:`pooled_top_k`) is one ranking of
+    Σk slots: recall@k = |pool ∩ gold| / |gold|, hit rate@k = 1 if the pool holds a gold ID,
+    precision@k = |pool ∩ gold| / Σk, nDCG@k over the pool's order with the ideal of Σk
     slots; the reciprocal rank searches the union of the whole lists in first-appearance order.
     With one step (n = 1) this is exactly :func:`score_question`; with none, the scores of an
-    empty retrieval. ``k`` stays the per-step cutoff in the result.
+    empty retrieval. The result's ``k`` is the per-step cutoff (the largest, when steps declare
+    different ones).
     """
-    ranked = [list(s) for s in steps if s]
-    if len(ranked) <= 1:
-        return score_question(ranked[0] if ranked else [], gold, k)
+    cuts = _step_cutoffs(steps, k)
+    pairs = [(list(s), cut) for s, cut in zip(steps, cuts, strict=True) if s]
+    if len(pairs) == 1:
+        return score_question(pairs[0][0], gold, pairs[0][1])
+    if not pairs:
+        if isinstance(k, int) or cuts:
+            return score_question([], gold, k if isinstance(k, int) else max(cuts))
+        raise ValueError("no step and no cut-off to score")
+    ranked = [s for s, _ in pairs]
+    ks = [cut for _, cut in pairs]
     gold = _as_set(gold)
-    pool = pooled_top_k(ranked, k)
-    slots = k * len(ranked)
+    pool = pooled_top_k(ranked, ks)
+    slots = sum(ks)
+    k = max(ks)
     return QuestionScores(
         k=k,
         recall=recall_at_k(pool, gold, slots),

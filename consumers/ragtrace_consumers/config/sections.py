@@ -299,7 +299,12 @@ class ScoringSettings(_Section):
 
     k: PositiveInt = 5
     """Cut-off of recall@k, precision@k and nDCG@k, per retrieval step: an answer drawn from
-    several searches is scored on the union of each one's top k."""
+    several searches is scored on the union of each one's top k. A step whose span declares its
+    own top-k (gen_ai.retrieval.top_k, or gen_ai.request.top_k as @ragtrace.retrieve(top_k=...)
+    records it) is cut at that unless k_from_trace is false."""
+    k_from_trace: bool = True
+    """Cut each retrieval step at the top-k its span declares (k stays the cut-off of a step
+    that declares none); false pins every step to k."""
     recall_definition: Annotated[Str, one_of("mean_recall", "hit_rate")] = "mean_recall"
     """Recall definition used for the attribution cell: mean_recall or hit_rate."""
     recall_threshold: Rate = 0.5

@@ -198,6 +198,19 @@ def _first_attr(spans: Iterable[SpanRecord], key: str) -> str | None:
     return None
 
 
+def _declared_top_k(span: SpanRecord) -> int | None:
+    """The cut-off a retrieval span declares: GenAI's ``gen_ai.retrieval.top_k``, else
+    ``gen_ai.request.top_k`` (where semantic-conventions 1.36 and the SDK's default put a
+    retriever's k); None when neither is a positive integer."""
+    for key in (semconv.GEN_AI_RETRIEVAL_TOP_K, semconv.GEN_AI_REQUEST_TOP_K):
+        value = span.attributes.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON OTLP may carry an integer as a double
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    return None
+
+
 def _unquoted(value: str | None) -> str | None:
     """A JSON string literal's text (``"s-1"`` with its quotes: MLflow's encoding), else
     ``value``."""
@@ -366,7 +379,10 @@ def to_rag_trace(
         else None
     )
 
-    steps = tuple(RetrievalStep(s.span_id, r.query, r.chunks, r.tool) for s, r in retrievals)
+    steps = tuple(
+        RetrievalStep(s.span_id, r.query, r.chunks, r.tool, _declared_top_k(s))
+        for s, r in retrievals
+    )
     retrieved = _dedupe(c for _, r in retrievals for c in r.chunks)
     system_context = readers.system_context if readers is not None else False
     context, sources = _context(steps, retrieved, generation, read, system_context)

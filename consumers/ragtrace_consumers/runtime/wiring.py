@@ -94,6 +94,7 @@ def _pipeline_settings(cfg: ConsumerConfig) -> PipelineSettings:
         lease_s=a.lease_s,
         claim_batch=a.claim_batch,
         k=s.k,
+        k_from_trace=s.k_from_trace,
         recall_definition=RecallDefinition(s.recall_definition),
         thresholds=Thresholds(recall=s.recall_threshold, groundedness=s.groundedness_threshold),
         park_backoff_s=j.park_backoff_s,

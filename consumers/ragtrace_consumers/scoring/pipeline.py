@@ -88,6 +88,7 @@ class PipelineSettings:
     lease_s: float = 300.0
     claim_batch: int = 64
     k: int = 5
+    k_from_trace: bool = True
     recall_definition: RecallDefinition = RecallDefinition.MEAN_RECALL
     thresholds: Thresholds = field(default_factory=Thresholds)
     park_backoff_s: float = 30.0
@@ -565,6 +566,7 @@ class Pipeline:
             self._labels.version(),
             self.settings.k,
             self.settings.recall_definition,
+            k_from_trace=self.settings.k_from_trace,
         )
 
     def _park(
@@ -603,6 +605,7 @@ class Pipeline:
                 r.scores.reciprocal_rank,
                 trace.service,
                 trace.pipeline,
+                k=r.scores.k,
                 data_source=trace.data_source,
             )
         g = scores.groundedness

@@ -9,6 +9,7 @@ Pure values and functions; the judge call itself (cache, budget, retries) is in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ragtrace.evaluation.attribution import Thresholds, attribute
 from ragtrace.evaluation.judges import GroundednessResult
@@ -23,6 +24,7 @@ from ragtrace_consumers.model import (
     AnswerScores,
     RagTrace,
     RetrievalScores,
+    RetrievalStep,
     TraceScores,
 )
 from ragtrace_consumers.scoring.sessions import earlier_turn_units
@@ -30,6 +32,7 @@ from ragtrace_consumers.scoring.sessions import earlier_turn_units
 __all__ = [
     "combine",
     "score_retrieval",
+    "step_cutoffs",
 ]
 
 
@@ -40,11 +43,16 @@ def score_retrieval(
     labels_version: str,
     k: int,
     definition: RecallDefinition,
+    *,
+    k_from_trace: bool = True,
 ) -> RetrievalScores:
     """Score the trace's retrieval steps against its labelled ``question``: recall@k and the
     rest over the union of every step's top k in first-appearance order
     (:func:`~ragtrace.evaluation.retrieval.score_steps`; one step: its top k), and each step's
     own recall@k under ``definition`` (NaN for an unanswerable question).
+
+    Each step's k is the top-k its span declares (:func:`step_cutoffs`) when ``k_from_trace``,
+    else ``k`` (the configuration pins it); ``k`` also stands for a step that declares none.
 
     Context relevancy is the share of the chunks supplied to generation that are gold; it is
     left out when the trace says nothing about what was supplied.
@@ -52,10 +60,15 @@ def score_retrieval(
     gold = frozenset(question.gold)
     qid = str(question.qid)
     retrieved = [c.id for c in trace.retrieved]
-    ranked = [[c.id for c in s.chunks] for s in trace.steps if s.chunks] or [retrieved]
-    scores = score_steps(ranked, gold, k)
+    with_docs = [s for s in trace.steps if s.chunks]
+    ranked = [[c.id for c in s.chunks] for s in with_docs] or [retrieved]
+    ks = step_cutoffs(with_docs, k, k_from_trace=k_from_trace) or [k]
+    scores = score_steps(ranked, gold, ks)
     per_step = (
-        tuple(score_question(ids, gold, k).recall_as(definition) for ids in ranked)
+        tuple(
+            score_question(ids, gold, cut).recall_as(definition)
+            for ids, cut in zip(ranked, ks, strict=True)
+        )
         if len(ranked) > 1
         else ()
     )
@@ -64,6 +77,7 @@ def score_retrieval(
     if relevancy is not None and math.isnan(relevancy):
         relevancy = None
     positions = tuple(i for i, chunk_id in enumerate(retrieved) if chunk_id in gold)
+    declared = k_from_trace and any(s.top_k is not None for s in with_docs)
     return RetrievalScores(
         qid,
         matched_by,
@@ -73,7 +87,15 @@ def score_retrieval(
         relevancy,
         gold_positions=positions,
         step_recall=per_step,
+        step_k=tuple(ks) if per_step else (),
+        k_declared=declared,
     )
+
+
+def step_cutoffs(steps: Sequence[RetrievalStep], k: int, *, k_from_trace: bool = True) -> list[int]:
+    """Each step's recall cut-off: its declared top-k when ``k_from_trace`` and it declares
+    one, else ``k``."""
+    return [s.top_k if k_from_trace and s.top_k is not None else k for s in steps]
 
 
 def combine(

@@ -1,5 +1,5 @@
-"""Bounded metric labels for values the applications choose: the generator model and the
-retriever's data source.
+"""Bounded metric labels for values the applications choose: the generator model, the
+retriever's data source and the recall cut-off a trace declares.
 
 A label whose values come from traffic (any model ID an app sends, any ``gen_ai.data_source.id``)
 could create series without bound. :class:`BoundedLabel` admits the first ``cap`` distinct values

@@ -112,6 +112,7 @@ class ConsumerMetrics:
         # Values chosen by the applications: capped (dimensions.py) before they become labels.
         self.generator_models = BoundedLabel()
         self.data_sources = BoundedLabel()
+        self.cutoffs = BoundedLabel()
         self.meter_provider = meter_provider
         m = meter_provider.get_meter(
             semconv.EVALUATION_SCOPE, __version__, schema_url=semconv.SCHEMA_URL
@@ -417,12 +418,15 @@ class ConsumerMetrics:
         service: str,
         pipeline: str | None,
         *,
+        k: int,
         data_source: str | None = None,
     ) -> None:
-        """``data_source``: the retriever's ``gen_ai.data_source.id`` (label, capped)."""
+        """``k``: the cut-off the scores were taken at (label, capped: a trace declares it);
+        ``data_source``: the retriever's ``gen_ai.data_source.id`` (label, capped)."""
         attrs = {
             semconv.ATTR_SERVICE: service,
             semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
+            semconv.ATTR_K: self.cutoffs(str(k)),
             semconv.ATTR_DATA_SOURCE: self.data_sources(data_source),
         }
         self._recall.record(recall, attrs)

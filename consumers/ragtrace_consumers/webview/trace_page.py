@@ -49,13 +49,22 @@ def _mapping(detail: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | 
     return value if isinstance(value, Mapping) else None
 
 
-def _steps(detail: Mapping[str, Any] | None, k: int | None, gold: set[str]) -> str:
+def _step_cutoffs(r: ScoredResult, steps: Sequence[Mapping[str, Any]]) -> list[int | None]:
+    """Each step's recall cut-off: the stored ``step_k`` (one per step with documents, in
+    order), else the result's k for every step (results stored before cut-offs were per step)."""
+    stored = r.extra.get("step_k")
+    ks = iter(stored if isinstance(stored, list) else ())
+    return [next(ks, r.k) if step.get("ids") else r.k for step in steps]
+
+
+def _steps(detail: Mapping[str, Any] | None, r: ScoredResult, gold: set[str]) -> str:
     """Several retrieval steps: each one's query and ranked IDs (its top k counted by recall)."""
     steps = _dicts(detail.get("steps") if detail is not None else None)
     if len(steps) < 2:
         return ""
+    cutoffs = _step_cutoffs(r, steps)
     rows = []
-    for i, step in enumerate(steps, 1):
+    for i, (step, k) in enumerate(zip(steps, cutoffs, strict=True), 1):
         ids = [str(x) for x in step.get("ids") or ()]
         shown = ", ".join(
             f"<code{' class=gold' if x in gold else ''}>{esc(x)}</code>"
@@ -64,12 +73,18 @@ def _steps(detail: Mapping[str, Any] | None, k: int | None, gold: set[str]) -> s
         )
         what = f"tool {step['tool']}" if step.get("tool") else "retriever"
         query = step.get("query")
+        top = f" top {k}" if k is not None and len(set(cutoffs)) > 1 else ""
         rows.append(
-            f"<li>step {i} <span class=muted>({esc(what)})</span> "
+            f"<li>step {i} <span class=muted>({esc(what)}{top})</span> "
             f"{esc(repr(query)) if query else '<em>no query</em>'}: {shown or '<em>none</em>'}</li>"
         )
+    counts = (
+        f"recall@{r.k} counts each step's top {r.k}"
+        if len(set(cutoffs)) == 1
+        else "recall counts each step's own top k (the k its span declares)"
+    )
     return (
-        f"<p class=muted>{len(steps)} retrieval steps: recall@{k} counts each step's top {k} "
+        f"<p class=muted>{len(steps)} retrieval steps: {counts} "
         f"(↓ marks a rank below it); the list above is their union in first-appearance "
         f"order.</p><ol class=steps>{''.join(rows)}</ol>"
     )
@@ -122,7 +137,7 @@ def _retrieval(r: ScoredResult, detail: Mapping[str, Any] | None, gold: set[str]
             + ": not counted by recall.</p>"
         )
     return (
-        f"<ol class=chunks>{''.join(items)}</ol>{note}{_steps(detail, r.k, gold) if pooled else ''}"
+        f"<ol class=chunks>{''.join(items)}</ol>{note}{_steps(detail, r, gold) if pooled else ''}"
     )
 
 
@@ -279,11 +294,22 @@ def _provenance(r: ScoredResult, g: Mapping[str, Any] | None) -> str:
         ("latency", f"{float(g.get('latency_s') or 0):.3f} s" if g else None),
         ("labels version", r.extra.get("labels_version")),
         ("recall definition", r.extra.get("recall_definition")),
+        ("recall cut-off", _cutoff_origin(r)),
     ]
     usage = g.get("usage") if g is not None else None
     if isinstance(usage, Mapping) and any(usage.values()):
         rows.append(("tokens", ", ".join(f"{k} {v}" for k, v in usage.items() if v)))
     return _dl(rows)
+
+
+def _cutoff_origin(r: ScoredResult) -> str | None:
+    """Where the trace's k came from: its retrieval span's declared top-k, or ``scoring.k``."""
+    origin = r.extra.get("k_from")
+    if r.k is None or origin is None:
+        return None
+    if origin == "trace":
+        return f"k={r.k}, the top-k the retrieval span declares"
+    return f"k={r.k}, the configured scoring.k (the trace declares none, or it is pinned)"
 
 
 def _dl(rows: Sequence[tuple[str, object]]) -> str:

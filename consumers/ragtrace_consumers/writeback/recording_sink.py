@@ -68,9 +68,11 @@ def to_scored_result(
             labels_version=r.labels_version,
             recall_definition=r.definition.value,
             gold_size=r.scores.gold_size,
+            k_from="trace" if r.k_declared else "scoring.k",
         )
         if r.step_recall:
             extra["step_recall"] = [_known(v) for v in r.step_recall]
+            extra["step_k"] = list(r.step_k)
     if trace.steps:
         extra["steps"] = [s.summary() for s in trace.steps]
     if g is not None:

@@ -83,3 +83,47 @@ def test_pooled_recall_is_monotone_in_k_and_at_least_every_steps_own(
     assert pooled <= score_steps(steps, gold, k + 1).recall
     for step in steps:
         assert pooled >= score_question(step, gold, k).recall
+
+
+def test_each_step_is_cut_at_its_own_k() -> None:
+    # k=(1, 3): pool [a, b, y, c] (4 slots); gold {a, c, x}: x is rank 2 of a step cut at 1
+    steps = [["a", "x"], ["b", "y", "c", "x"]]
+    assert pooled_top_k(steps, [1, 3]) == ["a", "b", "y", "c"]
+    scores = score_steps(steps, frozenset({"a", "c", "x"}), [1, 3])
+    assert scores.k == 3  # the largest step cut-off
+    assert scores.recall == pytest.approx(2 / 3)
+    assert scores.precision == pytest.approx(2 / 4)
+    dcg = 1 / math.log2(2) + 1 / math.log2(5)  # a at pool rank 1, c at 4
+    ideal = 1 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert scores.ndcg == pytest.approx(dcg / ideal)
+
+
+def test_per_step_cutoffs_equal_to_k_are_the_single_k_scores() -> None:
+    steps = [["a", "x", "z"], ["b", "y"]]
+    gold = frozenset({"a", "b", "z"})
+    assert score_steps(steps, gold, [2, 2]) == score_steps(steps, gold, 2)
+    # one step with documents: its own cut-off, exactly the single-list scores
+    assert score_steps([["a", "b", "c"], []], gold, [2, 7]) == score_question(
+        ["a", "b", "c"], gold, 2
+    )
+
+
+def test_per_step_cutoffs_must_match_the_steps() -> None:
+    with pytest.raises(ValueError, match="one cut-off per step"):
+        score_steps([["a"], ["b"]], frozenset({"a"}), [2])
+    with pytest.raises(ValueError, match="positive integer"):
+        pooled_top_k([["a"]], [0])
+    with pytest.raises(ValueError, match="no step"):
+        score_steps([], frozenset({"a"}), [])
+
+
+@many
+@given(st.lists(ranked, min_size=2, max_size=4), gold_sets, st.lists(ks, min_size=4, max_size=4))
+def test_raising_one_steps_cutoff_never_lowers_pooled_recall(
+    steps: list[list[str]], gold: frozenset[str], cuts: list[int]
+) -> None:
+    cuts = cuts[: len(steps)]
+    before = score_steps(steps, gold, cuts).recall
+    for i in range(len(steps)):
+        raised = [c + 1 if j == i else c for j, c in enumerate(cuts)]
+        assert score_steps(steps, gold, raised).recall >= before

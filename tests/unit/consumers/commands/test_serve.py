@@ -136,8 +136,8 @@ def test_serve_scores_sdk_spans_serves_metrics_and_restarts_with_its_state(
         0.0,
         1.0,
         "q-audit-team",
-        5,
-    )  # serve scores at the default k
+        3,
+    )  # the k the demo app's @ragtrace.retrieve(top_k=3) declares, not scoring.k = 5
 
     scrape = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
     count = [

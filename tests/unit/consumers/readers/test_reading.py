@@ -128,6 +128,7 @@ def test_spans_from_the_real_decorators_make_the_expected_rag_trace() -> None:
                 next(r.span_id for r in records if r.name == "retrieve"),
                 Q,
                 (Chunk("c1", T1, 0.9), Chunk("c2", T2, 0.4)),
+                top_k=2,  # @ragtrace.retrieve(top_k=2), recorded as gen_ai.request.top_k
             ),
         ),
     )

@@ -4,6 +4,7 @@ scoring path, replays, the crash window, parking, and bounded concurrency."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -89,7 +90,7 @@ def test_labelled_trace_scored_end_to_end() -> None:
     generation_failed = (("cell", "generation_failed"), *SVC)
     assert r.points("ragtrace.attribution")[generation_failed] == 1
     # The retrieval span names no gen_ai.data_source.id: "unknown"; the generator is "gen-model".
-    retrieval_key = (("data_source", "unknown"), *SVC)
+    retrieval_key = (("data_source", "unknown"), ("k", "5"), *SVC)
     assert r.points("ragtrace.recall")[retrieval_key].sum == 0.5
     assert r.points("ragtrace.hit_rate")[retrieval_key].sum == 1.0
     assert r.points("ragtrace.reciprocal_rank")[retrieval_key].sum == 1.0
@@ -99,6 +100,35 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert semconv.GEN_AI_DATA_SOURCE_ID not in a
     delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
     assert delay.count == 1 and delay.sum == 0.0  # the fake clock did not move
+
+
+def _declaring_top_k(spans: list[SpanRecord], k: int) -> list[SpanRecord]:
+    """``spans`` with the retriever declaring ``gen_ai.request.top_k`` = ``k``, as
+    ``@ragtrace.retrieve(top_k=k)`` records it."""
+    return [
+        replace(s, attributes={**s.attributes, semconv.GEN_AI_REQUEST_TOP_K: k})
+        if s.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SpanKind.RETRIEVER
+        else s
+        for s in spans
+    ]
+
+
+@pytest.mark.parametrize(("k_from_trace", "k", "recall"), [(True, 1, 0.0), (False, 5, 0.5)])
+def test_the_retrievers_declared_top_k_is_the_cutoff_unless_pinned(
+    k_from_trace: bool, k: int, recall: float
+) -> None:
+    settings = PipelineSettings(quiet_s=5.0, lease_s=60.0, k_from_trace=k_from_trace)
+    r = rig(grounded(1, 1), settings=settings)
+    # c-1 (gold) is rank 2: outside a declared top 1, inside the configured k = 5
+    retrieved = (("c-2", "Logs are deleted nightly."), ("c-1", "Audit logs are kept 90 days."))
+    r.pipeline.ingest(_declaring_top_k(rag_spans(1, retrieved=retrieved), 1), T0)
+    assert r.pipeline.process_due(T0) == 1
+    (span,) = r.spans()
+    a = _attrs(span)
+    assert (a[semconv.EVAL_K], a[semconv.EVAL_RECALL]) == (k, recall)
+    key = (("data_source", "unknown"), ("k", str(k)), *SVC)
+    assert r.points("ragtrace.recall")[key].sum == recall
+    assert r.points("ragtrace.hit_rate")[key].sum == (1.0 if recall else 0.0)
 
 
 def test_matching_by_question_id() -> None:

@@ -59,7 +59,7 @@ def test_score_metrics_carry_the_capped_labels() -> None:
     m.generator_models.cap = 1
     m.groundedness(0.5, "s", "p", "judge", generator_model="gpt-a")
     m.groundedness(0.5, "s", "p", "judge", generator_model="gpt-b")
-    m.retrieval(1.0, 1.0, 1.0, "s", "p", data_source=None)
+    m.retrieval(1.0, 1.0, 1.0, "s", "p", k=5, data_source=None)
     points = {
         (
             met.name,
@@ -73,4 +73,22 @@ def test_score_metrics_carry_the_capped_labels() -> None:
         (semconv.METRIC_GROUNDEDNESS, "gpt-a"): 1,
         (semconv.METRIC_GROUNDEDNESS, OTHER): 1,
         (semconv.METRIC_RECALL, UNKNOWN): 1,
+    }
+
+
+def test_the_recall_cutoff_is_a_capped_label_of_every_retrieval_metric() -> None:
+    reader = InMemoryMetricReader()
+    m = ConsumerMetrics(MeterProvider(metric_readers=[reader]))
+    m.cutoffs.cap = 2  # a trace declares its k: traffic could send any number of them
+    for k in (5, 2, 7, 5):
+        m.retrieval(1.0, 1.0, 1.0, "s", "p", k=k)
+    retrieval = (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK)
+    points = {
+        (met.name, dict(key(dp))[semconv.ATTR_K]): histogram(dp).count
+        for _, met in metrics(reader)
+        for dp in met.data.data_points
+        if met.name in retrieval
+    }
+    assert points == {
+        (name, k): n for name in retrieval for k, n in (("5", 2), ("2", 1), (OTHER, 1))
     }

@@ -53,7 +53,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.trace_scored("svc", "p", "fine")
     m.trace_skipped("svc", None, "sampled_out")
     m.groundedness(0.75, "svc", "p", "model-a", generator_model="gpt-x")
-    m.retrieval(0.5, 1.0, 1 / 3, "svc", "p", data_source="docs-index")
+    m.retrieval(0.5, 1.0, 1 / 3, "svc", "p", k=3, data_source="docs-index")
     m.judge_call("model-a", "ok")
     m.judge_error("model-a", "invalid_output")
     m.judge_usage("model-a", 100, 20, 5, 1, 0.003, 1.5)
@@ -113,7 +113,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
         (p,) = _points(got[name]).values()
         assert tuple(p.explicit_bounds) == SCORE_BUCKETS
         assert list(_points(got[name])) == [
-            (("data_source", "docs-index"), ("pipeline", "p"), ("service", "svc"))
+            (("data_source", "docs-index"), ("k", "3"), ("pipeline", "p"), ("service", "svc"))
         ]
     assert (
         _points(got[semconv.METRIC_CELL])[

@@ -3,6 +3,8 @@ ranked IDs, the ranks below its top k marked, and no single cut-off over the uni
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import RecallDefinition
@@ -56,3 +58,24 @@ def test_one_step_keeps_the_rank_cut_off() -> None:
     body, extra = _page(STEPS[:1])
     assert "cut-off: recall@1 counts ranks 1–1 only" in body
     assert "retrieval steps" not in body and "step_recall" not in extra
+
+
+def test_steps_declaring_different_top_k_are_each_cut_at_their_own() -> None:
+    first, second = STEPS
+    body, extra = _page((replace(first, top_k=1), replace(second, top_k=2)))
+    # doc-regions is rank 2 of a step declaring top 2: counted, no ↓
+    assert "recall counts each step's own top k (the k its span declares)" in body
+    assert "step 2 <span class=muted>(tool search top 2)</span>" in body
+    assert "<code class=gold>doc-regions</code><span class=muted>↓</span>" not in body
+    assert "<code>doc-pricing</code><span class=muted>↓</span>" in body  # rank 2 of step 1
+    assert (extra["step_k"], extra["step_recall"], extra["k_from"]) == ([1, 2], [0.0, 1.0], "trace")
+    assert "k=2, the top-k the retrieval span declares" in body
+
+
+def test_one_step_declaring_its_top_k_sets_the_cut_off() -> None:
+    body, extra = _page((replace(STEPS[1], top_k=2),))
+    assert "cut-off: recall@2 counts ranks 1–2 only" in body
+    assert extra["k_from"] == "trace" and "step_k" not in extra
+    body, extra = _page(STEPS[1:])
+    assert "cut-off: recall@1 counts ranks 1–1 only" in body
+    assert "k=1, the configured scoring.k" in body and extra["k_from"] == "scoring.k"
