@@ -104,6 +104,7 @@ def _serve(result: DemoRun, evaluator: EmbeddedEvaluator, to_stdout: bool) -> No
 def run(args: argparse.Namespace) -> int:
     from ragtrace_consumers.demo.report import format_text, to_json
     from ragtrace_consumers.demo.run import DemoTimeout, run_demo
+    from ragtrace_consumers.errors import CannotListen
 
     out = sys.stdout
     to_stdout = args.json == JSON_STDOUT
@@ -126,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
             serve=(lambda r, e: _serve(r, e, to_stdout)) if args.serve else None,
             port=args.port,
         )
+    except CannotListen as exc:
+        error("demo", str(exc))
+        return EXIT_BAD_INPUT
     except DemoTimeout as exc:
         error("demo", str(exc))
         return EXIT_FAILURE

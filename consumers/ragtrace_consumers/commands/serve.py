@@ -157,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
     from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.demo.run import describe_judge
+    from ragtrace_consumers.errors import CannotListen
     from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, describe_results
 
     info = sys.stderr if json_to_stdout(args.json) else sys.stdout
@@ -242,6 +243,9 @@ def run(args: argparse.Namespace) -> int:
                     )
                     last_skip = seq
             print("ragtrace serve: stopping", file=info, flush=True)
+    except CannotListen as exc:  # the metrics endpoint binds at start
+        error("serve", str(exc))
+        return EXIT_BAD_INPUT
     finally:
         out.close()
         for s, handler in previous.items():

@@ -66,7 +66,9 @@ class MetricsEndpoint:
                 pass  # scrapes are not worth a log line each
 
         Handler.access = access
-        self._server = BoundedHTTPServer((host, port), Handler, max_workers=_WORKERS, tls=tls)
+        self._server = BoundedHTTPServer(
+            (host, port), Handler, max_workers=_WORKERS, tls=tls, listener="the metrics endpoint"
+        )
         self._loop = ServerThread(self._server, "ragtrace-metrics-http", poll_interval=0.05)
 
     @property

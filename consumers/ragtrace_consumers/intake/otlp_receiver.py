@@ -218,7 +218,11 @@ class OtlpHttpReceiver:
         )
         self._access = access
         self._server = BoundedHTTPServer(
-            (host, port), self._make_handler(), max_workers=max_workers, tls=tls
+            (host, port),
+            self._make_handler(),
+            max_workers=max_workers,
+            tls=tls,
+            listener="the OTLP receiver",
         )
         self._thread: threading.Thread | None = None
 
