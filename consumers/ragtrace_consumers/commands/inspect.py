@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "path",
         metavar="PATH",
         nargs="?",
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--trace", metavar="ID", default=None, help="only this trace (any unique prefix of its ID)"
     )
-    p.add_argument(
+    source.add_argument(
         "--state",
         metavar="FILE",
         type=input_file,
@@ -77,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "as serve and consume do (default: $RAGTRACE_CONSUMER_CONFIG)",
     )
     add_json_option(p, "the readings of every trace (one document)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, usage_error=p.error)
 
 
 _REQUEST_KEYS = frozenset({"resourceSpans", "resource_spans"})
@@ -226,9 +227,7 @@ def _text(trace: dict[str, Any]) -> str:
 
 
 def _usage(args: argparse.Namespace) -> str | None:
-    """Why the arguments cannot run (None: they can)."""
-    if (args.path is None) == (args.state is None):
-        return "give PATH (an OTLP trace request) or --state FILE --trace ID, one of the two"
+    """Why the arguments cannot run (None: they can); argparse has checked PATH xor --state."""
     if args.state is not None and args.trace is None:
         return "--state needs --trace ID (any unique prefix of the trace ID)"
     if stdin_used_twice(args.config, args.path) or stdin_used_twice(args.config, args.state):
@@ -261,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
 
     problem = _usage(args)
     if problem is not None:
-        error("inspect", problem)
+        args.usage_error(problem)  # argparse's error: the usage line, then exit 2
         return EXIT_BAD_INPUT
     try:
         readers = load_config(args.config).mapping.readers()

@@ -126,13 +126,16 @@ def test_a_file_that_is_no_state_file_is_refused(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["inspect"], "give PATH (an OTLP trace request) or --state FILE --trace ID"),
-        (["inspect", "x.json", "--state", "s"], "one of the two"),
+        (["inspect"], "one of the arguments PATH --state is required"),
+        (["inspect", "x.json", "--state", "s"], "argument --state: not allowed with argument PATH"),
         (["inspect", "--state", "s"], "--state needs --trace ID"),
     ],
 )
 def test_the_input_is_a_path_or_a_state_trace(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == EXIT_BAD_INPUT
-    assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ragtrace inspect") and message in err, err
