@@ -10,8 +10,9 @@ Each keeps its former standard-library base as a second base, so an ``except Val
 * :class:`StoreFull` — the SQLite trace store refuses an append that would cross its bound.
 * :class:`WriteBackError` — a score sink could not deliver; the trace is parked and retried.
 * :class:`DependencyUnavailable` — start-up gave up waiting for Redis or Kafka.
-* :class:`CannotListen` — a listener of ``serve`` (its OTLP receiver, its metrics endpoint) could
-  not bind its address; the commands print its message and exit 2.
+* :class:`CannotListen` — a listener (``serve``'s OTLP receiver and metrics endpoint,
+  ``consume``'s health endpoint) could not bind its address; the commands print its message and
+  exit 2 (:mod:`ragtrace_consumers.commands.listen_errors`).
 * :class:`ConfigError` — a bad setting: the settings (:mod:`ragtrace_consumers.config`, which
   re-exports it) and the checks of the rooms that refuse a configuration at start-up.
 """
