@@ -4,7 +4,7 @@
 ``redis://user:***@host``) and the value of any secret-named query parameter (``password=``,
 ``token=``, ``api_key=``, ...). :func:`mask_secrets` masks every URL found in a free text (an
 error message, a library's exception, a log line), secret-named ``key=value`` pairs, ``Bearer``
-credentials, and any value
+credentials (not a word after "bearer": "set a bearer token" stays readable), and any value
 registered with :func:`register_secret` (a password or API key read from the environment), so
 a message quoting one verbatim still reads ``***``.
 
@@ -64,6 +64,9 @@ _QUERY = re.compile(
     r"(?P<head>(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]+)=)(?P<value>[^&;#,\s'\"]*)"
 )
 _BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?P<value>[A-Za-z0-9\-._~+/]+=*)")
+# A word of prose after "bearer" ("a bearer token", 'Bearer realm="..."'), not a credential: a
+# credential has a digit, a symbol, inner capitals or more letters than a word.
+_PROSE_WORD = re.compile(r"[A-Z]?[a-z]{1,15}")
 
 
 def mask_url(url: str) -> str:
@@ -116,7 +119,9 @@ def mask_secrets(text: str) -> str:
     text = _QUERY.sub(
         lambda m: m["head"] + MASK if m["key"].lower() in SECRET_QUERY_KEYS else m[0], text
     )
-    return _BEARER.sub(lambda m: m["head"] + MASK, text)
+    return _BEARER.sub(
+        lambda m: m[0] if _PROSE_WORD.fullmatch(m["value"].rstrip("=")) else m["head"] + MASK, text
+    )
 
 
 _installed: Callable[..., logging.LogRecord] | None = None

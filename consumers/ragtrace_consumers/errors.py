@@ -10,6 +10,9 @@ Each keeps its former standard-library base as a second base, so an ``except Val
 * :class:`StoreFull` — the SQLite trace store refuses an append that would cross its bound.
 * :class:`WriteBackError` — a score sink could not deliver; the trace is parked and retried.
 * :class:`DependencyUnavailable` — start-up gave up waiting for Redis or Kafka.
+* :class:`CannotListen` — a listener (``serve``'s OTLP receiver and metrics endpoint,
+  ``consume``'s health endpoint) could not bind its address; the commands print its message and
+  exit 2 (:mod:`ragtrace_consumers.commands.listen_errors`).
 * :class:`ConfigError` — a bad setting: the settings (:mod:`ragtrace_consumers.config`, which
   re-exports it) and the checks of the rooms that refuse a configuration at start-up.
 """
@@ -22,6 +25,7 @@ from ragtrace.errors import RagtraceError
 
 __all__ = [
     "DECODE_REASONS",
+    "CannotListen",
     "ConfigError",
     "DependencyUnavailable",
     "DecodeError",
@@ -124,6 +128,23 @@ class DependencyUnavailable(RagtraceError, RuntimeError):
         super().__init__(f"{name} at {address} unavailable after {waited_s:.0f} s: {detail[:200]}")
         self.name = name
         self.address = address
+
+
+class CannotListen(RagtraceError, OSError):
+    """A listener could not bind its address (busy, not local, not permitted); the message names
+    the listener and the address, e.g. ``the OTLP receiver cannot listen on 127.0.0.1:4318:
+    address already in use``."""
+
+    def __init__(self, listener: str, host: str, port: int, error: OSError) -> None:
+        reason = (error.strerror or str(error)).lower()
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        super().__init__(error.errno, f"{listener} cannot listen on {where}: {reason}")
+        self.listener = listener
+        self.host = host
+        self.port = port
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class ConfigError(RagtraceError, ValueError):

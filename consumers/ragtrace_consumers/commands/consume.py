@@ -108,8 +108,11 @@ def run(args: argparse.Namespace) -> int:
             print(_dump(cfg), end="")
         return EXIT_OK
 
-    from ragtrace_consumers.errors import DependencyUnavailable
+    from ragtrace_consumers.commands.listen_errors import report_cannot_listen
+    from ragtrace_consumers.config import env_var
+    from ragtrace_consumers.errors import CannotListen, DependencyUnavailable
     from ragtrace_consumers.runtime.kafka_service import build_service
+    from ragtrace_consumers.telemetry.health import HEALTH_LISTENER
 
     stop = threading.Event()
 
@@ -121,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         service = build_service(cfg)
+    except CannotListen as exc:
+        choose = f"health.port, ${env_var('health', 'port')}"
+        return report_cannot_listen("consume", exc, {HEALTH_LISTENER: choose})
     except DependencyUnavailable as exc:  # waited health.startup_wait_s: one line, no traceback
         error("consume", str(exc))
         return EXIT_UNAVAILABLE

@@ -102,8 +102,11 @@ def _serve(result: DemoRun, evaluator: EmbeddedEvaluator, to_stdout: bool) -> No
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragtrace_consumers.commands.listen_errors import report_cannot_listen
     from ragtrace_consumers.demo.report import format_text, to_json
     from ragtrace_consumers.demo.run import DemoTimeout, run_demo
+    from ragtrace_consumers.errors import CannotListen
+    from ragtrace_consumers.intake.otlp_receiver import RECEIVER_LISTENER
 
     out = sys.stdout
     to_stdout = args.json == JSON_STDOUT
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             serve=(lambda r, e: _serve(r, e, to_stdout)) if args.serve else None,
             port=args.port,
         )
+    except CannotListen as exc:
+        return report_cannot_listen("demo", exc, {RECEIVER_LISTENER: "--port"})
     except DemoTimeout as exc:
         error("demo", str(exc))
         return EXIT_FAILURE

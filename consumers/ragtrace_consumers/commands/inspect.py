@@ -13,6 +13,12 @@ RAG step of is ``unrecognised``, with the instrumentation scopes it showed).
 It reads with exactly the readers ``serve`` and ``consume`` read with: those of the consumer
 configuration (``--config``, else ``$RAGTRACE_CONSUMER_CONFIG``, and the ``RAGTRACE_*``
 variables), its ``mapping`` section included.
+
+``--trace ID`` takes any unique prefix of a trace ID. With ``--state FILE --trace ID`` instead of
+PATH it reads one trace from ``serve``'s state file: its spans while the file holds them (being
+assembled or scored, or given up); once scored, its spans are gone and it shows what the file
+kept (the scored result: query, answer, ranked chunks, gold IDs, scores, unsupported claims).
+A file that is not an OTLP trace request (a labels file, say) is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -44,13 +50,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "path",
         metavar="PATH",
+        nargs="?",
         type=input_file,
-        help="OTLP trace request: protobuf, JSON or JSON Lines ('-': stdin)",
+        default=None,
+        help="OTLP trace request: protobuf, JSON or JSON Lines ('-': stdin); or --state",
     )
-    p.add_argument("--trace", metavar="ID", default=None, help="only this trace ID")
+    p.add_argument(
+        "--trace", metavar="ID", default=None, help="only this trace (any unique prefix of its ID)"
+    )
+    source.add_argument(
+        "--state",
+        metavar="FILE",
+        type=input_file,
+        default=None,
+        help="read the --trace from serve's state file instead of PATH",
+    )
     p.add_argument(
         "--config",
         metavar="PATH",
@@ -60,25 +78,64 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "as serve and consume do (default: $RAGTRACE_CONSUMER_CONFIG)",
     )
     add_json_option(p, "the readings of every trace (one document)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, usage_error=p.error)
+
+
+_REQUEST_KEYS = frozenset({"resourceSpans", "resource_spans"})
+
+
+def _otlp_json(document: bytes, where: str = "") -> list[Any]:
+    """The spans of one OTLP/JSON request; ``ValueError`` saying what it is not when the JSON is
+    an object without ``resourceSpans`` (a labels file, a span dump)."""
+    from ragtrace_consumers.intake.decode import decode_json_request
+
+    try:
+        parsed = json.loads(document)
+    except ValueError:
+        parsed = None  # the decoder says what is wrong with it
+    if isinstance(parsed, dict) and not _REQUEST_KEYS & parsed.keys():
+        keys = ", ".join(sorted(parsed)[:6]) or "none"
+        what = (
+            " (it looks like a labels file: ragtrace eval and ragtrace labels load read those)"
+            if {"question", "gold"} <= parsed.keys()
+            else ""
+        )
+        raise ValueError(
+            f"{where}not an OTLP trace request: a JSON object without resourceSpans "
+            f"(its keys: {keys}){what}"
+        )
+    spans: list[Any] = decode_json_request(document)
+    return spans
 
 
 def _spans(raw: bytes) -> list[Any]:
-    from ragtrace_consumers.intake.decode import decode_json_request, decode_request
+    from ragtrace_consumers.errors import DecodeError
+    from ragtrace_consumers.intake.decode import decode_request
 
     text = raw.lstrip()
     if text[:1] in (b"{", b"["):
+        lines = [(n, line) for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
+        if len(lines) <= 1:
+            return _otlp_json(raw)
         try:
-            whole: list[Any] = decode_json_request(raw)
-            return whole
-        except Exception:  # noqa: BLE001 - JSON Lines: one request per line
+            return _otlp_json(raw)
+        except DecodeError:  # JSON Lines: one request per line
             out: list[Any] = []
-            for line in raw.splitlines():
-                if line.strip():
-                    out += decode_json_request(line)
+            for n, line in lines:
+                out += _otlp_json(line, f"line {n}: ")
             return out
     spans: list[Any] = decode_request(raw)
     return spans
+
+
+def _one_trace(spans: list[Any], prefix: str) -> list[Any]:
+    """The spans of the one trace whose ID starts with ``prefix``; ``ValueError`` when several
+    do (naming them). No match: no spans."""
+    wanted = prefix.lower()
+    ids = sorted({s.trace_id for s in spans if s.trace_id.startswith(wanted)})
+    if len(ids) > 1:
+        raise ValueError(f"--trace {prefix} is ambiguous: it starts {', '.join(ids)}")
+    return [s for s in spans if ids and s.trace_id == ids[0]]
 
 
 def explain(spans: list[Any], readers: Any = None) -> list[dict[str, object]]:
@@ -169,30 +226,58 @@ def _text(trace: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _usage(args: argparse.Namespace) -> str | None:
+    """Why the arguments cannot run (None: they can); argparse has checked PATH xor --state."""
+    if args.state is not None and args.trace is None:
+        return "--state needs --trace ID (any unique prefix of the trace ID)"
+    if stdin_used_twice(args.config, args.path) or stdin_used_twice(args.config, args.state):
+        return "--config and the input cannot both be '-' (stdin can be read once)"
+    return None
+
+
+def _read(args: argparse.Namespace, readers: Any) -> list[dict[str, object]]:
+    """The readings asked for; ``OSError``/``ValueError`` for an input that cannot be read."""
+    from ragtrace_consumers.commands.inspect_stored import read_stored
+
+    if args.state is not None:
+        return [read_stored(args.state, args.trace, lambda spans: explain(spans, readers))]
+    raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
+    spans = _spans(raw)
+    return explain(spans if args.trace is None else _one_trace(spans, args.trace), readers)
+
+
+def _full_text(trace: dict[str, Any]) -> str:
+    from ragtrace_consumers.commands.inspect_stored import stored_text
+
+    if "spans_kept" not in trace:
+        return _text(trace)
+    head = _text(trace).splitlines() if trace["spans_kept"] else [f"trace {trace['trace_id']}"]
+    return "\n".join(head + stored_text(trace))
+
+
 def run(args: argparse.Namespace) -> int:
     from ragtrace_consumers.config import ConfigError, load_config
-    from ragtrace_consumers.errors import DecodeError
 
-    if stdin_used_twice(args.config, args.path):
-        error("inspect", "--config and PATH cannot both be '-' (stdin can be read once)")
+    problem = _usage(args)
+    if problem is not None:
+        args.usage_error(problem)  # argparse's error: the usage line, then exit 2
         return EXIT_BAD_INPUT
     try:
         readers = load_config(args.config).mapping.readers()
     except (ConfigError, OSError, ValueError) as exc:
         error("inspect", str(exc))
         return EXIT_BAD_INPUT
+    source = args.state if args.state is not None else args.path
     try:
-        raw = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
-        spans = _spans(raw)
+        traces = _read(args, readers)
     except OSError as exc:
-        error("inspect", f"{args.path}: cannot read: {exc.strerror or exc}")
+        error("inspect", f"{source}: cannot read: {exc.strerror or exc}")
         return EXIT_BAD_INPUT
-    except (DecodeError, ValueError) as exc:
-        error("inspect", f"{args.path}: {exc}")
+    except ValueError as exc:  # DecodeError, a JSON object of another kind, an ambiguous ID
+        error("inspect", str(exc) if args.state is not None else f"{source}: {exc}")
         return EXIT_BAD_INPUT
-    traces = explain([s for s in spans if args.trace in (None, s.trace_id)], readers)
     if args.json is not None and not emit_json("inspect", args.json, traces):
         return EXIT_FAILURE
     if not json_to_stdout(args.json):
-        print("\n\n".join(_text(t) for t in traces) or "no spans")
+        print("\n\n".join(_full_text(t) for t in traces) or "no spans")
     return EXIT_OK

@@ -31,7 +31,7 @@ from ragtrace.cli.output import (
 )
 from ragtrace.masking import mask_url
 
-__all__ = ["register", "resolve_redis"]
+__all__ = ["ACTIONS", "register", "resolve_redis"]
 
 _log = logging.getLogger(__name__)
 _COMMAND = "labels"
@@ -41,6 +41,8 @@ ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
 ENV_REDIS_PASSWORD = "RAGTRACE_REDIS_PASSWORD"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "ragtrace"
+ACTIONS = ("load", "list", "stats", "export", "clear")
+"""The actions of ``ragtrace labels``, in the order its help lists them."""
 
 _DESCRIPTION = """\
 Manage the labelled questions the Kafka consumers match live traces to (by ragtrace.question.id,
@@ -82,7 +84,7 @@ def register(subparsers: Subparsers) -> None:
     parser = add_command(
         subparsers,
         "labels",
-        help="load, list, inspect or clear the labelled questions in Redis",
+        help=f"the labelled questions in Redis or serve's state: {', '.join(ACTIONS)}",
         description=_DESCRIPTION,
     )
     commands = parser.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
@@ -139,7 +141,7 @@ def register(subparsers: Subparsers) -> None:
         "--output",
         metavar="PATH",
         default=None,
-        help="write to PATH (replaced atomically; default: stdout)",
+        help="write to PATH (replaced atomically; default and '-': stdout)",
     )
     common(export)
     export.set_defaults(func=_export)
@@ -249,7 +251,7 @@ def _write_labels(questions: list[Any], output: str | None, version: str) -> int
     from ragtrace_consumers.model import question_to_json
 
     text = "".join(question_to_json(q) + "\n" for q in sorted(questions, key=lambda q: q.qid))
-    if output is None:
+    if output is None or output == "-":
         print(text, end="")
         return EXIT_OK
     try:

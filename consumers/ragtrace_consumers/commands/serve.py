@@ -155,9 +155,15 @@ class _Output:
 
 def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
+    from ragtrace_consumers.commands.listen_errors import report_cannot_listen
     from ragtrace_consumers.config import ConfigError, load_config
     from ragtrace_consumers.demo.run import describe_judge
+    from ragtrace_consumers.errors import CannotListen
+    from ragtrace_consumers.intake.metrics_endpoint import METRICS_LISTENER
+    from ragtrace_consumers.intake.otlp_receiver import RECEIVER_LISTENER
     from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator, describe_results
+
+    ports = {RECEIVER_LISTENER: "--port", METRICS_LISTENER: "--metrics-port"}
 
     info = sys.stderr if json_to_stdout(args.json) else sys.stdout
     if stdin_used_twice(args.config, args.labels):
@@ -169,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
             print(config.to_yaml(), end="")
             return EXIT_OK
         evaluator = EmbeddedEvaluator(config)
+    except CannotListen as exc:
+        return report_cannot_listen("serve", exc, ports)
     except (ConfigError, InputFileError, ValueError, OSError) as exc:
         error("serve", str(exc))
         return EXIT_BAD_INPUT
@@ -242,6 +250,8 @@ def run(args: argparse.Namespace) -> int:
                     )
                     last_skip = seq
             print("ragtrace serve: stopping", file=info, flush=True)
+    except CannotListen as exc:  # the metrics endpoint binds at start
+        return report_cannot_listen("serve", exc, ports)
     finally:
         out.close()
         for s, handler in previous.items():

@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, ClassVar
 
 from ragtrace.errors import RagtraceError
+from ragtrace_consumers.errors import CannotListen
 
 __all__ = [
     "DEFAULT_BACKLOG",
@@ -195,11 +196,17 @@ class BoundedHTTPServer(HTTPServer):
         backlog: int = DEFAULT_BACKLOG,
         tls: ssl.SSLContext | None = None,
         handshake_timeout_s: float = 10.0,
+        listener: str = "the HTTP server",
     ) -> None:
+        """``listener`` names this server in the :class:`CannotListen` raised when ``address``
+        cannot be bound."""
         if max_workers < 1 or backlog < 1:
             raise ValueError(f"max_workers and backlog must be >= 1, got {max_workers}, {backlog}")
         self.request_queue_size = backlog  # read by server_activate (listen)
-        super().__init__(address, handler)
+        try:
+            super().__init__(address, handler)
+        except OSError as exc:
+            raise CannotListen(listener, address[0], address[1], exc) from exc
         self.max_workers = max_workers
         self._slots = threading.BoundedSemaphore(max_workers)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ragtrace-http")

@@ -20,9 +20,11 @@ from ragtrace_consumers.intake.http_server import (
 )
 from ragtrace_consumers.telemetry.server_thread import ServerThread
 
-__all__ = ["METRICS_PATH", "MetricsEndpoint"]
+__all__ = ["METRICS_LISTENER", "METRICS_PATH", "MetricsEndpoint"]
 
 METRICS_PATH = "/metrics"
+METRICS_LISTENER = "the metrics endpoint"
+"""How a bind failure (:class:`~ragtrace_consumers.errors.CannotListen`) names this endpoint."""
 _WORKERS = 4
 
 
@@ -66,7 +68,9 @@ class MetricsEndpoint:
                 pass  # scrapes are not worth a log line each
 
         Handler.access = access
-        self._server = BoundedHTTPServer((host, port), Handler, max_workers=_WORKERS, tls=tls)
+        self._server = BoundedHTTPServer(
+            (host, port), Handler, max_workers=_WORKERS, tls=tls, listener=METRICS_LISTENER
+        )
         self._loop = ServerThread(self._server, "ragtrace-metrics-http", poll_interval=0.05)
 
     @property

@@ -85,6 +85,7 @@ __all__ = [
     "TRACES_PATH",
     "Accepted",
     "REFUSAL_REASONS",
+    "RECEIVER_LISTENER",
     "OtlpHttpReceiver",
     "SpanSink",
 ]
@@ -95,6 +96,8 @@ LOGS_PATH = "/v1/logs"
 """Acknowledged with an empty success response (an app exporting every signal to the
 evaluator gets no 404); handed to ``other_signals`` when given (forwarding)."""
 DEFAULT_PORT = 4318
+RECEIVER_LISTENER = "the OTLP receiver"
+"""How a bind failure (:class:`~ragtrace_consumers.errors.CannotListen`) names the receiver."""
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 
@@ -218,7 +221,11 @@ class OtlpHttpReceiver:
         )
         self._access = access
         self._server = BoundedHTTPServer(
-            (host, port), self._make_handler(), max_workers=max_workers, tls=tls
+            (host, port),
+            self._make_handler(),
+            max_workers=max_workers,
+            tls=tls,
+            listener=RECEIVER_LISTENER,
         )
         self._thread: threading.Thread | None = None
 

@@ -45,7 +45,7 @@ from ragtrace.evaluation.judges import Judge
 from ragtrace.evaluation.labels import load_labels
 from ragtrace.masking import mask_url
 from ragtrace_consumers.config import ConsumerConfig, ServeSettings
-from ragtrace_consumers.errors import ReceiverBusy, RequestTooLarge, StoreFull
+from ragtrace_consumers.errors import CannotListen, ReceiverBusy, RequestTooLarge, StoreFull
 from ragtrace_consumers.intake.http_server import AccessPolicy, check_exposure, server_tls
 from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import LOGS_PATH, Accepted, OtlpHttpReceiver
@@ -305,13 +305,17 @@ class EmbeddedEvaluator:
         if self._loop is not None:
             return self
         if self.prometheus_registry is not None:
-            self._metrics_server = MetricsEndpoint(
-                self.prometheus_registry,
-                self.settings.metrics_host,
-                self.settings.metrics_port,
-                access=self.access,
-                tls=self._tls,
-            ).start()
+            try:
+                self._metrics_server = MetricsEndpoint(
+                    self.prometheus_registry,
+                    self.settings.metrics_host,
+                    self.settings.metrics_port,
+                    access=self.access,
+                    tls=self._tls,
+                ).start()
+            except CannotListen:
+                self.stop()  # the receiver's socket and the state file, opened already
+                raise
         resumed = self.traces.recover()  # leases of a previous (killed) process: due now
         if resumed:
             _log.info("resuming %d traces a previous run was scoring", resumed)

@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ragtrace_consumers.errors import CannotListen
 from ragtrace_consumers.telemetry.server_thread import ServerThread
 
 __all__ = [
+    "HEALTH_LISTENER",
     "Check",
     "HealthServer",
     "Heartbeat",
@@ -39,6 +41,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+HEALTH_LISTENER = "the health endpoint"
+"""How a bind failure (:class:`~ragtrace_consumers.errors.CannotListen`) names this server."""
 
 Check = Callable[[], tuple[bool, str]]
 """A readiness check: ``(ok, detail)``; an exception counts as failing with its repr."""
@@ -130,7 +135,8 @@ def redis_check(client: Any) -> Check:
 class HealthServer:
     """Serves ``/livez`` and ``/readyz`` (see the module doc) on ``host:port`` (0: a free port).
 
-    The socket is bound at construction, so a busy port fails before anything runs; :meth:`start`
+    The socket is bound at construction, so a busy port fails before anything runs (with
+    :class:`~ragtrace_consumers.errors.CannotListen`); :meth:`start`
     serves on a daemon thread; :meth:`stop` closes it. ``draining()`` returning True marks a
     replica shutting down: live, not ready.
     """
@@ -156,7 +162,10 @@ class HealthServer:
         self.draining = draining
         self.metrics = metrics
         """``metrics()`` returns ``(body, content type)`` of GET /metrics; None: no such path."""
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
+        try:
+            self._server = ThreadingHTTPServer((host, port), _handler(self))
+        except OSError as exc:
+            raise CannotListen(HEALTH_LISTENER, host, port, exc) from exc
         self._server.daemon_threads = True
         self._loop = ServerThread(self._server, "ragtrace-health", poll_interval=0.1)
 

@@ -20,7 +20,13 @@ from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
 
-__all__ = ["TraceView", "closest_passage", "render_trace"]
+__all__ = ["BACKEND_LINK_HINT", "TraceView", "closest_passage", "render_trace"]
+
+BACKEND_LINK_HINT = (
+    "Start serve with --trace-url TEMPLATE (the web.trace_url_template setting, "
+    "$RAGTRACE_WEB_TRACE_URL_TEMPLATE) to link to your trace backend."
+)
+"""What a trace page says when it has no backend link: the flag first, for the CLI user."""
 
 
 @dataclass(frozen=True)
@@ -393,7 +399,7 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         f'<p><a class=backend href="{esc(view.backend_url)}" rel="noopener noreferrer">'
         "Open this trace in your trace backend</a></p>"
         if view.backend_url
-        else "<p class=muted>Set web.trace_url_template to link to your trace backend.</p>"
+        else f"<p class=muted>{esc(BACKEND_LINK_HINT)}</p>"
     )
     body = (
         head

@@ -212,3 +212,24 @@ def test_a_logged_traceback_is_masked_in_json_logs(capfd: pytest.CaptureFixture[
     err = capfd.readouterr().err
     assert SECRET not in err
     assert f"redis://u:{MASK}@db:6379/0" in err and f"token={MASK}" in err
+
+
+def test_a_word_after_bearer_is_prose_not_a_credential() -> None:
+    assert mask_secrets("set a bearer token (--token)") == "set a bearer token (--token)"
+    assert (
+        mask_secrets('WWW-Authenticate: Bearer realm="x"') == 'WWW-Authenticate: Bearer realm="x"'
+    )
+    for credential in ("abc.def", "s3cret", "eyJhbGciOi", "AbCdEf", "abcdefghijklmnopqrstu"):
+        assert mask_secrets(f"Authorization: Bearer {credential}") == (
+            f"Authorization: Bearer {MASK}"
+        ), credential
+
+
+def test_serve_beyond_loopback_advises_a_bearer_token_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["serve", "--host", "0.0.0.0", "--port", "0", "--state", str(tmp_path / "s.db")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "set a bearer token" in err, err
+    assert MASK not in err, err

@@ -94,3 +94,45 @@ def test_inspect_json_to_a_file_keeps_the_text(
     assert capsys.readouterr().out.startswith(f"trace {trace_id}\n")
     (trace,) = json.loads(target.read_text())
     assert trace["trace_id"] == trace_id and trace["rag"]["answer"] == "Kept 90 days."
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"qid": "q1", "question": "How long?", "gold": ["c-1"]}\n'
+            '{"qid": "q2", "question": "Why?", "gold": []}\n',
+            "line 1: not an OTLP trace request: a JSON object without resourceSpans (its keys: "
+            "gold, qid, question) (it looks like a labels file",
+        ),
+        (
+            '{"qid": "q1", "question": "How long?", "gold": ["c-1"]}',
+            "not an OTLP trace request: a JSON object without resourceSpans",
+        ),
+        ('{"spans": []}', "(its keys: spans)"),
+    ],
+)
+def test_a_json_file_that_is_no_otlp_request_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text(text)
+    assert main(["inspect", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert "no spans" not in captured.out
+
+
+def test_an_empty_otlp_request_has_no_spans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text('{"resourceSpans": []}')
+    assert main(["inspect", str(path)]) == 0
+    assert capsys.readouterr().out == "no spans\n"
+
+
+def test_trace_takes_a_prefix_of_the_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, trace_id = _request(tmp_path, as_json=True)
+    assert main(["inspect", str(path), "--trace", trace_id[:8].upper()]) == 0
+    assert capsys.readouterr().out.startswith(f"trace {trace_id}\n")

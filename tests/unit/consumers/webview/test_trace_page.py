@@ -1,5 +1,6 @@
 """The trace page of a session's follow-up turn: the unit supported only by an earlier turn's
-evidence says so and links that turn; the passage carried over is tagged with its turn."""
+evidence says so and links that turn; the passage carried over is tagged with its turn. A page
+without a backend link names the flag that sets one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.model import Chunk, RagTrace
 from ragtrace_consumers.scoring.scores import combine
-from ragtrace_consumers.webview.trace_page import TraceView, render_trace
+from ragtrace_consumers.webview.html import esc
+from ragtrace_consumers.webview.trace_page import BACKEND_LINK_HINT, TraceView, render_trace
 from ragtrace_consumers.writeback.recording_sink import to_scored_result, trace_detail
 
 EARLIER = "a" * 32
@@ -51,3 +53,9 @@ def test_a_unit_supported_by_its_own_turn_is_plainly_supported() -> None:
     body = _page(own, None)
     assert "unit 1: supported</span>" in body
     assert "earlier turn" not in body and "turn of session" not in body
+
+
+def test_a_page_without_a_backend_link_names_the_flag_that_sets_it() -> None:
+    body = _page(CONTEXT, None)
+    assert esc(BACKEND_LINK_HINT) in body
+    assert "--trace-url TEMPLATE" in BACKEND_LINK_HINT
