@@ -1,7 +1,7 @@
 """The scored-results sink of the embedded evaluator: every scored trace is recorded by the
 scored results' owner (:mod:`ragtrace_consumers.stores.scored_results`, what ``ragtrace serve``
-and ``ragtrace demo`` print from), after the evaluation span was delivered to the OTLP sink
-when one is configured. The gold IDs kept in a trace's detail come from the label store seam.
+and ``ragtrace demo`` print from) first, then delivered to the OTLP sink when one is
+configured: a result is kept (and shown) whether or not an exporter takes it. The gold IDs kept in a trace's detail come from the label store seam.
 """
 
 from __future__ import annotations
@@ -139,12 +139,13 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
 
 class RecordingSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
-    SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
+    SQLite results table, then delivers it to ``inner`` (the OTLP sink) when there is one.
 
     With ``labels``, the gold IDs of the matched question (as labelled now) are kept in the
     trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
-    trace instead of marking it written.
+    trace instead of marking it written; a delivery that fails leaves the trace recorded (the
+    retry records it again, in place).
     """
 
     def __init__(
@@ -162,8 +163,6 @@ class RecordingSink:
         self._recorded = threading.Condition()
 
     def write(self, scores: TraceScores) -> None:
-        if self._inner is not None:
-            self._inner.write(scores)
         try:
             previous = self._results.get(scores.trace.trace_id)
             result = to_scored_result(scores, self._clock(), previous)
@@ -178,6 +177,8 @@ class RecordingSink:
             ) from exc
         with self._recorded:
             self._recorded.notify_all()
+        if self._inner is not None:
+            self._inner.write(scores)
 
     def _gold(self, qid: str | None) -> frozenset[str] | None:
         """The gold IDs of the labelled question ``qid`` (None: not labelled now)."""
