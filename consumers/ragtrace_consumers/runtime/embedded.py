@@ -73,7 +73,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_CHOSEN_BY = "serve --otlp-signals (serve.otlp_signals; traces: evaluation spans only)"
+_CHOSEN_BY = "serve --otlp-signals traces, or serve.otlp_signals, sends evaluation spans only"
 _SERVE_SIGNALS = {"logs": _CHOSEN_BY, "metrics": _CHOSEN_BY}
 
 

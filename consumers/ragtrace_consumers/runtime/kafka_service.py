@@ -197,8 +197,8 @@ def build_service(
     refusals = RefusedSignals(
         cfg.export.otlp_endpoint,
         {
-            "logs": "export.results_as (spans: evaluation spans only)",
-            "metrics": "export.metrics_otlp",
+            "logs": "export.results_as: spans sends evaluation spans only",
+            "metrics": "export.metrics_otlp: false pushes none",
         },
     )
     exposition = prometheus_exposition() if cfg.health.enabled else None

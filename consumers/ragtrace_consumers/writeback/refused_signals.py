@@ -64,8 +64,8 @@ class _Skipped:
 
 
 class RefusedSignals:
-    """The signals ``endpoint`` refused. ``settings`` maps a signal to the setting that chooses
-    whether it is sent (named in the warning, e.g. ``serve --otlp-signals``)."""
+    """The signals ``endpoint`` refused. ``settings`` maps a signal to advice naming the setting
+    that chooses whether it is sent (quoted in the warning: ``serve --otlp-signals traces``)."""
 
     def __init__(self, endpoint: str, settings: Mapping[str, str]) -> None:
         self._endpoint = mask_url(endpoint.rstrip("/"))
@@ -90,15 +90,15 @@ class RefusedSignals:
             first = signal not in self._off
             self._off.add(signal)
         if first:
-            setting = self._settings.get(signal, "the OTLP settings")
+            advice = self._settings.get(signal, "")
             _log.warning(
-                "%s answers %s to /v1/%s: it does not take %s; sending them there is turned "
-                "off until restart, the other signals keep going (%s chooses what is sent)",
+                "%s answers %s to /v1/%s: it does not take %s, so none are sent there until "
+                "restart; the other signals keep going%s",
                 self._endpoint,
                 status,
                 signal,
                 signal,
-                setting,
+                f" ({advice})" if advice else "",
             )
         return True
 

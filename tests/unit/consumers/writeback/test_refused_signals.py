@@ -141,3 +141,29 @@ def test_metrics_keep_going_to_an_endpoint_that_takes_them() -> None:
             assert provider.force_flush(5_000)
         provider.shutdown()
         assert backend.requests["metrics"] >= 2 and refusals.off == frozenset()
+
+
+@pytest.mark.parametrize("results_as", ["both", "events"])
+def test_consumes_write_back_delivers_while_log_records_are_refused(
+    results_as: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``consume``'s sink (``results_as`` both/events) at a backend refusing /v1/logs: every
+    write succeeds (the spans still go with ``both``), the logs are tried once."""
+    from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink
+    from tests.unit.consumers.scoring_helpers import grounded, trace_scores
+
+    with OtlpSink(refuse={"logs": 405}) as backend:
+        refusals = RefusedSignals(backend.endpoint, {"logs": "export.results_as"})
+        sink = OtlpScoreSink.to_collector(
+            backend.endpoint, RESOURCE, timeout_s=5, results_as=results_as, refusals=refusals
+        )
+        try:
+            errors = sink.write_many([trace_scores(n, result=grounded(1, 1)) for n in (1, 2)])
+            assert errors == [None, None]
+            sink.write(trace_scores(3, result=grounded(1, 1)))
+        finally:
+            sink.shutdown()
+        assert backend.refused["logs"] == 1
+        assert backend.requests["traces"] == (2 if results_as == "both" else 0)
+    (line,) = _warnings(caplog)
+    assert "export.results_as" in line
