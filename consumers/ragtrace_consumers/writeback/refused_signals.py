@@ -35,21 +35,26 @@ def signal_of_path(path: str) -> str | None:
     return _SIGNAL_PATHS.get(path)
 
 
-class _SdkRefusalFilter(logging.Filter):
-    """Drops the SDK client's own error line for a refusing status: ours replaces it."""
+class _SdkLog:
+    """The SDK client's logger, less its own error line for a refusing status (ours replaces
+    it). A wrapper rather than a ``logging.Filter``: it holds whatever logging configuration the
+    application (or a test run) installs."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        return not (
-            isinstance(args, tuple)
-            and len(args) == 3
-            and str(record.msg).startswith("Failed to export %s batch code")
-            and args[1] in REFUSING_STATUSES
-        )
+    def __init__(self, inner: logging.Logger) -> None:
+        self._inner = inner
+
+    def error(self, msg: str, *args: object, **kwargs: Any) -> None:
+        if msg.startswith("Failed to export %s batch code") and REFUSING_STATUSES.intersection(
+            a for a in args if isinstance(a, int)
+        ):
+            return
+        self._inner.error(msg, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
-_sdk_log = logging.getLogger(__name__ + ".sdk")
-_sdk_log.addFilter(_SdkRefusalFilter())
+_sdk_log = _SdkLog(logging.getLogger(__name__ + ".sdk"))
 
 
 @dataclass(frozen=True)
