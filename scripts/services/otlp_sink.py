@@ -4,7 +4,9 @@ It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collec
 ``otlphttp`` exporter sends it), decodes each ``ExportTraceServiceRequest`` with
 ``opentelemetry-proto`` and keeps the spans as flat :class:`ReceivedSpan` values, each with the
 time it arrived (:meth:`OtlpSink.spans_since`); ``/v1/logs`` likewise as :class:`ReceivedLog`
-values. ``/v1/metrics`` is accepted and counted only. Tests wait with
+values. ``/v1/metrics`` is accepted and counted only. ``refuse`` makes it a backend that does
+not take some signals (``{"logs": 405}``: a trace backend such as Phoenix): those requests are
+answered with that status and counted in ``refused``. Tests wait with
 :meth:`OtlpSink.wait_for_spans` and :meth:`OtlpSink.wait_for_logs`.
 """
 
@@ -150,8 +152,10 @@ class OtlpSink:
     """An in-process OTLP/HTTP trace receiver on 127.0.0.1; use as a context manager or
     ``start()``/``stop()``. ``endpoint`` is the base URL to give an ``otlphttp`` exporter."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, refuse: Mapping[str, int] | None = None) -> None:
         self._port = port or 0
+        self._refuse = dict(refuse or {})
+        self.refused: dict[str, int] = {"traces": 0, "metrics": 0, "logs": 0}
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
         self._logs: list[ReceivedLog] = []
@@ -287,6 +291,11 @@ class OtlpSink:
                 raise ValueError(f"unsupported Content-Encoding {encoding!r}")
             if signal not in self.requests:
                 h.send_error(404, f"no such OTLP signal: {h.path}")
+                return
+            if signal in self._refuse:
+                with self._lock:
+                    self.refused[signal] += 1
+                h.send_error(self._refuse[signal], f"{h.path} not served here")
                 return
             if signal == "traces":
                 received = self._decode_traces(body, h.headers.get("Content-Type") or "")

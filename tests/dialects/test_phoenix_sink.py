@@ -234,6 +234,45 @@ def test_gold_documents_on_the_retriever_and_evaluation_spans_only_when_asked(
     assert _quiet(caplog) == []
 
 
+def test_with_every_signal_on_phoenix_gets_the_spans_and_one_line_per_refused_signal(
+    tmp_path: Path, phoenix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--otlp-signals all`` (the default) at a real Phoenix, which takes no /v1/logs and no
+    /v1/metrics: every trace is scored and recorded, its evaluation spans and annotations reach
+    Phoenix, and the log has one line per refused signal (naming --otlp-signals), no more."""
+    caplog.set_level(logging.INFO)
+    with make_evaluator(
+        tmp_path,
+        otlp_endpoint=phoenix,
+        phoenix_endpoint=phoenix,
+        otlp_signals="all",
+        phoenix_evaluation_spans=True,
+    ) as ev:
+        asked = run_app("sdk_app", ev.endpoint, phoenix)
+        results = scored(ev, asked)
+        ids = {a["trace_id"] for a in asked}
+
+        def delivered() -> None:
+            spans = _get(f"{phoenix}/v1/projects/default/spans?limit=1000")["data"]
+            evaluated = {
+                s["context"]["trace_id"] for s in spans if s["name"] == semconv.SPAN_EVALUATION
+            }
+            assert ids <= evaluated
+            query = "&".join(f"trace_ids={t}" for t in sorted(ids))
+            cells = {a["trace_id"] for a in _annotations(phoenix, "trace", query)}
+            assert ids <= cells
+
+        _within(20.0, delivered)
+        ev.meter_provider.force_flush(10_000)
+        ev.meter_provider.force_flush(10_000)
+    assert len(results) == len(asked)
+    lines = _quiet(caplog)
+    refused = [x for x in lines if "--otlp-signals" in x]
+    assert len(refused) == len(lines), lines  # nothing else on the write-back path
+    assert sorted("/v1/logs" in x for x in refused) == [False, True], lines
+    assert any("/v1/metrics" in x for x in refused), lines
+
+
 ARTIFACTS = ROOT / "test-artifacts" / "phoenix"
 
 

@@ -588,7 +588,8 @@ class ServeSettings(_Section):
     ] = "all"
     """What goes to serve.otlp_endpoint: all (evaluation results as export.results_as says, and
     metrics: an OpenTelemetry Collector), traces (evaluation spans only: a trace backend without
-    /v1/logs and /v1/metrics, e.g. Phoenix) or metrics."""
+    /v1/logs and /v1/metrics, e.g. Phoenix) or metrics. With all, a signal the endpoint refuses
+    (404, 405, 415, 501) is turned off for it after one warning; the others keep going."""
     phoenix_url: Annotated[
         OptStr,
         Flag(

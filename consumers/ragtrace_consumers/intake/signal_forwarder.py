@@ -4,7 +4,9 @@ An app that exports every signal to the evaluator (one ``OTEL_EXPORTER_OTLP_ENDP
 its metrics and logs: each request body is re-posted unchanged (same content type and
 encoding) to ``endpoint`` + its path, on a daemon thread, so the app's request is answered at
 once. Bounded: beyond ``max_queue`` waiting requests, new ones are dropped with a warning
-(never block the receiver). A failed forward is logged once per path.
+(never block the receiver). A failed forward is logged once per path; a signal the endpoint
+refuses (404/405/415/501, :mod:`~ragtrace_consumers.writeback.refused_signals`) is not forwarded
+again, and the warning about it is shared with the evaluator's own exporters.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import urllib.request
 
 from ragtrace.masking import mask_url
 from ragtrace_consumers.model import Admission, SpanRecord
+from ragtrace_consumers.writeback.refused_signals import RefusedSignals, signal_of_path
 
 __all__ = ["SignalForwarder", "decode_log_events"]
 
@@ -26,8 +29,16 @@ _log = logging.getLogger(__name__)
 class SignalForwarder:
     """``forwarder(path, content_type, content_encoding, body)``: queue one request."""
 
-    def __init__(self, endpoint: str, *, timeout_s: float = 10.0, max_queue: int = 256) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        timeout_s: float = 10.0,
+        max_queue: int = 256,
+        refusals: RefusedSignals | None = None,
+    ) -> None:
         self._endpoint = endpoint.rstrip("/")
+        self._refusals = refusals or RefusedSignals(endpoint, {})
         self._timeout_s = timeout_s
         self._queue: queue.Queue[tuple[str, str, str, bytes]] = queue.Queue(max_queue)
         self._warned: set[str] = set()
@@ -36,6 +47,9 @@ class SignalForwarder:
         self._thread.start()
 
     def __call__(self, path: str, content_type: str, encoding: str, body: bytes) -> None:
+        signal = signal_of_path(path)
+        if signal is not None and self._refusals.is_off(signal):
+            return
         try:
             self._queue.put_nowait((path, content_type, encoding, body))
         except queue.Full:
@@ -58,6 +72,10 @@ class SignalForwarder:
             try:
                 with urllib.request.urlopen(request, timeout=self._timeout_s):
                     self.forwarded += 1
+            except urllib.error.HTTPError as exc:
+                signal = signal_of_path(path)
+                if signal is None or not self._refusals.refused(signal, exc.code):
+                    self._warn(path, f"not forwarded to {mask_url(self._endpoint)}: {exc}")
             except (urllib.error.URLError, OSError) as exc:
                 self._warn(path, f"not forwarded to {mask_url(self._endpoint)}: {exc}")
 

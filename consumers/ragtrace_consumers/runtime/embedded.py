@@ -62,6 +62,7 @@ from ragtrace_consumers.stores.sqlite_state import SqliteSessionEvidence, Sqlite
 from ragtrace_consumers.stores.sqlite_traces import SqliteTraceStore
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
 from ragtrace_consumers.writeback.recording_sink import RecordingSink
+from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 
 __all__ = [
     "EmbeddedEvaluator",
@@ -71,6 +72,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_CHOSEN_BY = "serve --otlp-signals traces, or serve.otlp_signals, sends evaluation spans only"
+_SERVE_SIGNALS = {"logs": _CHOSEN_BY, "metrics": _CHOSEN_BY}
 
 
 def own_state_path() -> Path:
@@ -186,6 +190,9 @@ class EmbeddedEvaluator:
             self.prometheus_registry = CollectorRegistry(auto_describe=True)
             readers.append(PrometheusMetricReader(registry=self.prometheus_registry))
         resource = make_resource(s.service_name)
+        refusals = (
+            None if s.otlp_endpoint is None else RefusedSignals(s.otlp_endpoint, _SERVE_SIGNALS)
+        )
         traces_to = s.otlp_endpoint if s.otlp_signals in ("all", "traces") else None
         metrics_to = s.otlp_endpoint if s.otlp_signals in ("all", "metrics") else None
         self.meter_provider: MeterProvider = make_meter_provider(
@@ -194,6 +201,7 @@ class EmbeddedEvaluator:
             interval_s=cfg.export.metrics_interval_s,
             timeout_s=cfg.export.timeout_s,
             readers=readers,
+            refusals=refusals,
         )
         state = self.state
 
@@ -209,6 +217,7 @@ class EmbeddedEvaluator:
                     recall_threshold=thresholds.recall,
                     groundedness_threshold=thresholds.groundedness,
                     results_as=results_as,
+                    refusals=refusals,
                 )
             if s.phoenix_url is not None:
                 from ragtrace_consumers.writeback.phoenix_sink import PhoenixSink
@@ -257,7 +266,11 @@ class EmbeddedEvaluator:
             scoring.workers,
             scoring.admission,
         )
-        self._forward = SignalForwarder(s.otlp_endpoint) if s.otlp_endpoint is not None else None
+        self._forward = (
+            SignalForwarder(s.otlp_endpoint, refusals=refusals)
+            if s.otlp_endpoint is not None
+            else None
+        )
         self.web = self._web_view() if cfg.web.enabled else None
         self.receiver = OtlpHttpReceiver(
             self._accept,

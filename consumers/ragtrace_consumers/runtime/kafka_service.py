@@ -39,6 +39,7 @@ from ragtrace_consumers.scoring.workers import ScoringWorkers, check_lease, judg
 from ragtrace_consumers.telemetry.health import HealthServer, Heartbeat, KafkaProgress, redis_check
 from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
+from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 
 __all__ = ["ConsumerService", "build_judge", "build_service"]
 
@@ -193,6 +194,13 @@ def build_service(
     )
 
     resource = make_resource(cfg.export.service_name)
+    refusals = RefusedSignals(
+        cfg.export.otlp_endpoint,
+        {
+            "logs": "export.results_as: spans sends evaluation spans only",
+            "metrics": "export.metrics_otlp: false pushes none",
+        },
+    )
     exposition = prometheus_exposition() if cfg.health.enabled else None
     readers = [*metric_readers, *([exposition.reader] if exposition else [])]
     meter_provider = make_meter_provider(
@@ -201,6 +209,7 @@ def build_service(
         interval_s=cfg.export.metrics_interval_s,
         timeout_s=cfg.export.timeout_s,
         readers=readers,
+        refusals=refusals,
     )
 
     def sink(thresholds: Thresholds) -> WatchedSink:
@@ -212,6 +221,7 @@ def build_service(
                 recall_threshold=thresholds.recall,
                 groundedness_threshold=thresholds.groundedness,
                 results_as=cfg.export.results_as,
+                refusals=refusals,
             ),
             dependencies,
         )

@@ -57,6 +57,7 @@ from ragtrace_consumers.writeback.otlp_encoding import (
     SpanMessageExporter,
     evaluation_span_messages,
 )
+from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 from ragtrace_consumers.writeback.span_content import (
     evaluation_attributes,
     evaluation_span_id,
@@ -214,8 +215,11 @@ class OtlpScoreSink:
         recall_threshold: float | None = None,
         groundedness_threshold: float | None = None,
         results_as: str = "both",
+        refusals: RefusedSignals | None = None,
     ) -> OtlpScoreSink:
-        """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` and ``/v1/logs`` are appended)."""
+        """OTLP/HTTP to ``endpoint`` (base URL; ``/v1/traces`` and ``/v1/logs`` are appended).
+        With ``refusals``, an endpoint refusing ``/v1/logs`` gets no more log records (the
+        spans are still delivered)."""
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -225,6 +229,8 @@ class OtlpScoreSink:
         log_exporter = OTLPLogExporter(
             endpoint=logs_url, timeout=timeout_s, session=_session(logs_url)
         )
+        if refusals is not None:
+            refusals.guard(log_exporter, "logs")
         return cls(
             OtlpRequestExporter(exporter, resource, max_request_bytes=_MAX_REQUEST_BYTES),
             resource,
@@ -369,9 +375,11 @@ def make_meter_provider(
     interval_s: float = 5.0,
     timeout_s: float = 10.0,
     readers: Sequence[MetricReader] = (),
+    refusals: RefusedSignals | None = None,
 ) -> MeterProvider:
     """A MeterProvider exporting over OTLP/HTTP to ``endpoint`` (base URL) every
-    ``interval_s``, plus any extra ``readers`` (tests pass an in-memory one)."""
+    ``interval_s``, plus any extra ``readers`` (tests pass an in-memory one). With
+    ``refusals``, an endpoint refusing ``/v1/metrics`` is not sent them again."""
     all_readers = list(readers)
     if endpoint is not None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -379,6 +387,8 @@ def make_meter_provider(
         exporter = OTLPMetricExporter(
             endpoint=endpoint.rstrip("/") + "/v1/metrics", timeout=timeout_s
         )
+        if refusals is not None:
+            refusals.guard(exporter, "metrics")
         all_readers.append(
             PeriodicExportingMetricReader(
                 exporter,

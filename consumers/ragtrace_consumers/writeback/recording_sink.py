@@ -1,7 +1,7 @@
 """The scored-results sink of the embedded evaluator: every scored trace is recorded by the
 scored results' owner (:mod:`ragtrace_consumers.stores.scored_results`, what ``ragtrace serve``
-and ``ragtrace demo`` print from), after the evaluation span was delivered to the OTLP sink
-when one is configured. The gold IDs kept in a trace's detail come from the label store seam.
+and ``ragtrace demo`` print from) first, then delivered to the OTLP sink when one is
+configured: a result is kept (and shown) whether or not an exporter takes it. The gold IDs kept in a trace's detail come from the label store seam.
 """
 
 from __future__ import annotations
@@ -139,12 +139,13 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
 
 class RecordingSink:
     """A :class:`~ragtrace_consumers.model.ScoreSink` that records every scored trace in the
-    SQLite results table, after delivering it to ``inner`` (the OTLP sink) when there is one.
+    SQLite results table, then delivers it to ``inner`` (the OTLP sink) when there is one.
 
     With ``labels``, the gold IDs of the matched question (as labelled now) are kept in the
     trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
-    trace instead of marking it written.
+    trace instead of marking it written; a delivery that fails leaves the trace recorded (the
+    retry records it again, in place).
     """
 
     def __init__(
@@ -160,10 +161,10 @@ class RecordingSink:
         self._inner = inner
         self._clock = clock
         self._recorded = threading.Condition()
+        self._delivering: set[str] = set()  # recorded, delivery not yet attempted
 
     def write(self, scores: TraceScores) -> None:
-        if self._inner is not None:
-            self._inner.write(scores)
+        trace_id = scores.trace.trace_id
         try:
             previous = self._results.get(scores.trace.trace_id)
             result = to_scored_result(scores, self._clock(), previous)
@@ -171,13 +172,23 @@ class RecordingSink:
             detail = None
             if previous is None or scores.groundedness is not None or scores.retrieval is not None:
                 detail = trace_detail(scores, gold)
+            with self._recorded:
+                self._delivering.add(trace_id)
             self._results.put(result, detail)
         except Exception as exc:
+            with self._recorded:
+                self._delivering.discard(trace_id)
             raise WriteBackError(
                 f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
             ) from exc
-        with self._recorded:
-            self._recorded.notify_all()
+        # A row counts for waiters once its delivery was attempted: the caller's metrics follow.
+        try:
+            if self._inner is not None:
+                self._inner.write(scores)
+        finally:
+            with self._recorded:
+                self._delivering.discard(trace_id)
+                self._recorded.notify_all()
 
     def _gold(self, qid: str | None) -> frozenset[str] | None:
         """The gold IDs of the labelled question ``qid`` (None: not labelled now)."""
@@ -195,10 +206,12 @@ class RecordingSink:
             self._recorded.notify_all()
 
     def wait_for_results(self, count: int, timeout_s: float) -> list[ScoredResult]:
-        """Block until the table holds at least ``count`` rows (or the timeout); returns them,
-        oldest first."""
+        """Block until the table holds at least ``count`` rows whose delivery was attempted (or
+        the timeout); returns every row, oldest first."""
         with self._recorded:
-            self._recorded.wait_for(lambda: len(self._results) >= count, timeout_s)
+            self._recorded.wait_for(
+                lambda: len(self._results) - len(self._delivering) >= count, timeout_s
+            )
         return [r for _, r in self._results.all()]
 
     def write_many(self, batch: Sequence[TraceScores]) -> list[WriteBackError | None]:
