@@ -1,8 +1,9 @@
 """Convert public human-labelled hallucination sets to ragtrace's generic JSON Lines
 (:mod:`ragtrace.evaluation.hallucination_sets`), sampled small and split deterministically.
 
-Each converter reads a checkout of the upstream repository (``git clone`` it, or point at any
-directory holding its files) and writes ``bench/data/hallucination/<set>.jsonl``:
+Each converter reads the upstream repository — a checkout (``git clone`` it, or any directory
+holding its files) or a bare git repository, read at ``HEAD`` (files absent from it are
+skipped) — and writes ``bench/data/hallucination/<set>.jsonl``:
 
 * ``faithbench`` — vectara/FaithBench (NAACL 2025), ``data_for_release/batch_*.json``:
   news articles summarised by modern LLMs, spans marked by annotators. Hallucinated: any
@@ -57,10 +58,13 @@ directory); ``faithbench`` and ``faithbench-rest`` take vectara/FaithBench, the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import json
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -345,19 +349,46 @@ def _sample_pairs(rows: list[Row], limit: int) -> list[Row]:
     return [r for r in rows if r["question_id"] in keep]
 
 
-SETS = (
-    "faithbench",
-    "faithbench-rest",
-    "qags-cnndm",
-    "qags-xsum",
-    "halueval-qa",
-    "ragtruth-qa",
-    "ragtruth-summary",
-    "ragtruth-data2txt",
-    "summedits",
-    "begin",
-    "lfqa",
-)
+# the folders of its upstream repository each set reads
+FOLDERS = {
+    "faithbench": "data_for_release",
+    "faithbench-rest": "data_for_release",
+    "qags-cnndm": "data",
+    "qags-xsum": "data",
+    "halueval-qa": "generation/qa",
+    "ragtruth-qa": "eval_data",
+    "ragtruth-summary": "eval_data",
+    "ragtruth-data2txt": "eval_data",
+    "summedits": "data/summedits",
+    "begin": "wow",
+    "lfqa": "data",
+}
+
+
+@contextlib.contextmanager
+def checkout(src: Path, folder: str) -> Iterator[Path]:
+    """``src`` itself when it is a directory of files; for a bare git repository, a temporary
+    directory holding ``folder`` as of ``HEAD`` (blobs the repository lacks are left out)."""
+    if not ((src / "HEAD").is_file() and (src / "objects").is_dir()):
+        yield src
+        return
+    git = ["git", "--git-dir", str(src)]
+    names = subprocess.run(
+        [*git, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", folder],
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    with tempfile.TemporaryDirectory(prefix="ragtrace-upstream-") as tmp:
+        for name in filter(None, names.split("\0")):
+            blob = subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True)
+            if blob.returncode == 0:
+                target = Path(tmp) / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(blob.stdout)
+        yield Path(tmp)
+
+
+SETS = tuple(FOLDERS)
 
 
 def convert(name: str, src: Path, limit: int, out: Path = OUT) -> list[Row]:
@@ -386,11 +417,14 @@ def convert(name: str, src: Path, limit: int, out: Path = OUT) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("set", choices=SETS)
-    parser.add_argument("source", type=Path, help="checkout of the upstream repository")
+    parser.add_argument(
+        "source", type=Path, help="the upstream repository: a checkout or a bare git directory"
+    )
     parser.add_argument("--limit", type=int, default=300, help="answers kept (default: 300)")
     parser.add_argument("--out", type=Path, default=OUT, help="directory written to")
     args = parser.parse_args(argv)
-    rows = convert(args.set, args.source, args.limit, args.out)
+    with checkout(args.source, FOLDERS[args.set]) as src:
+        rows = convert(args.set, src, args.limit, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"{args.set}.jsonl"
     out.write_text(
