@@ -45,6 +45,9 @@ skipped) — and writes ``bench/data/hallucination/<set>.jsonl``:
   unsupported unless most of its judges said ``supported``; the answer (its sentences joined by
   one space) is hallucinated when any sentence is; spans: the unsupported sentences. Split by
   question. Task ``qa``. The repository states no licence — **not** shipped.
+* ``lfqa-claims`` — the sentences of the test-half answers of the ``lfqa`` sample, one claim
+  per line in ``ragtrace calibrate``'s labels format (``human_entailed``: most judges said
+  ``supported``), written to ``claims/lfqa.jsonl``. Not shipped, as ``lfqa``.
 
 Sampling: items are ordered by SHA-256 of ``ragtrace-sample:<id>`` and the first ``--limit`` kept; the split is
 :func:`ragtrace.evaluation.hallucination_sets.hash_split` of the id (for HaluEval, of the
@@ -66,6 +69,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,11 +313,25 @@ LFQA_SOURCES = {
 }
 
 
-def lfqa(src: Path) -> list[Row]:
-    """LFQA-Verification answers written with documents; a sentence is unsupported unless most
-    of its judges said ``supported``."""
+@dataclass(frozen=True)
+class _LfqaAnswer:
+    name: str
+    question_id: int
+    documents: str
+    context: list[str]
+    sentences: list[tuple[str, bool]]  # (sentence, unsupported)
+
+    @property
+    def id(self) -> str:
+        return f"lfqa-{self.name}-{self.question_id}"
+
+    @property
+    def split(self) -> str:
+        return hash_split(f"lfqa-{self.question_id}")
+
+
+def _lfqa_answers(src: Path) -> Iterator[_LfqaAnswer]:
     data = src / "data"
-    rows: list[Row] = []
     for name, docs_name in LFQA_SOURCES.items():
         docs = {
             d["question_id"]: [f"{x['title']}\n{x['text']}" for x in d["docs"]]
@@ -321,23 +339,57 @@ def lfqa(src: Path) -> list[Row]:
         }
         path = data / "annotations" / f"annotations-{name}.json"
         for q in json.loads(path.read_text(encoding="utf-8")):
-            answer, spans = _joined(
-                [
-                    (a["answer"], a["labels"].count("supported") <= len(a["labels"]) / 2)
-                    for a in q["annotations"]
-                ]
-            )
+            sentences = [
+                (a["answer"].strip(), a["labels"].count("supported") <= len(a["labels"]) / 2)
+                for a in q["annotations"]
+            ]
             qid = q["question_id"]
+            yield _LfqaAnswer(name, qid, docs_name, docs[qid], sentences)
+
+
+def lfqa(src: Path) -> list[Row]:
+    """LFQA-Verification answers written with documents; a sentence is unsupported unless most
+    of its judges said ``supported``."""
+    rows: list[Row] = []
+    for a in _lfqa_answers(src):
+        answer, spans = _joined(a.sentences)
+        rows.append(
+            {
+                "id": a.id,
+                "context": a.context,
+                "answer": answer,
+                "spans": spans,
+                "task_type": "qa",
+                "split": a.split,
+                "source": f"LFQA-Verification annotations-{a.name}.json question "
+                f"{a.question_id} (documents: docs-{a.documents}.json)",
+            }
+        )
+    return rows
+
+
+def lfqa_claims(src: Path, limit: int) -> list[Row]:
+    """The sentences of the test-half answers of the ``lfqa`` sample (``limit`` answers), one
+    claim per line in ``ragtrace calibrate``'s labels format: ``human_entailed`` when most of
+    its judges said ``supported``; a sentence repeated within an answer is kept once."""
+    keep = {str(r["id"]) for r in _sample(lfqa(src), limit) if r["split"] == "test"}
+    rows: list[Row] = []
+    for a in _lfqa_answers(src):
+        if a.id not in keep:
+            continue
+        answer, _ = _joined(a.sentences)
+        seen: set[str] = set()
+        for n, (sentence, unsupported) in enumerate(a.sentences, start=1):
+            if sentence in seen:  # a repeated sentence is one claim (a judge merges them)
+                continue
+            seen.add(sentence)
             rows.append(
                 {
-                    "id": f"lfqa-{name}-{qid}",
-                    "context": docs[qid],
+                    "id": f"{a.id}-s{n}",
+                    "claim": sentence,
+                    "context": a.context,
+                    "human_entailed": not unsupported,
                     "answer": answer,
-                    "spans": spans,
-                    "task_type": "qa",
-                    "split": hash_split(f"lfqa-{qid}"),
-                    "source": f"LFQA-Verification annotations-{name}.json question {qid} "
-                    f"(documents: docs-{docs_name}.json)",
                 }
             )
     return rows
@@ -362,6 +414,7 @@ FOLDERS = {
     "summedits": "data/summedits",
     "begin": "wow",
     "lfqa": "data",
+    "lfqa-claims": "data",
 }
 
 
@@ -395,6 +448,8 @@ def convert(name: str, src: Path, limit: int, out: Path = OUT) -> list[Row]:
     """The sampled rows of set ``name`` from the checkout ``src``."""
     if name == "halueval-qa":
         return _sample_pairs(halueval_qa(src), limit)
+    if name == "lfqa-claims":
+        return lfqa_claims(src, limit)
     if name == "faithbench":
         rows = faithbench(src)
     elif name == "faithbench-rest":
@@ -425,11 +480,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with checkout(args.source, FOLDERS[args.set]) as src:
         rows = convert(args.set, src, args.limit, args.out)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"{args.set}.jsonl"
+    # claims are not answers: kept out of the benchmark's glob of answer sets
+    out = args.out / ("claims/lfqa.jsonl" if args.set == "lfqa-claims" else f"{args.set}.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
     )
+    if args.set == "lfqa-claims":
+        entailed = sum(bool(r["human_entailed"]) for r in rows)
+        print(f"{out}: {len(rows)} claims, {entailed} entailed by the people's majority")
+        return 0
     positives = sum(bool(r.get("hallucinated", r.get("spans"))) for r in rows)
     tune = sum(r["split"] == "tune" for r in rows)
     print(f"{out}: {len(rows)} answers, {positives} hallucinated, {tune} tune")

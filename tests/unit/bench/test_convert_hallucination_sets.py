@@ -15,6 +15,7 @@ from bench.convert_hallucination_sets import (
     convert,
     faithbench_rest,
     lfqa,
+    lfqa_claims,
     ragtruth,
     summedits,
 )
@@ -127,6 +128,29 @@ def test_lfqa_majority_of_judges_and_the_documents_the_answer_was_written_with(
     assert row["context"] == ["webgpt page\nBody."]
     assert rows["lfqa-gpt3_whudoc-3"]["context"] == ["human page\nBody."]
     assert {r["split"] for r in rows.values()} == {hash_split("lfqa-3")}
+
+
+def test_lfqa_claims_are_the_test_half_sentences_once_each(tmp_path: Path) -> None:
+    docs = [{"question_id": q, "docs": [{"title": "T", "text": "B."}]} for q in range(12)]
+    _put(tmp_path, "data/docs/docs-webgpt.json", json.dumps(docs))
+    _put(tmp_path, "data/docs/docs-human.json", json.dumps(docs))
+    sentences = [
+        {"answer": "Yes.", "labels": ["supported", "supported", "partially"]},
+        {"answer": "9.", "labels": ["not_supported"] * 3},
+        {"answer": "9.", "labels": ["not_supported"] * 3},
+    ]
+    questions = [{"question_id": q, "annotations": sentences} for q in range(12)]
+    for name in ("webgpt", "gpt3_wdoc", "alpaca_wdoc", "gpt3_whudoc"):
+        _put(tmp_path, f"data/annotations/annotations-{name}.json", json.dumps(questions))
+    claims = lfqa_claims(tmp_path, 48)
+    test_answers = {r["id"] for r in lfqa(tmp_path) if r["split"] == "test"}
+    assert 0 < len(test_answers) < 48
+    assert len(claims) == 2 * len(test_answers)  # the repeated "9." kept once
+    first, second = claims[0], claims[1]
+    assert first["id"] == f"{second['id'][:-3]}-s1" and second["id"].endswith("-s2")
+    assert (first["claim"], first["human_entailed"]) == ("Yes.", True)
+    assert (second["claim"], second["human_entailed"]) == ("9.", False)
+    assert first["answer"] == "Yes. 9. 9." and first["context"] == ["T\nB."]
 
 
 def _faithbench(root: Path, ids: list[int]) -> None:
