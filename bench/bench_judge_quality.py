@@ -29,7 +29,16 @@ never an answer of the held-out dataset — and returning a
 combiner fitted on those sets and its threshold chosen on them). It is called once per set, with
 that set's :func:`~bench._heldout.lodo` tuning sets, and its judge judges only that set. Without
 ``--fit`` the shipped judge (``--judge``) is used as is for every set and the ``tuned on``
-column names the sets its constants were chosen on (:data:`SHIPPED_TUNED_ON`).
+column names the sets its constants were chosen on (:data:`SHIPPED_TUNED_ON`). A fitter for a
+learned combiner, e.g. in ``bench/fit_lexical_combiner.py``::
+
+    def lodo_judge(tuning: Mapping[str, Sequence[LabelledAnswer]]) -> Judge:
+        combiner = fit_on(tuning)  # coefficients and unit threshold from these sets alone
+        return LexicalJudge(threshold=combiner.threshold, combiner=combiner)
+
+run as ``python bench/bench_judge_quality.py --fit bench.fit_lexical_combiner:lodo_judge``.
+``ragtrace calibrate``'s kappa on the long-form QA sentences (``claims/lfqa.jsonl``, when built)
+is measured with the judge fitted as for the ``lfqa`` set.
 
 Run: ``python bench/bench_judge_quality.py [--judge lexical] [--fit MODULE:FUNCTION]``; writes the
 ``judge-quality`` section of docs/benchmarks.md.
@@ -59,11 +68,14 @@ from bench._heldout import Interval, bootstrap_auroc, bootstrap_auroc_gap, datas
 from bench._report import machine_line, write_section
 from ragtrace.cli._detect_results import DurableLines, judged, read_results
 from ragtrace.cli._groundedness_batch import BatchItem, judge_batch
+from ragtrace.evaluation.calibration import CalibrationReport, calibrate, load_human_labels
 from ragtrace.evaluation.detection import confusion_at
 from ragtrace.evaluation.hallucination_sets import LabelledAnswer, load_generic
 from ragtrace.evaluation.judges import Judge, make_judge
 
 DATA = ROOT / "bench" / "data" / "hallucination"
+CLAIMS = DATA / "claims" / "lfqa.jsonl"
+"""LFQA-Verification's test-half sentences as calibrate labels (written by the converter)."""
 DEFAULT_THRESHOLD = 0.8
 _WORD = re.compile(r"\w+")
 
@@ -300,11 +312,60 @@ def verdict(found: Sequence[Row]) -> str:
     return text
 
 
-def quality(
-    fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None, only: Sequence[str] = ()
-) -> tuple[list[Row], dict[str, Judged]]:
+@dataclass(frozen=True)
+class Kappa:
+    """``ragtrace calibrate``'s figures on the long-form QA sentences, and what the judge that
+    gave them was tuned on."""
+
+    claims: int
+    agreement: float
+    kappa: float
+    tuned_on: tuple[str, ...]
+
+
+def claims_kappa(
+    sets: Sets, fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None, claims: Path = CLAIMS
+) -> Kappa | None:
+    """Cohen's kappa of the judge's claim verdicts against people's on ``claims`` (None when
+    that file has not been built or the judge cannot judge claims), the judge fitted as for the
+    ``lfqa`` set: on every other dataset's sets."""
+    if not claims.exists():
+        return None
+    tuning = lodo([*sets, "lfqa"])["lfqa"] if fixed_tuned_on is None else ()
+    judge = fitter({t: sets[t] for t in tuning})
+    if not hasattr(judge, "judge_claims"):
+        return None
+    report: CalibrationReport = calibrate(load_human_labels(claims), judge)  # type: ignore[arg-type]
+    return Kappa(
+        len(report.items),
+        report.agreement,
+        report.kappa,
+        tuning if fixed_tuned_on is None else fixed_tuned_on,
+    )
+
+
+def _kappa_line(k: Kappa | None) -> str:
+    if k is None:
+        return (
+            "`ragtrace calibrate` on the long-form QA sentences: not run (build them with "
+            "`python bench/convert_hallucination_sets.py lfqa-claims PATH/TO/LFQA-Verification`)."
+        )
+    return (
+        f"`ragtrace calibrate` on the {k.claims} human-labelled sentences of the long-form QA "
+        f"set's test half (`claims/lfqa.jsonl`): agreement {k.agreement * 100:.1f} %, Cohen's "
+        f"kappa **{k.kappa:.3f}**; the judge tuned on {', '.join(k.tuned_on) or 'none'}."
+    )
+
+
+def load_sets(only: Sequence[str] = ()) -> dict[str, list[LabelledAnswer]]:
+    """The answer sets of :data:`DATA` (``only`` these, when given), by file stem."""
     paths = sorted(DATA.glob("*.jsonl"))
-    sets = {p.stem: load_generic(p) for p in paths if not only or p.stem in only}
+    return {p.stem: load_generic(p) for p in paths if not only or p.stem in only}
+
+
+def quality(
+    sets: Sets, fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None
+) -> tuple[list[Row], dict[str, Judged]]:
     with tempfile.TemporaryDirectory(prefix="ragtrace-judge-quality-") as tmp:
         by_set = run_held_out(sets, fitter, fixed_tuned_on, Path(tmp))
     return rows(by_set, fixed_tuned_on is None), by_set
@@ -438,10 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         fitter, fixed = shipped(args.judge), SHIPPED_TUNED_ON.get(args.judge, ())
         label = f"{args.judge} judge"
-    found, by_set = quality(fitter, fixed, args.sets)
-    text = table(label, found)
-    print(text)
+    sets = load_sets(args.sets)
+    found, by_set = quality(sets, fitter, fixed)
+    kappa = claims_kappa(sets, fitter, fixed)
+    print(table(label, found))
     print(verdict(found))
+    print(_kappa_line(kappa))
     answers = sum(len(j.items) for j in by_set.values())
     cpu_ms = 1000 * sum(j.cpu_s for j in by_set.values()) / max(1, answers)
     print(f"CPU per judgement: {cpu_ms:.1f} ms over {answers} answers")
@@ -449,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     timing = None if args.no_runtime else runtime()
     write_section(
-        "judge-quality", _markdown(label, args, found, sorted(by_set), cpu_ms, answers, timing)
+        "judge-quality",
+        _markdown(label, args, found, sorted(by_set), cpu_ms, answers, kappa, timing),
     )
     return 0
 
@@ -461,6 +525,7 @@ def _markdown(
     names: Sequence[str],
     cpu_ms: float,
     answers: int,
+    kappa: Kappa | None,
     timing: Mapping[str, float | int] | None,
 ) -> str:
     command = "python bench/bench_judge_quality.py" + (f" --fit {args.fit}" if args.fit else "")
@@ -493,6 +558,8 @@ are by construction, not human judgements.
 {table(label, found)}
 
 {verdict(found)} The judge took {cpu_ms:.1f} ms of CPU per answer over these {answers:,} answers.
+
+{_kappa_line(kappa)}
 
 For reference only — **published figures on RAGTruth's full test set, not measured by us** (the
 `ragtruth-*` rows above are a sample of RAGTruth that vectara/FaithJudge publishes, not its test

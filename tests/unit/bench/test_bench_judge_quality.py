@@ -3,6 +3,7 @@ was tuned on, and the figures beside the baselines."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from bench.bench_judge_quality import (
     Judged,
+    claims_kappa,
     figures,
     load_fitter,
     rows,
@@ -113,3 +115,24 @@ def test_load_fitter_takes_module_and_function() -> None:
         load_fitter("bench.bench_judge_quality")
     with pytest.raises(SystemExit):
         load_fitter("bench.bench_judge_quality:DATA")
+
+
+def test_kappa_on_claims_with_the_judge_fitted_without_the_long_form_set(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.jsonl"
+    lines = [
+        {"id": "c1", "claim": "The plant in Oklahoma closed in April.", "human_entailed": True},
+        {"id": "c2", "claim": "Salmonella hit the Ohio dairy in 1990.", "human_entailed": False},
+    ]
+    claims.write_text("".join(json.dumps({**x, "context": list(CONTEXT)}) + "\n" for x in lines))
+    seen: list[tuple[str, ...]] = []
+
+    def fitter(tuning: Mapping[str, Sequence[LabelledAnswer]]) -> Judge:
+        seen.append(tuple(sorted(tuning)))
+        return make_judge("lexical")
+
+    sets = {**SETS, "lfqa": _answers("l")}
+    k = claims_kappa(sets, fitter, None, claims)
+    assert k is not None and seen == [("begin", "qags-a", "qags-b")]
+    assert (k.claims, k.agreement, k.kappa) == (2, 1.0, 1.0)
+    assert k.tuned_on == ("begin", "qags-a", "qags-b")
+    assert claims_kappa(sets, fitter, None, tmp_path / "absent.jsonl") is None

@@ -147,7 +147,8 @@ def test_lfqa_claims_are_the_test_half_sentences_once_each(tmp_path: Path) -> No
     assert 0 < len(test_answers) < 48
     assert len(claims) == 2 * len(test_answers)  # the repeated "9." kept once
     first, second = claims[0], claims[1]
-    assert first["id"] == f"{second['id'][:-3]}-s1" and second["id"].endswith("-s2")
+    second_id = str(second["id"])
+    assert first["id"] == f"{second_id[:-3]}-s1" and second_id.endswith("-s2")
     assert (first["claim"], first["human_entailed"]) == ("Yes.", True)
     assert (second["claim"], second["human_entailed"]) == ("9.", False)
     assert first["answer"] == "Yes. 9. 9." and first["context"] == ["T\nB."]
