@@ -1,35 +1,54 @@
-"""Judge quality against people: hallucination detection on public human-labelled sets.
+"""Judge quality against people, leave-one-dataset-out, on public human-labelled sets.
 
-For every set in ``bench/data/hallucination/*.jsonl`` (see its README for sources, licences and
-sampling), three detectors score every answer:
+For every set in ``bench/data/hallucination/*.jsonl`` (see its README for sources, licences,
+sampling and splits) the judge is built by a **fitter** from the sets it may be tuned on — those
+of every *other* dataset (:func:`bench._heldout.lodo`; a dataset's parts, e.g. ``qags-cnndm`` and
+``qags-xsum``, are held out together) — and run on the set's **test** half through the code
+``ragtrace detect-eval`` runs (``judge_batch`` writing a durable results file, read back by
+``judged``: the same groundedness score and ranking key). Reported per set:
 
-* the judge (default ``lexical``; ``--judge anthropic --yes`` for Claude), run through the real
-  ``ragtrace detect-eval`` command, flagging an answer whose groundedness is below the four
-  cells' pass threshold (0.8);
-* *flag every answer* (every answer hallucinated);
+* the judge: AUROC of its ranking key (lower: more suspect; ``1 − groundedness`` ranks the same
+  way for a judge without one) with a seeded bootstrap 95 % interval, the paired bootstrap
+  interval of its AUROC minus unigram overlap's, F1 at the default threshold (an answer flagged
+  when its groundedness is below the four cells' pass threshold, 0.8) and its flag rate beside
+  the human rate;
 * *unigram overlap*: the share of the answer's distinct lowercase words found anywhere in the
-  context — the one-line baseline.
+  context (AUROC with its interval);
+* *flag every answer*: F1 of calling every answer hallucinated (AUROC 0.5 by construction);
+* **tuned on**: the sets the judge's fitted parts were fitted on. A row whose dataset is among
+  them is marked *not held out*.
 
-Reported, on the **test** half of each set only: AUROC (threshold-free; flag-every-answer
-scores 0.5 by construction; the judge's answers ranked by ``ranking_score``: mean claim
-support and word overlap in equal parts), F1 at the default threshold (the judge's 0.8; flagging every
-answer has no threshold), and F1 at the threshold that maximised F1 on the **tune** half.
-Groups: each set; ``summaries`` and ``overall`` pool the sets' answers (thresholds tuned on the
-pooled tune halves).
+Then the pooled rows (every held-out set's test answers together, each scored by its own
+held-out judge), the judge's CPU time per answer, and the run-time check (a 1,000-answer
+RAGTruth-format directory through the ``ragtrace`` console script, resumed after ``kill -9``).
 
-Then the run-time goal: a 1,000-answer RAGTruth-format directory (built from the shipped
-answers) judged by the offline judge through the ``ragtrace`` console script (process start
-included), and resumed after ``kill -9``: the second run judges exactly the answers the first
-had not finished.
+**The fitting hook.** ``--fit MODULE:FUNCTION`` names a fitter: a callable taking the tuning
+sets — ``Mapping[str, Sequence[LabelledAnswer]]``, set name to *all* its answers (both halves),
+never an answer of the held-out dataset — and returning a
+:class:`ragtrace.evaluation.judges.Judge` built from them (e.g. a ``LexicalJudge`` with a
+combiner fitted on those sets and its threshold chosen on them). It is called once per set, with
+that set's :func:`~bench._heldout.lodo` tuning sets, and its judge judges only that set. Without
+``--fit`` the shipped judge (``--judge``) is used as is for every set and the ``tuned on``
+column names the sets its constants were chosen on (:data:`SHIPPED_TUNED_ON`). A fitter for a
+learned combiner, e.g. in ``bench/fit_lexical_combiner.py``::
 
-Run: ``python bench/bench_judge_quality.py [--judge lexical]``; writes the ``judge-quality``
-section of docs/groundedness.md.
+    def lodo_judge(tuning: Mapping[str, Sequence[LabelledAnswer]]) -> Judge:
+        combiner = fit_on(tuning)  # coefficients and unit threshold from these sets alone
+        return LexicalJudge(threshold=combiner.threshold, combiner=combiner)
+
+run as ``python bench/bench_judge_quality.py --fit bench.fit_lexical_combiner:lodo_judge``.
+``ragtrace calibrate``'s kappa on the long-form QA sentences (``claims/lfqa.jsonl``, when built)
+is measured with the judge fitted as for the ``lfqa`` set.
+
+Run: ``python bench/bench_judge_quality.py [--judge lexical] [--fit MODULE:FUNCTION]``; writes the
+``judge-quality`` section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -38,24 +57,35 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._heldout import Interval, bootstrap_auroc, bootstrap_auroc_gap, dataset, lodo
 from bench._report import machine_line, write_section
-from ragtrace.cli import main as ragtrace_main
-from ragtrace.cli._detect_results import judged, read_results
-from ragtrace.evaluation.detection import auroc, best_threshold, confusion_at
+from ragtrace.cli._detect_results import DurableLines, judged, read_results
+from ragtrace.cli._groundedness_batch import BatchItem, judge_batch
+from ragtrace.evaluation.calibration import CalibrationReport, calibrate, load_human_labels
+from ragtrace.evaluation.detection import confusion_at
 from ragtrace.evaluation.hallucination_sets import LabelledAnswer, load_generic
-from ragtrace.evaluation.judges import make_judge
+from ragtrace.evaluation.judges import Judge, make_judge
 
 DATA = ROOT / "bench" / "data" / "hallucination"
-DOC = ROOT / "docs" / "groundedness.md"
+CLAIMS = DATA / "claims" / "lfqa.jsonl"
+"""LFQA-Verification's test-half sentences as calibrate labels (written by the converter)."""
 DEFAULT_THRESHOLD = 0.8
 _WORD = re.compile(r"\w+")
+
+Sets = Mapping[str, Sequence[LabelledAnswer]]
+Fitter = Callable[[Sets], Judge]
+"""Builds a judge from the sets it may be tuned on (module docstring)."""
+
+SHIPPED_TUNED_ON = {"lexical": ("faithbench", "halueval-qa", "qags-cnndm", "qags-xsum")}
+"""The sets whose tune halves chose the shipped judges' constants (the lexical judge's unit
+threshold, token weights and ranking key: ``ragtrace/evaluation/judges/lexical/judge.py``)."""
 
 # Response-level F1 on RAGTruth's test set, as published (not measured by us): the RAGTruth
 # paper's (Niu et al., ACL 2024) rows, and LettuceDetect's as reported by its authors.
@@ -77,106 +107,268 @@ def unigram_overlap(answer: str, context: Sequence[str]) -> float:
     return len(words & source) / len(words)
 
 
-def judge_scores(
-    path: Path, judge_args: list[str], work: Path
-) -> tuple[dict[str, float], dict[str, float]]:
-    """(id -> groundedness, id -> ranking key), from the real ``detect-eval`` command (answers it
-    failed on left out). The ranking key is the mean claim support stored in each result and the
-    answer's word overlap with the context in equal parts
-    (:func:`ragtrace.evaluation.judges.lexical.judge.ranking_score`); a judge whose results carry no
-    support is ranked by groundedness alone."""
-    results = work / f"{path.stem}.results.jsonl"
-    argv = ["detect-eval", "--input", str(path), "--results", str(results), *judge_args]
-    code = ragtrace_main([*argv, "--json-file", str(work / f"{path.stem}.report.json")])
-    if code not in (0, 3):
-        raise SystemExit(f"detect-eval failed on {path.name} (exit {code})")
-    judge = make_judge(judge_args[judge_args.index("--judge") + 1])
-    items = {it.id: it for it in load_generic(path)}
-    scores, ranked = {}, {}
+@dataclass(frozen=True)
+class Judged:
+    """A set's test answers as one judge saw them (answers it failed on left out), and the sets
+    that judge was tuned on."""
+
+    name: str
+    items: tuple[LabelledAnswer, ...]
+    score: tuple[float, ...]
+    key: tuple[float, ...]
+    tuned_on: tuple[str, ...]
+    cpu_s: float
+
+    @property
+    def held_out(self) -> bool:
+        """Whether no set of this set's dataset was tuned on."""
+        return all(dataset(t) != dataset(self.name) for t in self.tuned_on)
+
+
+def judge_answers(
+    judge: Judge, items: Sequence[LabelledAnswer], results: Path
+) -> tuple[dict[str, tuple[float, float]], float]:
+    """(id -> (groundedness, ranking key), CPU seconds), by the code ``detect-eval`` runs: each
+    result appended to ``results``, read back and ranked by ``judged``."""
+    batch = [BatchItem(it.id, it.answer, it.context) for it in items]
+    start = time.process_time()
+    with DurableLines(results) as out:
+        judge_batch(judge, batch, out, concurrency=1)
+    cpu = time.process_time() - start
+    by_id = {it.id: it for it in items}
+    out_scores = {}
     for item_id, record in read_results(results, judge.info).items():
-        it = items[item_id]
+        it = by_id[item_id]
         j = judged(it.answer, record, it.context)
         if j is not None:
-            scores[item_id] = j.score
-            ranked[item_id] = j.key
-    return scores, ranked
+            out_scores[item_id] = (j.score, j.score if j.key is None else j.key)
+    return out_scores, cpu
 
 
-def _f1(x: float) -> str:
+def shipped(name: str) -> Fitter:
+    """The shipped judge ``name``, the same whatever the tuning sets."""
+    return lambda _tuning: make_judge(name)
+
+
+def load_fitter(spec: str) -> Fitter:
+    """``MODULE:FUNCTION`` (importable from the repository root) as a fitter."""
+    module, _, function = spec.partition(":")
+    if not module or not function:
+        raise SystemExit(f"--fit takes MODULE:FUNCTION, got {spec!r}")
+    fitter = getattr(importlib.import_module(module), function)
+    if not callable(fitter):
+        raise SystemExit(f"--fit: {spec} is not callable")
+    return fitter  # type: ignore[no-any-return]
+
+
+def run_held_out(
+    sets: Sets, fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None, work: Path
+) -> dict[str, Judged]:
+    """Each set's test half judged by the judge ``fitter`` builds from its tuning sets (all
+    sets of the other datasets); ``fixed_tuned_on`` names what a shipped, unfitted judge was
+    tuned on (the fitter is then given no sets)."""
+    plan = lodo(sets)
+    out = {}
+    for name in sorted(sets):
+        tuning = () if fixed_tuned_on is not None else plan[name]
+        judge = fitter({t: sets[t] for t in tuning})
+        test = [it for it in sets[name] if it.split == "test"]
+        scored, cpu = judge_answers(judge, test, work / f"{name}.results.jsonl")
+        kept = [it for it in test if it.id in scored]
+        out[name] = Judged(
+            name,
+            tuple(_keyed(name, it) for it in kept),
+            tuple(scored[it.id][0] for it in kept),
+            tuple(scored[it.id][1] for it in kept),
+            tuning if fixed_tuned_on is None else fixed_tuned_on,
+            cpu,
+        )
+    return out
+
+
+def _keyed(name: str, it: LabelledAnswer) -> LabelledAnswer:
+    # ids prefixed with their set, so pooled groups never mix two sets' answers up
+    return LabelledAnswer(
+        f"{name}/{it.id}", it.answer, it.context, it.hallucinated, it.spans, it.task_type, it.split
+    )
+
+
+def _pool(name: str, parts: Sequence[Judged]) -> Judged:
+    return Judged(
+        name,
+        tuple(it for p in parts for it in p.items),
+        tuple(x for p in parts for x in p.score),
+        tuple(x for p in parts for x in p.key),
+        tuple(sorted({t for p in parts for t in p.tuned_on})),
+        sum(p.cpu_s for p in parts),
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One group's figures: the judge beside its two baselines."""
+
+    label: str
+    answers: int
+    hallucinated: int
+    tuned_on: str
+    held_out: bool
+    judge_auroc: Interval
+    overlap_auroc: Interval
+    gap: Interval
+    judge_f1: float
+    flag_all_f1: float
+    flag_rate: float
+
+    @property
+    def human_rate(self) -> float:
+        return self.hallucinated / self.answers
+
+
+def figures(label: str, j: Judged, tuned_on: str, held_out: bool) -> Row:
+    labels = [it.hallucinated for it in j.items]
+    overlap = [unigram_overlap(it.answer, it.context) for it in j.items]
+    return Row(
+        label,
+        len(labels),
+        sum(labels),
+        tuned_on,
+        held_out,
+        bootstrap_auroc(j.key, labels),
+        bootstrap_auroc(overlap, labels),
+        bootstrap_auroc_gap(j.key, overlap, labels),
+        confusion_at(j.score, labels, DEFAULT_THRESHOLD).f1,
+        confusion_at([0.0] * len(labels), labels, 1.0).f1,
+        sum(s < DEFAULT_THRESHOLD for s in j.score) / len(labels),
+    )
+
+
+def _tuned_label(j: Judged, fitted: bool) -> str:
+    if fitted:
+        return f"all sets but {dataset(j.name)}*"
+    tuned = ", ".join(j.tuned_on) or "none"
+    return tuned if j.held_out else f"**not held out**: {tuned}"
+
+
+def rows(by_set: Mapping[str, Judged], fitted: bool) -> list[Row]:
+    """A row per set, then the held-out sets pooled, then every set pooled (when some set is
+    not held out)."""
+    judged_sets = [by_set[n] for n in sorted(by_set) if by_set[n].items]
+    out = [figures(j.name, j, _tuned_label(j, fitted), j.held_out) for j in judged_sets]
+    held = [j for j in judged_sets if j.held_out]
+    if held:
+        pooled = _pool("pooled, held-out sets", held)
+        label = "each set's own fit" if fitted else ", ".join(pooled.tuned_on) or "none"
+        out.append(figures(pooled.name, pooled, label, True))
+    if len(held) < len(judged_sets):
+        every = _pool("pooled, every set", judged_sets)
+        out.append(figures(every.name, every, ", ".join(every.tuned_on), False))
+    return out
+
+
+def _pct(x: float) -> str:
     return "n/a" if x != x else f"{x * 100:.1f}"
 
 
-def _row(
-    items: Sequence[LabelledAnswer],
-    scores: dict[str, float],
-    default: float | None,
-    flagged_by: dict[str, float] | None = None,
-) -> tuple[str, str, str]:
-    """AUROC and tuned F1 of ``scores``; F1 at ``default`` of ``flagged_by`` (else ``scores``)."""
-    tune = [it for it in items if it.split == "tune" and it.id in scores]
-    test = [it for it in items if it.split == "test" and it.id in scores]
-    ts = [scores[it.id] for it in test]
-    tl = [it.hallucinated for it in test]
-    tuned = best_threshold([scores[it.id] for it in tune], [it.hallucinated for it in tune])
-    fs = ts if flagged_by is None else [flagged_by[it.id] for it in test]
-    at_default = "n/a" if default is None else _f1(confusion_at(fs, tl, default).f1)
-    at_tuned = "n/a" if tuned is None else _f1(confusion_at(ts, tl, tuned.value).f1)
-    return f"{auroc(ts, tl):.3f}", at_default, at_tuned
-
-
-def quality_table(judge_args: list[str], judge_name: str) -> tuple[str, list[str]]:
-    sets = sorted(DATA.glob("*.jsonl"))
-    loaded = {p.stem: load_generic(p) for p in sets}
-    judge: dict[str, float] = {}
-    ranked: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="ragtrace-judge-quality-") as tmp:
-        for p in sets:
-            g, r = judge_scores(p, judge_args, Path(tmp))
-            judge.update({f"{p.stem}/{k}": v for k, v in g.items()})
-            ranked.update({f"{p.stem}/{k}": v for k, v in r.items()})
-    # ids prefixed with their set, so pooled groups never mix two sets' answers up
-    keyed = {
-        name: [replace(it, id=f"{name}/{it.id}") for it in items] for name, items in loaded.items()
-    }
-    overlap = {it.id: unigram_overlap(it.answer, it.context) for v in keyed.values() for it in v}
-    groups: list[tuple[str, list[str]]] = [(name, [name]) for name in loaded]
-    summaries = [n for n, items in loaded.items() if items[0].task_type == "summary"]
-    groups += [("summaries (pooled)", summaries), ("overall (pooled)", list(loaded))]
-    auroc_wins: list[str] = []
-    f1_holds: list[str] = []
+def table(judge_label: str, found: Sequence[Row]) -> str:
     lines = [
-        "| set | test answers | hallucinated | detector | AUROC | F1 at default threshold "
-        "| F1 at tuned threshold |",
-        "|---|---|---|---|---|---|---|",
+        f"| set | test answers (hallucinated) | {judge_label} tuned on | detector "
+        "| AUROC [95 % CI] | AUROC − overlap's [95 % CI] | F1 at default threshold "
+        "| flag rate / human rate |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for label, names in groups:
-        items = [it for n in names for it in keyed[n]]
-        test = [it.hallucinated for it in items if it.split == "test"]
-        flag_all = _f1(confusion_at([0.0] * len(test), test, 1.0).f1)
-        rows = [
-            (
-                f"{judge_name} judge, pass >= {DEFAULT_THRESHOLD:g}",
-                _row(items, ranked, DEFAULT_THRESHOLD, judge),
-            ),
-            ("flag every answer", ("0.500", flag_all, flag_all)),
-            ("unigram overlap", _row(items, overlap, None)),
+    for r in found:
+        lines += [
+            f"| {r.label} | {r.answers} ({r.hallucinated}) | {r.tuned_on} | {judge_label} "
+            f"| {r.judge_auroc} | {r.gap.value:+.3f} [{r.gap.low:+.3f}, {r.gap.high:+.3f}] "
+            f"| {_pct(r.judge_f1)} | {_pct(r.flag_rate)} / {_pct(r.human_rate)} |",
+            f"| | | | unigram overlap | {r.overlap_auroc} | | | |",
+            f"| | | | flag every answer | 0.500 | | {_pct(r.flag_all_f1)} | 100.0 / "
+            f"{_pct(r.human_rate)} |",
         ]
-        for i, (detector, (a, d, t)) in enumerate(rows):
-            where = f"{label} | {len(test)} | {sum(test)}" if i == 0 else " | | "
-            lines.append(f"| {where} | {detector} | {a} | {d} | {t} |")
-        if len(names) == 1:
-            if float(rows[0][1][0]) > float(rows[2][1][0]):
-                auroc_wins.append(label)
-            if float(rows[0][1][1]) >= float(flag_all):
-                f1_holds.append(label)
-    lines += [
-        "",
-        f"Sets where the {judge_name} judge's AUROC is above unigram overlap: "
-        f"{len(auroc_wins)} of {len(loaded)} ({', '.join(auroc_wins) or 'none'}); where its F1 "
-        f"at the default threshold is at least that of flagging every answer: {len(f1_holds)} "
-        f"of {len(loaded)} ({', '.join(f1_holds) or 'none'}).",
-    ]
-    return "\n".join(lines), sorted(loaded)
+    return "\n".join(lines)
+
+
+def verdict(found: Sequence[Row]) -> str:
+    """The held-out sets where the judge ranks at least as well as unigram overlap, and where
+    it loses beyond noise; the pooled F1 against flagging every answer."""
+    sets = [r for r in found if r.held_out and not r.label.startswith("pooled")]
+    wins = [r.label for r in sets if r.judge_auroc.value >= r.overlap_auroc.value]
+    losses = [r.label for r in sets if r.gap.high < 0]
+    pooled = [r for r in found if r.label == "pooled, held-out sets"]
+    text = (
+        f"Held-out sets where the judge's AUROC is at least unigram overlap's: {len(wins)} of "
+        f"{len(sets)} ({', '.join(wins) or 'none'}); below it with the paired interval clear of "
+        f"zero: {len(losses)} ({', '.join(losses) or 'none'})."
+    )
+    if pooled:
+        p = pooled[0]
+        text += (
+            f" Pooled over the held-out sets, F1 at the default threshold is {_pct(p.judge_f1)} "
+            f"against {_pct(p.flag_all_f1)} for flagging every answer "
+            f"({(p.judge_f1 - p.flag_all_f1) * 100:+.1f} points), flagging "
+            f"{_pct(p.flag_rate)} % of answers where people flagged {_pct(p.human_rate)} %."
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class Kappa:
+    """``ragtrace calibrate``'s figures on the long-form QA sentences, and what the judge that
+    gave them was tuned on."""
+
+    claims: int
+    agreement: float
+    kappa: float
+    tuned_on: tuple[str, ...]
+
+
+def claims_kappa(
+    sets: Sets, fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None, claims: Path = CLAIMS
+) -> Kappa | None:
+    """Cohen's kappa of the judge's claim verdicts against people's on ``claims`` (None when
+    that file has not been built or the judge cannot judge claims), the judge fitted as for the
+    ``lfqa`` set: on every other dataset's sets."""
+    if not claims.exists():
+        return None
+    tuning = lodo([*sets, "lfqa"])["lfqa"] if fixed_tuned_on is None else ()
+    judge = fitter({t: sets[t] for t in tuning})
+    if not hasattr(judge, "judge_claims"):
+        return None
+    report: CalibrationReport = calibrate(load_human_labels(claims), judge)  # type: ignore[arg-type]
+    return Kappa(
+        len(report.items),
+        report.agreement,
+        report.kappa,
+        tuning if fixed_tuned_on is None else fixed_tuned_on,
+    )
+
+
+def _kappa_line(k: Kappa | None) -> str:
+    if k is None:
+        return (
+            "`ragtrace calibrate` on the long-form QA sentences: not run (build them with "
+            "`python bench/convert_hallucination_sets.py lfqa-claims PATH/TO/LFQA-Verification`)."
+        )
+    return (
+        f"`ragtrace calibrate` on the {k.claims} human-labelled sentences of the long-form QA "
+        f"set's test half (`claims/lfqa.jsonl`): agreement {k.agreement * 100:.1f} %, Cohen's "
+        f"kappa **{k.kappa:.3f}**; the judge tuned on {', '.join(k.tuned_on) or 'none'}."
+    )
+
+
+def load_sets(only: Sequence[str] = ()) -> dict[str, list[LabelledAnswer]]:
+    """The answer sets of :data:`DATA` (``only`` these, when given), by file stem."""
+    paths = sorted(DATA.glob("*.jsonl"))
+    return {p.stem: load_generic(p) for p in paths if not only or p.stem in only}
+
+
+def quality(
+    sets: Sets, fitter: Fitter, fixed_tuned_on: tuple[str, ...] | None
+) -> tuple[list[Row], dict[str, Judged]]:
+    with tempfile.TemporaryDirectory(prefix="ragtrace-judge-quality-") as tmp:
+        by_set = run_held_out(sets, fitter, fixed_tuned_on, Path(tmp))
+    return rows(by_set, fixed_tuned_on is None), by_set
 
 
 def _ragtruth_dir(n: int, target: Path) -> None:
@@ -294,39 +486,91 @@ def runtime(n: int = 1000) -> dict[str, float | int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--judge", default="lexical")
+    parser.add_argument("--judge", default="lexical", help="the shipped judge (without --fit)")
+    parser.add_argument("--fit", metavar="MODULE:FUNCTION", help="a fitter (module docstring)")
     parser.add_argument("--yes", action="store_true", help="consent to a paid judge's cost")
+    parser.add_argument("--sets", nargs="*", default=(), help="only these sets (no doc written)")
+    parser.add_argument("--no-runtime", action="store_true", help="skip the run-time check")
     args = parser.parse_args(argv)
-    judge_args = ["--judge", args.judge] + (["--yes"] if args.yes else [])
-    table, names = quality_table(judge_args, args.judge)
-    timing = runtime()
+    if args.judge != "lexical" and not args.yes:
+        raise SystemExit(f"--judge {args.judge} may cost money: add --yes to run it")
+    if args.fit:
+        fitter, fixed, label = load_fitter(args.fit), None, args.fit.rsplit(":", 1)[-1]
+    else:
+        fitter, fixed = shipped(args.judge), SHIPPED_TUNED_ON.get(args.judge, ())
+        label = f"{args.judge} judge"
+    sets = load_sets(args.sets)
+    found, by_set = quality(sets, fitter, fixed)
+    kappa = claims_kappa(sets, fitter, fixed)
+    print(table(label, found))
+    print(verdict(found))
+    print(_kappa_line(kappa))
+    answers = sum(len(j.items) for j in by_set.values())
+    cpu_ms = 1000 * sum(j.cpu_s for j in by_set.values()) / max(1, answers)
+    print(f"CPU per judgement: {cpu_ms:.1f} ms over {answers} answers")
+    if args.sets:
+        return 0
+    timing = None if args.no_runtime else runtime()
+    write_section(
+        "judge-quality",
+        _markdown(label, args, found, sorted(by_set), cpu_ms, answers, kappa, timing),
+    )
+    return 0
+
+
+def _markdown(
+    label: str,
+    args: argparse.Namespace,
+    found: Sequence[Row],
+    names: Sequence[str],
+    cpu_ms: float,
+    answers: int,
+    kappa: Kappa | None,
+    timing: Mapping[str, float | int] | None,
+) -> str:
+    command = "python bench/bench_judge_quality.py" + (f" --fit {args.fit}" if args.fit else "")
     paper = "\n".join(f"| {name} | {src} | {f1} |" for name, src, f1 in PAPER_ROWS)
-    markdown = f"""## Measured against people
+    run_time = (
+        ""
+        if timing is None
+        else f"""
+Run time: {timing["answers"]:,} answers in RAGTruth's format through the offline judge
+(`ragtrace detect-eval --judge lexical`, process start included) took
+{timing["full_s"]:.1f} s; running it again found every answer done in
+{timing["resume_noop_s"]:.1f} s. Killed with `kill -9` after {timing["killed_after"]} results,
+the rerun judged the remaining {timing["judged_on_resume"]} and no answer twice.
+"""
+    )
+    return f"""## Judge quality, leave-one-dataset-out (`bench/bench_judge_quality.py`)
 
-`python bench/bench_judge_quality.py` ({machine_line()}). Positive class: hallucinated. Every
-figure is on the held-out **test** half of each set; tuned thresholds were chosen on the
-**tune** half only. Sets ({", ".join(names)}), their licences and how each label is defined:
-`bench/data/hallucination/README.md` (the QAGS files are not shipped — no licence upstream —
-and are rebuilt with `bench/convert_hallucination_sets.py`). HaluEval's labels are by
-construction, not human judgements. No long-form RAG QA set with its contexts could be obtained
-here. AUROC and the tuned threshold rank the judge's answers by `ranking_score`: the mean
-support of their claims and their word overlap with the context in equal parts (so the
-judge's ranking holds what unigram overlap knows, plus its aligned, weighted support), and
-unigram overlap by its share; the default-threshold F1 flags an answer whose groundedness is
-below 0.8. F1 in %.
+`{command}` ({machine_line()}). Positive class: hallucinated. Every figure is on the **test**
+half of a set (split by a hash of what its answers share: a source, a question, a document);
+the *tuned on* column names the sets the judge's tuned parts were chosen on — a set of the same
+dataset there (e.g. `faithbench` for `faithbench-rest`) marks the row *not held out*. Sets
+({", ".join(names)}), their sources, licences and label definitions:
+`bench/data/hallucination/README.md`; the files not shipped (no licence upstream) are rebuilt with
+`bench/convert_hallucination_sets.py`. AUROC ranks the judge's answers by its ranking key,
+unigram overlap's by the share of answer words found in the context; intervals are percentile
+bootstrap intervals over the test answers (1,000 resamples, seed 30; the AUROC gap is paired).
+F1 in %, at the four cells' pass threshold (flagged: groundedness below 0.8). HaluEval's labels
+are by construction, not human judgements.
 
-{table}
+{table(label, found)}
 
-For reference only — **published figures on RAGTruth's test set, not measured by us, and not
-on the sets above** (response-level F1, %):
+{verdict(found)} The judge took {cpu_ms:.1f} ms of CPU per answer over these {answers:,} answers.
+
+{_kappa_line(kappa)}
+
+For reference only — **published figures on RAGTruth's full test set, not measured by us** (the
+`ragtruth-*` rows above are a sample of RAGTruth that vectara/FaithJudge publishes, not its test
+set; response-level F1, %):
 
 | detector | reported in | F1 on RAGTruth |
 |---|---|---|
 {paper}
 
-RAGTruth's data files could not be obtained here, so no row we measured is on RAGTruth. To
-measure the Claude judge on it, download `response.jsonl` and `source_info.jsonl` from
-github.com/ParticleMedia/RAGTruth into `ragtruth/` and run:
+To measure the Claude judge on the full RAGTruth, download `response.jsonl` and
+`source_info.jsonl` from github.com/ParticleMedia/RAGTruth into `ragtruth/` and run:
 
     ANTHROPIC_API_KEY=... ragtrace detect-eval --input ragtruth/ --judge anthropic \\
         --tune-sample 1000 --max-cost 40 --json-file claude-ragtruth.json
@@ -334,17 +578,8 @@ github.com/ParticleMedia/RAGTruth into `ragtruth/` and run:
 It judges RAGTruth's test answers (about 2,700) and 1,000 of its training answers (to tune the
 threshold on), prints the expected token cost before sending anything and refuses to start if
 the estimate is above `--max-cost`; interrupted, the same command resumes without paying for an
-answer twice. Its F1 at the tuned threshold is the figure to set beside the rows above.
-
-Run time: {timing["answers"]:,} answers in RAGTruth's format through the offline judge
-(`ragtrace detect-eval --judge lexical`, process start included) took
-{timing["full_s"]:.1f} s; running it again found every answer done in
-{timing["resume_noop_s"]:.1f} s. Killed with `kill -9` after {timing["killed_after"]} results,
-the rerun judged the remaining {timing["judged_on_resume"]} and no answer twice.
-"""
-    write_section("judge-quality", markdown, DOC)
-    print(markdown)
-    return 0
+answer twice.
+{run_time}"""
 
 
 if __name__ == "__main__":

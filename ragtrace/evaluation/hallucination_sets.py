@@ -42,6 +42,7 @@ __all__ = [
     "load_generic",
     "load_hallucination_set",
     "load_ragtruth",
+    "ragtruth_context",
     "sample_tune",
 ]
 
@@ -173,7 +174,9 @@ def load_generic(path: str | Path) -> list[LabelledAnswer]:
     return _checked(items, path)
 
 
-def _ragtruth_context(task: str, info: object) -> tuple[str, ...]:
+def ragtruth_context(task: str, info: object) -> tuple[str, ...]:
+    """The context of a RAGTruth source: a QA source's passages (split at ``passage N:``), a
+    summary's article, or the JSON of a data-to-text record."""
     if task == "QA" and isinstance(info, Mapping):
         passages = str(info.get("passages", ""))
         parts = [p.strip() for p in _PASSAGE.split(passages)]
@@ -194,7 +197,7 @@ def load_ragtruth(
         task = doc.get("task_type")
         if "source_id" not in doc or not isinstance(task, str):
             raise InputFileError(source_path, n, None, "needs source_id and task_type")
-        sources[str(doc["source_id"])] = (task, _ragtruth_context(task, doc.get("source_info")))
+        sources[str(doc["source_id"])] = (task, ragtruth_context(task, doc.get("source_info")))
     items = []
     response_path = directory / "response.jsonl"
     for n, doc in read_json_lines(response_path):

@@ -1,0 +1,1 @@
+"""Tests of the benchmark scripts' own logic (converters, held-out splitting, statistics)."""
