@@ -41,9 +41,21 @@ from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 
-__all__ = ["ConsumerService", "build_judge", "build_service"]
+__all__ = ["ConsumerService", "build_judge", "build_service", "consume_refusals"]
 
 _log = logging.getLogger(__name__)
+
+
+def consume_refusals(endpoint: str) -> RefusedSignals:
+    """The signals ``endpoint`` (``export.otlp_endpoint``) refuses, each warning naming the
+    ``consume`` setting that stops sending it."""
+    return RefusedSignals(
+        endpoint,
+        {
+            "logs": "export.results_as: spans sends evaluation spans only",
+            "metrics": "export.metrics_otlp: false pushes none",
+        },
+    )
 
 
 def build_judge(cfg: ConsumerConfig) -> Judge:
@@ -194,13 +206,7 @@ def build_service(
     )
 
     resource = make_resource(cfg.export.service_name)
-    refusals = RefusedSignals(
-        cfg.export.otlp_endpoint,
-        {
-            "logs": "export.results_as: spans sends evaluation spans only",
-            "metrics": "export.metrics_otlp: false pushes none",
-        },
-    )
+    refusals = consume_refusals(cfg.export.otlp_endpoint)
     exposition = prometheus_exposition() if cfg.health.enabled else None
     readers = [*metric_readers, *([exposition.reader] if exposition else [])]
     meter_provider = make_meter_provider(
