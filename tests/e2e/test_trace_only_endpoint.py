@@ -2,8 +2,8 @@
 only (tests/e2e/trace_only_collector.yaml), which answers 404 to /v1/logs and /v1/metrics, and
 passes what it takes on to an OTLP sink the test reads.
 
-``serve --otlp-endpoint`` at it (every signal on, the default): every trace is scored (state and
-web view), its evaluation span comes out of the collector, and the log has one line per refused
+``ragtrace serve --otlp-endpoint`` at it (every signal on, the default): every trace is scored
+(printed, and in the web view), its evaluation span comes out of the collector, and the log has one line per refused
 signal, no more. ``consume``'s write-back (its sink and metrics exporter, as ``build_service``
 makes them) the same: spans delivered, logs and metrics turned off with one line each.
 """
@@ -11,6 +11,7 @@ makes them) the same: spans delivered, logs and metrics turned off with one line
 from __future__ import annotations
 
 import logging
+import re
 import time
 import urllib.error
 import urllib.request
@@ -21,16 +22,14 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
-from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.runtime.kafka_service import consume_refusals
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider
 from scripts.services.collector import start_trace_only_collector
 from scripts.services.otlp_sink import OtlpSink
 from tests.e2e.conftest import _start, _started
+from tests.unit.consumers.commands.test_serve import Serve
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
-from tests.unit.consumers.runtime.test_embedded import LABELS
 from tests.unit.consumers.scoring_helpers import grounded, trace_scores
 
 CONFIG = Path(__file__).with_name("trace_only_collector.yaml")
@@ -74,6 +73,12 @@ def _get(url: str) -> str:
         return str(response.read().decode())
 
 
+_WRITE_BACK_TROUBLE = (
+    r"/v1/(logs|metrics)|not delivered|[Ff]ailed to export|[Tt]ransient error|Traceback|Error"
+)
+"""A write-back line on serve's stderr: a refusal, a failed delivery or export, a retry."""
+
+
 def _write_back_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
@@ -96,45 +101,47 @@ def test_the_collector_takes_traces_only(collector: str) -> None:
     assert _post(collector + "/v1/metrics") == 404
 
 
-def test_serve_at_a_trace_only_collector_scores_every_trace_and_delivers_its_spans(
-    tmp_path: Path, collector: str, backend: OtlpSink, caplog: pytest.LogCaptureFixture
+def test_ragtrace_serve_at_a_trace_only_collector_scores_every_trace_and_delivers_its_spans(
+    tmp_path: Path, collector: str, backend: OtlpSink
 ) -> None:
-    caplog.set_level(logging.INFO)
-    config = ConsumerConfig.defaults().replace(
-        scoring={"k": 3},
-        assembly={"quiet_s": 0.1},
-        export={"metrics_interval_s": 0.05},
-        serve={
-            "port": 0,
-            "state": tmp_path / "state.db",
-            "labels": LABELS,
-            "otlp_endpoint": collector,
-            "otlp_signals": "all",
-            "metrics": False,
-        },
-    )
-    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
-        asked = run_app(ev.endpoint)
+    """A real ``ragtrace serve --otlp-endpoint`` process (every signal on, the default), its
+    whole stderr read: one line per refused signal, nothing else from the write-back."""
+    config = tmp_path / "consumer.yaml"
+    config.write_text("export:\n  metrics_interval_s: 0.2\n")
+    args = ("--json", "--otlp-endpoint", collector, "--config", str(config))
+    serve = Serve(tmp_path / "state.sqlite3", json_args=args)
+    try:
+        endpoint = serve.err_line(r"receiving OTLP/HTTP on (http://127\.0\.0\.1:\d+)/v1/traces")[1]
+        web = serve.err_line(r"(http://127\.0\.0\.1:\d+/ui/)")[1]
+        asked = run_app(endpoint)
         ids = {str(a["trace_id"]) for a in asked}
-        rows = ev.wait_for_results(len(QUESTIONS), timeout_s=60)
+        rows = serve.results(len(QUESTIONS))
         evals = backend.wait_for_spans(
             lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
             count=len(ids),
             timeout=30,
         )
         for _ in range(3):  # the app's own logs and metrics: forwarded until refused
-            assert _post(ev.endpoint + "/v1/logs") == 200
-            assert _post(ev.endpoint + "/v1/metrics") == 200
-            time.sleep(0.1)  # several metric intervals
-        web = ev.web_url
-        assert web is not None
+            assert _post(endpoint + "/v1/logs") == 200
+            assert _post(endpoint + "/v1/metrics") == 200
+            time.sleep(0.3)  # a metric interval
         listed = _get(web + "traces")
         pages = {t: _get(f"{web}traces/{t}") for t in ids}
-    assert {r.trace_id for r in rows} == ids
+        assert serve.terminate() == 0
+    finally:
+        if serve.proc.poll() is None:
+            serve.proc.kill()
+            serve.proc.wait()
+    assert {str(r["trace_id"]) for r in rows} == ids
     assert {s.trace_id for s in evals} == ids
     assert all(t[:12] in listed for t in ids), listed
     assert all(t in page for t, page in pages.items())
-    _one_line_per_refused_signal(_write_back_lines(caplog), "--otlp-signals")
+    serve.err_line(r"ragtrace serve: stopping")
+    time.sleep(0.2)  # the rest of stderr, up to its end
+    while not serve.err.empty():
+        serve.err_lines.append(serve.err.get_nowait())
+    lines = [x for x in serve.err_lines if re.search(_WRITE_BACK_TROUBLE, x)]
+    _one_line_per_refused_signal(lines, "--otlp-signals")
 
 
 def test_consumes_write_back_at_a_trace_only_collector(
