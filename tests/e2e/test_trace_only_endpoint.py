@@ -3,9 +3,9 @@ only (tests/e2e/trace_only_collector.yaml), which answers 404 to /v1/logs and /v
 passes what it takes on to an OTLP sink the test reads.
 
 ``ragtrace serve --otlp-endpoint`` at it (every signal on, the default): every trace is scored
-(printed, and in the web view), its evaluation span comes out of the collector, and the log has one line per refused
-signal, no more. ``consume``'s write-back (its sink and metrics exporter, as ``build_service``
-makes them) the same: spans delivered, logs and metrics turned off with one line each.
+(printed, and in the web view), its evaluation span comes out of the collector, and its stderr
+has one line per refused signal, no more. ``consume``'s write-back (its sink and its metrics
+exporter) the same: spans delivered, logs and metrics turned off with one line each.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 
 from ragtrace import semconv
+from ragtrace.evaluation.attribution import Thresholds
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.runtime.kafka_service import consume_refusals
-from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider
+from ragtrace_consumers.runtime.kafka_service import consume_refusals, consume_sink
+from ragtrace_consumers.writeback.otlp_sink import make_meter_provider
 from scripts.services.collector import start_trace_only_collector
 from scripts.services.otlp_sink import OtlpSink
 from tests.e2e.conftest import _start, _started
@@ -147,16 +148,20 @@ def test_ragtrace_serve_at_a_trace_only_collector_scores_every_trace_and_deliver
 def test_consumes_write_back_at_a_trace_only_collector(
     collector: str, backend: OtlpSink, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """``consume``'s defaults (``results_as: both``, metrics pushed) at the same endpoint."""
+    """``consume``'s defaults (``results_as: both``, metrics pushed) at the same endpoint: its
+    own sink (:func:`consume_sink`) and its metrics exporter as ``build_service`` makes it."""
     caplog.set_level(logging.INFO)
-    export = ConsumerConfig.defaults().export
+    cfg = ConsumerConfig.defaults().replace(export={"otlp_endpoint": collector, "timeout_s": 5})
     resource = Resource.create({"service.name": "ragtrace-consumer-test"})
-    refusals = consume_refusals(collector)
-    sink = OtlpScoreSink.to_collector(
-        collector, resource, timeout_s=5, results_as=export.results_as, refusals=refusals
-    )
+    refusals = consume_refusals(cfg.export.otlp_endpoint)
+    sink = consume_sink(cfg, resource, Thresholds(), refusals)
+    assert cfg.export.metrics_otlp
     provider = make_meter_provider(
-        resource, endpoint=collector, interval_s=3600, timeout_s=5, refusals=refusals
+        resource,
+        endpoint=cfg.export.otlp_endpoint,
+        interval_s=3600,
+        timeout_s=cfg.export.timeout_s,
+        refusals=refusals,
     )
     counter = provider.get_meter("t").create_counter("ragtrace_test_total")
     batch = [trace_scores(n, result=grounded(1, 1)) for n in range(900, 906)]

@@ -17,6 +17,7 @@ from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
@@ -41,7 +42,7 @@ from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 
-__all__ = ["ConsumerService", "build_judge", "build_service", "consume_refusals"]
+__all__ = ["ConsumerService", "build_judge", "build_service", "consume_refusals", "consume_sink"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,6 +56,22 @@ def consume_refusals(endpoint: str) -> RefusedSignals:
             "logs": "export.results_as: spans sends evaluation spans only",
             "metrics": "export.metrics_otlp: false pushes none",
         },
+    )
+
+
+def consume_sink(
+    cfg: ConsumerConfig, resource: Resource, thresholds: Thresholds, refusals: RefusedSignals
+) -> OtlpScoreSink:
+    """Where ``consume`` writes results: ``export.otlp_endpoint`` over OTLP/HTTP, as
+    ``export.results_as`` says, a signal it refuses turned off (``refusals``)."""
+    return OtlpScoreSink.to_collector(
+        cfg.export.otlp_endpoint,
+        resource,
+        timeout_s=cfg.export.timeout_s,
+        recall_threshold=thresholds.recall,
+        groundedness_threshold=thresholds.groundedness,
+        results_as=cfg.export.results_as,
+        refusals=refusals,
     )
 
 
@@ -219,18 +236,7 @@ def build_service(
     )
 
     def sink(thresholds: Thresholds) -> WatchedSink:
-        return WatchedSink(
-            OtlpScoreSink.to_collector(
-                cfg.export.otlp_endpoint,
-                resource,
-                timeout_s=cfg.export.timeout_s,
-                recall_threshold=thresholds.recall,
-                groundedness_threshold=thresholds.groundedness,
-                results_as=cfg.export.results_as,
-                refusals=refusals,
-            ),
-            dependencies,
-        )
+        return WatchedSink(consume_sink(cfg, resource, thresholds, refusals), dependencies)
 
     from ragtrace_consumers.stores.redis_state import RedisBatchStore, RedisSessionEvidence
 
