@@ -18,8 +18,8 @@ Contracts:
   two re-sends the identical span (deterministic ID), never a second different score.
 * A trace's metrics are counted once per family, when its scores are recorded (by the sink:
   anything but :class:`~ragtrace_consumers.errors.NotRecorded`), whether or not the delivery
-  succeeds: a delivery retried after a transient failure counts nothing again (the family's
-  ``counted:`` mark in the same store says so).
+  succeeds: a delivery retried after a transient failure counts nothing again (a family written
+  was counted; one whose delivery failed gets a ``counted:`` mark in the same store).
 
 Claimed traces go through three stages, so that store round trips and write-back deliveries are
 paid per batch, not per trace: :meth:`Pipeline.prepare` (batched: load, recognise, sample, check
@@ -386,17 +386,19 @@ class Pipeline:
             marks: list[tuple[str, str]] = []
             recorded: list[tuple[TraceScores, frozenset[str]]] = []
             for (work, scores), error in zip(to_write, errors, strict=True):
+                assert work.planned is not None
+                fresh = frozenset(scores.families) - work.planned.counted
+                if error is None:
+                    marks += [(work.trace_id, family) for family in scores.families]
+                    recorded.append((scores, fresh))
+                    work.outcome = Outcome.SCORED
+                    continue
                 if not isinstance(error, NotRecorded):
-                    assert work.planned is not None
-                    fresh = frozenset(scores.families) - work.planned.counted
+                    # Recorded, not delivered: counted now, marked so the retry does not count.
                     marks += [(work.trace_id, _COUNTED + family) for family in fresh]
                     recorded.append((scores, fresh))
-                if error is not None:
-                    _log.warning("%s", error)
-                    work.outcome = self._park(work, "writeback_failed", None, give_up=False)
-                    continue
-                marks += [(work.trace_id, family) for family in scores.families]
-                work.outcome = Outcome.SCORED
+                _log.warning("%s", error)
+                work.outcome = self._park(work, "writeback_failed", None, give_up=False)
             # Marked only after delivery: a crash in between re-sends the identical span.
             self.idempotency.mark_written_many(marks)
             for scores, fresh in recorded:

@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragtrace import semconv
 from ragtrace_consumers.errors import NotRecorded, WriteBackError
-from ragtrace_consumers.model import TraceScores
+from ragtrace_consumers.model import FAMILY_RECALL, TraceScores
 from ragtrace_consumers.scoring.pipeline import Outcome
-from tests.unit.consumers.scoring_helpers import T0, Rig, grounded, rag_spans, rig
+from tests.unit.consumers.scoring_helpers import T0, Rig, grounded, rag_spans, rig, tid
 
 LATER = T0 + 3600.0  # past any park back-off
 
@@ -79,3 +79,14 @@ def test_scores_not_recorded_are_counted_by_the_retry_that_records_them() -> Non
     (lease,) = r.pipeline.claim_due(LATER)
     assert r.pipeline.process_trace(lease) is Outcome.SCORED
     assert _counted(r) == (1, 1, 1)
+
+
+def test_a_delivered_trace_needs_no_counted_mark() -> None:
+    """Written implies counted: only a trace whose delivery failed costs a mark more."""
+    r = rig(grounded(1, 2))
+    r.pipeline.ingest(rag_spans(33), T0)
+    assert r.pipeline.process_due(T0) == 1
+    assert _counted(r) == (1, 1, 1)
+    marks = [(tid(33), name) for name in ("counted:recall", "counted:groundedness")]
+    assert r.idempotency.written_many(marks) == [False, False]
+    assert r.idempotency.written(tid(33), FAMILY_RECALL)
