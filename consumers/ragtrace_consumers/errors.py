@@ -30,6 +30,7 @@ __all__ = [
     "DependencyUnavailable",
     "DecodeError",
     "Held",
+    "NotRecorded",
     "ReceiverBusy",
     "RequestTooLarge",
     "StoreFull",
@@ -115,6 +116,11 @@ class StoreFull(RagtraceError):
 
 class WriteBackError(RagtraceError):
     """The evaluation span could not be delivered; the trace is parked and retried."""
+
+
+class NotRecorded(WriteBackError):
+    """The scores could not even be recorded (the embedded evaluator's results table): unlike
+    a failed delivery, their metrics are not counted until a retry records them."""
 
 
 class DependencyUnavailable(RagtraceError, RuntimeError):

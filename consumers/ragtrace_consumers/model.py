@@ -454,7 +454,8 @@ class JudgeResultCache(Protocol):
 
 
 class IdempotencyStore(Protocol):
-    """Remembers which (trace, metric) scores were already written back."""
+    """Remembers which (trace, metric) scores were already written back (and, under
+    ``counted:<family>`` names, whose metrics were already counted)."""
 
     def written(self, trace_id: str, metric: str) -> bool: ...
 

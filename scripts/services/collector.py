@@ -15,7 +15,14 @@ from pathlib import Path
 from . import paths
 from .process import ServiceError, ServiceProcess, free_port, http_ok
 
-__all__ = ["Collector", "CollectorEndpoints", "collector_env", "start_collector", "validate_config"]
+__all__ = [
+    "Collector",
+    "CollectorEndpoints",
+    "collector_env",
+    "start_collector",
+    "start_trace_only_collector",
+    "validate_config",
+]
 
 
 @dataclass(frozen=True)
@@ -184,3 +191,28 @@ def start_collector(
     ).start()
     proc.wait_ready(lambda: http_ok(endpoints.health), timeout, f"health check {endpoints.health}")
     return Collector(endpoints, proc)
+
+
+def start_trace_only_collector(
+    workdir: Path, trace_backend: str, config: Path, timeout: float = 30.0
+) -> tuple[ServiceProcess, str]:
+    """Run the collector with ``config``, a trace-only configuration (one OTLP/HTTP receiver,
+    a traces pipeline to ``trace_backend``) that reads the receiver, health and backend
+    addresses :func:`collector_env` names; returns the process and the receiver's OTLP/HTTP
+    base URL once its health check answers 200."""
+    host = "127.0.0.1"
+    receiver, health = f"{host}:{free_port()}", f"http://{host}:{free_port()}/"
+    env = {
+        "RAGTRACE_APP_OTLP_HTTP_ENDPOINT": receiver,
+        "RAGTRACE_HEALTH_ENDPOINT": health.removeprefix("http://").rstrip("/"),
+        "RAGTRACE_TRACE_BACKEND_ENDPOINT": trace_backend,
+    }
+    proc = ServiceProcess(
+        "collector-trace-only",
+        [paths.otelcol(), f"--config={config}"],
+        workdir,
+        env={**os.environ, **env},
+        stop_grace_s=10.0,
+    ).start()
+    proc.wait_ready(lambda: http_ok(health), timeout, f"health check {health}")
+    return proc, f"http://{receiver}"

@@ -6,7 +6,8 @@ It accepts ``POST /v1/traces`` (protobuf, optionally gzip-encoded, as the collec
 time it arrived (:meth:`OtlpSink.spans_since`); ``/v1/logs`` likewise as :class:`ReceivedLog`
 values. ``/v1/metrics`` is accepted and counted only. ``refuse`` makes it a backend that does
 not take some signals (``{"logs": 405}``: a trace backend such as Phoenix): those requests are
-answered with that status and counted in ``refused``. Tests wait with
+answered with that status and counted in ``refused`` (:meth:`OtlpSink.set_refusal` changes it
+while running). Tests wait with
 :meth:`OtlpSink.wait_for_spans` and :meth:`OtlpSink.wait_for_logs`.
 """
 
@@ -202,6 +203,15 @@ class OtlpSink:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def set_refusal(self, signal: str, status: int | None) -> None:
+        """From now on answer ``signal``'s requests with ``status`` (None: take them again): an
+        outage (503) that ends while the test runs."""
+        with self._lock:
+            if status is None:
+                self._refuse.pop(signal, None)
+            else:
+                self._refuse[signal] = status
+
     @property
     def port(self) -> int:
         return self._port
@@ -292,10 +302,12 @@ class OtlpSink:
             if signal not in self.requests:
                 h.send_error(404, f"no such OTLP signal: {h.path}")
                 return
-            if signal in self._refuse:
-                with self._lock:
+            with self._lock:
+                status = self._refuse.get(signal)
+                if status is not None:
                     self.refused[signal] += 1
-                h.send_error(self._refuse[signal], f"{h.path} not served here")
+            if status is not None:
+                h.send_error(status, f"{h.path} not served here")
                 return
             if signal == "traces":
                 received = self._decode_traces(body, h.headers.get("Content-Type") or "")

@@ -443,19 +443,17 @@ class OtlpHttpReceiver:
                     self._reply(404, "text/plain; charset=utf-8", b"not found: POST /v1/traces")
 
             def _web_post(self) -> None:
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                except ValueError:
-                    length = -1
-                if not 0 <= length <= MAX_FORM_BYTES:
-                    self._reply(413, "text/plain; charset=utf-8", b"form too large", close=True)
-                    return
-                try:
-                    body = self.rfile.read(length)
-                except TimeoutError:
-                    body = b""
-                if len(body) != length:
-                    self._reply(408, "text/plain; charset=utf-8", b"body incomplete", close=True)
+                """A web view form: framed and bounded as the OTLP bodies are (a chunked one
+                too), under :data:`MAX_FORM_BYTES`; refused, not counted (no OTLP request)."""
+                framing = body_framing(self.headers, MAX_FORM_BYTES, length_required=False)
+                body = (
+                    framing
+                    if isinstance(framing, Refusal)
+                    else read_body(self.rfile, framing, MAX_FORM_BYTES, receiver._timeout_s)
+                )
+                if isinstance(body, Refusal):
+                    message = body.message.encode()
+                    self._reply(body.status, "text/plain; charset=utf-8", message, close=True)
                     return
                 self._web_reply("POST", body)
 

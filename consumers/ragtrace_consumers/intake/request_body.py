@@ -64,10 +64,14 @@ class Framing:
         return self.length == CHUNKED
 
 
-def body_framing(headers: Headers, limit: int) -> Framing | Refusal:
-    """The framing of a request with ``headers``, or its refusal: 411 with neither header, 400 for a malformed or
-    negative length or both headers at once (RFC 9112 §6.1: a request-smuggling shape), 501 for
-    a transfer coding other than ``chunked``, 413 for a declared length over ``limit``."""
+def body_framing(
+    headers: Headers, limit: int, *, length_required: bool = True
+) -> Framing | Refusal:
+    """The framing of a request with ``headers``, or its refusal: 411 with neither header (with
+    ``length_required`` false such a request has an empty body, RFC 9112 §6.3), 400 for a
+    malformed or negative length or both headers at once (RFC 9112 §6.1: a request-smuggling
+    shape), 501 for a transfer coding other than ``chunked``, 413 for a declared length over
+    ``limit``."""
     transfer = headers.get("Transfer-Encoding")
     declared = headers.get("Content-Length")
     if transfer is not None:
@@ -81,6 +85,8 @@ def body_framing(headers: Headers, limit: int) -> Framing | Refusal:
             )
         return Framing(CHUNKED)
     if declared is None:
+        if not length_required:
+            return Framing(0)
         return Refusal(
             411, "length_required", "Content-Length or Transfer-Encoding: chunked required"
         )

@@ -17,6 +17,7 @@ from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
 
 from ragtrace.evaluation.attribution import Thresholds
 from ragtrace.evaluation.judges import Judge
@@ -41,9 +42,37 @@ from ragtrace_consumers.telemetry.prometheus import prometheus_exposition
 from ragtrace_consumers.writeback.otlp_sink import OtlpScoreSink, make_meter_provider, make_resource
 from ragtrace_consumers.writeback.refused_signals import RefusedSignals
 
-__all__ = ["ConsumerService", "build_judge", "build_service"]
+__all__ = ["ConsumerService", "build_judge", "build_service", "consume_refusals", "consume_sink"]
 
 _log = logging.getLogger(__name__)
+
+
+def consume_refusals(endpoint: str) -> RefusedSignals:
+    """The signals ``endpoint`` (``export.otlp_endpoint``) refuses, each warning naming the
+    ``consume`` setting that stops sending it."""
+    return RefusedSignals(
+        endpoint,
+        {
+            "logs": "export.results_as: spans sends evaluation spans only",
+            "metrics": "export.metrics_otlp: false pushes none",
+        },
+    )
+
+
+def consume_sink(
+    cfg: ConsumerConfig, resource: Resource, thresholds: Thresholds, refusals: RefusedSignals
+) -> OtlpScoreSink:
+    """Where ``consume`` writes results: ``export.otlp_endpoint`` over OTLP/HTTP, as
+    ``export.results_as`` says, a signal it refuses turned off (``refusals``)."""
+    return OtlpScoreSink.to_collector(
+        cfg.export.otlp_endpoint,
+        resource,
+        timeout_s=cfg.export.timeout_s,
+        recall_threshold=thresholds.recall,
+        groundedness_threshold=thresholds.groundedness,
+        results_as=cfg.export.results_as,
+        refusals=refusals,
+    )
 
 
 def build_judge(cfg: ConsumerConfig) -> Judge:
@@ -194,13 +223,7 @@ def build_service(
     )
 
     resource = make_resource(cfg.export.service_name)
-    refusals = RefusedSignals(
-        cfg.export.otlp_endpoint,
-        {
-            "logs": "export.results_as: spans sends evaluation spans only",
-            "metrics": "export.metrics_otlp: false pushes none",
-        },
-    )
+    refusals = consume_refusals(cfg.export.otlp_endpoint)
     exposition = prometheus_exposition() if cfg.health.enabled else None
     readers = [*metric_readers, *([exposition.reader] if exposition else [])]
     meter_provider = make_meter_provider(
@@ -213,18 +236,7 @@ def build_service(
     )
 
     def sink(thresholds: Thresholds) -> WatchedSink:
-        return WatchedSink(
-            OtlpScoreSink.to_collector(
-                cfg.export.otlp_endpoint,
-                resource,
-                timeout_s=cfg.export.timeout_s,
-                recall_threshold=thresholds.recall,
-                groundedness_threshold=thresholds.groundedness,
-                results_as=cfg.export.results_as,
-                refusals=refusals,
-            ),
-            dependencies,
-        )
+        return WatchedSink(consume_sink(cfg, resource, thresholds, refusals), dependencies)
 
     from ragtrace_consumers.stores.redis_state import RedisBatchStore, RedisSessionEvidence
 

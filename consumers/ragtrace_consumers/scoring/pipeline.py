@@ -16,6 +16,10 @@ Contracts:
 * A (trace, metric family) is written back at most once: the :class:`IdempotencyStore` is
   checked before scoring and marked only after the sink delivered the span. A crash between the
   two re-sends the identical span (deterministic ID), never a second different score.
+* A trace's metrics are counted once per family, when its scores are recorded (by the sink:
+  anything but :class:`~ragtrace_consumers.errors.NotRecorded`), whether or not the delivery
+  succeeds: a delivery retried after a transient failure counts nothing again (a family written
+  was counted; one whose delivery failed gets a ``counted:`` mark in the same store).
 
 Claimed traces go through three stages, so that store round trips and write-back deliveries are
 paid per batch, not per trace: :meth:`Pipeline.prepare` (batched: load, recognise, sample, check
@@ -40,6 +44,7 @@ from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.redaction import Redactor
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
+from ragtrace_consumers.errors import NotRecorded
 from ragtrace_consumers.model import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
@@ -115,6 +120,8 @@ class Outcome(str, Enum):
 
 
 _RELEASED = (Outcome.SCORED, Outcome.SKIPPED, Outcome.GONE)
+_COUNTED = "counted:"
+"""Idempotency-name prefix of a family whose metrics were counted (``counted:recall``)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,8 @@ class Planned:
     """What :meth:`Pipeline.prepare` decided for one sampled trace.
 
     ``recall``/``judge`` are the sampling decision; ``written`` the metric families already
-    written back (idempotency: not written again); ``retrieval`` the retrieval scores;
+    written back (idempotency: not written again); ``counted`` those whose metrics were already
+    counted (a delivery that failed before: not counted again); ``retrieval`` the retrieval scores;
     ``job``/``answers`` the judgements still to make (stage 2 fills them in: a judged outcome,
     fresh scores or a :class:`~ragtrace_consumers.scoring.judging.Park` request), or
     ``judge_skip`` why groundedness is not judged.
@@ -132,6 +140,7 @@ class Planned:
     recall: bool
     judge: bool
     written: frozenset[str] = frozenset()
+    counted: frozenset[str] = frozenset()
     retrieval: RetrievalScores | None = None
     job: JudgeJob | None = None
     judge_skip: str | None = None
@@ -312,7 +321,7 @@ class Pipeline:
             ]
             answers = self._answers is not None and self._answers.enabled
             keys = [
-                (w.trace_id, family)
+                (w.trace_id, prefix + family)
                 for w, p in sampled
                 for family, wanted in (
                     (FAMILY_RECALL, p.recall),
@@ -320,18 +329,22 @@ class Pipeline:
                     (FAMILY_ANSWER, p.judge and answers),
                 )
                 if wanted
+                for prefix in ("", _COUNTED)
             ]
             written: dict[str, set[str]] = {}
-            for (trace_id, family), flag in zip(
+            for (trace_id, name), flag in zip(
                 keys, self.idempotency.written_many(keys), strict=True
             ):
                 if flag:
-                    written.setdefault(trace_id, set()).add(family)
+                    written.setdefault(trace_id, set()).add(name)
             if any(p.recall or p.judge and answers for _, p in sampled):
                 self._labels.refresh()
             for work, planned in sampled:
-                families = frozenset(written.get(work.trace_id, ()))
-                self._guarded(work, self._plan, work, replace(planned, written=families))
+                names = written.get(work.trace_id, set())
+                done = frozenset(n for n in names if not n.startswith(_COUNTED))
+                counted = frozenset(n.removeprefix(_COUNTED) for n in names) - done
+                planned = replace(planned, written=done, counted=counted | done)
+                self._guarded(work, self._plan, work, planned)
             if self._scorer is not None:
                 jobs = [w.planned.job for w, _ in sampled if w.planned is not None]
                 self._scorer.plan([j for j in jobs if j is not None])
@@ -371,19 +384,26 @@ class Pipeline:
                         to_write.append((work, scores))
             errors = self.sink.write_many([scores for _, scores in to_write])
             marks: list[tuple[str, str]] = []
-            written: list[TraceScores] = []
+            recorded: list[tuple[TraceScores, frozenset[str]]] = []
             for (work, scores), error in zip(to_write, errors, strict=True):
-                if error is not None:
-                    _log.warning("%s", error)
-                    work.outcome = self._park(work, "writeback_failed", None, give_up=False)
+                assert work.planned is not None
+                fresh = frozenset(scores.families) - work.planned.counted
+                if error is None:
+                    marks += [(work.trace_id, family) for family in scores.families]
+                    recorded.append((scores, fresh))
+                    work.outcome = Outcome.SCORED
                     continue
-                marks += [(work.trace_id, family) for family in scores.families]
-                written.append(scores)
-                work.outcome = Outcome.SCORED
+                if not isinstance(error, NotRecorded):
+                    # Recorded, not delivered: counted now, marked so the retry does not count.
+                    marks += [(work.trace_id, _COUNTED + family) for family in fresh]
+                    recorded.append((scores, fresh))
+                _log.warning("%s", error)
+                work.outcome = self._park(work, "writeback_failed", None, give_up=False)
             # Marked only after delivery: a crash in between re-sends the identical span.
             self.idempotency.mark_written_many(marks)
-            for scores in written:
-                self._guarded(TraceWork(scores.trace.trace_id, None), self._record, scores)
+            for scores, fresh in recorded:
+                work = TraceWork(scores.trace.trace_id, None)
+                self._guarded(work, self._record, scores, fresh)
             done = [w for w in works if w.outcome in _RELEASED]
             released = self.traces.release_many([(w.trace_id, w.token) for w in done])
             for work, ok in zip(done, released, strict=True):
@@ -593,11 +613,14 @@ class Pipeline:
             )
         return Outcome.PARKED
 
-    def _record(self, scores: TraceScores) -> None:
+    def _record(self, scores: TraceScores, fresh: frozenset[str]) -> None:
+        """Count the metrics of the ``fresh`` families of ``scores`` (not counted before)."""
+        if not fresh:
+            return
         trace = scores.trace
         m = self.metrics
         m.trace_scored(trace.service, trace.pipeline, scores.cell.value)
-        r = scores.retrieval
+        r = scores.retrieval if FAMILY_RECALL in fresh else None
         if r is not None and r.answerable:
             m.retrieval(
                 r.scores.recall,
@@ -608,7 +631,7 @@ class Pipeline:
                 k=r.scores.k,
                 data_source=trace.data_source,
             )
-        g = scores.groundedness
+        g = scores.groundedness if FAMILY_GROUNDEDNESS in fresh else None
         if g is not None and g.score is not None:
             m.groundedness(
                 g.score,
@@ -617,7 +640,7 @@ class Pipeline:
                 g.judge.model or g.judge.name,
                 generator_model=trace.model,
             )
-        if scores.answers is not None and self._answers is not None:
+        if scores.answers is not None and FAMILY_ANSWER in fresh and self._answers is not None:
             self._answers.record(scores.answers, trace.service, trace.pipeline)
         if trace.ended_ns:
             m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)

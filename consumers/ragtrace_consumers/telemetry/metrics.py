@@ -161,7 +161,7 @@ class ConsumerMetrics:
             semconv.METRIC_TRACES_SAMPLED, "{trace}", "Traces selected for scoring"
         )
         self._scored = m.create_counter(
-            semconv.METRIC_TRACES_SCORED, "{trace}", "Traces whose scores were written back"
+            semconv.METRIC_TRACES_SCORED, "{trace}", "Traces whose scores were recorded"
         )
         self._skipped = m.create_counter(
             semconv.METRIC_TRACES_SKIPPED,

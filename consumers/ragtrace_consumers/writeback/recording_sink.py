@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrace_consumers.errors import WriteBackError
+from ragtrace_consumers.errors import NotRecorded, WriteBackError
 from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
 from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
 
@@ -145,7 +145,8 @@ class RecordingSink:
     trace's detail.
     A failure of either raises :class:`WriteBackError`, so the Pipeline parks and retries the
     trace instead of marking it written; a delivery that fails leaves the trace recorded (the
-    retry records it again, in place).
+    retry records it again, in place; its metrics are counted once). A failure to record is
+    :class:`NotRecorded`.
     """
 
     def __init__(
@@ -178,7 +179,7 @@ class RecordingSink:
         except Exception as exc:
             with self._recorded:
                 self._delivering.discard(trace_id)
-            raise WriteBackError(
+            raise NotRecorded(
                 f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
             ) from exc
         # A row counts for waiters once its delivery was attempted: the caller's metrics follow.

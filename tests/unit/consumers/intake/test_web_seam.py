@@ -82,3 +82,37 @@ def test_labels_export_writes_the_set_in_use(
     assert main(["labels", "export", "--state", str(empty)]) == 1
     assert "no label set was ever loaded" in capsys.readouterr().err
     assert main(["labels", "export", "--state", str(tmp_path / "nope.sqlite3")]) == 2
+
+
+def _raw(port: int, request: bytes) -> tuple[int, bytes]:
+    """Send ``request`` as is (framing chosen by the test); the status and body answered."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_a_form_post_is_framed_as_the_otlp_bodies_are() -> None:
+    """Web view posts go through the receiver's body reader: a chunked form is read whole, a
+    form with no framing header is empty, bad framing is refused as for OTLP (not counted)."""
+    web = _Echo()
+    start = b"POST /ui/labels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    with OtlpHttpReceiver(lambda spans: None, port=0, web=web) as receiver:
+        port = receiver.port
+        chunked = start + b"Transfer-Encoding: chunked\r\n\r\n3\r\nx=1\r\n4\r\n&y=2\r\n0\r\n\r\n"
+        assert _raw(port, chunked) == (200, b"POST /ui/labels")
+        assert web.seen[-1].body == b"x=1&y=2"
+        assert _raw(port, start + b"\r\n") == (200, b"POST /ui/labels")
+        assert web.seen[-1].body == b""
+        big = b"%x\r\n" % (MAX_FORM_BYTES + 1) + b"x" * (MAX_FORM_BYTES + 1) + b"\r\n0\r\n\r\n"
+        assert _raw(port, start + b"Transfer-Encoding: chunked\r\n\r\n" + big)[0] == 413
+        assert _raw(port, start + b"Content-Length: -1\r\n\r\n")[0] == 400
+        both = b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nx=1"
+        assert _raw(port, start + both)[0] == 400
+        assert _raw(port, start + b"Transfer-Encoding: gzip\r\n\r\n")[0] == 501
+        assert len(web.seen) == 2

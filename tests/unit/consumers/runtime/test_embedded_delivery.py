@@ -7,15 +7,18 @@ from __future__ import annotations
 import logging
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
 from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.otlp_sink import OtlpSink
+from tests.metric_points import histogram, points, values
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 from .test_embedded import LABELS
@@ -111,3 +114,58 @@ def test_results_are_recorded_while_the_endpoint_is_down_and_delivered_after(
                 lambda s: s.name == semconv.SPAN_EVALUATION, count=1, timeout=30
             )
     assert span.trace_id == row.trace_id
+
+
+def _until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_metrics_are_counted_once_on_recording_through_an_outage(tmp_path: Path) -> None:
+    """The endpoint answers 503 for a while (transient: the trace is parked and retried): the
+    trace's metrics are counted when it is scored and recorded, not when it is delivered, and
+    the retry that delivers it counts nothing again."""
+    reader = InMemoryMetricReader()
+    asked = QUESTIONS[:2]
+    with OtlpSink(refuse={"traces": 503}) as backend:
+        ev = EmbeddedEvaluator(
+            ConsumerConfig.defaults().replace(
+                scoring={"k": 3},
+                assembly={"quiet_s": 0.1},
+                judge={"park_backoff_s": 0.2, "park_backoff_max_s": 0.3},
+                export={"metrics_interval_s": 3600, "timeout_s": 0.3},
+                serve={
+                    "port": 0,
+                    "state": tmp_path / "s.db",
+                    "labels": LABELS,
+                    "otlp_endpoint": backend.endpoint,
+                    "otlp_signals": "traces",
+                    "metrics": False,
+                },
+            ),
+            judge=LexicalJudge(),
+            extra_metric_readers=[reader],
+        )
+        with ev:
+            run_app(ev.endpoint, questions=asked)
+            rows = ev.wait_for_results(len(asked), timeout_s=30)
+            # Several deliveries refused: every trace was parked and retried at least once.
+            _until(lambda: backend.refused["traces"] >= 2 * len(asked), 30, "no retries")
+            during = _counted(reader)
+            backend.set_refusal("traces", None)
+            evals = backend.wait_for_spans(
+                lambda s: s.name == semconv.SPAN_EVALUATION, count=len(asked), timeout=30
+            )
+            _until(lambda: ev.traces.pending() == 0, 30, "traces still pending")
+            after = _counted(reader)
+    assert len(rows) == len(asked) and {s.trace_id for s in evals} == {r.trace_id for r in rows}
+    assert during == after == (len(asked), len(asked))
+
+
+def _counted(reader: InMemoryMetricReader) -> tuple[float, int]:
+    """Traces counted as scored, and recall observations recorded."""
+    scored = sum(values(reader, semconv.METRIC_TRACES_SCORED).values())
+    recall = sum(histogram(p).count for p in points(reader, semconv.METRIC_RECALL).values())
+    return scored, recall
