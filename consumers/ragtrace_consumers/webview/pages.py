@@ -62,7 +62,7 @@ def _change(now: float | None, before: float | None, points: bool) -> str:
     if now is None or before is None:
         return "<span class=muted>no previous value</span>"
     delta = (now - before) * (100 if points else 1)
-    text = f"{delta:+.1f} pts" if points else f"{delta:+.2f}"
+    text = f"{delta:+.1f} pts (was {before:.0%})" if points else f"{delta:+.2f} (was {before:.2f})"
     return f"<span class=change>{esc(text.replace('-', '−'))}</span>"
 
 
@@ -81,8 +81,8 @@ def _headline_panel(o: Overview) -> str:
         ),
     )
     if o.window is not None:
-        length = _span(o.window[1] - o.window[0])
-        note = f"against the previous {length} ({esc(when(o.window[0] - (o.window[1] - o.window[0])))} on)"
+        start, end = o.window
+        note = f"against the previous {_span(end - start)} (from {esc(when(2 * start - end))})"
     else:
         note = "over every trace; choose a time range to compare with the previous period"
     cells = "".join(
@@ -95,8 +95,8 @@ def _headline_panel(o: Overview) -> str:
     )
     return (
         f"<section class=headline><div class=figures>{cells}</div>"
-        f"<p class=muted>{h.judged} judged traces, {h.with_recall} with recall; change {note}."
-        "</p></section>"
+        f"<p class=muted>{h.judged} judged traces, {h.with_recall} with recall; not grounded: "
+        f"groundedness below the threshold; change {note}.</p></section>"
     )
 
 

@@ -199,9 +199,8 @@ def test_a_state_file_of_schema_1_gets_the_model_column_from_the_detail(tmp_path
     with SqliteState(path) as state:
         state.results.put(result(1, "fine"), {"model": "gpt-4o-mini"})
         state.results.put(result(2, "fine"))  # no detail: no model known
-        state.execute("DROP INDEX scored_model")
-        state.execute("DROP INDEX scored_model_time")
-        state.execute("DROP INDEX scored_service_time")
+        for index in ("scored_model", "scored_model_time", "scored_service_time", "scored_search"):
+            state.execute(f"DROP INDEX {index}")  # back to schema 1's indexes
         state.execute("ALTER TABLE scored DROP COLUMN model")
         state.execute("PRAGMA user_version = 1")
     with SqliteState(path) as state:
@@ -222,6 +221,16 @@ def test_search_by_question_text_is_a_case_insensitive_substring() -> None:
     # LIKE's wildcards are literal text in a search
     assert _ids(list_traces(state, TraceFilter(q="0% uptime_")).rows) == ["3"]
     assert _ids(list_traces(state, TraceFilter(q="nothing like it")).rows) == []
+    plan = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT seq FROM scored INDEXED BY scored_search "
+            "WHERE query LIKE ? AND cell = ? AND service = ? AND model = ? AND judge = ? "
+            "AND scored_at >= ? ORDER BY severity, worst, seq LIMIT 51",
+            ("%a%", "fine", "s", "m", "j", 1.0),
+        )
+    )
+    assert "COVERING INDEX scored_search" in plan  # a search never reads the rows it skips
 
 
 def test_search_by_trace_id_prefix_lists_or_names_the_trace() -> None:
