@@ -228,8 +228,9 @@ def main(quick: bool) -> None:
             verdict,
             "",
             "The list reads through the `(severity, worst, seq)` index and one index per filter "
-            "column (a search in the question text reads the rows in that order until the page "
-            "is full: matching none reads them all); the overview aggregates its time buckets "
+            "column; a search in the question text scans one covering index (the question with "
+            "every filter and order column) and sorts the matches; an export reads each of its "
+            "rows' records (10,000 at most). The overview aggregates its time buckets "
             "and means through covering indexes (time first, or service or model then time) and "
             "is kept for 5 s per filter while traces arrive (it is not under the 200 ms target). "
             f"{machine_line()}.",

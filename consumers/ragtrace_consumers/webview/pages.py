@@ -35,10 +35,12 @@ def _label(start: float, size: float) -> str:
 
 
 def _span(seconds: float) -> str:
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g} {unit}"
-    return f"{seconds / 3600:.1f} h"
+    """A period's length for people: whole days from 2 d, else hours from 1 h, else minutes."""
+    if seconds >= 2 * 86400 and seconds % 86400 == 0:
+        return f"{seconds / 86400:g} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 60:.3g} min"
 
 
 def _overview_filters(o: Overview, services: Sequence[str], models: Sequence[str]) -> str:
