@@ -112,9 +112,15 @@ _WORST_SQL = (
 )
 
 
+def _fold(text: object) -> str | None:
+    return text.casefold() if isinstance(text, str) else None
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
     """Create the tables (and indexes) in ``conn``'s file, or bring an older file to
-    :data:`SCHEMA_VERSION` (one transaction)."""
+    :data:`SCHEMA_VERSION` (one transaction); and give ``conn`` the case folding a search
+    beyond ASCII uses (``ragtrace_fold``)."""
+    conn.create_function("ragtrace_fold", 1, _fold, deterministic=True)
     conn.executescript(_SCHEMA)
     _migrate(conn)
 
@@ -302,7 +308,8 @@ _FILTERS = ("cell", "service", "model", "judge")
 class Where:
     """Which scored traces a query reads: columns equal to values (``cell``, ``service``,
     ``model``, ``judge``), scored in [since, until), a trace-ID prefix (lower-case hex) and a
-    text the question contains (case-insensitive for ASCII letters, as SQLite's ``LIKE``)."""
+    text the question contains, ignoring case (an ASCII text through SQLite's ``LIKE``; any
+    other through Python's ``casefold``, row by row)."""
 
     equal: Mapping[str, str] = field(default_factory=dict)
     since: float | None = None
@@ -333,7 +340,10 @@ class Where:
         if self.id_prefix:  # a range of the UNIQUE index: 'g' sorts after every hex digit
             where.append("trace_id >= ? AND trace_id < ?")
             params += [self.id_prefix, self.id_prefix + "g"]
-        if self.text:
+        if self.text and not self.text.isascii():
+            where.append("instr(ragtrace_fold(query), ?) > 0")
+            params.append(self.text.casefold())
+        elif self.text:
             escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             where.append("query LIKE ? ESCAPE '\\'")
             params.append(f"%{escaped}%")

@@ -9,7 +9,7 @@ puts the overview's numbers together, one function per panel.
 
 The list's search ``q`` is a trace-ID prefix when it is 6 to 32 hex digits starting some trace's
 ID (a prefix naming exactly one trace, with no other filter, is a jump to that trace), and else
-a text the question contains (case-insensitive for ASCII letters).
+a text the question contains, ignoring case.
 """
 
 from __future__ import annotations

@@ -221,6 +221,8 @@ def test_search_by_question_text_is_a_case_insensitive_substring() -> None:
     # LIKE's wildcards are literal text in a search
     assert _ids(list_traces(state, TraceFilter(q="0% uptime_")).rows) == ["3"]
     assert _ids(list_traces(state, TraceFilter(q="nothing like it")).rows) == []
+    state.results.put(result(5, "fine", query="Où est l'ÉTÉ ?"))
+    assert _ids(list_traces(state, TraceFilter(q="l'été")).rows) == ["5"]  # beyond ASCII too
     plan = " ".join(
         str(r[-1])
         for r in state.execute(
