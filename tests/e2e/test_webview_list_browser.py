@@ -75,7 +75,7 @@ def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def browser(downloads: Path) -> Iterator[WebDriver]:
     with headless_chromium("1400,1800", page_load_timeout_s=20) as driver:
-        driver.execute_cdp_cmd(  # type: ignore[attr-defined]
+        driver.execute_cdp_cmd(
             "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
         )
         yield driver
