@@ -292,7 +292,9 @@ class EmbeddedEvaluator:
             self.state,
             self.labels,
             options=WebViewOptions(
-                trace_url_template=web.trace_url_template, judge=self.judge.info
+                trace_url_template=web.trace_url_template,
+                judge=self.judge.info,
+                groundedness_threshold=self.config.scoring.groundedness_threshold,
             ),
             sessions=Sessions(self.access.token, secure_cookie=self._tls is not None),
             on_label=lambda _q, _v: self._wake.set(),

@@ -1,17 +1,22 @@
 """The scored results of the embedded evaluator, read and written: one module owns them.
 
 The ``scored`` table holds one row per scored trace (what ``ragtrace serve`` and ``ragtrace
-demo`` print from), with the columns the web view filters and orders by (service, cell, judge,
-query, groundedness, recall, severity, worst score; indexed), and ``scored_detail`` each trace's
+demo`` print from), with the columns the web view filters and orders by (service, model, cell,
+judge, query, groundedness, recall, severity, worst score; indexed), and ``scored_detail`` each trace's
 detail beside it (ranked chunks with their text, gold IDs, the judge's units, claims, quotes and
 checks). The recording sink writes them (:meth:`SqliteScoredResults.put`), and the web view reads
 them through the queries below, each through an index: worst first is ``(severity, worst, seq)``
 and each filterable column leads an index of its own ordered the same way, so a page of the list
-costs O(log n + page), not a scan.
+costs O(log n + page), not a scan. The overview's sums over a time window read covering
+indexes led by the time, or by the service or model and then the time. A search in the question
+text (:class:`Where`'s ``text``) cannot seek: it scans ``scored_search``, an index holding the
+question with every column a listing filters and orders by (a tenth of the table's size), and
+sorts the matches.
 
-Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; a file
-written before is migrated in place when opened (:func:`create_tables`: its columns filled from
-the stored records; its traces have no detail, and the web view says so).
+Schema version 1 (``PRAGMA user_version``) added those columns and the detail table; version 2
+the ``model`` column (the generation's model). A file written before is migrated in place when
+opened (:func:`create_tables`: its columns filled from the stored records, a version-1 row's
+model from its detail; its traces have no detail, and the web view says so).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +36,7 @@ __all__ = [
     "SEVERITY",
     "ScoredResult",
     "SqliteScoredResults",
+    "Where",
     "create_tables",
 ]
 
@@ -47,9 +53,15 @@ CREATE TABLE IF NOT EXISTS scored_detail (
 );
 """
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _COLUMNS = (
     ("service", "TEXT", "json_extract(record, '$.service')"),
+    (
+        "model",
+        "TEXT",
+        "COALESCE(json_extract(record, '$.model'), (SELECT json_extract(d.body, '$.model') "
+        "FROM scored_detail d WHERE d.trace_id = scored.trace_id))",
+    ),
     ("cell", "TEXT", "json_extract(record, '$.cell')"),
     ("judge", "TEXT", "json_extract(record, '$.judge_name')"),
     ("query", "TEXT", "json_extract(record, '$.query')"),
@@ -63,8 +75,18 @@ CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_model ON scored(model, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_time ON scored(
     scored_at, cell, groundedness, recall, severity, worst
+);
+CREATE INDEX IF NOT EXISTS scored_service_time ON scored(
+    service, scored_at, cell, groundedness, recall
+);
+CREATE INDEX IF NOT EXISTS scored_model_time ON scored(
+    model, scored_at, cell, groundedness, recall
+);
+CREATE INDEX IF NOT EXISTS scored_search ON scored(
+    query, severity, worst, cell, service, model, judge, scored_at
 );
 CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
 """
@@ -90,9 +112,15 @@ _WORST_SQL = (
 )
 
 
+def _fold(text: object) -> str | None:
+    return text.casefold() if isinstance(text, str) else None
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
     """Create the tables (and indexes) in ``conn``'s file, or bring an older file to
-    :data:`SCHEMA_VERSION` (one transaction)."""
+    :data:`SCHEMA_VERSION` (one transaction); and give ``conn`` the case folding a search
+    beyond ASCII uses (``ragtrace_fold``)."""
+    conn.create_function("ragtrace_fold", 1, _fold, deterministic=True)
     conn.executescript(_SCHEMA)
     _migrate(conn)
 
@@ -103,16 +131,19 @@ def _migrate(conn: sqlite3.Connection) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")  # another process opening the file waits, then sees it done
     try:
-        if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version >= SCHEMA_VERSION:
             conn.execute("COMMIT")
             return
         have = {str(r[1]) for r in conn.execute("PRAGMA table_info(scored)")}
         for name, kind, _ in _COLUMNS:
             if name not in have:
                 conn.execute(f"ALTER TABLE scored ADD COLUMN {name} {kind}")
-        fills = [f"{n} = {expr}" for n, _, expr in _COLUMNS if expr is not None]
-        fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
-        conn.execute(f"UPDATE scored SET {', '.join(fills)} WHERE severity IS NULL")
+        fills = [f"{n} = {expr}" for n, _, expr in _COLUMNS if expr is not None and n not in have]
+        if version < 1:
+            fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
+        if fills:
+            conn.execute(f"UPDATE scored SET {', '.join(fills)}")
         for statement in _INDEXES.strip().split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -144,6 +175,8 @@ class ScoredResult:
     scored_at: float
     service: str
     cell: str
+    model: str | None = None
+    """The model of the generation that answered (None: the trace does not say)."""
     pipeline: str | None = None
     question_id: str | None = None
     query: str | None = None
@@ -181,6 +214,7 @@ class ScoredResult:
             "scored_at": self.scored_at,
             "service": self.service,
             "cell": self.cell,
+            "model": self.model,
             "pipeline": self.pipeline,
             "question_id": self.question_id,
             "query": self.query,
@@ -220,6 +254,7 @@ class ScoredResult:
             scored_at=float(d["scored_at"]),
             service=str(d["service"]),
             cell=str(d["cell"]),
+            model=opt_str("model"),
             pipeline=opt_str("pipeline"),
             question_id=opt_str("question_id"),
             query=opt_str("query"),
@@ -242,10 +277,10 @@ class ScoredResult:
 
 _UPSERT = (
     "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
-    "query, groundedness, recall, severity, worst) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "query, groundedness, recall, severity, worst, model) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
-    "record = excluded.record, service = excluded.service, "
+    "record = excluded.record, service = excluded.service, model = excluded.model, "
     "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
     "groundedness = excluded.groundedness, recall = excluded.recall, "
     "severity = excluded.severity, worst = excluded.worst"
@@ -265,8 +300,57 @@ _NA_REASONS = (
     ),
 )
 """(kind, cell, the reason's SQL) of the scores a trace has not."""
-_FILTERS = ("cell", "service", "judge")
+_FILTERS = ("cell", "service", "model", "judge")
 """The columns a listing filters on by equality."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which scored traces a query reads: columns equal to values (``cell``, ``service``,
+    ``model``, ``judge``), scored in [since, until), a trace-ID prefix (lower-case hex) and a
+    text the question contains, ignoring case (an ASCII text through SQLite's ``LIKE``; any
+    other through Python's ``casefold``, row by row)."""
+
+    equal: Mapping[str, str] = field(default_factory=dict)
+    since: float | None = None
+    until: float | None = None
+    id_prefix: str | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        for column in self.equal:
+            if column not in _FILTERS:
+                raise ValueError(f"no filter on {column!r}")
+        if self.id_prefix is not None and not all(c in _HEX for c in self.id_prefix):
+            raise ValueError(f"a trace-ID prefix is lower-case hex, got {self.id_prefix!r}")
+
+    def sql(self) -> tuple[str, list[object]]:
+        """``(" WHERE …" or "", parameters)``."""
+        where: list[str] = []
+        params: list[object] = []
+        for column, value in self.equal.items():
+            where.append(f"{column} = ?")
+            params.append(value)
+        if self.since is not None:
+            where.append("scored_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            where.append("scored_at < ?")
+            params.append(self.until)
+        if self.id_prefix:  # a range of the UNIQUE index: 'g' sorts after every hex digit
+            where.append("trace_id >= ? AND trace_id < ?")
+            params += [self.id_prefix, self.id_prefix + "g"]
+        if self.text and not self.text.isascii():
+            where.append("instr(ragtrace_fold(query), ?) > 0")
+            params.append(self.text.casefold())
+        elif self.text:
+            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append("query LIKE ? ESCAPE '\\'")
+            params.append(f"%{escaped}%")
+        return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def _row(result: ScoredResult) -> tuple[object, ...]:
@@ -286,6 +370,7 @@ def _row(result: ScoredResult) -> tuple[object, ...]:
         r,
         SEVERITY.get(result.cell, len(SEVERITY)),
         worst,
+        result.model,
     )
 
 
@@ -356,34 +441,15 @@ class SqliteScoredResults:
         return int(self._state.execute("SELECT COUNT(*) FROM scored")[0][0])
 
     # --- read: the web view's queries --------------------------------------------------------
-    def worst_first(
-        self,
-        equal: Mapping[str, str],
-        since: float | None,
-        until: float | None,
-        limit: int,
-        offset: int,
-    ) -> list[ScoredResult]:
-        """Traces whose ``cell``/``service``/``judge`` equal ``equal``'s values and scored in
-        [since, until), worst first (severity, then lowest score, then oldest)."""
-        where: list[str] = []
-        params: list[object] = []
-        for column, value in equal.items():
-            if column not in _FILTERS:
-                raise ValueError(f"no filter on {column!r}")
-            where.append(f"{column} = ?")
-            params.append(value)
-        if since is not None:
-            where.append("scored_at >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("scored_at < ?")
-            params.append(until)
+    def worst_first(self, where: Where, limit: int, offset: int) -> list[ScoredResult]:
+        """Traces ``where`` selects, worst first (severity, then lowest score, then oldest)."""
+        clause, params = where.sql()
+        # A text search scans the small covering index, not the rows in the list's order.
+        source = (
+            "scored INDEXED BY scored_search" if where.text and not where.id_prefix else "scored"
+        )
         # The page's seqs first, from the index alone; then only those rows' records.
-        sql = "SELECT seq FROM scored"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY severity, worst, seq LIMIT ? OFFSET ?"
+        sql = f"SELECT seq FROM {source}{clause} ORDER BY severity, worst, seq LIMIT ? OFFSET ?"
         seqs = [int(r[0]) for r in self._state.execute(sql, [*params, limit, offset])]
         records: dict[int, object] = {}
         if seqs:
@@ -396,9 +462,18 @@ class SqliteScoredResults:
             }
         return [_result(records[s]) for s in seqs if s in records]
 
+    def ids_with_prefix(self, prefix: str, most: int = 2) -> list[str]:
+        """Up to ``most`` trace IDs starting with ``prefix`` (lower-case hex), in ID order."""
+        clause, params = Where(id_prefix=prefix).sql()
+        rows = self._state.execute(
+            f"SELECT trace_id FROM scored{clause} ORDER BY trace_id LIMIT ?", [*params, most]
+        )
+        return [str(r[0]) for r in rows]
+
     def choices(self, column: str, most: int = 200) -> list[str]:
-        """The distinct values of ``service`` or ``judge`` (index-only: one seek per value)."""
-        if column not in ("service", "judge"):
+        """The distinct values of ``service``, ``model`` or ``judge`` (index-only: one seek per
+        value)."""
+        if column not in ("service", "model", "judge"):
             raise ValueError(f"no choices for {column!r}")
         out: list[str] = []
         last: str | None = None
@@ -416,10 +491,27 @@ class SqliteScoredResults:
             out.append(last)
         return out
 
-    def cell_counts(self) -> dict[str, int]:
+    def cell_counts(self, where: Where | None = None) -> dict[str, int]:
         """Traces per cell (cells with none left out)."""
-        rows = self._state.execute("SELECT cell, COUNT(*) FROM scored GROUP BY cell")
+        clause, params = (where or Where()).sql()
+        rows = self._state.execute(
+            f"SELECT cell, COUNT(*) FROM scored{clause} GROUP BY cell", params
+        )
         return {str(cell): int(n) for cell, n in rows}
+
+    def means(
+        self, where: Where, grounded_below: float
+    ) -> tuple[float | None, float | None, int, int, int]:
+        """(mean groundedness, mean recall, traces judged, traces with recall, judged traces
+        with groundedness below ``grounded_below``) of the traces ``where`` selects."""
+        clause, params = where.sql()
+        ((g, gn, r, rn, low),) = self._state.execute(
+            "SELECT SUM(groundedness), COUNT(groundedness), SUM(recall), COUNT(recall), "
+            f"COALESCE(SUM(groundedness < ?), 0) FROM scored{clause}",
+            [grounded_below, *params],
+        )
+        gn, rn = int(gn), int(rn)
+        return (float(g) / gn if gn else None, float(r) / rn if rn else None, gn, rn, int(low))
 
     def time_range(self) -> tuple[float, float] | None:
         """When the first and the last trace were scored (None: none yet)."""
@@ -428,30 +520,37 @@ class SqliteScoredResults:
         return (float(first[0][0]), float(last[0][0])) if first and last else None
 
     def buckets(
-        self, start: float, size: float
+        self, start: float, size: float, where: Where | None = None
     ) -> list[tuple[int, str, int, float, int, float, int]]:
-        """Per time bucket of ``size`` seconds from ``start`` and cell: (bucket, cell, traces,
-        sum of groundedness, traces judged, sum of recall, traces with recall)."""
+        """Per time bucket of ``size`` seconds from ``start`` and cell, of the traces ``where``
+        selects scored from ``start`` on: (bucket, cell, traces, sum of groundedness, traces
+        judged, sum of recall, traces with recall)."""
+        w = where or Where()
+        since = start if w.since is None else max(start, w.since)
+        clause, params = replace(w, since=since).sql()
         rows = self._state.execute(
             "SELECT CAST((scored_at - ?) / ? AS INTEGER), cell, COUNT(*), "
             "SUM(groundedness), COUNT(groundedness), SUM(recall), COUNT(recall) "
-            "FROM scored WHERE scored_at >= ? GROUP BY 1, 2",
-            (start, size, start),
+            f"FROM scored{clause} GROUP BY 1, 2",
+            [start, size, *params],
         )
         return [
             (int(i), str(cell), int(n), float(g or 0), int(gn), float(r or 0), int(rn))
             for i, cell, n, g, gn, r, rn in rows
         ]
 
-    def na_reasons(self) -> list[tuple[str, str, int]]:
-        """(kind, reason, traces) of the traces scored without recall (``recall n/a``) or
-        without groundedness (``unjudged``)."""
+    def na_reasons(self, where: Where | None = None) -> list[tuple[str, str, int]]:
+        """(kind, reason, traces) of the traces ``where`` selects scored without recall
+        (``recall n/a``) or without groundedness (``unjudged``)."""
+        clause, params = (where or Where()).sql()
+        # the cell as a literal, as the indexes on cell are written
+        clause = f"{clause} AND cell = " if clause else " WHERE cell = "
         return [
             (kind, str(why), int(n))
             for kind, cell, why_sql in _NA_REASONS
             for why, n in self._state.execute(
-                # the cell as a literal, as the indexes on cell are written
-                f"SELECT {why_sql} AS why, COUNT(*) FROM scored WHERE cell = '{cell}' GROUP BY why"
+                f"SELECT {why_sql} AS why, COUNT(*) FROM scored{clause}'{cell}' GROUP BY why",
+                params,
             )
             if why
         ]

@@ -3,9 +3,12 @@
 It is the :class:`~ragtrace_consumers.intake.web_seam.WebHandler` the OTLP receiver consults, so
 the pages live on ``ragtrace serve``'s own address. Routes:
 
-* ``GET /`` → ``/ui/``; ``GET /ui/`` the overview; ``GET /ui/traces`` the list (``cell``,
-  ``service``, ``judge``, ``since``, ``until``, ``page``); ``GET /ui/traces/<trace id>`` a
-  trace; ``GET /ui/questions`` questions seen most often without a label;
+* ``GET /`` → ``/ui/``; ``GET /ui/`` the overview (``service``, ``model``, ``range``, ``from``,
+  ``to``); ``GET /ui/traces`` the list (``q``, ``cell``, ``service``, ``model``, ``judge``,
+  ``since``, ``until``, ``page``; a search naming one trace by ID prefix redirects to it) and
+  ``GET /ui/traces.csv`` / ``.json`` its export under the same filters; ``GET /ui/traces/<trace
+  id>`` a trace (any unique prefix redirects to the full ID); ``GET /ui/questions`` questions
+  seen most often without a label;
   ``GET /ui/static/ragtrace.css``;
 * ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin);
 * ``GET``/``POST /ui/login`` when a token is set (:mod:`~ragtrace_consumers.webview.sessions`).
@@ -33,6 +36,7 @@ from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
 from ragtrace_consumers.model import LabelSet
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
+from ragtrace_consumers.webview.export import to_csv, to_json
 from ragtrace_consumers.webview.html import page
 from ragtrace_consumers.webview.pages import (
     render_error,
@@ -42,12 +46,17 @@ from ragtrace_consumers.webview.pages import (
     render_questions,
 )
 from ragtrace_consumers.webview.queries import (
+    EXPORT_MAX,
     Overview,
+    OverviewFilter,
     TraceFilter,
     check_trace_id,
     choices,
+    export_rows,
+    jump_target,
     list_traces,
     overview,
+    resolve_trace_id,
     unlabelled_questions,
 )
 from ragtrace_consumers.webview.sessions import Sessions
@@ -73,6 +82,11 @@ _HEADERS = (
 )
 _QID = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 _MAX_GOLD = 100
+_OVERVIEWS_KEPT = 32
+_EXPORTS = {
+    "/ui/traces.csv": ("text/csv; charset=utf-8", "csv"),
+    "/ui/traces.json": ("application/json", "json"),
+}
 
 
 @dataclass(frozen=True)
@@ -80,11 +94,13 @@ class WebViewOptions:
     """``trace_url_template``: a link to the trace in another backend, ``{trace_id}`` (and
     optionally ``{span_id}``) filled in; ``judge``: the judge in use, shown on the overview
     with the last calibration stamp ``ragtrace calibrate`` saved (``calibration_path``; None:
-    its default place)."""
+    its default place); ``groundedness_threshold``: below it a judged answer counts as not
+    grounded in the overview's headline (``scoring.groundedness_threshold``)."""
 
     trace_url_template: str | None = None
     judge: JudgeInfo | None = None
     calibration_path: Path | None = None
+    groundedness_threshold: float = 0.8
 
     def __post_init__(self) -> None:
         t = self.trace_url_template
@@ -128,7 +144,7 @@ class WebView:
         self._on_label = on_label
         self._css = _css()
         self._lock = threading.Lock()
-        self._cached: tuple[object, float, Overview] | None = None
+        self._cached: dict[OverviewFilter, tuple[object, float, Overview]] = {}
 
     # --- the seam ------------------------------------------------------------------------------
     def handle(self, request: WebRequest) -> WebResponse | None:
@@ -167,19 +183,29 @@ class WebView:
                 return self._save_label(req)
             raise BadRequest(f"no form posts to {path}", 404)
         if path == "/ui":
-            self._only(params, set())
-            o = self._overview()
-            body = render_overview(o, *self._judge_lines())
+            o = self._overview(OverviewFilter.parse(params))
+            body = render_overview(
+                o,
+                *self._judge_lines(),
+                services=choices(self._state, "service"),
+                models=choices(self._state, "model"),
+            )
             return self._page(200, "Overview", body, active="/ui/")
         if path == "/ui/traces":
             f = TraceFilter.parse(params)
+            target = jump_target(self._state, f)
+            if target is not None:
+                return self._redirect(f"/ui/traces/{target}")
             body = render_list(
                 list_traces(self._state, f),
                 f,
                 choices(self._state, "service"),
                 choices(self._state, "judge"),
+                choices(self._state, "model"),
             )
             return self._page(200, "Scored traces", body, active="/ui/traces")
+        if path in _EXPORTS:
+            return self._export(TraceFilter.parse(params), *_EXPORTS[path])
         if path.startswith("/ui/traces/"):
             saved = self._only(params, {"saved"}).get("saved")
             return self._trace(req, path[len("/ui/traces/") :], saved)
@@ -196,7 +222,9 @@ class WebView:
 
     # --- pages -----------------------------------------------------------------------------------
     def _trace(self, req: WebRequest, raw_id: str, saved: str | None) -> WebResponse:
-        trace_id = check_trace_id(raw_id)
+        trace_id = resolve_trace_id(self._state, raw_id)
+        if trace_id != raw_id:  # a prefix (or upper case): the page lives at the full ID
+            return self._redirect(f"/ui/traces/{trace_id}")
         result = self._state.results.get(trace_id)
         if result is None:
             raise BadRequest(f"no scored trace {trace_id} in this evaluator's state", 404)
@@ -220,6 +248,19 @@ class WebView:
             TraceView(result, detail, gold_now, backend, self.sessions.csrf(req.headers), message)
         )
         return self._page(200, title, body)
+
+    def _export(self, f: TraceFilter, ctype: str, extension: str) -> WebResponse:
+        rows = export_rows(self._state, f)
+        truncated = len(rows) > EXPORT_MAX
+        rows = rows[:EXPORT_MAX]
+        body = to_csv(rows) if extension == "csv" else to_json(rows, f.query(page=None), truncated)
+        headers = (
+            *_HEADERS,
+            ("Content-Disposition", f'attachment; filename="ragtrace-traces.{extension}"'),
+            ("X-Ragtrace-Rows", str(len(rows))),
+            ("X-Ragtrace-Truncated", "true" if truncated else "false"),
+        )
+        return WebResponse(200, ctype, body, headers)
 
     def _save_label(self, req: WebRequest) -> WebResponse:
         form = self._form(req)
@@ -269,20 +310,25 @@ class WebView:
             return self._page(401, "Sign in", render_login("wrong token"))
         return WebResponse(303, _HTML, b"", (("Location", "/ui/"), ("Set-Cookie", cookie)))
 
-    def _overview(self) -> Overview:
-        """The overview, recomputed at most every :data:`OVERVIEW_TTL_S` while traces arrive
-        (it aggregates the whole table; the list and trace pages are always current)."""
+    def _overview(self, f: OverviewFilter) -> Overview:
+        """The overview under ``f``, recomputed at most every :data:`OVERVIEW_TTL_S` while
+        traces arrive or its time range ends now (it aggregates the table; the list and trace
+        pages are always current)."""
         # A trace skipped changes the overview as a trace scored does.
         newest = (self._state.results.newest_seq(), len(self._state.skipped))
+        sliding = f.range is not None or (f.since is not None and f.until is None)
         with self._lock:
-            cached = self._cached
+            cached = self._cached.get(f)
             if cached is not None and (
-                cached[0] == newest or time.monotonic() - cached[1] < OVERVIEW_TTL_S
+                (cached[0] == newest and not sliding)
+                or time.monotonic() - cached[1] < OVERVIEW_TTL_S
             ):
                 return cached[2]
-        fresh = overview(self._state)
+        fresh = overview(self._state, f, grounded_below=self._options.groundedness_threshold)
         with self._lock:
-            self._cached = (newest, time.monotonic(), fresh)
+            if len(self._cached) >= _OVERVIEWS_KEPT:
+                self._cached.pop(next(iter(self._cached)))
+            self._cached[f] = (newest, time.monotonic(), fresh)
         return fresh
 
     def _judge_lines(self) -> tuple[str, str | None]:

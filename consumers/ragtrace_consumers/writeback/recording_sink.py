@@ -96,6 +96,7 @@ def to_scored_result(
         scored_at=scored_at,
         service=trace.service,
         cell=scores.cell.value,
+        model=trace.model,
         pipeline=trace.pipeline,
         query=trace.query,
         retrieved=tuple(c.id for c in trace.retrieved),

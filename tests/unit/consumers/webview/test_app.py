@@ -3,6 +3,7 @@ the login session, CSRF and Origin checks, and labels saved into the state file'
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from urllib.parse import urlencode
@@ -254,3 +255,71 @@ def test_quotes_are_found_across_whitespace_and_case_and_escaped() -> None:
         'Exports are <mark class="ev-ok">LIMITED to one\nrunning</mark> job; '
         '<mark class="ev-bad">&lt;b&gt;bold</mark>&lt;/b&gt;'
     )
+
+
+def test_the_list_searches_and_a_unique_id_prefix_opens_the_trace(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(state, labels)
+    found = text(get(view, "/ui/traces?q=DARK+mode"))
+    assert "Is there a dark mode?" in found and "question 7?" not in found
+    assert 'name=q value="DARK mode"' in found
+    assert 'href="/ui/traces.csv?q=DARK+mode"' in found
+    assert 'href="/ui/traces.json?q=DARK+mode"' in found
+    jump = get(view, "/ui/traces?q=" + TRACE[:-2].upper() + "07")
+    assert (jump.status, dict(jump.headers)["Location"]) == (303, f"/ui/traces/{TRACE}")
+    short = get(view, "/ui/traces/00")
+    assert short.status == 400 and "more than one trace" in text(short)
+    state.results.put(result(1, "fine", trace_id="f00d" + "1" * 28, model="gpt-4o"))
+    prefix = get(view, "/ui/traces/f00d")
+    assert (prefix.status, dict(prefix.headers)["Location"]) == (303, "/ui/traces/f00d" + "1" * 28)
+    listed = text(get(view, "/ui/traces?model=gpt-4o"))
+    assert "<td class=model>gpt-4o</td>" in listed and '<option value="gpt-4o" selected>' in listed
+    assert TRACE not in listed
+
+
+def test_exports_carry_the_filters_and_the_pages_auth(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    state.results.put(result(3, "fine", query="@SUM(1+1)*cmd|' /C calc'!A0"))
+    view = _view(state, labels, sessions=Sessions(TOKEN))
+    assert get(view, "/ui/traces.csv").status == 401
+    bearer = {"authorization": f"Bearer {TOKEN}"}
+    r = get(view, "/ui/traces.csv?cell=fine", bearer)
+    assert r.status == 200 and r.content_type == "text/csv; charset=utf-8"
+    headers = dict(r.headers)
+    assert headers["Content-Disposition"] == 'attachment; filename="ragtrace-traces.csv"'
+    assert (headers["X-Ragtrace-Rows"], headers["X-Ragtrace-Truncated"]) == ("1", "false")
+    assert "\"'@SUM(1+1)*cmd|' /C calc'!A0\"" in text(r)
+    j = get(view, "/ui/traces.json?service=svc-b&page=3", bearer)
+    assert j.status == 200 and j.content_type == "application/json"
+    body = json.loads(j.body)
+    assert body["filters"] == {"service": "svc-b"}
+    assert [row["trace_id"] for row in body["rows"]] == [f"{8:032x}"]
+    bad = get(view, "/ui/traces.json?model=", bearer)
+    assert bad.status == 200  # empty means any
+    refused = get(view, "/ui/traces.csv?sort=worst", bearer)
+    assert refused.status == 400 and "unknown parameter &#x27;sort&#x27;" in text(refused)
+
+
+def test_the_overview_filters_by_service_model_and_range(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(state, labels)
+    page = text(get(view, "/ui/?service=svc-a"))
+    assert '<option value="svc-a" selected>' in page
+    assert 'data-figure="mean groundedness"><span class=count>0.50</span>' in page
+    assert 'data-figure="share not grounded"><span class=count>100%</span>' in page
+    assert 'href="/ui/traces?cell=fine&amp;service=svc-a"' in page
+    assert "choose a time range to compare" in page
+    since = "2027-01-15T07:00"
+    ranged = text(get(view, f"/ui/?range=custom&from={since}&to=2027-01-15T09:00"))
+    assert "against the previous 2 h" in ranged
+    assert 'href="/ui/traces?cell=fine&amp;since=1799996400&amp;until=1800003600"' in ranged
+    for target, message in (
+        ("/ui/?range=forever", "range must be one of"),
+        ("/ui/?range=24h&from=2027-01-01", "from/to are for range=custom"),
+        ("/ui/?to=2027-01-01", "to: give from as well"),
+    ):
+        r = get(view, target)
+        assert r.status == 400 and message in text(r), target

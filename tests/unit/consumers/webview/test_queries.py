@@ -13,10 +13,14 @@ from ragtrace_consumers.stores.scored_results import SCHEMA_VERSION
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.queries import (
+    Headline,
+    OverviewFilter,
     TraceFilter,
     choices,
+    jump_target,
     list_traces,
     overview,
+    resolve_trace_id,
     unlabelled_questions,
 )
 from tests.unit.consumers.webview.rows import result
@@ -184,3 +188,179 @@ def test_filters_round_trip_through_the_query_string() -> None:
     odd = TraceFilter(until=1_800_001_200.25)
     assert TraceFilter.parse({k: [v] for k, v in odd.query().items()}) == odd
     assert f.query(page=None) == {"cell": "fine", "since": "1800001200"}
+
+
+def _ids(page_rows: object) -> list[str]:
+    return [r.trace_id[-1] for r in page_rows]  # type: ignore[attr-defined]
+
+
+def test_a_state_file_of_schema_1_gets_the_model_column_from_the_detail(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    with SqliteState(path) as state:
+        state.results.put(result(1, "fine"), {"model": "gpt-4o-mini"})
+        state.results.put(result(2, "fine"))  # no detail: no model known
+        for index in ("scored_model", "scored_model_time", "scored_service_time", "scored_search"):
+            state.execute(f"DROP INDEX {index}")  # back to schema 1's indexes
+        state.execute("ALTER TABLE scored DROP COLUMN model")
+        state.execute("PRAGMA user_version = 1")
+    with SqliteState(path) as state:
+        assert state.execute("PRAGMA user_version") == [(SCHEMA_VERSION,)]
+        assert state.execute("SELECT model FROM scored ORDER BY seq") == [("gpt-4o-mini",), (None,)]
+        assert state.results.get(f"{1:032x}") == result(1, "fine")  # the old record reads as before
+        assert _ids(list_traces(state, TraceFilter(model="gpt-4o-mini")).rows) == ["1"]
+
+
+def test_search_by_question_text_is_a_case_insensitive_substring() -> None:
+    state = SqliteState(":memory:")
+    state.results.put(result(1, "fine", query="How long are AUDIT logs kept?"))
+    state.results.put(result(2, "fine", query="Where are audit trails?"))
+    state.results.put(result(3, "fine", query="100% uptime_sla?"))
+    state.results.put(result(4, "fine", query="1000 uptimeXsla?"))
+    assert _ids(list_traces(state, TraceFilter(q="Audit")).rows) == ["1", "2"]
+    assert _ids(list_traces(state, TraceFilter(q="audit logs")).rows) == ["1"]
+    # LIKE's wildcards are literal text in a search
+    assert _ids(list_traces(state, TraceFilter(q="0% uptime_")).rows) == ["3"]
+    assert _ids(list_traces(state, TraceFilter(q="nothing like it")).rows) == []
+    state.results.put(result(5, "fine", query="Où est l'ÉTÉ ?"))
+    assert _ids(list_traces(state, TraceFilter(q="l'été")).rows) == ["5"]  # beyond ASCII too
+    plan = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT seq FROM scored INDEXED BY scored_search "
+            "WHERE query LIKE ? AND cell = ? AND service = ? AND model = ? AND judge = ? "
+            "AND scored_at >= ? ORDER BY severity, worst, seq LIMIT 51",
+            ("%a%", "fine", "s", "m", "j", 1.0),
+        )
+    )
+    assert "COVERING INDEX scored_search" in plan  # a search never reads the rows it skips
+
+
+def test_search_by_trace_id_prefix_lists_or_names_the_trace() -> None:
+    state = SqliteState(":memory:")
+    ids = ["abcdef01" + "0" * 24, "abcdef02" + "0" * 24, "abcd99" + "1" * 26]
+    for n, trace_id in enumerate(ids):
+        state.results.put(result(n, "fine", trace_id=trace_id, query=f"about abcdef0{n}"))
+    both = list_traces(state, TraceFilter(q="ABCDEF0"))
+    assert {r.trace_id for r in both.rows} == set(ids[:2])
+    assert jump_target(state, TraceFilter(q="abcdef0")) is None  # two traces: list them
+    assert jump_target(state, TraceFilter(q="abcdef02")) == ids[1]
+    assert jump_target(state, TraceFilter(q="abcdef02", cell="fine")) is None  # other filters
+    assert jump_target(state, TraceFilter(q="abcd")) is None  # too short to be taken for an ID
+    # hex that starts no trace ID is searched in the question text
+    assert [r.trace_id for r in list_traces(state, TraceFilter(q="bcdef01")).rows] == [ids[1]]
+    assert resolve_trace_id(state, "abcd9") == ids[2]
+    assert resolve_trace_id(state, ids[0].upper()) == ids[0]
+    with pytest.raises(BadRequest, match="more than one trace") as many:
+        resolve_trace_id(state, "abc")
+    assert many.value.status == 400
+    with pytest.raises(BadRequest, match="no scored trace ID starts with ff") as none:
+        resolve_trace_id(state, "ff")
+    assert none.value.status == 404
+
+
+def test_the_model_filter_and_its_choices_use_an_index() -> None:
+    state = SqliteState(":memory:")
+    state.results.put(result(1, "fine", model="claude-haiku"))
+    state.results.put(result(2, "generation_failed", groundedness=0.2, model="gpt-4o"))
+    state.results.put(result(3, "fine"))
+    assert _ids(list_traces(state, TraceFilter(model="gpt-4o")).rows) == ["2"]
+    assert choices(state, "model") == ["claude-haiku", "gpt-4o"]
+    plan = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT seq FROM scored WHERE model = ? "
+            "ORDER BY severity, worst, seq LIMIT 51",
+            ("gpt-4o",),
+        )
+    )
+    assert "scored_model" in plan and "TEMP B-TREE" not in plan
+    windowed = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT SUM(groundedness), COUNT(recall) FROM scored "
+            "WHERE model = ? AND scored_at >= ? AND scored_at < ?",
+            ("gpt-4o", 1.0, 2.0),
+        )
+    )
+    assert "COVERING INDEX scored_model_time" in windowed
+
+
+HOUR = 3600.0
+NOW = 1_800_100_000.0
+
+
+def _at(n: int, seconds_ago: float, cell: str, **kw: object) -> object:
+    return result(n, cell, scored_at=NOW - seconds_ago, **kw)
+
+
+def test_the_overview_over_a_range_compares_with_the_previous_period() -> None:
+    state = SqliteState(":memory:")
+    rows = [
+        _at(1, 10, "fine", groundedness=0.9, recall=1.0, model="m-a"),
+        _at(2, 20, "generation_failed", groundedness=0.5, recall=0.5, model="m-a"),
+        _at(3, 30, "fine", groundedness=1.0, recall=None, model="m-b", service="svc-c"),
+        _at(4, HOUR + 10, "fine", groundedness=1.0, recall=1.0, model="m-a"),  # previous hour
+        _at(5, 3 * HOUR, "generation_failed", groundedness=0.1, model="m-a"),  # earlier still
+    ]
+    for r in rows:
+        state.results.put(r)  # type: ignore[arg-type]
+    o = overview(state, OverviewFilter(range="1h"), now=NOW)
+    assert o.window == (NOW - HOUR, NOW)
+    assert o.counts["fine"] == 2 and o.counts["generation_failed"] == 1
+    assert o.headline is not None and o.previous is not None
+    assert o.headline.groundedness == pytest.approx((0.9 + 0.5 + 1.0) / 3)
+    assert o.headline.recall == pytest.approx(0.75)
+    assert (o.headline.judged, o.headline.with_recall, o.headline.not_grounded) == (3, 2, 1)
+    assert o.headline.share_not_grounded == pytest.approx(1 / 3)
+    assert (o.previous.groundedness, o.previous.recall, o.previous.not_grounded) == (1.0, 1.0, 0)
+    assert sum(b.total for b in o.buckets) == 3 and o.bucket_s == 300.0
+    by_model = overview(state, OverviewFilter(model="m-b", range="1h"), now=NOW)
+    assert sum(by_model.counts.values()) == 1 and by_model.previous == Headline(None, None, 0, 0, 0)
+    custom = OverviewFilter(since=NOW - 4 * HOUR, until=NOW - 2 * HOUR)
+    o = overview(state, custom, now=NOW)
+    assert sum(o.counts.values()) == 1 and o.counts["generation_failed"] == 1
+    assert o.headline is not None and o.headline.share_not_grounded == 1.0
+    everything = overview(state, OverviewFilter(service="svc-c"), now=NOW)
+    assert everything.window is None and everything.previous is None
+    assert sum(everything.counts.values()) == 1
+
+
+def test_overview_filters_round_trip_and_bad_ones_are_named() -> None:
+    f = OverviewFilter.parse({"range": ["custom"], "from": ["2027-01-15T08:20"], "model": ["m"]})
+    assert f == OverviewFilter(model="m", since=1_800_001_200.0)
+    assert OverviewFilter.parse({k: [v] for k, v in f.query().items()}) == f
+    assert f.window(1_800_009_999.0) == (1_800_001_200.0, 1_800_009_999.0)
+    named = OverviewFilter.parse({"range": ["24h"], "service": ["svc-a"]})
+    assert named.query() == {"range": "24h", "service": "svc-a"}
+    assert named.window(NOW) == (NOW - 86400.0, NOW)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"range": ["2w"]}, "range must be one of 1h, 24h, 7d or custom"),
+        ({"range": ["24h"], "from": ["2027-01-01"]}, "range: 24h is a range ending now"),
+        ({"range": ["custom"]}, "from: range=custom needs a start"),
+        ({"to": ["2027-01-01"]}, "to: give from as well"),
+        ({"from": ["2027-01-02"], "to": ["2027-01-01"]}, "to must be later than from"),
+        ({"from": ["last week"]}, "from: not a time"),
+        ({"model": ["m", "n"]}, "model given 2 times"),
+        ({"cell": ["fine"]}, "unknown parameter 'cell'"),
+    ],
+)
+def test_bad_overview_parameters_are_refused_by_name(
+    params: dict[str, list[str]], message: str
+) -> None:
+    with pytest.raises(BadRequest, match=message) as info:
+        OverviewFilter.parse(params)
+    assert info.value.status == 400
+
+
+def test_list_filters_with_search_and_model_round_trip() -> None:
+    f = TraceFilter.parse({"q": [" audit logs "], "model": ["gpt-4o"], "page": ["2"]})
+    assert f == TraceFilter(q="audit logs", model="gpt-4o", page=2)
+    assert TraceFilter.parse({k: [v] for k, v in f.query().items()}) == f
+    with pytest.raises(BadRequest, match="q must be 1..200"):
+        TraceFilter.parse({"q": ["x" * 201]})
+    with pytest.raises(BadRequest, match="until must be later than since"):
+        TraceFilter.parse({"since": ["20"], "until": ["10"]})
