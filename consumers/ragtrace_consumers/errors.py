@@ -128,14 +128,19 @@ class NotRecorded(WriteBackError):
 
 class LabelConflict(RagtraceError):
     """A labelled question changed since the caller read it: ``qid``, the ``expected`` version
-    (``""``: not labelled) and the ``current`` one (``""``: not labelled any more)."""
+    (``""``: not labelled) and the ``current`` one (``""``: not labelled any more; None: other
+    saves kept changing the set, so none could be checked against it)."""
 
-    def __init__(self, qid: str, expected: str, current: str) -> None:
+    def __init__(self, qid: str, expected: str, current: str | None) -> None:
         was = f"version {expected}" if expected else "no label"
-        now = f"version {current}" if current else "no label"
-        super().__init__(
-            f"the label of question {qid} changed since it was read ({was} then, {now} now)"
-        )
+        if current is None:
+            message = f"the label set kept changing under other saves; question {qid} not saved"
+        else:
+            now = f"version {current}" if current else "no label"
+            message = (
+                f"the label of question {qid} changed since it was read ({was} then, {now} now)"
+            )
+        super().__init__(message)
         self.qid = qid
         self.expected = expected
         self.current = current

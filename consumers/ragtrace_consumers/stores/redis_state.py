@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 _OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can still finish
-_ADD_ATTEMPTS = 5  # a save that lost the race to another set's swap is checked and tried again
+_ADD_ATTEMPTS = 50  # a save that lost the race to another set's swap is checked and tried again
 
 
 _LABEL_SWAP = """
@@ -168,8 +169,9 @@ class RedisLabelStore:
                         pipe, [*kept, question], f"labelled from {where}", question.qid
                     )
                 except redis.WatchError:
+                    time.sleep(random.uniform(0, 0.01))  # spread the saves that collided
                     continue
-        raise LabelConflict(question.qid, replaces or "", "changing (too many concurrent saves)")
+        raise LabelConflict(question.qid, replaces or "", None)
 
     def labelled_at(self, qid: str) -> float | None:
         """When ``qid`` was last labelled through :meth:`add` (None: never)."""
