@@ -124,6 +124,8 @@ def test_a_new_gold_set_rescores_the_trace_without_judging_it_again(
     ev: EmbeddedEvaluator, judge: _CountingJudge, reader: InMemoryMetricReader
 ) -> None:
     first, *_ = _audit_traces(ev)
+    seed = _relabel(ev, "c-4410")  # the seed's label, whichever test ran before
+    Rescoring(ev.state.results, ev.pipeline, ev.sink)(first, seed, False)
     before = _row(ev, first)
     assert (before.cell, before.recall, before.groundedness) == ("retrieval_failed", 0.0, 1.0)
     calls, rows, recalls = judge.calls, len(ev.state.results), _recall_count(reader)
@@ -200,3 +202,23 @@ def test_a_trace_without_detail_or_label_is_left_as_it_is(ev: EmbeddedEvaluator)
     assert stored_rag_trace(dark, None) is None
     with pytest.raises(ValueError, match="recent"):
         Rescoring(ev.state.results, ev.pipeline, ev.sink, recent=0)
+
+
+def test_a_judgement_that_cannot_be_read_back_leaves_the_trace_as_it_is(
+    ev: EmbeddedEvaluator,
+) -> None:
+    rescoring = Rescoring(ev.state.results, ev.pipeline, ev.sink)
+    exports = next(r for _, r in ev.state.results.all() if r.query == QUESTIONS[1])
+    detail = ev.state.results.detail(exports.trace_id)
+    assert detail is not None and stored_judgement(exports, detail)[0]
+    q = ev.labels.by_id("q-exports-format")
+    assert q is not None
+    for judged in ({"score": "not a result"}, None):  # unreadable; kept nowhere
+        ev.state.results.put(exports, {**detail, "groundedness": judged})
+        assert stored_judgement(exports, ev.state.results.detail(exports.trace_id)) == (
+            False,
+            None,
+        )
+        assert rescoring(exports.trace_id, q, False) == []
+        assert _row(ev, exports.trace_id) == exports
+    ev.state.results.put(exports, detail)
