@@ -105,7 +105,8 @@ def test_the_gold_set_is_shown_edited_and_both_traces_rescored(
     assert _text(d, ".summary .cell") == "retrieval failed"
     assert "labelled q-audit-team (1 gold chunk)" in _text(d, ".summary .label-state")
     assert _ticked(d) == ["c-4410"]  # listed although this trace never retrieved it
-    assert "not retrieved here" in _text(d, "form.label-form .gold-kept")
+    kept = " ".join(_text(d, "form.label-form .gold-kept").split())
+    assert kept == "Gold this trace did not retrieve: c-4410"
     assert "Saving replaces label version" in _text(d, "form.label-form .replaces")
     assert "from the labels file" in _text(d, "form.label-form .replaces")
     _shot(d, "label-form-gold-set")

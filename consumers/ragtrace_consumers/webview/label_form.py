@@ -52,10 +52,10 @@ def label_state(label: CurrentLabel) -> str:
     )
 
 
-def _box(cid: str, checked: bool, note: str = "") -> str:
+def _box(cid: str, checked: bool) -> str:
     return (
         f'<label class=pick><input type=checkbox name=gold value="{esc(cid)}"'
-        f"{' checked' if checked else ''}> <code>{esc(cid)}</code>{note}</label>"
+        f"{' checked' if checked else ''}> <code>{esc(cid)}</code></label>"
     )
 
 
@@ -93,9 +93,7 @@ def label_form(
     ids = [str(c.get("id")) for c in retrieved if c.get("id")]
     boxes = "".join(_box(cid, cid in gold) for cid in ids)
     missing = sorted(gold - set(ids))
-    kept = "".join(
-        _box(cid, True, " <span class=muted>not retrieved here</span>") for cid in missing
-    )
+    kept = "".join(_box(cid, True) for cid in missing)
     unanswerable = q is not None and not q.gold
     return (
         f'<form method=post action="/ui/labels" class=label-form>'
@@ -110,7 +108,7 @@ def label_form(
         'placeholder="derived from the question when empty" maxlength=200></label>'
         "<fieldset><legend>Chunks that answer it</legend>"
         f"{boxes or '<em>none retrieved</em>'}"
-        + (f"<div class=gold-kept>Gold not retrieved by this trace: {kept}</div>" if kept else "")
+        + (f"<div class=gold-kept>Gold this trace did not retrieve: {kept}</div>" if kept else "")
         + "</fieldset>"
         "<label>Other chunk IDs (pasted; comma, space or newline separated)"
         "<textarea name=extra_gold rows=2></textarea></label>"
