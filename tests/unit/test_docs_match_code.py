@@ -87,4 +87,4 @@ def test_the_trace_page_names_the_flag_and_the_setting(key: str) -> None:
 
 def test_the_web_view_page_quotes_how_many_recent_traces_a_save_rescores() -> None:
     text = " ".join((ROOT / "docs" / "web-view.md").read_text(encoding="utf-8").split())
-    assert f"the {RECENT_TRACES} most recently scored traces asking it" in text
+    assert f"among the {RECENT_TRACES} most recently scored traces that ask it" in text
