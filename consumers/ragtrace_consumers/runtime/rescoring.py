@@ -5,8 +5,9 @@ A scored trace's spans are deleted once it is released; what stays is its row an
 what retrieval scoring reads — each retrieval step's ranked IDs and declared top-k, the context,
 the query's digest and the trace's own question ID — and :func:`stored_judgement` the judgement
 the trace was given. :class:`Rescoring` hands both to :meth:`Pipeline.rescore` (the pipeline's own
-retrieval scoring and cell, never a second copy, never another judge call) and keeps the result
-in place of the row (:meth:`RecordingSink.record`: the trace keeps its place in the list).
+retrieval scoring and cell, never a second copy, never another judge call), which keeps the
+result in place of the row (:meth:`RecordingSink.record`: the trace keeps its place in the list)
+before counting it.
 
 A trace is left as it is when it cannot be re-scored faithfully: no detail (scored before
 details were kept), a judgement whose stored form is missing or unreadable, or no labelled
@@ -164,12 +165,12 @@ class Rescoring:
                 continue
             cost = result.extra.get("judge_cost_usd")
             items.append((trace, judgement, float(cost) if isinstance(cost, int | float) else 0.0))
-        done: list[str] = []
-        for (trace, _, _), scores in zip(items, self._pipeline.rescore(items), strict=True):
-            if scores is not None:
-                self._sink.record(scores)
-                done.append(trace.trace_id)
-        return done
+        rescored = self._pipeline.rescore(items, self._sink.record)
+        return [
+            trace.trace_id
+            for (trace, _, _), scores in zip(items, rescored, strict=True)
+            if scores is not None
+        ]
 
     def asking(self, question: LabelledQuestion, *, besides: str = "") -> list[str]:
         """The IDs of the :data:`RECENT_TRACES` most recently scored traces that ask

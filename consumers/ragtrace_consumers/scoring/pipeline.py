@@ -48,7 +48,7 @@ from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.redaction import Redactor
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
-from ragtrace_consumers.errors import NotRecorded
+from ragtrace_consumers.errors import NotRecorded, WriteBackError
 from ragtrace_consumers.model import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
@@ -421,27 +421,39 @@ class Pipeline:
         return [w.outcome if w.error is None else None for w in works]
 
     def rescore(
-        self, items: Sequence[tuple[RagTrace, GroundednessResult | None, float]]
+        self,
+        items: Sequence[tuple[RagTrace, GroundednessResult | None, float]],
+        record: Callable[[TraceScores], None],
     ) -> list[TraceScores | None]:
         """Score each (trace, its groundedness, that judgement's cost) again against the label
         set as it is now: retrieval through the same steps as :meth:`prepare`, the cell beside
-        the groundedness given. Records the new retrieval scores in the metrics (not another
-        trace scored). None for a trace no labelled question matches now."""
+        the groundedness given. Each result is handed to ``record`` (which keeps it, raising
+        :class:`~ragtrace_consumers.errors.WriteBackError` when it cannot), then its retrieval
+        scores are counted in the metrics (not another trace scored). None for a trace no
+        labelled question matches now, or whose result was not kept."""
         with suppressed(), self.metrics.batch():
             labels = LabelView(self.labels)  # its own view: the workers' one is theirs
             labels.refresh()
             out: list[TraceScores | None] = []
             for trace, groundedness, cost in items:
                 retrieval = self._retrieval(trace, labels)
-                scores = None
-                if retrieval is not None:
-                    scores = combine(
-                        trace,
-                        retrieval,
-                        groundedness,
-                        self.settings.thresholds,
-                        groundedness_cost_usd=cost,
-                    )
+                if retrieval is None:
+                    out.append(None)
+                    continue
+                scores = combine(
+                    trace,
+                    retrieval,
+                    groundedness,
+                    self.settings.thresholds,
+                    groundedness_cost_usd=cost,
+                )
+                try:
+                    if scores is not None:
+                        record(scores)
+                except WriteBackError as exc:
+                    _log.warning("re-scored trace %s not kept: %s", trace.trace_id, exc)
+                    scores = None
+                if scores is not None:
                     self._record_retrieval(trace, retrieval)
                 out.append(scores)
         return out

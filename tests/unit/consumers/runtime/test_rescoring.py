@@ -16,10 +16,12 @@ from ragtrace import semconv
 from ragtrace.evaluation.judges import GroundednessResult, JudgeInfo, LexicalJudge
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.config import ConsumerConfig
-from ragtrace_consumers.model import question_version
+from ragtrace_consumers.errors import NotRecorded
+from ragtrace_consumers.model import TraceScores, question_version
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.runtime.rescoring import Rescoring, stored_judgement, stored_rag_trace
 from ragtrace_consumers.stores.scored_results import ScoredResult
+from ragtrace_consumers.writeback.recording_sink import RecordingSink
 from tests.metric_points import histogram, points
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
@@ -222,3 +224,19 @@ def test_a_judgement_that_cannot_be_read_back_leaves_the_trace_as_it_is(
         assert rescoring(exports.trace_id, q, False) == []
         assert _row(ev, exports.trace_id) == exports
     ev.state.results.put(exports, detail)
+
+
+def test_a_result_that_cannot_be_kept_is_not_counted(
+    ev: EmbeddedEvaluator, reader: InMemoryMetricReader
+) -> None:
+    class _Full(RecordingSink):
+        def record(self, scores: TraceScores) -> None:
+            raise NotRecorded("disk full")
+
+    first = _audit_traces(ev)[0]
+    before, recalls = _row(ev, first), _recall_count(reader)
+    question = _relabel(ev, "c-9930")
+    full = _Full(ev.state.results)
+    assert Rescoring(ev.state.results, ev.pipeline, full)(first, question, False) == []
+    assert _row(ev, first) == before
+    assert _recall_count(reader) == recalls
