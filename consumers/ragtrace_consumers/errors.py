@@ -9,6 +9,8 @@ Each keeps its former standard-library base as a second base, so an ``except Val
   refuses a request (503 with ``Retry-After``, or 413).
 * :class:`StoreFull` — the SQLite trace store refuses an append that would cross its bound.
 * :class:`WriteBackError` — a score sink could not deliver; the trace is parked and retried.
+* :class:`LabelConflict` — a label store refuses to replace a labelled question that changed
+  since the caller read it (the web view answers 409 and shows the label as it is now).
 * :class:`DependencyUnavailable` — start-up gave up waiting for Redis or Kafka.
 * :class:`CannotListen` — a listener (``serve``'s OTLP receiver and metrics endpoint,
   ``consume``'s health endpoint) could not bind its address; the commands print its message and
@@ -30,6 +32,7 @@ __all__ = [
     "DependencyUnavailable",
     "DecodeError",
     "Held",
+    "LabelConflict",
     "NotRecorded",
     "ReceiverBusy",
     "RequestTooLarge",
@@ -121,6 +124,26 @@ class WriteBackError(RagtraceError):
 class NotRecorded(WriteBackError):
     """The scores could not even be recorded (the embedded evaluator's results table): unlike
     a failed delivery, their metrics are not counted until a retry records them."""
+
+
+class LabelConflict(RagtraceError):
+    """A labelled question changed since the caller read it: ``qid``, the ``expected`` version
+    (``""``: not labelled) and the ``current`` one (``""``: not labelled any more; None: other
+    saves kept changing the set, so none could be checked against it)."""
+
+    def __init__(self, qid: str, expected: str, current: str | None) -> None:
+        was = f"version {expected}" if expected else "no label"
+        if current is None:
+            message = f"the label set kept changing under other saves; question {qid} not saved"
+        else:
+            now = f"version {current}" if current else "no label"
+            message = (
+                f"the label of question {qid} changed since it was read ({was} then, {now} now)"
+            )
+        super().__init__(message)
+        self.qid = qid
+        self.expected = expected
+        self.current = current
 
 
 class DependencyUnavailable(RagtraceError, RuntimeError):

@@ -16,7 +16,8 @@ needs) and :class:`ScoreSink` (write-back). Beside them, the vocabulary their im
 share, so that no store needs scoring code: the trace store's counters and dead traces
 (:data:`STORE_STATS`, :class:`DeadTrace`, :func:`group_by_trace`), the label index and the
 storage form of a labelled question (:class:`LabelIndex`, :class:`LabelStats`,
-:func:`question_to_json`) and the record of a trace not scored (:class:`SkippedTrace`).
+:func:`question_to_json`, :func:`question_version`) and the record of a trace not scored
+(:class:`SkippedTrace`).
 
 Each store seam declares its per-item methods and the batched forms the pipeline calls
 (``load_many``, ``release_many``, ``written_many``, ``mark_written_many``, ``get_many``,
@@ -26,6 +27,7 @@ backing store allows it. Every store (in-memory, Redis, SQLite) implements both.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -81,6 +83,7 @@ __all__ = [
     "group_by_trace",
     "question_from_json",
     "question_to_json",
+    "question_version",
     "recent_turns",
 ]
 
@@ -412,7 +415,13 @@ class LabelStore(Protocol):
 
 class LabelSet(Protocol):
     """The label store the web view writes to: the embedded SQLite one or Redis's. ``add``
-    replaces the set atomically with ``question`` added (by qid) and returns its version."""
+    replaces the set atomically with ``question`` added (by qid) and returns its version.
+
+    Optimistic concurrency: with ``replaces`` (the :func:`question_version` the caller read;
+    ``""``: it read no label for the qid) ``add`` raises
+    :class:`~ragtrace_consumers.errors.LabelConflict` instead of writing when the qid's label is
+    not that version now; None writes whatever is there. ``labelled_at`` is when the qid's label
+    was last saved through ``add`` (None: it came from a labels file, or is unknown)."""
 
     def questions(self) -> list[LabelledQuestion]: ...
 
@@ -420,7 +429,17 @@ class LabelSet(Protocol):
 
     def by_id(self, qid: str) -> LabelledQuestion | None: ...
 
-    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str: ...
+    def by_question_sha256(self, digest: str) -> LabelledQuestion | None: ...
+
+    def labelled_at(self, qid: str) -> float | None: ...
+
+    def add(
+        self,
+        question: LabelledQuestion,
+        *,
+        trace_id: str | None = None,
+        replaces: str | None = None,
+    ) -> str: ...
 
 
 def question_to_json(q: LabelledQuestion) -> str:
@@ -429,6 +448,15 @@ def question_to_json(q: LabelledQuestion) -> str:
     if q.reference_answer is not None:
         d["reference_answer"] = q.reference_answer
     return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+
+
+def question_version(q: LabelledQuestion | None) -> str:
+    """One labelled question's version: a short hash of its stored form (``""``: no label).
+    Unlike the set's version it changes only when this question does, so a form that read it
+    conflicts only with a change to the question it shows."""
+    if q is None:
+        return ""
+    return hashlib.sha256(question_to_json(q).encode("utf-8")).hexdigest()[:16]
 
 
 def question_from_json(raw: str | bytes) -> LabelledQuestion:

@@ -13,7 +13,7 @@ import pytest
 from ragtrace.evaluation.labels import LabelledQuestion, label_set_version, load_labels
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.commands import labels as labels_cli
-from ragtrace_consumers.model import RagTrace
+from ragtrace_consumers.model import RagTrace, question_version
 from ragtrace_consumers.scoring.label_match import match_label
 from ragtrace_consumers.stores import redis as redis_stores
 from ragtrace_consumers.stores.redis import connect
@@ -75,8 +75,12 @@ def test_load_list_stats_clear(
     assert run(["labels", "list", "--limit", "1", "--redis", redis_url, "--prefix", prefix]) == 0
     table = capsys.readouterr().out.splitlines()
     ordered = sorted(questions, key=lambda q: q.qid)
-    assert table[0].split() == ["qid", "gold", "question"]
-    assert table[2].split()[:2] == [ordered[0].qid, str(len(ordered[0].gold))]
+    assert table[0].split() == ["qid", "gold", "version", "question"]
+    assert table[2].split()[:3] == [
+        ordered[0].qid,
+        str(len(ordered[0].gold)),
+        question_version(ordered[0]),
+    ]
     assert table[-1] == f"({len(questions) - 1} more; version {version})"
 
     assert run(["labels", "stats", "--json", "--redis", redis_url, "--prefix", prefix]) == 0

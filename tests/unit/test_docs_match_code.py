@@ -14,6 +14,7 @@ from ragtrace.evaluation.judges.lexical.align import ALIGNED_SHARE, CUE_PENALTY
 from ragtrace.evaluation.judges.lexical.judge import DEFAULT_THRESHOLD
 from ragtrace_consumers.config import ConsumerConfig, env_var
 from ragtrace_consumers.config.flags import flagged
+from ragtrace_consumers.runtime.rescoring import RECENT_TRACES
 from ragtrace_consumers.webview.trace_page import BACKEND_LINK_HINT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,3 +83,8 @@ def test_the_trace_page_names_the_flag_and_the_setting(key: str) -> None:
     assert f"{flagged_key.flag.name} {flagged_key.flag.metavar}" in BACKEND_LINK_HINT
     assert f"web.{key}" in BACKEND_LINK_HINT
     assert f"${env_var('web', key)}" in BACKEND_LINK_HINT
+
+
+def test_the_web_view_page_quotes_how_many_recent_traces_a_save_rescores() -> None:
+    text = " ".join((ROOT / "docs" / "web-view.md").read_text(encoding="utf-8").split())
+    assert f"among the {RECENT_TRACES} most recently scored traces that ask it" in text

@@ -218,7 +218,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ragtrace_consumers.model import question_to_json
+    from ragtrace_consumers.model import question_to_json, question_version
 
     if args.limit is not None and args.limit < 0:
         error(_COMMAND, f"--limit must be >= 0, got {args.limit}")
@@ -238,8 +238,9 @@ def _list(args: argparse.Namespace) -> int:
         if not questions:
             print("no label set loaded")
             return EXIT_OK
-        rows = [(q.qid, len(q.gold), _clip(q.question)) for q in shown]
-        print(format_table(("qid", "gold", "question"), rows, align="lrl"))
+        # The version the web view's label form names as the one a save replaces.
+        rows = [(q.qid, len(q.gold), question_version(q), _clip(q.question)) for q in shown]
+        print(format_table(("qid", "gold", "version", "question"), rows, align="lrll"))
         if len(shown) < len(questions):
             print(f"({len(questions) - len(shown)} more; version {store.version()})")
         return EXIT_OK

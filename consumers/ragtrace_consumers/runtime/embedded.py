@@ -22,7 +22,8 @@ It builds the SAME scoring side the Kafka consumer runs, through the same wiring
   Prometheus ``/metrics`` endpoint (and pushed over OTLP when an endpoint is configured).
 
 The web view (:mod:`ragtrace_consumers.webview`, unless ``config.web.enabled`` is false) is
-served by the same receiver under ``/ui/``, read from the same state file.
+served by the same receiver under ``/ui/``, read from the same state file; a label saved there
+re-scores its trace through the same pipeline (:mod:`ragtrace_consumers.runtime.rescoring`).
 
 Scoring runs on :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` driven by one loop thread
 that wakes when spans arrive, when a trace finishes, or when the next trace falls due.
@@ -51,6 +52,7 @@ from ragtrace_consumers.intake.metrics_endpoint import MetricsEndpoint
 from ragtrace_consumers.intake.otlp_receiver import LOGS_PATH, Accepted, OtlpHttpReceiver
 from ragtrace_consumers.intake.signal_forwarder import SignalForwarder, decode_log_events
 from ragtrace_consumers.model import ScoreSink, SkippedTrace, SpanRecord
+from ragtrace_consumers.runtime.rescoring import Rescoring
 from ragtrace_consumers.runtime.wiring import Stores, build_scoring, require_realtime_judging
 from ragtrace_consumers.scoring.judging import judge_from_settings
 from ragtrace_consumers.scoring.workers import check_lease, judgement_bound_s
@@ -298,6 +300,7 @@ class EmbeddedEvaluator:
             ),
             sessions=Sessions(self.access.token, secure_cookie=self._tls is not None),
             on_label=lambda _q, _v: self._wake.set(),
+            rescore=Rescoring(self.state.results, self.pipeline, self.sink),
         )
 
     # --- lifecycle --------------------------------------------------------------------------

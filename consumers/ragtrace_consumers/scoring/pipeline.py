@@ -28,6 +28,10 @@ the idempotency marks, score retrieval, judge-cache lookup and budget), :meth:`P
 judgements, write back in one delivery, mark, release or park).
 :class:`~ragtrace_consumers.scoring.workers.ScoringWorkers` drives them concurrently;
 :meth:`Pipeline.process_trace` and :meth:`Pipeline.process_due` run them in the calling thread.
+
+:meth:`Pipeline.rescore` is the same retrieval scoring and cell for traces scored before, after
+their question's label changed: their groundedness is the judgement they were given (never judged
+again), and nothing is written back (the backend keeps the evaluation it was sent).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from ragtrace.evaluation.judges import GroundednessResult, Judge
 from ragtrace.evaluation.redaction import Redactor
 from ragtrace.evaluation.retrieval import RecallDefinition
 from ragtrace.suppression import suppressed
-from ragtrace_consumers.errors import NotRecorded
+from ragtrace_consumers.errors import NotRecorded, WriteBackError
 from ragtrace_consumers.model import (
     FAMILY_ANSWER,
     FAMILY_GROUNDEDNESS,
@@ -416,6 +420,44 @@ class Pipeline:
                     )
         return [w.outcome if w.error is None else None for w in works]
 
+    def rescore(
+        self,
+        items: Sequence[tuple[RagTrace, GroundednessResult | None, float]],
+        record: Callable[[TraceScores], None],
+    ) -> list[TraceScores | None]:
+        """Score each (trace, its groundedness, that judgement's cost) again against the label
+        set as it is now: retrieval through the same steps as :meth:`prepare`, the cell beside
+        the groundedness given. Each result is handed to ``record`` (which keeps it, raising
+        :class:`~ragtrace_consumers.errors.WriteBackError` when it cannot), then its retrieval
+        scores are counted in the metrics (not another trace scored). None for a trace no
+        labelled question matches now, or whose result was not kept."""
+        with suppressed(), self.metrics.batch():
+            labels = LabelView(self.labels)  # its own view: the workers' one is theirs
+            labels.refresh()
+            out: list[TraceScores | None] = []
+            for trace, groundedness, cost in items:
+                retrieval = self._retrieval(trace, labels)
+                if retrieval is None:
+                    out.append(None)
+                    continue
+                scores = combine(
+                    trace,
+                    retrieval,
+                    groundedness,
+                    self.settings.thresholds,
+                    groundedness_cost_usd=cost,
+                )
+                try:
+                    if scores is not None:
+                        record(scores)
+                except WriteBackError as exc:
+                    _log.warning("re-scored trace %s not kept: %s", trace.trace_id, exc)
+                    scores = None
+                if scores is not None:
+                    self._record_retrieval(trace, retrieval)
+                out.append(scores)
+        return out
+
     def _guarded(self, work: TraceWork, step: Callable[..., Any], *args: Any) -> Any:
         """Run one trace's own step. An unexpected failure there (a bug, not a store outage:
         those come from the batched calls and fail the batch) marks only that trace."""
@@ -573,17 +615,20 @@ class Pipeline:
             work.outcome = Outcome.SKIPPED
         return scores
 
-    def _retrieval(self, trace: RagTrace) -> RetrievalScores | None:
+    def _retrieval(
+        self, trace: RagTrace, labels: LabelView | None = None
+    ) -> RetrievalScores | None:
         if not trace.has_retrieval or trace.recall_na_reason:
             return None  # content-hash chunk IDs: recall is n/a (the reason is written back)
-        question, matched_by = match_label(trace, self._labels)
+        view = self._labels if labels is None else labels
+        question, matched_by = match_label(trace, view)
         if question is None or matched_by is None:
             return None
         return score_retrieval(
             trace,
             question,
             matched_by,
-            self._labels.version(),
+            view.version(),
             self.settings.k,
             self.settings.recall_definition,
             k_from_trace=self.settings.k_from_trace,
@@ -621,16 +666,8 @@ class Pipeline:
         m = self.metrics
         m.trace_scored(trace.service, trace.pipeline, scores.cell.value)
         r = scores.retrieval if FAMILY_RECALL in fresh else None
-        if r is not None and r.answerable:
-            m.retrieval(
-                r.scores.recall,
-                r.scores.hit_rate,
-                r.scores.reciprocal_rank,
-                trace.service,
-                trace.pipeline,
-                k=r.scores.k,
-                data_source=trace.data_source,
-            )
+        if r is not None:
+            self._record_retrieval(trace, r)
         g = scores.groundedness if FAMILY_GROUNDEDNESS in fresh else None
         if g is not None and g.score is not None:
             m.groundedness(
@@ -644,3 +681,15 @@ class Pipeline:
             self._answers.record(scores.answers, trace.service, trace.pipeline)
         if trace.ended_ns:
             m.scoring_delay(self._clock() - trace.ended_ns / 1e9, trace.service)
+
+    def _record_retrieval(self, trace: RagTrace, r: RetrievalScores) -> None:
+        if r.answerable:  # an unanswerable question's NaN stays out of the histograms
+            self.metrics.retrieval(
+                r.scores.recall,
+                r.scores.hit_rate,
+                r.scores.reciprocal_rank,
+                trace.service,
+                trace.pipeline,
+                k=r.scores.k,
+                data_source=trace.data_source,
+            )

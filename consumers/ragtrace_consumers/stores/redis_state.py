@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,12 +20,14 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace_consumers.errors import LabelConflict
 from ragtrace_consumers.model import (
     LabelIndex,
     LabelStats,
     SessionTurn,
     question_from_json,
     question_to_json,
+    question_version,
     recent_turns,
 )
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 _OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can still finish
+_ADD_ATTEMPTS = 50  # a save that lost the race to another set's swap is checked and tried again
 
 
 _LABEL_SWAP = """
@@ -109,27 +113,70 @@ class RedisLabelStore:
 
     def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
         """Replace the label set atomically; returns its version."""
+        with self._r.pipeline(transaction=True) as pipe:
+            return self._write(pipe, questions, source)
+
+    def _write(
+        self,
+        pipe: redis.client.Pipeline,
+        questions: Sequence[LabelledQuestion],
+        source: str | None,
+        labelled: str | None = None,
+    ) -> str:
+        """Write ``questions`` as the current set in one MULTI on ``pipe`` (which may be
+        watching the current pointer); ``labelled``: the qid saved now (its time is kept)."""
         index = LabelIndex.build(questions)
         stats = index.stats(loaded_at=self._clock(), source=source)
         base = f"{self._p}:labels:{index.version}"
         meta: dict[FieldT, EncodableT] = {k: json.dumps(v) for k, v in stats.to_dict().items()}
-        pipe = self._r.pipeline(transaction=True)
+        pipe.multi()
         pipe.delete(f"{base}:q", f"{base}:sha", f"{base}:meta")
         pipe.hset(f"{base}:q", mapping={q.qid: question_to_json(q) for q in questions})
         if index.by_sha256:
             by_sha256: dict[FieldT, EncodableT] = {k: v for k, v in index.by_sha256.items()}
             pipe.hset(f"{base}:sha", mapping=by_sha256)
         pipe.hset(f"{base}:meta", mapping=meta)
+        if labelled is not None:
+            pipe.hset(f"{self._p}:labels:labelled_at", labelled, str(self._clock()))
         self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
         pipe.execute()
         return str(index.version)
 
-    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str:
+    def add(
+        self,
+        question: LabelledQuestion,
+        *,
+        trace_id: str | None = None,
+        replaces: str | None = None,
+    ) -> str:
         """Replace the set with ``question`` added (or replaced, by qid); returns the new
-        version. Two concurrent adds may each miss the other's question (last one wins)."""
-        kept = [q for q in self.questions() if q.qid != question.qid]
+        version. The set is read and written under WATCH of the current pointer: a set swapped
+        in meanwhile (another save, a ``labels load``) makes this one read it and try again, so
+        no save drops another's question and ``replaces`` (the version of the qid's label the
+        caller read; ``""``: none) is checked against the set written over
+        (:class:`~ragtrace_consumers.errors.LabelConflict`)."""
         where = f"trace {trace_id}" if trace_id else "the web view"
-        return self.load([*kept, question], source=f"labelled from {where}")
+        for _ in range(_ADD_ATTEMPTS):
+            with self._r.pipeline(transaction=True) as pipe:
+                pipe.watch(f"{self._p}:labels:current")  # type: ignore[no-untyped-call]
+                if replaces is not None:
+                    current = question_version(self.by_id(question.qid))
+                    if current != replaces:
+                        raise LabelConflict(question.qid, replaces, current)
+                kept = [q for q in self.questions() if q.qid != question.qid]
+                try:
+                    return self._write(
+                        pipe, [*kept, question], f"labelled from {where}", question.qid
+                    )
+                except redis.WatchError:
+                    time.sleep(random.uniform(0, 0.01))  # spread the saves that collided
+                    continue
+        raise LabelConflict(question.qid, replaces or "", None)
+
+    def labelled_at(self, qid: str) -> float | None:
+        """When ``qid`` was last labelled through :meth:`add` (None: never)."""
+        raw = self._r.hget(f"{self._p}:labels:labelled_at", qid)
+        return float(raw) if raw else None
 
     def by_id(self, qid: str) -> LabelledQuestion | None:
         raw = self._get(keys=[], args=[self._p, "id", qid])
@@ -170,6 +217,7 @@ class RedisLabelStore:
 
     def clear(self) -> None:
         self._clear(keys=[], args=[self._p])
+        self._r.delete(f"{self._p}:labels:labelled_at")
 
 
 class RedisJudgeResultCache:

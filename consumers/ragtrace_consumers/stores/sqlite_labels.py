@@ -5,17 +5,22 @@ Lookups (the scoring hot path) are a :class:`~ragtrace_consumers.stores.memory.M
 its version (the content hash ``ragtrace labels`` prints), so the set in use is known to
 ``ragtrace labels export --state`` without a running evaluator. Questions labelled from live
 traffic (:meth:`SqliteLabelStore.add`) are kept apart in ``labels_added``: at start they are laid
-over the labels file again (:meth:`SqliteLabelStore.start`), so a restart loses none of them.
+over the labels file again (:meth:`SqliteLabelStore.start`), so a restart loses none of them,
+with the time each was saved (:meth:`SqliteLabelStore.labelled_at`). A save that names the
+version of the question it replaces is checked and written under one lock (the web view's
+requests run on several threads of this one process): a stale form never overwrites a newer label.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.model import question_from_json, question_to_json
+from ragtrace_consumers.errors import LabelConflict
+from ragtrace_consumers.model import question_from_json, question_to_json, question_version
 from ragtrace_consumers.stores.memory import MemoryLabelStore
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 
@@ -52,6 +57,7 @@ class SqliteLabelStore(MemoryLabelStore):
     def __init__(self, state: SqliteState) -> None:
         super().__init__()
         self._state = state
+        self._writing = threading.Lock()
         _ensure(state)
 
     def start(self, base: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
@@ -80,13 +86,31 @@ class SqliteLabelStore(MemoryLabelStore):
         )
         return version
 
-    def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str:
-        """Add (or replace, by qid) one labelled question; returns the new set's version."""
-        self._state.execute(
-            "INSERT OR REPLACE INTO labels_added (qid, body, trace_id, added_at) "
-            "VALUES (?, ?, ?, ?)",
-            (question.qid, question_to_json(question), trace_id, time.time()),
-        )
-        kept = [q for q in self.questions() if q.qid != question.qid]
-        where = f"trace {trace_id}" if trace_id else "the web view"
-        return self.load([*kept, question], source=f"labelled from {where}")
+    def add(
+        self,
+        question: LabelledQuestion,
+        *,
+        trace_id: str | None = None,
+        replaces: str | None = None,
+    ) -> str:
+        """Add (or replace, by qid) one labelled question; returns the new set's version.
+        ``replaces``: the version of the qid's label the caller read (``""``: none), else
+        :class:`~ragtrace_consumers.errors.LabelConflict` and nothing is written."""
+        with self._writing:
+            if replaces is not None:
+                current = question_version(self.by_id(question.qid))
+                if current != replaces:
+                    raise LabelConflict(question.qid, replaces, current)
+            self._state.execute(
+                "INSERT OR REPLACE INTO labels_added (qid, body, trace_id, added_at) "
+                "VALUES (?, ?, ?, ?)",
+                (question.qid, question_to_json(question), trace_id, time.time()),
+            )
+            kept = [q for q in self.questions() if q.qid != question.qid]
+            where = f"trace {trace_id}" if trace_id else "the web view"
+            return self.load([*kept, question], source=f"labelled from {where}")
+
+    def labelled_at(self, qid: str) -> float | None:
+        """When ``qid`` was last labelled from a trace (None: it comes from the labels file)."""
+        rows = self._state.execute("SELECT added_at FROM labels_added WHERE qid = ?", (qid,))
+        return float(rows[0][0]) if rows else None

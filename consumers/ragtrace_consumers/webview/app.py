@@ -10,7 +10,9 @@ the pages live on ``ragtrace serve``'s own address. Routes:
   id>`` a trace (any unique prefix redirects to the full ID); ``GET /ui/questions`` questions
   seen most often without a label;
   ``GET /ui/static/ragtrace.css``;
-* ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin);
+* ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin): it
+  names the label version it replaces and is refused (409) when that changed since; the trace is
+  then re-scored (and the other recent traces asking it, when ticked) through ``rescore``;
 * ``GET``/``POST /ui/login`` when a token is set (:mod:`~ragtrace_consumers.webview.sessions`).
 
 A bad parameter is a 4xx page naming it; nothing raises into the server.
@@ -23,7 +25,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -32,12 +34,15 @@ from urllib.parse import parse_qs, quote
 from ragtrace.evaluation.calibration import calibration_warning, load_stamp
 from ragtrace.evaluation.judges import JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
+from ragtrace.normalize import question_sha256
+from ragtrace_consumers.errors import LabelConflict
 from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
 from ragtrace_consumers.model import LabelSet
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.export import to_csv, to_json
 from ragtrace_consumers.webview.html import page
+from ragtrace_consumers.webview.label_form import CurrentLabel
 from ragtrace_consumers.webview.pages import (
     render_error,
     render_list,
@@ -62,7 +67,12 @@ from ragtrace_consumers.webview.queries import (
 from ragtrace_consumers.webview.sessions import Sessions
 from ragtrace_consumers.webview.trace_page import TraceView, render_trace
 
-__all__ = ["OVERVIEW_TTL_S", "WebView", "WebViewOptions"]
+__all__ = ["OVERVIEW_TTL_S", "Rescore", "WebView", "WebViewOptions"]
+
+Rescore = Callable[[str, LabelledQuestion, bool], Sequence[str]]
+"""Re-scores the trace (and, with True, the other recent traces asking the question) after its
+label was saved; returns the IDs of the traces re-scored (the runtime's
+:class:`~ragtrace_consumers.runtime.rescoring.Rescoring`)."""
 
 OVERVIEW_TTL_S = 5.0
 """While traces keep arriving, the overview is at most this many seconds behind."""
@@ -126,7 +136,9 @@ def _css() -> bytes:
 
 
 class WebView:
-    """Serves the pages from ``state``; writes labels to ``labels`` (None: read-only)."""
+    """Serves the pages from ``state``; writes labels to ``labels`` (None: read-only), then
+    calls ``on_label`` and re-scores through ``rescore`` (None: the next trace asking the
+    question is the first scored with it)."""
 
     def __init__(
         self,
@@ -136,12 +148,14 @@ class WebView:
         options: WebViewOptions | None = None,
         sessions: Sessions | None = None,
         on_label: Callable[[LabelledQuestion, str], None] | None = None,
+        rescore: Rescore | None = None,
     ) -> None:
         self._state = state
         self._labels = labels
         self._options = options or WebViewOptions()
         self.sessions = sessions or Sessions()
         self._on_label = on_label
+        self._rescore = rescore
         self._css = _css()
         self._lock = threading.Lock()
         self._cached: dict[OverviewFilter, tuple[object, float, Overview]] = {}
@@ -207,8 +221,8 @@ class WebView:
         if path in _EXPORTS:
             return self._export(TraceFilter.parse(params), *_EXPORTS[path])
         if path.startswith("/ui/traces/"):
-            saved = self._only(params, {"saved"}).get("saved")
-            return self._trace(req, path[len("/ui/traces/") :], saved)
+            given = self._only(params, {"saved", "rescored"})
+            return self._trace(req, path[len("/ui/traces/") :], given)
         if path == "/ui/questions":
             self._only(params, set())
             labels = self._labels
@@ -221,7 +235,7 @@ class WebView:
         raise BadRequest(f"no page at {path}", 404)
 
     # --- pages -----------------------------------------------------------------------------------
-    def _trace(self, req: WebRequest, raw_id: str, saved: str | None) -> WebResponse:
+    def _trace(self, req: WebRequest, raw_id: str, given: Mapping[str, str]) -> WebResponse:
         trace_id = resolve_trace_id(self._state, raw_id)
         if trace_id != raw_id:  # a prefix (or upper case): the page lives at the full ID
             return self._redirect(f"/ui/traces/{trace_id}")
@@ -229,23 +243,25 @@ class WebView:
         if result is None:
             raise BadRequest(f"no scored trace {trace_id} in this evaluator's state", 404)
         detail = self._state.results.detail(trace_id)
-        gold_now = None
-        if self._labels is not None and result.question_id:
-            q = self._labels.by_id(result.question_id)
-            gold_now = q.gold if q is not None else None
+        label = self._current_label(result.question_id, result.query, detail)
+        q = label.question if label is not None else None
         backend = None
         template = self._options.trace_url_template
         if template is not None:
             spans = detail.get("span_ids") if detail else None
             span = spans.get("target") if isinstance(spans, Mapping) else None
             backend = template.format(trace_id=trace_id, span_id=quote(str(span or "")))
-        message = None
-        if saved:
-            message = f"Saved. Label set version {saved[:80]}: the next trace asking this " + (
-                "question is scored with recall."
-            )
+        message = self._saved_message(given)
         title, body = render_trace(
-            TraceView(result, detail, gold_now, backend, self.sessions.csrf(req.headers), message)
+            TraceView(
+                result,
+                detail,
+                q.gold if q is not None else None,
+                backend,
+                self.sessions.csrf(req.headers),
+                message,
+                label,
+            )
         )
         return self._page(200, title, body)
 
@@ -262,12 +278,49 @@ class WebView:
         )
         return WebResponse(200, ctype, body, headers)
 
+    def _current_label(
+        self, qid: str | None, query: str | None, detail: Mapping[str, object] | None
+    ) -> CurrentLabel | None:
+        """The label the trace's question has now: by its question ID, else by its query's
+        normalised text (as scoring matches it). None: no label store."""
+        labels = self._labels
+        if labels is None:
+            return None
+        found = labels.by_id(qid) if qid else None
+        if found is None:
+            digest = detail.get("query_sha256") if detail is not None else None
+            if not isinstance(digest, str) and query:
+                digest = question_sha256(query)
+            found = labels.by_question_sha256(digest) if isinstance(digest, str) else None
+        at = labels.labelled_at(found.qid) if found is not None else None
+        return CurrentLabel(found, at, labels.version())
+
+    @staticmethod
+    def _saved_message(given: Mapping[str, str]) -> str | None:
+        saved = given.get("saved")
+        if not saved:
+            return None
+        rescored = given.get("rescored")
+        if rescored is None:
+            then = "the next trace asking this question is scored with recall."
+        elif rescored.isdigit() and len(rescored) < 7:
+            others = int(rescored)
+            then = "this trace was re-scored with it (its judgement kept)" + (
+                f", and {others} other recent trace{'' if others == 1 else 's'} asking it."
+                if others
+                else "."
+            )
+        else:
+            raise BadRequest("rescored must be a count")
+        return f"Saved. Label set version {saved[:80]}: {then}"
+
     def _save_label(self, req: WebRequest) -> WebResponse:
         form = self._form(req)
         why = self.sessions.may_write(req.headers, self._field(form, "csrf", required=False))
         if why is not None:
             raise BadRequest(why, 403)
-        if self._labels is None:
+        labels = self._labels
+        if labels is None:
             raise BadRequest("this evaluator has no writable label store", 409)
         trace_id = check_trace_id(self._field(form, "trace_id"))
         question = self._field(form, "question").strip()
@@ -276,8 +329,13 @@ class WebView:
         gold = [g for g in form.get("gold", []) if g.strip()]
         extra = self._field(form, "extra_gold", required=False)
         gold += [g for g in re.split(r"[\s,]+", extra) if g]
-        if not gold:
-            raise BadRequest("mark or paste at least one chunk ID that answers the question")
+        if self._field(form, "unanswerable", required=False):
+            gold = []  # an empty gold set, whatever is ticked
+        elif not gold:
+            raise BadRequest(
+                "mark or paste at least one chunk ID that answers the question, or mark it "
+                "unanswerable"
+            )
         if len(gold) > _MAX_GOLD or any(len(g) > 500 for g in gold):
             raise BadRequest(f"at most {_MAX_GOLD} chunk IDs of up to 500 characters each")
         qid = self._field(form, "qid", required=False).strip()
@@ -290,12 +348,33 @@ class WebView:
             raise BadRequest(f"qid may hold letters, digits and . _ : / - only, got {qid[:80]!r}")
         if self._state.results.get(trace_id) is None:
             raise BadRequest(f"no scored trace {trace_id}", 404)
+        # The version the form replaces is that of the label it showed; a qid changed in the
+        # form names a question that must not be labelled yet. No field (a script): likewise.
+        shown = self._field(form, "label_qid", required=False)
+        replaces = self._field(form, "replaces", required=False) if qid == shown else ""
         labelled = LabelledQuestion(qid=qid, question=question, gold=frozenset(gold))
-        version = self._labels.add(labelled, trace_id=trace_id)
+        try:
+            version = labels.add(labelled, trace_id=trace_id, replaces=replaces)
+        except LabelConflict as exc:
+            raise BadRequest(
+                f"Not saved: {exc}. Open the trace page again to see the label as it is now, "
+                "then make your change there.",
+                409,
+            ) from None
         if self._on_label is not None:
             self._on_label(labelled, version)
         _log.info("web view: labelled %s from trace %s (set %s)", qid, trace_id, version)
-        return self._redirect(f"/ui/traces/{trace_id}?saved={quote(version)}#label")
+        target = f"/ui/traces/{trace_id}?saved={quote(version)}"
+        if self._rescore is not None:
+            others = bool(self._field(form, "rescore_others", required=False))
+            try:
+                done = self._rescore(trace_id, labelled, others)
+            except Exception:  # noqa: BLE001 - the label is saved; the next trace uses it
+                _log.exception("web view: re-scoring trace %s after its label failed", trace_id)
+                done = []
+            if trace_id in done:
+                target += f"&rescored={len(done) - 1}"
+        return self._redirect(target + "#label")
 
     def _login(self, req: WebRequest) -> WebResponse:
         if not self.sessions.login_required:

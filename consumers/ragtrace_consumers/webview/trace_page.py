@@ -6,7 +6,8 @@ several retrieval steps, each step's query and ranked IDs, its top k being what 
 answer, each unit coloured by its verdict with its claims, their evidence quotes and the check
 that downgraded a claim the judge had accepted; the context passages with every quote
 highlighted where it occurs; the judge's provenance; the IDs to find the trace in another
-backend; and the form that labels the question from this trace.
+backend; and the form that labels the question from this trace
+(:mod:`~ragtrace_consumers.webview.label_form`), with the question's label state in the header.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
+from ragtrace_consumers.webview.label_form import CurrentLabel, label_form, label_state
 
 __all__ = ["BACKEND_LINK_HINT", "TraceView", "closest_passage", "render_trace"]
 
@@ -32,7 +34,8 @@ BACKEND_LINK_HINT = (
 @dataclass(frozen=True)
 class TraceView:
     """What the page is drawn from: the row, its detail (None: scored before details were
-    kept), the gold IDs labelled now, the backend link, the form's CSRF token."""
+    kept), the gold IDs labelled now, the backend link, the form's CSRF token, the message of a
+    save, and the question's label as the label store holds it now (None: not known)."""
 
     result: ScoredResult
     detail: Mapping[str, Any] | None
@@ -40,6 +43,7 @@ class TraceView:
     backend_url: str | None
     csrf: str
     saved: str | None = None
+    label: CurrentLabel | None = None
 
 
 def _dicts(value: object) -> list[Mapping[str, Any]]:
@@ -326,31 +330,6 @@ def _dl(rows: Sequence[tuple[str, object]]) -> str:
     )
 
 
-def _label_form(view: TraceView, chunks: Sequence[Mapping[str, Any]], gold: set[str]) -> str:
-    r = view.result
-    boxes = "".join(
-        f'<label class=pick><input type=checkbox name=gold value="{esc(c.get("id"))}"'
-        f"{' checked' if str(c.get('id')) in gold else ''}> <code>{esc(c.get('id'))}</code>"
-        "</label>"
-        for c in chunks
-    )
-    qid = r.question_id or ""
-    saved = f"<p class=saved role=status>{esc(view.saved)}</p>" if view.saved else ""
-    return (
-        f'{saved}<form method=post action="/ui/labels" class=label-form>'
-        f'<input type=hidden name=csrf value="{esc(view.csrf)}">'
-        f'<input type=hidden name=trace_id value="{esc(r.trace_id)}">'
-        f"<label>Question<textarea name=question rows=2 required>{esc(r.query)}</textarea></label>"
-        f'<label>Question ID <input name=qid value="{esc(qid)}" placeholder="derived from the '
-        'question when empty" maxlength=200></label>'
-        f"<fieldset><legend>Chunks that answer it</legend>{boxes or '<em>none retrieved</em>'}"
-        "</fieldset>"
-        "<label>Other chunk IDs (pasted; comma, space or newline separated)"
-        "<textarea name=extra_gold rows=2></textarea></label>"
-        "<button type=submit>Save labelled question</button></form>"
-    )
-
-
 def render_trace(view: TraceView) -> tuple[str, str]:
     """(title, body markup) of the trace page."""
     r, detail = view.result, view.detail
@@ -366,7 +345,8 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         f"<span class=metric>{esc(recall)}</span>"
         f"<span class=metric>groundedness {esc(score(r.groundedness))}</span>"
         f"<span class=muted>service {esc(r.service)} · scored {esc(when(r.scored_at))}"
-        f"{' · question ' + esc(r.question_id) if r.question_id else ''}</span></section>"
+        f"{' · question ' + esc(r.question_id) if r.question_id else ''}</span>"
+        f"{label_state(view.label) if view.label is not None else ''}</section>"
         f"<blockquote class=question>{esc(r.query) or '<em>no question recorded</em>'}"
         "</blockquote>"
     )
@@ -416,7 +396,15 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         + _dl(span_rows)
         + link
         + "</section></div><section id=label><h2>Label this question</h2>"
-        + _label_form(view, retrieved, gold)
+        + (f"<p class=saved role=status>{esc(view.saved)}</p>" if view.saved else "")
+        + label_form(
+            r.trace_id,
+            r.query,
+            r.question_id,
+            retrieved,
+            view.label or CurrentLabel(None),
+            view.csrf,
+        )
         + "</section>"
     )
     return f"Trace {r.trace_id[:8]}…", body

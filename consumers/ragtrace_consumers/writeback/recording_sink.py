@@ -1,7 +1,9 @@
 """The scored-results sink of the embedded evaluator: every scored trace is recorded by the
 scored results' owner (:mod:`ragtrace_consumers.stores.scored_results`, what ``ragtrace serve``
 and ``ragtrace demo`` print from) first, then delivered to the OTLP sink when one is
-configured: a result is kept (and shown) whether or not an exporter takes it. The gold IDs kept in a trace's detail come from the label store seam.
+configured: a result is kept (and shown) whether or not an exporter takes it. The gold IDs kept
+in a trace's detail come from the label store seam. :meth:`RecordingSink.record` keeps a
+re-scored trace (its label changed) without delivering it again.
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ def _chunks(chunks: Sequence[Any]) -> list[dict[str, object]]:
 def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, object]:
     """What the web view's trace page shows beyond the row: the ranked retrieved chunks and the
     context with their text, the gold IDs of the matched question, the judge's full result
-    (units, claims, quotes, failed checks, provenance) and the span IDs."""
+    (units, claims, quotes, failed checks, provenance) and the span IDs; and what matching it to
+    a label again needs (the query's digest, the trace's own question ID)."""
     trace, g = scores.trace, scores.groundedness
     return {
         "retrieved": _chunks(trace.retrieved),
@@ -133,6 +136,9 @@ def trace_detail(scores: TraceScores, gold: frozenset[str] | None) -> dict[str, 
         },
         "context_truncated": trace.context_truncated,
         "model": trace.model,
+        "query_sha256": trace.query_sha256,
+        "question_id": trace.question_id,
+        "data_source": trace.data_source,
         "session_id": trace.session_id,
         "earlier_turn_units": {str(u): t for u, t in sorted(scores.earlier_turn_units.items())},
     }
@@ -167,22 +173,14 @@ class RecordingSink:
 
     def write(self, scores: TraceScores) -> None:
         trace_id = scores.trace.trace_id
+        with self._recorded:
+            self._delivering.add(trace_id)
         try:
-            previous = self._results.get(scores.trace.trace_id)
-            result = to_scored_result(scores, self._clock(), previous)
-            gold = self._gold(result.question_id)
-            detail = None
-            if previous is None or scores.groundedness is not None or scores.retrieval is not None:
-                detail = trace_detail(scores, gold)
-            with self._recorded:
-                self._delivering.add(trace_id)
-            self._results.put(result, detail)
-        except Exception as exc:
+            self.record(scores)
+        except NotRecorded:
             with self._recorded:
                 self._delivering.discard(trace_id)
-            raise NotRecorded(
-                f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
-            ) from exc
+            raise
         # A row counts for waiters once its delivery was attempted: the caller's metrics follow.
         try:
             if self._inner is not None:
@@ -191,6 +189,22 @@ class RecordingSink:
             with self._recorded:
                 self._delivering.discard(trace_id)
                 self._recorded.notify_all()
+
+    def record(self, scores: TraceScores) -> None:
+        """Keep ``scores`` in the results table (in place of the trace's row) without
+        delivering them; :class:`NotRecorded` when that fails."""
+        try:
+            previous = self._results.get(scores.trace.trace_id)
+            result = to_scored_result(scores, self._clock(), previous)
+            gold = self._gold(result.question_id)
+            detail = None
+            if previous is None or scores.groundedness is not None or scores.retrieval is not None:
+                detail = trace_detail(scores, gold)
+            self._results.put(result, detail)
+        except Exception as exc:
+            raise NotRecorded(
+                f"scores of trace {scores.trace.trace_id} not recorded: {exc}"
+            ) from exc
 
     def _gold(self, qid: str | None) -> frozenset[str] | None:
         """The gold IDs of the labelled question ``qid`` (None: not labelled now)."""

@@ -12,6 +12,7 @@ import pytest
 
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
+from ragtrace_consumers.model import question_version
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore, current_label_set
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview import Sessions, WebView, WebViewOptions
@@ -323,3 +324,143 @@ def test_the_overview_filters_by_service_model_and_range(
     ):
         r = get(view, target)
         assert r.status == 400 and message in text(r), target
+
+
+# --- the label form: the current gold set, its version, re-scoring -------------------------------
+
+HERE = {"origin": f"http://{HOST}"}
+
+
+def _hidden(page: WebResponse, name: str) -> str:
+    found = re.search(rf'name={name} value="([^"]*)"', text(page))
+    assert found is not None, name
+    return found.group(1)
+
+
+def _ticked(page: WebResponse) -> list[str]:
+    return re.findall(r'name=gold value="([^"]*)" checked', text(page))
+
+
+def _form(page: WebResponse, **change: object) -> dict[str, object]:
+    form: dict[str, object] = {
+        "csrf": csrf_of(page),
+        "trace_id": _hidden(page, "trace_id"),
+        "label_qid": _hidden(page, "label_qid"),
+        "replaces": _hidden(page, "replaces"),
+        "question": "question 7?",
+        "qid": "q-7",
+        "gold": _ticked(page),
+    }
+    form.update(change)
+    return form
+
+
+def test_a_labelled_trace_shows_its_gold_set_and_the_version_it_replaces(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    labels.add(LabelledQuestion("q-7", "question 7?", frozenset({"c-gold", "c-far"})))
+    page = get(_view(state, labels), f"/ui/traces/{TRACE}")
+    assert _ticked(page) == ["c-gold", "c-far"]  # retrieved in rank order, then not retrieved
+    assert re.search(
+        r"<div class=gold-kept>Gold this trace did not retrieve: <label[^>]*>"
+        r'<input type=checkbox name=gold value="c-far" checked>',
+        text(page),
+    )
+    assert re.findall(r'name=gold value="([^"]*)"', text(page)) == [
+        "c-1",
+        "c-2",
+        "c-3",
+        "c-gold",
+        "c-far",
+    ]
+    q = labels.by_id("q-7")
+    assert _hidden(page, "replaces") == question_version(q) != ""
+    assert _hidden(page, "label_qid") == "q-7"
+    assert f"Saving replaces label version <code>{question_version(q)}</code>" in text(page)
+    assert "saved from a trace" in text(page)
+    assert "labelled <code>q-7</code> (2 gold chunks)" in text(page)
+    assert "name=unanswerable value=1 checked" not in text(page)
+    unlabelled = get(_view(state, labels), f"/ui/traces/{8:032x}")
+    assert "<span class=label-state>unlabelled</span>" in text(unlabelled)
+    assert _hidden(unlabelled, "replaces") == "" and _ticked(unlabelled) == []
+    assert "This question has no label yet" in text(unlabelled)
+
+
+def test_a_save_removes_and_adds_chunks_and_rescores_on_request(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    calls: list[tuple[str, LabelledQuestion, bool]] = []
+
+    def rescore(trace_id: str, q: LabelledQuestion, others: bool) -> list[str]:
+        calls.append((trace_id, q, others))
+        return [trace_id, "f" * 32]
+
+    view = _view(state, labels, rescore=rescore)
+    page = get(view, f"/ui/traces/{TRACE}")
+    assert _ticked(page) == ["c-gold"]
+    form = _form(page, gold=["c-2"], extra_gold="c-new", rescore_others="1")
+    r = post(view, "/ui/labels", form, HERE)
+    assert r.status == 303, text(r)
+    location = dict(r.headers)["Location"]
+    assert location.endswith("&rescored=1#label")
+    saved = LabelledQuestion("q-7", "question 7?", frozenset({"c-2", "c-new"}))
+    assert labels.by_id("q-7") == saved
+    assert calls == [(TRACE, saved, True)]
+    after = get(view, location.split("#")[0])
+    assert "this trace was re-scored with it (its judgement kept), and 1 other recent trace" in (
+        text(after)
+    )
+    assert _ticked(after) == ["c-2", "c-new"]
+    assert _hidden(after, "replaces") == question_version(saved)
+    assert "labelled <code>q-7</code> (2 gold chunks)" in text(after)
+    # Without the box ticked only this trace is re-scored; a failing re-score loses no label.
+    post(view, "/ui/labels", _form(after, gold=["c-2"]), HERE)
+    assert calls[-1][2] is False
+
+    def broken(trace_id: str, q: LabelledQuestion, others: bool) -> list[str]:
+        raise RuntimeError("state file gone")
+
+    view = _view(state, labels, rescore=broken)
+    page = get(view, f"/ui/traces/{TRACE}")
+    r = post(view, "/ui/labels", _form(page, gold=["c-3"]), HERE)
+    assert r.status == 303 and "rescored" not in dict(r.headers)["Location"]
+    assert labels.by_id("q-7") == LabelledQuestion("q-7", "question 7?", frozenset({"c-3"}))
+
+
+def test_a_stale_form_is_refused_and_the_label_kept(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(state, labels)
+    mine = get(view, f"/ui/traces/{TRACE}")
+    theirs = get(view, f"/ui/traces/{TRACE}")
+    assert post(view, "/ui/labels", _form(theirs, gold=["c-1"]), HERE).status == 303
+    version, kept = labels.version(), labels.by_id("q-7")
+    r = post(view, "/ui/labels", _form(mine, gold=["c-gold", "c-3"]), HERE)
+    assert r.status == 409
+    assert "Not saved: the label of question q-7 changed since it was read" in text(r)
+    assert "Open the trace page again" in text(r)
+    assert (labels.version(), labels.by_id("q-7")) == (version, kept)
+    # A qid changed in the form to one labelled already is not written over either.
+    labels.add(LabelledQuestion("q-8", "question 8?", frozenset({"c-8"})))
+    fresh = get(view, f"/ui/traces/{TRACE}")
+    r = post(view, "/ui/labels", _form(fresh, qid="q-8"), HERE)
+    assert r.status == 409 and "question q-8" in text(r)
+    assert labels.by_id("q-8") == LabelledQuestion("q-8", "question 8?", frozenset({"c-8"}))
+
+
+def test_a_question_marked_unanswerable_is_saved_with_an_empty_gold_set(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    view = _view(state, labels)
+    page = get(view, f"/ui/traces/{TRACE}")
+    r = post(view, "/ui/labels", _form(page, unanswerable="1"), HERE)  # c-gold still ticked
+    assert r.status == 303, text(r)
+    q = labels.by_id("q-7")
+    assert q is not None and q.gold == frozenset() and not q.answerable
+    after = get(view, dict(r.headers)["Location"].split("#")[0])
+    assert "labelled unanswerable <code>q-7</code> (empty gold set: recall n/a)" in text(after)
+    assert "name=unanswerable value=1 checked" in text(after)
+    assert _ticked(after) == [] and "gold: unanswerable" in text(after)
+    # Unticking everything without marking it unanswerable says what to do.
+    r = post(view, "/ui/labels", _form(after, gold=[]), HERE)
+    assert r.status == 400 and "or mark it unanswerable" in text(r)
