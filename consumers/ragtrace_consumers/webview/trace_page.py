@@ -19,6 +19,7 @@ from typing import Any
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
+from ragtrace_consumers.webview.verdicts import verdict_note
 
 __all__ = ["BACKEND_LINK_HINT", "TraceView", "closest_passage", "render_trace"]
 
@@ -369,7 +370,7 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         f"{' · question ' + esc(r.question_id) if r.question_id else ''}</span></section>"
         f"<blockquote class=question>{esc(r.query) or '<em>no question recorded</em>'}"
         "</blockquote>"
-    )
+    ) + verdict_note(r)
     if detail is None:
         head += (
             "<p class=muted>This trace was scored before the evaluator kept per-trace "
