@@ -21,8 +21,6 @@ Outside the table, every answer still gets a verdict:
   else ``unlabelled`` (grounded, or not judged);
 * a question with recall but no groundedness score (not judged, or the judge errored) is
   ``unjudged``. The recall side is what places a question: unlabelled wins when both are missing.
-
-:data:`NOT_GROUNDED` are the cells whose answer was judged below the threshold.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["NOT_GROUNDED", "Cell", "Thresholds", "attribute"]
+__all__ = ["Cell", "Thresholds", "attribute"]
 
 
 class Cell(str, Enum):
@@ -44,11 +42,6 @@ class Cell(str, Enum):
     UNANSWERABLE_DECLINED = "unanswerable_declined"
     UNANSWERABLE_ANSWERED = "unanswerable_answered"
     UNJUDGED = "unjudged"
-
-
-NOT_GROUNDED = frozenset({Cell.GENERATION_FAILED, Cell.BOTH_FAILED, Cell.UNLABELLED_NOT_GROUNDED})
-"""The cells that say the answer was judged not grounded (an unanswerable question's two cells
-say what the answer did instead, grounded or not)."""
 
 
 @dataclass(frozen=True)
