@@ -52,7 +52,7 @@ def test_answers_that_answer_quote_the_claim(answer: str, claim: str) -> None:
 
 def test_the_reason_quotes_the_deciding_unit() -> None:
     assert decline("I don't know. Please contact support.") == Decline(
-        True, "the answer declines: \"I don't know.\""
+        True, 'the answer declines: "I don\'t know."'
     )
     assert decline(None) == Decline(True, "the answer says nothing")
     with pytest.raises(ValueError, match="reason"):
