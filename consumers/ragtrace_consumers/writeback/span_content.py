@@ -207,13 +207,13 @@ def evaluation_events(
                     f"question {r.question_id} has an empty gold set",
                 )
             )
-            verdict = decline(scores.trace.answer)
+            did = decline(scores.trace.answer)
             events.append(
                 _event(
                     "declined",
-                    1.0 if verdict.declined else 0.0,
-                    "declined" if verdict.declined else "answered",
-                    verdict.reason,
+                    1.0 if did.declined else 0.0,
+                    "declined" if did.declined else "answered",
+                    did.reason,
                 )
             )
         else:
