@@ -19,6 +19,10 @@ _NOT_GROUNDED_BY_KIND = (
 )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def overview_verdicts(o: Overview) -> str:
     """The overview's headline: answers not grounded (linked to the list filtered on them) and
     how many were labelled, unlabelled or unanswerable; unanswerable questions answered."""
@@ -31,10 +35,11 @@ def overview_verdicts(o: Overview) -> str:
     return (
         "<p class=verdicts>"
         f'<a class=bad href="{href("/ui/traces", {"grounded": "no"})}">'
-        f"{o.not_grounded_total} answers not grounded</a>"
+        f"{_count(o.not_grounded_total, 'answer')} not grounded</a>"
         + (f" ({esc(', '.join(parts))})" if parts else "")
         + f' · <a href="{href("/ui/traces", {"cell": "unanswerable_answered"})}">'
-        f"{answered} unanswerable questions answered</a> (the bot should have declined)</p>"
+        f"{_count(answered, 'unanswerable question')} answered</a> (the bot should have "
+        "declined)</p>"
     )
 
 

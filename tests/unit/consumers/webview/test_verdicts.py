@@ -31,7 +31,7 @@ def test_the_overview_headline_counts_every_answer_not_grounded() -> None:
     assert '<a class=bad href="/ui/traces?grounded=no">2 answers not grounded</a>' in headline
     assert "(1 labelled, 1 unlabelled)" in headline
     assert (
-        '<a href="/ui/traces?cell=unanswerable_answered">1 unanswerable questions answered</a>'
+        '<a href="/ui/traces?cell=unanswerable_answered">1 unanswerable question answered</a>'
         in headline
     )
     page = render_overview(o, "lexical", None)
