@@ -5,7 +5,8 @@ judge is the answer's behaviour: it should say it cannot answer. :func:`decline`
 narrow, explainable rule over the answer's units (:func:`~.judges.segment.segment_answer`, meta
 sentences such as "I hope this helps!" already dropped):
 
-* an answer with no unit (empty, or only meta sentences) declines;
+* an answer with no unit (empty, or only meta sentences) declines, and so does a trace whose
+  answer text was not recorded: nothing was claimed;
 * otherwise it declines when **every** unit is a *decline* ("I don't know.", "The passages do
   not mention the dark mode.", "I cannot find that in the documentation.") or a *redirect*
   ("Please contact support.", "You may want to ask your administrator."), and at least one is a
@@ -77,7 +78,9 @@ def _declines(unit: str) -> bool:
 
 def decline(answer: str | None) -> Decline:
     """Whether ``answer`` declines to answer (the module docstring's rule), and why."""
-    units = [u.text.translate(_APOSTROPHES) for u in segment_answer(answer or "")]
+    if answer is None:
+        return Decline(True, "no answer text was recorded")
+    units = [u.text.translate(_APOSTROPHES) for u in segment_answer(answer)]
     if not units:
         return Decline(True, "the answer says nothing")
     declines = [u for u in units if _declines(u)]

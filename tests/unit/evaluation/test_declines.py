@@ -54,6 +54,7 @@ def test_the_reason_quotes_the_deciding_unit() -> None:
     assert decline("I don't know. Please contact support.") == Decline(
         True, 'the answer declines: "I don\'t know."'
     )
-    assert decline(None) == Decline(True, "the answer says nothing")
+    assert decline("") == Decline(True, "the answer says nothing")
+    assert decline(None) == Decline(True, "no answer text was recorded")
     with pytest.raises(ValueError, match="reason"):
         Decline(True, "")
