@@ -8,7 +8,7 @@ from __future__ import annotations
 from ragtrace.evaluation.declines import decline
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.html import esc, href
-from ragtrace_consumers.webview.queries import Overview
+from ragtrace_consumers.webview.queries import Overview, TraceFilter
 
 __all__ = ["overview_verdicts", "verdict_note"]
 
@@ -24,20 +24,25 @@ def _count(n: int, noun: str) -> str:
 
 
 def overview_verdicts(o: Overview) -> str:
-    """The overview's headline: answers not grounded (linked to the list filtered on them) and
-    how many were labelled, unlabelled or unanswerable; unanswerable questions answered."""
+    """The overview's verdict line: answers not grounded (linked to the list filtered on them,
+    under the overview's filters) and how many were labelled, unlabelled or unanswerable;
+    unanswerable questions answered."""
     parts = [
         f"{n} {kind}"
         for kind, cells in _NOT_GROUNDED_BY_KIND
         if (n := sum(o.not_grounded.get(c, 0) for c in cells))
     ]
     answered = o.counts.get("unanswerable_answered", 0)
+    window = {} if o.window is None else {"since": o.window[0], "until": o.window[1]}
+    scope = TraceFilter(service=o.filter.service, model=o.filter.model)
+    not_grounded = scope.query(grounded="no", **window)
+    unanswerable = scope.query(cell="unanswerable_answered", **window)
     return (
         "<p class=verdicts>"
-        f'<a class=bad href="{href("/ui/traces", {"grounded": "no"})}">'
+        f'<a class=bad href="{href("/ui/traces", not_grounded)}">'
         f"{_count(o.not_grounded_total, 'answer')} not grounded</a>"
         + (f" ({esc(', '.join(parts))})" if parts else "")
-        + f' · <a href="{href("/ui/traces", {"cell": "unanswerable_answered"})}">'
+        + f' · <a href="{href("/ui/traces", unanswerable)}">'
         f"{_count(answered, 'unanswerable question')} answered</a> (the bot should have "
         "declined)</p>"
     )

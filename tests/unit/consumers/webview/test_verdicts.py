@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.pages import render_list, render_overview
-from ragtrace_consumers.webview.queries import TraceFilter, list_traces, overview
+from ragtrace_consumers.webview.queries import OverviewFilter, TraceFilter, list_traces, overview
 from ragtrace_consumers.webview.trace_page import TraceView, render_trace
 from ragtrace_consumers.webview.verdicts import overview_verdicts, verdict_note
 from tests.unit.consumers.webview.rows import HOSTILE, result
@@ -36,6 +36,12 @@ def test_the_overview_headline_counts_every_answer_not_grounded() -> None:
     )
     page = render_overview(o, "lexical", None)
     assert headline in page
+    # Under the overview's filters, and linked to the list under the same ones.
+    one_service = overview_verdicts(overview(_state(), OverviewFilter(service="svc-b")))
+    assert (
+        '<a class=bad href="/ui/traces?service=svc-b&amp;grounded=no">1 answer not grounded</a>'
+        " (1 labelled)"
+    ) in one_service
     for cell, title in (
         ("unlabelled_not_grounded", "unlabelled · not grounded"),
         ("unanswerable_answered", "unanswerable · answered"),
