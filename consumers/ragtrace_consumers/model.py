@@ -563,6 +563,9 @@ class TraceScores:
     earlier_turn_units: Mapping[int, str] = field(default_factory=dict)
     """Answer unit ID -> the earlier turn of the session (trace ID) whose evidence alone
     supports it (:mod:`ragtrace_consumers.scoring.sessions`); empty without such support."""
+    grounded: bool | None = None
+    """Whether the answer's groundedness passed its threshold, whatever the cell (None: not
+    judged, or the judge failed): an unlabelled or unanswerable answer has a verdict too."""
 
     def __post_init__(self) -> None:
         if self.retrieval is None and self.groundedness is None and self.answers is None:

@@ -10,9 +10,17 @@ recall passes       ``fine``                ``generation_failed``
 recall fails        ``retrieval_failed``    ``both_failed``
 ==================  ======================  =====================
 
-A question with no gold set (recall ``None`` or NaN: unlabelled or unanswerable) is
-``unlabelled``; one with recall but no groundedness score (not judged, or the judge errored) is
-``unjudged``. Unlabelled wins when both are missing: the recall side is what places a question.
+Outside the table, every answer still gets a verdict:
+
+* a question labelled **unanswerable** (an empty gold set: recall NaN, excluded) is placed by
+  what its answer did (:func:`~ragtrace.evaluation.declines.decline`): ``unanswerable_declined``
+  (it said it cannot answer, as it should) or ``unanswerable_answered`` (flagged: it should have
+  declined), whatever its groundedness;
+* a question with no label (recall ``None`` or NaN) is ``unlabelled_not_grounded`` when its
+  answer was judged below the groundedness threshold (a hallucination on unlabelled traffic),
+  else ``unlabelled`` (grounded, or not judged);
+* a question with recall but no groundedness score (not judged, or the judge errored) is
+  ``unjudged``. The recall side is what places a question: unlabelled wins when both are missing.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ class Cell(str, Enum):
     GENERATION_FAILED = "generation_failed"
     BOTH_FAILED = "both_failed"
     UNLABELLED = "unlabelled"
+    UNLABELLED_NOT_GROUNDED = "unlabelled_not_grounded"
+    UNANSWERABLE_DECLINED = "unanswerable_declined"
+    UNANSWERABLE_ANSWERED = "unanswerable_answered"
     UNJUDGED = "unjudged"
 
 
@@ -56,10 +67,19 @@ def _missing(x: float | None) -> bool:
 
 
 def attribute(
-    recall: float | None, groundedness: float | None, thresholds: Thresholds = Thresholds()
+    recall: float | None,
+    groundedness: float | None,
+    thresholds: Thresholds = Thresholds(),
+    *,
+    declined: bool | None = None,
 ) -> Cell:
-    """The cell of one question (see the module docstring)."""
+    """The cell of one question (see the module docstring). ``declined`` is given for a
+    question labelled unanswerable only: whether its answer declined."""
+    if declined is not None:
+        return Cell.UNANSWERABLE_DECLINED if declined else Cell.UNANSWERABLE_ANSWERED
     if _missing(recall):
+        if groundedness is not None and groundedness < thresholds.groundedness:  # NaN: False
+            return Cell.UNLABELLED_NOT_GROUNDED
         return Cell.UNLABELLED
     if _missing(groundedness):
         return Cell.UNJUDGED

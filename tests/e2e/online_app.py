@@ -93,7 +93,7 @@ EXPECTED: dict[str, tuple[float | None, float | None, float | None, float | None
     "export": (1.0, 1.0, 0.2, 1.0, 0.5, "generation_failed"),
     "sso": (0.0, 0.0, 0.0, 0.0, 1.0, "retrieval_failed"),
     "rate": (None, None, None, None, 1.0, "unlabelled"),
-    "forever": (None, None, None, None, 0.0, "unlabelled"),
+    "forever": (None, None, None, None, 0.0, "unlabelled_not_grounded"),
 }
 MATCHED_BY = {"audit": "query_text", "export": "query_text", "sso": "question_id"}
 QUESTION_IDS = {"audit": "q-audit", "export": "q-export", "sso": "q-sso"}

@@ -104,6 +104,9 @@ def test_overview_shows_the_cells_charts_and_reasons(
         "retrieval_failed": "1",
         "unjudged": "0",
         "unlabelled": "1",
+        "unlabelled_not_grounded": "0",
+        "unanswerable_answered": "0",
+        "unanswerable_declined": "0",
         "fine": "3",
     }
     charts = d.find_elements(By.CSS_SELECTOR, "svg.chart")

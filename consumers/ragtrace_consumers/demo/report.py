@@ -1,5 +1,7 @@
 """What ``ragtrace demo`` prints: per-question scores, the unsupported claims, the four-cell table
-and the totals — as text for a person, or as one JSON document for tests and scripts."""
+(and the cells outside it: unlabelled, grounded or not; unanswerable, declined or answered;
+unjudged) and the totals, every answer not grounded counted whether labelled or not — as text
+for a person, or as one JSON document for tests and scripts."""
 
 from __future__ import annotations
 
@@ -17,8 +19,25 @@ CELL_LABELS = {
     "generation_failed": "generation failed",
     "both_failed": "both failed",
     "unlabelled": "unlabelled",
+    "unlabelled_not_grounded": "unlabelled · not grounded",
+    "unanswerable_declined": "unanswerable · declined",
+    "unanswerable_answered": "unanswerable · answered",
     "unjudged": "unjudged",
 }
+_OUTSIDE = (
+    "unlabelled",
+    "unlabelled_not_grounded",
+    "unanswerable_declined",
+    "unanswerable_answered",
+    "unjudged",
+)
+_ESCALATIONS = (
+    "retrieval_failed",
+    "generation_failed",
+    "both_failed",
+    "unlabelled_not_grounded",
+    "unanswerable_answered",
+)
 _DEFINITIONS = {"mean_recall": "mean recall", "hit_rate": "hit rate"}
 
 
@@ -38,6 +57,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _not_grounded(run: DemoRun) -> list[DemoQuestion]:
+    """The questions whose answer was judged below the threshold, whatever their cell."""
+    t = run.groundedness_threshold
+    return [q for q in run.questions if q.groundedness is not None and q.groundedness < t]
+
+
 def totals(run: DemoRun) -> dict[str, Any]:
     qs = run.questions
     recalls = [q.recall for q in qs if q.recall is not None]
@@ -54,9 +79,8 @@ def totals(run: DemoRun) -> dict[str, Any]:
         "mean_groundedness": _mean(grounded),
         "avg_gold_size": _mean([float(len(q.gold)) for q in labelled]),
         "unsupported_claims": sum(len(q.unsupported_claims) for q in qs),
-        "escalations": sum(
-            1 for q in qs if q.cell in ("retrieval_failed", "generation_failed", "both_failed")
-        ),
+        "not_grounded": len(_not_grounded(run)),
+        "escalations": sum(1 for q in qs if q.cell in _ESCALATIONS),
     }
 
 
@@ -127,11 +151,13 @@ def format_text(run: DemoRun) -> str:
     counts = cell_counts(run.questions)
     outside = [
         f"{counts[c]} {CELL_LABELS[c]} {_cell_names(run, c).split('  ', 1)[-1]}".rstrip()
-        for c in ("unlabelled", "unjudged")
+        for c in _OUTSIDE
         if counts[c]
     ]
     if outside:
-        lines.append("  outside the table (no label, or no judgement): " + "; ".join(outside))
+        lines.append(
+            "  outside the table (no label, unanswerable, or no judgement): " + "; ".join(outside)
+        )
 
     t = totals(run)
     definition = _DEFINITIONS.get(run.recall_definition, run.recall_definition)
@@ -150,6 +176,8 @@ def format_text(run: DemoRun) -> str:
         f"  questions {t['questions']}, labelled {t['labelled']}, judged {t['judged']}",
         recall_line,
         grounded_line,
+        "  answers not grounded, labelled or not: "
+        + f"{t['not_grounded']}  {' '.join(f'#{q.number}' for q in _not_grounded(run))}".rstrip(),
         f"  escalations: {t['escalations']} (each in its own cell: a different owner fixes it)",
         f"  judge: {run.judge.summary}",
     ]

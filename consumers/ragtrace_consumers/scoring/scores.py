@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from ragtrace.evaluation.attribution import Thresholds, attribute
+from ragtrace.evaluation.declines import decline
 from ragtrace.evaluation.judges import GroundednessResult
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.evaluation.retrieval import (
@@ -109,10 +110,17 @@ def combine(
     groundedness_cost_usd: float = 0.0,
     answers: AnswerScores | None = None,
 ) -> TraceScores | None:
-    """The cell from everything known, and the families still to write; None if none is."""
+    """The cell from everything known, and the families still to write; None if none is.
+
+    A question labelled unanswerable is placed by whether its answer declined
+    (:func:`~ragtrace.evaluation.declines.decline`); ``grounded`` is the groundedness verdict
+    against its threshold whatever the cell (None: not judged)."""
     recall = retrieval.headline if retrieval is not None and retrieval.answerable else None
     g = groundedness.score if groundedness is not None else None
-    cell = attribute(recall, g, thresholds)
+    unanswerable = retrieval is not None and not retrieval.answerable
+    declined = decline(trace.answer).declined if unanswerable else None
+    cell = attribute(recall, g, thresholds, declined=declined)
+    grounded = None if g is None or math.isnan(g) else g >= thresholds.groundedness
     r_out = retrieval if write_retrieval else None
     g_out = groundedness if write_groundedness else None
     if r_out is None and g_out is None and answers is None:
@@ -125,4 +133,5 @@ def combine(
         groundedness_cost_usd if g_out is not None else 0.0,
         answers,
         earlier_turn_units=earlier_turn_units(g_out, trace.context) if g_out is not None else {},
+        grounded=grounded,
     )

@@ -17,6 +17,16 @@ Schema version 1 (``PRAGMA user_version``) added those columns and the detail ta
 the ``model`` column (the generation's model). A file written before is migrated in place when
 opened (:func:`create_tables`: its columns filled from the stored records, a version-1 row's
 model from its detail; its traces have no detail, and the web view says so).
+
+Schema version 3 gave every answer a verdict: the ``grounded`` column (1 passed the
+groundedness threshold, 0 did not, null not judged; indexed like the other filters) and the
+cells ``unlabelled_not_grounded``, ``unanswerable_declined`` and ``unanswerable_answered``
+(:mod:`ragtrace.evaluation.attribution`). An older file is migrated in place, nothing dropped:
+``grounded`` is read off a labelled row's cell (exact), an unlabelled row's groundedness is held
+against the default threshold (0.8: the file does not say which one was configured), an
+``unlabelled`` row labelled with an empty gold set (``extra.gold_size`` 0) is placed by
+:func:`~ragtrace.evaluation.declines.decline` on its recorded answer, and every row's severity is
+recomputed in the new order. Record and columns are changed together.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.declines import decline
+
 if TYPE_CHECKING:
     from ragtrace_consumers.stores.sqlite_state import SqliteState
 
@@ -35,6 +48,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SEVERITY",
     "ScoredResult",
+    "UNLABELLED_CELLS",
     "SqliteScoredResults",
     "Where",
     "create_tables",
@@ -53,7 +67,7 @@ CREATE TABLE IF NOT EXISTS scored_detail (
 );
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _COLUMNS = (
     ("service", "TEXT", "json_extract(record, '$.service')"),
     (
@@ -69,6 +83,7 @@ _COLUMNS = (
     ("recall", "REAL", "json_extract(record, '$.recall')"),
     ("severity", "INTEGER", None),
     ("worst", "REAL", None),
+    ("grounded", "INTEGER", None),
 )
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS scored_worst ON scored(severity, worst, seq);
@@ -76,6 +91,7 @@ CREATE INDEX IF NOT EXISTS scored_cell ON scored(cell, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_service ON scored(service, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_judge ON scored(judge, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_model ON scored(model, severity, worst, seq);
+CREATE INDEX IF NOT EXISTS scored_grounded ON scored(grounded, severity, worst, seq);
 CREATE INDEX IF NOT EXISTS scored_time ON scored(
     scored_at, cell, groundedness, recall, severity, worst
 );
@@ -88,22 +104,41 @@ CREATE INDEX IF NOT EXISTS scored_model_time ON scored(
 CREATE INDEX IF NOT EXISTS scored_search ON scored(
     query, severity, worst, cell, service, model, judge, scored_at
 );
-CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell = 'unlabelled';
+CREATE INDEX IF NOT EXISTS scored_unlabelled ON scored(query) WHERE cell IN _UNLABELLED;
 """
 SEVERITY: Mapping[str, int] = {
     "both_failed": 0,
     "generation_failed": 1,
-    "retrieval_failed": 2,
-    "unjudged": 3,
-    "unlabelled": 4,
-    "fine": 5,
+    "unlabelled_not_grounded": 2,
+    "unanswerable_answered": 3,
+    "retrieval_failed": 4,
+    "unjudged": 5,
+    "unlabelled": 6,
+    "unanswerable_declined": 7,
+    "fine": 8,
 }
 """Worst first: a cell's place in the web view's default order (unknown cells after fine)."""
+UNLABELLED_CELLS = ("unlabelled", "unlabelled_not_grounded")
+"""The cells of a trace no labelled question matched (listed as "seen without a label")."""
+_UNLABELLED = "(" + ", ".join(f"'{c}'" for c in UNLABELLED_CELLS) + ")"
+_INDEXES = _INDEXES.replace("_UNLABELLED", _UNLABELLED)
 
 
 def _severity_sql() -> str:
     cases = " ".join(f"WHEN '{c}' THEN {n}" for c, n in SEVERITY.items())
-    return f"CASE json_extract(record, '$.cell') {cases} ELSE {len(SEVERITY)} END"
+    return f"CASE cell {cases} ELSE {len(SEVERITY)} END"
+
+
+def _grounded_sql() -> str:
+    """A row's ``grounded`` from what an older version kept: exact for a labelled row (its cell
+    says), the default threshold for the rest."""
+    default = Thresholds().groundedness
+    return (
+        "CASE WHEN groundedness IS NULL THEN NULL "
+        "WHEN cell IN ('fine', 'retrieval_failed') THEN 1 "
+        "WHEN cell IN ('generation_failed', 'both_failed') THEN 0 "
+        f"ELSE groundedness >= {default!r} END"
+    )
 
 
 _WORST_SQL = (
@@ -144,6 +179,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
             fills += [f"severity = {_severity_sql()}", f"worst = {_WORST_SQL}"]
         if fills:
             conn.execute(f"UPDATE scored SET {', '.join(fills)}")
+        if version < 3:
+            _every_answer_a_verdict(conn)
+            conn.execute("DROP INDEX IF EXISTS scored_unlabelled")  # its condition changed
         for statement in _INDEXES.strip().split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -152,6 +190,33 @@ def _migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _every_answer_a_verdict(conn: sqlite3.Connection) -> None:
+    """Version 3 (the module docstring): ``grounded``, the new cells, the new severities."""
+    conn.execute(f"UPDATE scored SET grounded = {_grounded_sql()}")
+    conn.execute(
+        "UPDATE scored SET record = json_set(record, '$.grounded', "
+        "json(CASE grounded WHEN 1 THEN 'true' WHEN 0 THEN 'false' ELSE 'null' END))"
+    )
+    moved = []
+    for seq, record, grounded in conn.execute(
+        "SELECT seq, record, grounded FROM scored WHERE cell = 'unlabelled'"
+    ).fetchall():
+        d = json.loads(str(record))
+        extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
+        if d.get("question_id") and extra.get("gold_size") == 0:
+            verdict = decline(d.get("answer")).declined
+            cell = "unanswerable_declined" if verdict else "unanswerable_answered"
+        elif grounded == 0:
+            cell = "unlabelled_not_grounded"
+        else:
+            continue
+        moved.append((cell, cell, int(seq)))
+    conn.executemany(
+        "UPDATE scored SET cell = ?, record = json_set(record, '$.cell', ?) WHERE seq = ?", moved
+    )
+    conn.execute(f"UPDATE scored SET severity = {_severity_sql()}")
 
 
 def _opt_float(value: float | None) -> float | None:
@@ -168,7 +233,8 @@ class ScoredResult:
     Scores are ``None`` when not computed (no label matched, judging not sampled, the judge
     failed). ``unsupported_claims`` are the answer's claims the judge did not find entailed by
     the supplied context; ``cell`` is the attribution cell value (``"fine"``,
-    ``"retrieval_failed"``, …).
+    ``"retrieval_failed"``, …); ``grounded`` whether the groundedness passed its threshold,
+    whatever the cell (None: not judged).
     """
 
     trace_id: str
@@ -194,6 +260,7 @@ class ScoredResult:
     retrieved: tuple[str, ...] = ()
     answer: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+    grounded: bool | None = None
 
     def __post_init__(self) -> None:
         if len(self.trace_id) != 32:
@@ -232,6 +299,7 @@ class ScoredResult:
             "retrieved": list(self.retrieved),
             "answer": self.answer,
             "extra": dict(self.extra),
+            "grounded": self.grounded,
         }
 
     @classmethod
@@ -249,6 +317,7 @@ class ScoredResult:
             return None if v is None else int(v)
 
         extra = d.get("extra") or {}
+        grounded = d.get("grounded")
         return cls(
             trace_id=str(d["trace_id"]),
             scored_at=float(d["scored_at"]),
@@ -272,46 +341,47 @@ class ScoredResult:
             retrieved=tuple(str(c) for c in d.get("retrieved") or ()),
             answer=opt_str("answer"),
             extra=dict(extra) if isinstance(extra, Mapping) else {},
+            grounded=None if grounded is None else bool(grounded),
         )
 
 
 _UPSERT = (
     "INSERT INTO scored (trace_id, scored_at, record, service, cell, judge, "
-    "query, groundedness, recall, severity, worst, model) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "query, groundedness, recall, severity, worst, model, grounded) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT(trace_id) DO UPDATE SET scored_at = excluded.scored_at, "
     "record = excluded.record, service = excluded.service, model = excluded.model, "
     "cell = excluded.cell, judge = excluded.judge, query = excluded.query, "
     "groundedness = excluded.groundedness, recall = excluded.recall, "
-    "severity = excluded.severity, worst = excluded.worst"
+    "severity = excluded.severity, worst = excluded.worst, grounded = excluded.grounded"
 )
 _NA_REASONS = (
     (
         "recall n/a",
-        "unlabelled",
+        _UNLABELLED,
         "COALESCE(json_extract(record, '$.extra.recall_na_reason'), "
         "'no labelled question matches the trace')",
     ),
     (
         "unjudged",
-        "unjudged",
+        "('unjudged')",
         "COALESCE(json_extract(record, '$.judge_error'), "
         "json_extract(record, '$.extra.groundedness_na_reason'))",
     ),
 )
 """(kind, cell, the reason's SQL) of the scores a trace has not."""
-_FILTERS = ("cell", "service", "model", "judge")
+_FILTERS = ("cell", "service", "model", "judge", "grounded")
 """The columns a listing filters on by equality."""
 
 
 @dataclass(frozen=True)
 class Where:
     """Which scored traces a query reads: columns equal to values (``cell``, ``service``,
-    ``model``, ``judge``), scored in [since, until), a trace-ID prefix (lower-case hex) and a
+    ``model``, ``judge``, ``grounded``), scored in [since, until), a trace-ID prefix (lower-case hex) and a
     text the question contains, ignoring case (an ASCII text through SQLite's ``LIKE``; any
     other through Python's ``casefold``, row by row)."""
 
-    equal: Mapping[str, str] = field(default_factory=dict)
+    equal: Mapping[str, str | int] = field(default_factory=dict)
     since: float | None = None
     until: float | None = None
     id_prefix: str | None = None
@@ -371,6 +441,7 @@ def _row(result: ScoredResult) -> tuple[object, ...]:
         SEVERITY.get(result.cell, len(SEVERITY)),
         worst,
         result.model,
+        None if result.grounded is None else int(result.grounded),
     )
 
 
@@ -513,6 +584,16 @@ class SqliteScoredResults:
         gn, rn = int(gn), int(rn)
         return (float(g) / gn if gn else None, float(r) / rn if rn else None, gn, rn, int(low))
 
+    def not_grounded_counts(self, where: Where | None = None) -> dict[str, int]:
+        """Traces ``where`` selects whose answer was judged below the groundedness threshold,
+        per cell, labelled or not."""
+        clause, params = (where or Where()).sql()
+        clause = f"{clause} AND grounded = 0" if clause else " WHERE grounded = 0"
+        rows = self._state.execute(
+            f"SELECT cell, COUNT(*) FROM scored{clause} GROUP BY cell", params
+        )
+        return {str(cell): int(n) for cell, n in rows}
+
     def time_range(self) -> tuple[float, float] | None:
         """When the first and the last trace were scored (None: none yet)."""
         first = self._state.execute("SELECT scored_at FROM scored ORDER BY scored_at LIMIT 1")
@@ -543,13 +624,13 @@ class SqliteScoredResults:
         """(kind, reason, traces) of the traces ``where`` selects scored without recall
         (``recall n/a``) or without groundedness (``unjudged``)."""
         clause, params = (where or Where()).sql()
-        # the cell as a literal, as the indexes on cell are written
-        clause = f"{clause} AND cell = " if clause else " WHERE cell = "
+        # the cells as literals, as the indexes on cell are written
+        clause = f"{clause} AND cell IN " if clause else " WHERE cell IN "
         return [
             (kind, str(why), int(n))
-            for kind, cell, why_sql in _NA_REASONS
+            for kind, cells, why_sql in _NA_REASONS
             for why, n in self._state.execute(
-                f"SELECT {why_sql} AS why, COUNT(*) FROM scored{clause}'{cell}' GROUP BY why",
+                f"SELECT {why_sql} AS why, COUNT(*) FROM scored{clause}{cells} GROUP BY why",
                 params,
             )
             if why
@@ -572,14 +653,14 @@ class SqliteScoredResults:
         seen first (through the partial index on unlabelled queries)."""
         counted = self._state.execute(
             "SELECT query, COUNT(*) FROM scored INDEXED BY scored_unlabelled "
-            "WHERE cell = 'unlabelled' AND query IS NOT NULL "
+            f"WHERE cell IN {_UNLABELLED} AND query IS NOT NULL "
             "GROUP BY query ORDER BY 2 DESC, 1 LIMIT ?",
             (limit,),
         )  # index-only: the partial index holds every unlabelled query
         out = []
         for query, n in counted:
             latest = self._state.execute(
-                "SELECT trace_id FROM scored WHERE cell = 'unlabelled' AND query = ? "
+                f"SELECT trace_id FROM scored WHERE cell IN {_UNLABELLED} AND query = ? "
                 "ORDER BY seq DESC LIMIT 1",
                 (query,),
             )

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from ragtrace import __version__, semconv
+from ragtrace.evaluation.attribution import Cell
 from ragtrace_consumers.errors import DECODE_REASONS as _DECODE_REASONS
 from ragtrace_consumers.model import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
@@ -30,6 +31,7 @@ from ragtrace_consumers.telemetry.dimensions import BoundedLabel
 from ragtrace_consumers.telemetry.lag import PartitionLag
 
 __all__ = [
+    "CELLS",
     "DLQ_REASONS",
     "GENAI_DURATION_BUCKETS",
     "GENAI_TOKEN_BUCKETS",
@@ -73,6 +75,10 @@ SKIP_REASONS: tuple[str, ...] = tuple(sorted(_SAMPLER_SKIP_REASONS)) + (
     "judge_gave_up",
 )
 JUDGE_OUTCOMES: tuple[str, ...] = ("ok", "error", "cached", "unavailable")
+CELLS: tuple[str, ...] = tuple(c.value for c in Cell)
+"""The ``cell`` values of ``ragtrace.attribution``, each created 0-valued per service and
+pipeline: an alert on ``unlabelled_not_grounded`` or ``unanswerable_answered`` sees its series
+before the first such answer."""
 TOKEN_TYPES: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 DLQ_REASONS: tuple[str, ...] = (*sorted(_DECODE_REASONS), "unexpected_error")
 PARK_REASONS: tuple[str, ...] = (
@@ -313,6 +319,8 @@ class ConsumerMetrics:
             counter.add(0, attrs)
         for reason in SKIP_REASONS:
             self._skipped.add(0, {**attrs, semconv.ATTR_REASON: reason})
+        for cell in CELLS:
+            self._cell.add(0, {**attrs, semconv.ATTR_CELL: cell})
         self._budget.add(0, {semconv.ATTR_SERVICE: service})
         self._injection.add(0, {semconv.ATTR_SERVICE: service})
         return attrs

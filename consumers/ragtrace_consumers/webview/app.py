@@ -4,11 +4,11 @@ It is the :class:`~ragtrace_consumers.intake.web_seam.WebHandler` the OTLP recei
 the pages live on ``ragtrace serve``'s own address. Routes:
 
 * ``GET /`` → ``/ui/``; ``GET /ui/`` the overview (``service``, ``model``, ``range``, ``from``,
-  ``to``); ``GET /ui/traces`` the list (``q``, ``cell``, ``service``, ``model``, ``judge``,
-  ``since``, ``until``, ``page``; a search naming one trace by ID prefix redirects to it) and
-  ``GET /ui/traces.csv`` / ``.json`` its export under the same filters; ``GET /ui/traces/<trace
-  id>`` a trace (any unique prefix redirects to the full ID); ``GET /ui/questions`` questions
-  seen most often without a label;
+  ``to``); ``GET /ui/traces`` the list (``q``, ``cell``, ``grounded``, ``service``, ``model``,
+  ``judge``, ``since``, ``until``, ``page``; a search naming one trace by ID prefix redirects to
+  it) and ``GET /ui/traces.csv`` / ``.json`` its export under the same filters;
+  ``GET /ui/traces/<trace id>`` a trace (any unique prefix redirects to the full ID);
+  ``GET /ui/questions`` questions seen most often without a label;
   ``GET /ui/static/ragtrace.css``;
 * ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin): it
   names the label version it replaces and is refused (409) when that changed since; the trace is

@@ -31,6 +31,7 @@ COLUMNS = (
     "hit_rate",
     "reciprocal_rank",
     "groundedness",
+    "grounded",
     "claims",
     "judge_name",
     "judge_model",

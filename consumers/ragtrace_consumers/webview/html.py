@@ -19,6 +19,9 @@ CELL_TITLES = {
     "retrieval_failed": "retrieval failed",
     "unjudged": "unjudged",
     "unlabelled": "unlabelled",
+    "unlabelled_not_grounded": "unlabelled · not grounded",
+    "unanswerable_answered": "unanswerable · answered",
+    "unanswerable_declined": "unanswerable · declined",
     "fine": "fine",
 }
 

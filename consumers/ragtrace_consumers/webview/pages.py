@@ -11,11 +11,13 @@ from ragtrace_consumers.webview.html import CELL_TITLES, cell_badge, esc, href, 
 from ragtrace_consumers.webview.queries import (
     CELLS,
     EXPORT_MAX,
+    GROUNDED,
     RANGES,
     Overview,
     TraceFilter,
     TracePage,
 )
+from ragtrace_consumers.webview.verdicts import overview_verdicts
 
 __all__ = [
     "render_error",
@@ -196,6 +198,7 @@ def render_overview(
     return (
         _overview_filters(o, services, models)
         + f"<p class=muted>{total} scored traces{scope}</p>"
+        + overview_verdicts(o)
         + _headline_panel(o)
         + _cells_panel(o)
         + _charts_panel(o)
@@ -249,6 +252,7 @@ def render_list(
         f'<label>search <input type=search name=q value="{esc(f.q or "")}" '
         'placeholder="question text or trace ID"></label>'
         + _select("cell", f.cell, CELLS, CELL_TITLES)
+        + _select("grounded", f.grounded, tuple(GROUNDED), {})
         + _select("service", f.service, services, {})
         + _select("model", f.model, models, {})
         + _select("judge", f.judge, judges, {})
@@ -285,8 +289,9 @@ def render_list(
     return (
         form
         + exports
-        + "<p class=muted>Worst first: both failed, generation failed, retrieval failed, "
-        "unjudged, unlabelled, fine; then the lowest score.</p>"
+        + "<p class=muted>Worst first: "
+        + esc(", ".join(CELL_TITLES[c] for c in CELLS))
+        + "; then the lowest score.</p>"
         + table
         + f"<nav class=pages>{' '.join(nav)}</nav>"
     )

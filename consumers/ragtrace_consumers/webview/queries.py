@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ragtrace_consumers.model import SkippedTrace
@@ -27,6 +27,7 @@ from ragtrace_consumers.webview.errors import BadRequest
 
 __all__ = [
     "CELLS",
+    "GROUNDED",
     "PAGE_SIZE",
     "SKIPPED_SHOWN",
     "EXPORT_MAX",
@@ -49,6 +50,8 @@ __all__ = [
 
 CELLS = tuple(SEVERITY)
 """Every cell, worst first."""
+GROUNDED: Mapping[str, int] = {"yes": 1, "no": 0}
+"""The ``grounded`` filter's values and the column's."""
 PAGE_SIZE = 50
 SKIPPED_SHOWN = 20
 """How many of the traces not scored last the overview lists."""
@@ -135,6 +138,8 @@ class TraceFilter:
     service: str | None = None
     model: str | None = None
     judge: str | None = None
+    grounded: str | None = None
+    """``no``: answers judged below the groundedness threshold, in any cell; ``yes``: above."""
     since: float | None = None
     until: float | None = None
     q: str | None = None
@@ -144,6 +149,8 @@ class TraceFilter:
     def __post_init__(self) -> None:
         if self.cell is not None and self.cell not in CELLS:
             raise BadRequest(f"cell must be one of {', '.join(CELLS)}, got {self.cell!r}")
+        if self.grounded is not None and self.grounded not in GROUNDED:
+            raise BadRequest(f"grounded must be yes or no, got {self.grounded!r}")
         if not 1 <= self.page <= _MAX_PAGE:
             raise BadRequest(f"page must be within 1..{_MAX_PAGE}, got {self.page}")
         _names(self, ("service", "model", "judge", "q"))
@@ -153,7 +160,10 @@ class TraceFilter:
     @classmethod
     def parse(cls, params: Mapping[str, list[str]]) -> TraceFilter:
         """From query parameters; empty values mean any."""
-        _known_only(params, {"cell", "service", "model", "judge", "since", "until", "q", "page"})
+        _known_only(
+            params,
+            {"cell", "service", "model", "judge", "grounded", "since", "until", "q", "page"},
+        )
         page_text = _one(params, "page")
         try:
             page = int(page_text) if page_text else 1
@@ -165,6 +175,7 @@ class TraceFilter:
             service=_one(params, "service"),
             model=_one(params, "model"),
             judge=_one(params, "judge"),
+            grounded=_one(params, "grounded"),
             since=_when("since", since) if since else None,
             until=_when("until", until) if until else None,
             q=_one(params, "q"),
@@ -179,6 +190,7 @@ class TraceFilter:
             "service": self.service,
             "model": self.model,
             "judge": self.judge,
+            "grounded": self.grounded,
             "since": self.since,
             "until": self.until,
             "page": self.page if self.page != 1 else None,
@@ -197,9 +209,11 @@ class TracePage:
 
 
 def _where(state: SqliteState, f: TraceFilter) -> Where:
-    equal = {
+    equal: dict[str, str | int] = {
         c: v for c in ("cell", "service", "model", "judge") if (v := getattr(f, c)) is not None
     }
+    if f.grounded is not None:
+        equal["grounded"] = GROUNDED[f.grounded]
     prefix, text = None, f.q
     if f.q is not None:
         lowered = f.q.lower()
@@ -355,6 +369,13 @@ class Overview:
     headline: Headline | None = None
     previous: Headline | None = None
     """The same means over the period of equal length just before ``window``."""
+    not_grounded: Mapping[str, int] = field(default_factory=dict)
+    """Answers judged below the groundedness threshold when scored, per cell: labelled or not."""
+
+    @property
+    def not_grounded_total(self) -> int:
+        """Every answer judged not grounded, whatever its cell (the verdicts' headline)."""
+        return sum(self.not_grounded.values())
 
 
 def _bucket_size(span_s: float) -> float:
@@ -440,6 +461,7 @@ def overview(
         window,
         _headline(state, where, grounded_below),
         previous,
+        state.results.not_grounded_counts(where),
     )
 
 

@@ -21,6 +21,7 @@ from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
 from ragtrace_consumers.webview.label_form import CurrentLabel, label_form, label_state
+from ragtrace_consumers.webview.verdicts import verdict_note
 
 __all__ = ["BACKEND_LINK_HINT", "TraceView", "closest_passage", "render_trace"]
 
@@ -349,7 +350,7 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         f"{label_state(view.label) if view.label is not None else ''}</section>"
         f"<blockquote class=question>{esc(r.query) or '<em>no question recorded</em>'}"
         "</blockquote>"
-    )
+    ) + verdict_note(r)
     if detail is None:
         head += (
             "<p class=muted>This trace was scored before the evaluator kept per-trace "

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragtrace.evaluation.declines import decline
 from ragtrace_consumers.errors import NotRecorded, WriteBackError
 from ragtrace_consumers.model import LabelStore, ScoreSink, TraceScores
 from ragtrace_consumers.stores.scored_results import ScoredResult, SqliteScoredResults
@@ -28,7 +29,7 @@ def _known(value: float | None) -> float | None:
 _RETRIEVAL_FIELDS = ("question_id", "matched_by", "k", "recall", "hit_rate", "reciprocal_rank")
 _JUDGE_FIELDS = (
     *("groundedness", "claims", "unsupported_claims"),
-    *("judge_name", "judge_model", "judge_error"),
+    *("judge_name", "judge_model", "judge_error", "grounded"),
 )
 
 
@@ -63,6 +64,7 @@ def to_scored_result(
             "judge_name": g.judge.name,
             "judge_model": g.judge.model,
             "judge_error": g.error,
+            "grounded": scores.grounded,
         }
     extra: dict[str, object] = dict(previous.extra) if previous is not None else {}
     if r is not None:
@@ -72,6 +74,8 @@ def to_scored_result(
             gold_size=r.scores.gold_size,
             k_from="trace" if r.k_declared else "scoring.k",
         )
+        if not r.answerable:  # the verdict's reason, for the trace page
+            extra["decline_reason"] = decline(trace.answer).reason
         if r.step_recall:
             extra["step_recall"] = [_known(v) for v in r.step_recall]
             extra["step_k"] = list(r.step_k)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
+from ragtrace.evaluation.declines import decline
 from ragtrace.evaluation.judges import MetricResult
 from ragtrace.evaluation.judges.error_types import judge_error_type
 from ragtrace_consumers.model import (
@@ -186,8 +187,10 @@ def evaluation_events(
 ) -> list[EvaluationEvent]:
     """One ``gen_ai.evaluation.result`` event per metric, retrieval metrics first.
 
-    Unanswerable questions (empty gold set) get a single ``recall`` event labelled
-    ``unanswerable`` with no value; a judge error gets a ``groundedness`` event with no value
+    Unanswerable questions (empty gold set) get a ``recall`` event labelled ``unanswerable``
+    with no value, then a ``declined`` event: value 1.0 and label ``declined`` when the answer
+    declined (:func:`~ragtrace.evaluation.declines.decline`), 0.0 and ``answered`` when it did
+    not, the deciding unit quoted as explanation; a judge error gets a ``groundedness`` event with no value
     and no label, its ``error.type`` (:func:`~ragtrace.evaluation.judges.error_types.judge_error_type`)
     and the judge's message as explanation.
     """
@@ -202,6 +205,15 @@ def evaluation_events(
                     None,
                     "unanswerable",
                     f"question {r.question_id} has an empty gold set",
+                )
+            )
+            did = decline(scores.trace.answer)
+            events.append(
+                _event(
+                    "declined",
+                    1.0 if did.declined else 0.0,
+                    "declined" if did.declined else "answered",
+                    did.reason,
                 )
             )
         else:
@@ -262,15 +274,18 @@ def cell_event(
     groundedness_threshold: float | None = None,
 ) -> EvaluationEvent:
     """The headline result: ``gen_ai.evaluation.name`` ``cell``, the attribution cell as its
-    label (``fine``, ``retrieval_failed``, ``generation_failed``, ``both_failed``,
-    ``unlabelled``, ``unjudged``) and why as its explanation (each side against its
-    threshold, or why it is unknown). No value: a cell is a category."""
+    label (:class:`~ragtrace.evaluation.attribution.Cell`: ``fine``, ``retrieval_failed``,
+    ``generation_failed``, ``both_failed``, ``unlabelled``, ``unlabelled_not_grounded``,
+    ``unanswerable_declined``, ``unanswerable_answered``, ``unjudged``) and why as its
+    explanation (each side against its threshold, or why it is unknown; for an unanswerable
+    question what the answer did). No value: a cell is a category."""
     trace, why = scores.trace, []
     r = scores.retrieval
     if r is not None and r.answerable:
         why.append(_versus(r.definition.value, r.headline, recall_threshold))
     elif r is not None:
         why.append(f"question {r.question_id} is unanswerable (empty gold set)")
+        why.append(decline(trace.answer).reason)
     elif trace.recall_na_reason:
         why.append(f"recall unknown: {trace.recall_na_reason}")
     g = scores.groundedness

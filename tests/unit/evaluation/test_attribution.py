@@ -42,6 +42,19 @@ def test_cells() -> None:
     assert attribute(0.5, math.nan) is Cell.UNJUDGED
 
 
+def test_every_answer_outside_the_table_gets_a_verdict() -> None:
+    # No label, judged below the threshold: a hallucination on unlabelled traffic.
+    assert attribute(None, 0.5) is Cell.UNLABELLED_NOT_GROUNDED
+    assert attribute(math.nan, 0.79) is Cell.UNLABELLED_NOT_GROUNDED
+    assert attribute(None, 0.8) is Cell.UNLABELLED
+    assert attribute(None, math.nan) is Cell.UNLABELLED
+    assert attribute(None, 0.5, Thresholds(groundedness=0.4)) is Cell.UNLABELLED
+    # Labelled unanswerable: what the answer did places it, whatever its groundedness.
+    assert attribute(math.nan, 1.0, declined=False) is Cell.UNANSWERABLE_ANSWERED
+    assert attribute(math.nan, 0.1, declined=True) is Cell.UNANSWERABLE_DECLINED
+    assert attribute(math.nan, None, declined=True) is Cell.UNANSWERABLE_DECLINED
+
+
 def test_thresholds_are_inclusive_passes_and_configurable() -> None:
     assert attribute(0.5, 0.8) is Cell.FINE  # at the threshold: passes
     assert attribute(0.49, 0.8) is Cell.RETRIEVAL_FAILED

@@ -743,12 +743,13 @@ def test_dashboards_are_configmaps_for_the_grafana_sidecar(
     ]
 
 
-def test_prometheus_rule_has_the_ten_alerts(rendered: Callable[[str], Rendered]) -> None:
+def test_prometheus_rule_has_the_eleven_alerts(rendered: Callable[[str], Rendered]) -> None:
     rule = rendered("monitoring").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == [
         "RagtraceGroundednessLow",
         "RagtraceRecallLow",
+        "RagtraceUnanswerableAnswered",
         "RagtraceJudgeErrorRateHigh",
         "RagtraceJudgeBudgetExhausted",
         "RagtraceDeadLetterGrowing",

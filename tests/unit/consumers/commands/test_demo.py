@@ -78,6 +78,9 @@ def _check_questions(doc: Mapping[str, object]) -> None:
         "generation_failed": 1,
         "both_failed": 0,
         "unlabelled": 1,
+        "unlabelled_not_grounded": 0,
+        "unanswerable_declined": 0,
+        "unanswerable_answered": 0,
         "unjudged": 0,
     }
     assert doc["totals"] == {
@@ -90,6 +93,7 @@ def _check_questions(doc: Mapping[str, object]) -> None:
         "mean_groundedness": 5.5 / 6,
         "avg_gold_size": 1.0,
         "unsupported_claims": 1,
+        "not_grounded": 1,
         "escalations": 2,
     }
     assert (doc["k"], doc["recall_definition"], doc["thresholds"]) == (
@@ -125,7 +129,7 @@ def test_demo_text_report() -> None:
         "                    |  grounded                |  not grounded",
         "  retrieval ok      |  fine 3  #3 #4 #5        |  generation failed 1  #2",
         "  retrieval failed  |  retrieval failed 1  #1  |  both failed 0",
-        "  outside the table (no label, or no judgement): 1 unlabelled #6",
+        "  outside the table (no label, unanswerable, or no judgement): 1 unlabelled #6",
     ]
     assert "\n".join(table) in out
     assert (
@@ -133,6 +137,7 @@ def test_demo_text_report() -> None:
         "questions" in out
     )
     assert "  groundedness: 0.92 over 6 answers, 1 unsupported claim(s)" in out
+    assert "  answers not grounded, labelled or not: 1  #2" in out
     assert (
         "  judge: lexical (offline: a sentence is supported when one retrieved sentence holds "
         "84% of its weighted words, the context holds all its figures and names, and no "

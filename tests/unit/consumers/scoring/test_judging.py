@@ -59,14 +59,21 @@ def test_seed_worked_example_one_of_two_gold_at_rank_three() -> None:
     assert hit.headline == 1.0
 
 
-def test_unanswerable_question_has_nan_scores_and_no_cell_recall() -> None:
+def test_unanswerable_question_has_nan_scores_and_a_cell_by_what_the_answer_did() -> None:
     trace = _trace()
     q = LabelledQuestion("q0", "?", frozenset())
     r = score_retrieval(trace, q, "question_id", "v1", 5, MEAN)
     assert not r.answerable and math.isnan(r.scores.recall)
     assert r.context_relevancy is None
+    # A grounded answer to a question the corpus cannot answer is still flagged.
     scores = combine(trace, r, grounded(1, 1), Thresholds())
-    assert scores is not None and scores.cell is Cell.UNLABELLED
+    assert scores is not None and scores.cell is Cell.UNANSWERABLE_ANSWERED
+    assert scores.grounded is True
+    declining = _trace(answer="I don't know. The passages do not mention it.")
+    r = score_retrieval(declining, q, "question_id", "v1", 5, MEAN)
+    scores = combine(declining, r, None, Thresholds())
+    assert scores is not None and scores.cell is Cell.UNANSWERABLE_DECLINED
+    assert scores.grounded is None
 
 
 def test_matched_by_is_validated() -> None:
@@ -103,10 +110,14 @@ def test_combine_families_and_cells_with_one_side_missing() -> None:
     only_recall = combine(trace, r, None, Thresholds())
     assert only_recall is not None
     assert only_recall.cell is Cell.UNJUDGED and only_recall.families == (FAMILY_RECALL,)
-    only_g = combine(trace, None, grounded(1, 2), Thresholds(), groundedness_cost_usd=0.5)
+    only_g = combine(trace, None, grounded(2, 2), Thresholds(), groundedness_cost_usd=0.5)
     assert only_g is not None
     assert only_g.cell is Cell.UNLABELLED and only_g.families == (FAMILY_GROUNDEDNESS,)
-    assert only_g.groundedness_cost_usd == 0.5
+    assert only_g.groundedness_cost_usd == 0.5 and only_g.grounded is True
+    # Unlabelled and judged below the threshold: a hallucination with no label is visible.
+    not_grounded = combine(trace, None, grounded(1, 2), Thresholds())
+    assert not_grounded is not None and not_grounded.cell is Cell.UNLABELLED_NOT_GROUNDED
+    assert not_grounded.grounded is False
     # Recall already written: the cell still uses it, only groundedness is written.
     g_only = combine(trace, r, grounded(0, 1), Thresholds(), write_retrieval=False)
     assert g_only is not None

@@ -158,9 +158,25 @@ def test_unanswerable_question_is_written_without_a_recall_value() -> None:
     r.pipeline.ingest(rag_spans(4, query="What is the meaning of life?"), T0)
     r.pipeline.process_due(T0)
     (span,) = r.spans()
-    assert _events(r, span)["recall"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "unanswerable"
-    assert _attrs(span)[semconv.EVAL_CELL] == "unlabelled"
+    events = _events(r, span)
+    assert events["recall"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "unanswerable"
+    assert events["declined"][semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "answered"
+    assert _attrs(span)[semconv.EVAL_CELL] == "unanswerable_answered"
     assert r.points("ragtrace.recall") == {}
+
+
+def test_an_unanswerable_question_declined_is_its_own_cell() -> None:
+    r = rig()
+    answer = "I'm sorry, I cannot find that in the documentation. Please contact support."
+    r.pipeline.ingest(rag_spans(4, query="What is the meaning of life?", answer=answer), T0)
+    r.pipeline.process_due(T0)
+    (span,) = r.spans()
+    declined = _events(r, span)["declined"]
+    assert declined[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "declined"
+    assert declined[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert _attrs(span)[semconv.EVAL_CELL] == "unanswerable_declined"
+    cells = {k[0][1]: n for k, n in r.points("ragtrace.attribution").items() if k[1:] == SVC}
+    assert (cells["unanswerable_declined"], cells["unanswerable_answered"]) == (1, 0)
 
 
 def test_completion_waits_for_the_quiet_period_without_a_root() -> None:

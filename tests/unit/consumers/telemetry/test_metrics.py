@@ -16,6 +16,7 @@ from opentelemetry.sdk.metrics.export import (
 from ragtrace import semconv
 from ragtrace_consumers.telemetry.lag import PartitionLag
 from ragtrace_consumers.telemetry.metrics import (
+    CELLS,
     DLQ_REASONS,
     JUDGE_OUTCOMES,
     PARK_REASONS,
@@ -181,6 +182,13 @@ def test_series_exist_before_anything_happens(
         (("pipeline", "default"), ("reason", r), ("service", "svc")): 0 for r in SKIP_REASONS
     }
     assert _points(got[semconv.METRIC_JUDGE_BUDGET_EXHAUSTED])[(("service", "svc"),)].value == 0
+    # Every cell's series, before the first such answer: an alert on answers not grounded
+    # without a label, or on unanswerable questions answered, sees it from the first export.
+    cells = {k: p.value for k, p in _points(got[semconv.METRIC_CELL]).items()}
+    assert cells == {(("cell", c), ("pipeline", "default"), ("service", "svc")): 0 for c in CELLS}
+    assert {"unlabelled_not_grounded", "unanswerable_answered", "unanswerable_declined"} <= set(
+        CELLS
+    )
     assert (
         _points(got[semconv.METRIC_TRACES_SEEN])[
             (("pipeline", "default"), ("service", "svc"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace_consumers.model import SkippedTrace
-from ragtrace_consumers.stores.scored_results import SCHEMA_VERSION
+from ragtrace_consumers.stores.scored_results import SCHEMA_VERSION, SEVERITY
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.queries import (
@@ -52,7 +53,17 @@ def test_a_state_file_of_schema_0_is_migrated_and_keeps_its_rows(tmp_path: Path)
             "FROM scored ORDER BY seq"
         )
         assert got == [
-            (rows[0].trace_id, "svc-a", "fine", "lexical", "question 1?", 1.0, 1.0, 5, 1.0),
+            (
+                rows[0].trace_id,
+                "svc-a",
+                "fine",
+                "lexical",
+                "question 1?",
+                1.0,
+                1.0,
+                SEVERITY["fine"],
+                1.0,
+            ),
             (
                 rows[1].trace_id,
                 "svc-b",
@@ -61,11 +72,13 @@ def test_a_state_file_of_schema_0_is_migrated_and_keeps_its_rows(tmp_path: Path)
                 "question 2?",
                 0.25,
                 1.0,
-                1,
+                SEVERITY["generation_failed"],
                 0.25,
             ),
         ]
-        assert state.results.get(rows[1].trace_id) == rows[1]
+        # The verdict is read off the cell: exact whatever threshold was configured then.
+        assert state.results.get(rows[1].trace_id) == dataclasses.replace(rows[1], grounded=False)
+        assert state.results.get(rows[0].trace_id) == dataclasses.replace(rows[0], grounded=True)
         assert state.results.detail(rows[1].trace_id) is None
         page = list_traces(state, TraceFilter())
         assert [r.trace_id for r in page.rows] == [rows[1].trace_id, rows[0].trace_id]
@@ -171,6 +184,7 @@ def test_overview_lists_the_latest_traces_not_scored_with_their_scopes() -> None
         ({"since": ["yesterday"]}, "since: not a time"),
         ({"colour": ["red"]}, "unknown parameter 'colour'"),
         ({"cell": ["fine", "fine"]}, "cell given 2 times"),
+        ({"grounded": ["maybe"]}, "grounded must be yes or no"),
         ({"service": ["x" * 201]}, "service must be 1..200"),
     ],
 )
@@ -206,7 +220,8 @@ def test_a_state_file_of_schema_1_gets_the_model_column_from_the_detail(tmp_path
     with SqliteState(path) as state:
         assert state.execute("PRAGMA user_version") == [(SCHEMA_VERSION,)]
         assert state.execute("SELECT model FROM scored ORDER BY seq") == [("gpt-4o-mini",), (None,)]
-        assert state.results.get(f"{1:032x}") == result(1, "fine")  # the old record reads as before
+        # The old record reads as before, with the verdict version 3 adds (read off its cell).
+        assert state.results.get(f"{1:032x}") == result(1, "fine", grounded=True)
         assert _ids(list_traces(state, TraceFilter(model="gpt-4o-mini")).rows) == ["1"]
 
 
@@ -364,3 +379,35 @@ def test_list_filters_with_search_and_model_round_trip() -> None:
         TraceFilter.parse({"q": ["x" * 201]})
     with pytest.raises(BadRequest, match="until must be later than since"):
         TraceFilter.parse({"since": ["20"], "until": ["10"]})
+
+
+def test_the_grounded_filter_lists_every_answer_not_grounded_whatever_its_cell() -> None:
+    state = SqliteState(":memory:")
+    state.results.put(result(1, "fine", grounded=True))
+    state.results.put(result(2, "generation_failed", groundedness=0.5, grounded=False))
+    state.results.put(result(3, "unlabelled_not_grounded", recall=None, k=None, grounded=False))
+    state.results.put(result(4, "unlabelled", recall=None, k=None, grounded=True))
+    state.results.put(result(5, "unanswerable_answered", recall=None, grounded=False))
+    state.results.put(result(6, "unanswerable_declined", recall=None, grounded=None))
+    no = TraceFilter.parse({"grounded": ["no"]})
+    assert no.query() == {"grounded": "no"}
+    assert [r.trace_id[-1] for r in list_traces(state, no).rows] == ["2", "3", "5"]
+    yes = list_traces(state, TraceFilter(grounded="yes")).rows
+    assert [r.trace_id[-1] for r in yes] == ["4", "1"]
+    o = overview(state)
+    assert o.not_grounded == {
+        "generation_failed": 1,
+        "unlabelled_not_grounded": 1,
+        "unanswerable_answered": 1,
+    }
+    assert o.not_grounded_total == 3
+    # Seen without a label: both unlabelled cells, never a question labelled unanswerable.
+    assert [q for q, _, _ in unlabelled_questions(state)] == ["question 3?", "question 4?"]
+    plan = " ".join(
+        str(r[-1])
+        for r in state.execute(
+            "EXPLAIN QUERY PLAN SELECT seq FROM scored WHERE grounded = 0 "
+            "ORDER BY severity, worst, seq LIMIT 51"
+        )
+    )
+    assert "scored_grounded" in plan and "TEMP B-TREE" not in plan

@@ -237,6 +237,17 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
         ),
         (
             semconv.GEN_AI_EVALUATION_RESULT,
+            {  # the question has no answer in the corpus, and the bot answered anyway
+                semconv.GEN_AI_EVALUATION_NAME: "declined",
+                semconv.GEN_AI_EVALUATION_SCORE_VALUE: 0.0,
+                semconv.GEN_AI_EVALUATION_SCORE_LABEL: "answered",
+                semconv.GEN_AI_EVALUATION_EXPLANATION: (
+                    'the answer makes a claim: "Audit logs are kept 90 days."'
+                ),
+            },
+        ),
+        (
+            semconv.GEN_AI_EVALUATION_RESULT,
             {
                 semconv.GEN_AI_EVALUATION_NAME: "groundedness",
                 semconv.GEN_AI_EVALUATION_EXPLANATION: "malformed judge output: no tool call",
@@ -255,7 +266,7 @@ def test_no_claims_judge_error_and_unanswerable_events() -> None:
     ):
         assert key not in attrs
     assert attrs[semconv.EVAL_GOLD_SIZE] == 0
-    assert attrs[semconv.EVAL_CELL] == "unlabelled"
+    assert attrs[semconv.EVAL_CELL] == "unanswerable_answered"
     assert attrs[semconv.EVAL_JUDGE_PROMPT_SHA256] == PROMPT
 
 
