@@ -1,6 +1,7 @@
 """The Redis stores of the shared state other than traces (keys: :mod:`.redis`): labelled
 questions, the judge result cache, write-back idempotency marks, the judge budget and the
-judge batches. One Lua script or MULTI transaction per multi-key change.
+judge batches. One Lua script or MULTI transaction per multi-key change, on the keys of one
+key space (:mod:`.redis_keys`: one hash slot on a Redis Cluster).
 
 Same semantics as their :mod:`ragtrace_consumers.stores.memory` counterparts (one behavioural
 suite tests both).
@@ -15,7 +16,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
@@ -29,6 +29,7 @@ from ragtrace_consumers.model import (
 )
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
 from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text
+from ragtrace_consumers.stores.redis_keys import Client, key_space, mget
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
@@ -91,16 +92,17 @@ return v
 class RedisLabelStore:
     """:class:`~ragtrace_consumers.model.LabelStore` in Redis.
 
-    ``load`` writes the new set under its own version's keys and then switches
-    ``P:labels:current`` to it in the same transaction: readers see the old set or the new one,
-    never a mix. The previous version's keys expire a minute later.
+    ``load`` writes the new set under its own version's keys (one transaction) and then switches
+    ``P:labels:current`` to it (one script): readers see the old set or the new one, never a
+    mix. The previous version's keys expire a minute later.
     """
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
+        self, client: Client, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
     ) -> None:
         self._r = client
-        self._p = _check_prefix(prefix)
+        self._p = key_space(client, _check_prefix(prefix), "labels")
+        self._current = f"{self._p}:labels:current"
         self._clock = clock
         self._swap = client.register_script(_LABEL_SWAP)
         self._get = client.register_script(_LABEL_GET)
@@ -120,8 +122,10 @@ class RedisLabelStore:
             by_sha256: dict[FieldT, EncodableT] = {k: v for k, v in index.by_sha256.items()}
             pipe.hset(f"{base}:sha", mapping=by_sha256)
         pipe.hset(f"{base}:meta", mapping=meta)
-        self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
         pipe.execute()
+        # Then switch: until this script runs nobody reads the new version's keys. (Two steps, as
+        # a cluster pipeline cannot hold a script.)
+        self._swap(keys=[self._current], args=[self._p, index.version, _OLD_LABELS_TTL_S])
         return str(index.version)
 
     def add(self, question: LabelledQuestion, *, trace_id: str | None = None) -> str:
@@ -132,19 +136,19 @@ class RedisLabelStore:
         return self.load([*kept, question], source=f"labelled from {where}")
 
     def by_id(self, qid: str) -> LabelledQuestion | None:
-        raw = self._get(keys=[], args=[self._p, "id", qid])
+        raw = self._get(keys=[self._current], args=[self._p, "id", qid])
         return question_from_json(raw) if raw else None
 
     def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
-        raw = self._get(keys=[], args=[self._p, "sha", digest])
+        raw = self._get(keys=[self._current], args=[self._p, "sha", digest])
         return question_from_json(raw) if raw else None
 
     def version(self) -> str:
-        raw = self._r.get(f"{self._p}:labels:current")
+        raw = self._r.get(self._current)
         return _text(raw) if raw else ""
 
     def _snapshot(self) -> tuple[str | None, list[LabelledQuestion], dict[str, Any]]:
-        version, values, meta = self._all(keys=[], args=[self._p])
+        version, values, meta = self._all(keys=[self._current], args=[self._p])
         if not version:
             return None, [], {}
         flat = list(meta)
@@ -169,14 +173,14 @@ class RedisLabelStore:
         )
 
     def clear(self) -> None:
-        self._clear(keys=[], args=[self._p])
+        self._clear(keys=[self._current], args=[self._p])
 
 
 class RedisJudgeResultCache:
     """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+        self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
     ) -> None:
         self._r, self._p = client, _check_prefix(prefix)
         self._ttl_ms = _ms(ttl_s)
@@ -185,10 +189,10 @@ class RedisJudgeResultCache:
         return self.get_many([key])[0]
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        """:meth:`get` for several keys in one round trip (MGET)."""
+        """:meth:`get` for several keys in one round trip (MGET; one per node on a cluster)."""
         if not keys:
             return []
-        raws = self._r.mget([f"{self._p}:judge:{k}" for k in keys])
+        raws = mget(self._r, [f"{self._p}:judge:{k}" for k in keys])
         return [
             raw if isinstance(raw, bytes) or raw is None else _text(raw).encode() for raw in raws
         ]
@@ -214,7 +218,7 @@ class RedisSessionEvidence:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         *,
         prefix: str = DEFAULT_PREFIX,
         max_turns: int = 3,
@@ -261,7 +265,7 @@ class RedisIdempotencyStore:
     """:class:`~ragtrace_consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+        self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
     ) -> None:
         self._r, self._p = client, _check_prefix(prefix)
         self._ttl_ms = _ms(ttl_s)
@@ -270,10 +274,11 @@ class RedisIdempotencyStore:
         return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
 
     def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
-        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET)."""
+        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET; one per
+        node on a cluster)."""
         if not keys:
             return []
-        raws = self._r.mget([f"{self._p}:written:{t}:{m}" for t, m in keys])
+        raws = mget(self._r, [f"{self._p}:written:{t}:{m}" for t, m in keys])
         return [raw is not None for raw in raws]
 
     def mark_written(self, trace_id: str, metric: str) -> None:
@@ -336,7 +341,7 @@ class RedisJudgeBudget:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         calls_per_minute: int,
         tokens_per_minute: int,
         *,
@@ -347,7 +352,7 @@ class RedisJudgeBudget:
             raise ValueError("budget limits must be >= 0")
         if not window_s > 0:
             raise ValueError(f"window_s must be > 0, got {window_s!r}")
-        self._key = f"{_check_prefix(prefix)}:budget"
+        self._key = f"{key_space(client, _check_prefix(prefix), 'budget')}:budget"
         self._sums = f"{self._key}:sums"
         self._limits = (calls_per_minute, tokens_per_minute, window_s)
         self._script = client.register_script(_BUDGET)
@@ -375,9 +380,9 @@ class RedisBatchStore:
     custom ID -> request), ``P:batch_submitted`` (hash custom ID -> batch ID); each change is one
     MULTI transaction."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+    def __init__(self, client: Client, *, prefix: str) -> None:
         self._r: Any = client  # bytes replies
-        self._p = prefix
+        self._p = key_space(client, prefix, "batches")
 
     def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
         pipe = self._r.pipeline(transaction=True)
