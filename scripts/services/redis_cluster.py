@@ -33,15 +33,15 @@ def _client(port: int) -> Any:  # redis-py's execute_command is untyped
 
 @dataclass
 class RedisClusterNodes:
-    """A running cluster; ``url`` is the plain ``redis://`` URL of its first node (any node's
-    would do: the clients find the others)."""
+    """A running cluster; ``url`` is the plain ``redis://`` URL of its first node still
+    running (any node's would do: the clients find the others)."""
 
     nodes: list[RedisServer]
     bus_ports: dict[int, int] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
-        return self.nodes[0].url
+        return next(n for n in self.nodes if n.process.running()).url
 
     @property
     def ports(self) -> list[int]:
