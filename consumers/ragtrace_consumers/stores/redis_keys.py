@@ -2,7 +2,8 @@
 
 :func:`connect` asks the server at a plain ``redis://`` URL ``INFO cluster``; a node reporting
 ``cluster_enabled:1`` (Redis or Valkey) gets the cluster client, which follows MOVED/ASK and
-learns the other nodes from it. Nothing else needs configuring.
+learns the other nodes from it. Nothing else needs configuring. A ``redis+sentinel://`` URL
+names Sentinels and the primary they watch instead.
 
 On a cluster every script and transaction must touch keys of one hash slot. Each store therefore
 builds its keys under a *key space*: on one server the prefix ``P`` itself (the key names of
@@ -18,8 +19,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
 from redis.cluster import RedisCluster
@@ -27,10 +29,12 @@ from redis.cluster import RedisCluster
 __all__ = [
     "TRACE_SHARDS",
     "Client",
+    "SentinelAddress",
     "connect",
     "is_cluster",
     "key_space",
     "mget",
+    "parse_sentinel_url",
     "space_of",
     "trace_spaces",
 ]
@@ -48,19 +52,78 @@ _OPTIONS: dict[str, Any] = {
 
 
 def connect(url: str, password: str | None = None) -> Client:
-    """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out: the cluster
-    client when that server is a cluster node. ``password`` (``redis.password``, kept out of the
-    URL so no library can print it) overrides a password in the URL. Raises
-    :class:`redis.ConnectionError` when the server does not answer."""
+    """A client for ``url``; bytes in, bytes out. ``redis://host:port/db`` (or ``rediss://``,
+    ``unix://``) gives the cluster client when that server is a cluster node;
+    ``redis+sentinel://host:port,host:port/<primary name>[/db]`` (``rediss+sentinel://`` for
+    TLS) asks those Sentinels for the primary and follows it through a failover. ``password``
+    (``redis.password``, kept out of the URL so no library can print it) overrides a password in
+    the URL. Raises :class:`redis.ConnectionError` when the server does not answer."""
     options = dict(_OPTIONS)
     if password is not None:
         options["password"] = password
         url = _without_password(url)  # redis-py lets the URL's own password win over the argument
+    if urlsplit(url).scheme.endswith("+sentinel"):
+        return _sentinel_primary(url, options)
     client = redis.Redis.from_url(url, **options)
     if not _cluster_enabled(client):
         return client
     client.close()
     return RedisCluster.from_url(url, **options)
+
+
+@dataclass(frozen=True)
+class SentinelAddress:
+    """A ``redis+sentinel://`` URL taken apart."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    primary: str
+    db: int
+    username: str | None
+    password: str | None
+    tls: bool
+
+
+def parse_sentinel_url(url: str) -> SentinelAddress:
+    """``redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/<primary>[/<db>]``;
+    the port defaults to 26379. Raises ValueError for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis+sentinel", "rediss+sentinel"):
+        raise ValueError(f"not a redis+sentinel:// URL: {parts.scheme}://")
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    user, _, secret = userinfo.partition(":")
+    sentinels = []
+    for host in hosts.split(","):
+        name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+        if not name or (port and not port.isdigit()):
+            raise ValueError(f"a Sentinel address must be host or host:port, got {host!r}")
+        sentinels.append((name, int(port or 26379)))
+    path = [unquote(p) for p in parts.path.strip("/").split("/") if p]
+    if not 1 <= len(path) <= 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise ValueError("a Sentinel URL's path must be /<primary name>[/<db>]")
+    return SentinelAddress(
+        tuple(sentinels),
+        path[0],
+        int(path[1]) if len(path) == 2 else 0,
+        unquote(user) or None,
+        unquote(secret) or None,
+        parts.scheme.startswith("rediss"),
+    )
+
+
+def _sentinel_primary(url: str, options: dict[str, Any]) -> redis.Redis:
+    from redis import sentinel as sentinels  # untyped: its results are checked below
+
+    address = parse_sentinel_url(url)
+    auth = {"username": address.username, "password": address.password}
+    master = {**options, **{k: v for k, v in auth.items() if v is not None}}
+    timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
+    watch: Any = sentinels.Sentinel
+    found = watch(list(address.sentinels), sentinel_kwargs=timeouts, **timeouts)
+    client = found.master_for(address.primary, db=address.db, ssl=address.tls, **master)
+    if not isinstance(client, redis.Redis):
+        raise TypeError(f"Sentinel gave {type(client).__name__}, not a Redis client")
+    client.ping()  # fails now, as a plain URL's INFO does, when no Sentinel knows the primary
+    return client
 
 
 def _cluster_enabled(client: redis.Redis) -> bool:
