@@ -184,7 +184,10 @@ class RedisSettings(_Section):
     """The ``redis`` section: where traces, labels and the judge cache are kept."""
 
     url: Url = "redis://127.0.0.1:6379/0"
-    """Redis holding traces being assembled, labels, the judge cache and the idempotency keys."""
+    """Redis holding traces being assembled, labels, the judge cache and the idempotency keys.
+    A Redis Cluster (or Valkey cluster) node's plain ``redis://`` URL is recognised as such (any
+    node will do); ``redis+sentinel://host:26379,host:26379/<primary name>/<db>`` asks Sentinels
+    for the primary."""
     key_prefix: NonEmpty = "ragtrace"
     """Prefix of every Redis key ragtrace writes; replicas of one deployment share it."""
     password: OptSecret = None

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 import redis
 from redis.cluster import RedisCluster
@@ -81,11 +81,13 @@ class SentinelAddress:
     username: str | None
     password: str | None
     tls: bool
+    ssl_ca_certs: str | None = None
 
 
 def parse_sentinel_url(url: str) -> SentinelAddress:
-    """``redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/<primary>[/<db>]``;
-    the port defaults to 26379. Raises ValueError for anything else."""
+    """``redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/<primary>[/<db>]``
+    (``?ssl_ca_certs=<file>`` with ``rediss+sentinel://``); the port defaults to 26379. Raises
+    ValueError for anything else."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis+sentinel", "rediss+sentinel"):
         raise ValueError(f"not a redis+sentinel:// URL: {parts.scheme}://")
@@ -107,6 +109,7 @@ def parse_sentinel_url(url: str) -> SentinelAddress:
         unquote(user) or None,
         unquote(secret) or None,
         parts.scheme.startswith("rediss"),
+        parse_qs(parts.query).get("ssl_ca_certs", [None])[-1],
     )
 
 
@@ -115,6 +118,8 @@ def _sentinel_primary(url: str, options: dict[str, Any]) -> redis.Redis:
 
     address = parse_sentinel_url(url)
     auth = {"username": address.username, "password": address.password}
+    if address.ssl_ca_certs:
+        auth["ssl_ca_certs"] = address.ssl_ca_certs
     master = {**options, **{k: v for k, v in auth.items() if v is not None}}
     timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
     watch: Any = sentinels.Sentinel
