@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import redis
-from redis.cluster import RedisCluster, key_slot
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
 
 from ragtrace_consumers.stores import redis_keys
 from ragtrace_consumers.stores.redis_keys import (
@@ -64,7 +65,7 @@ def test_connect_uses_the_cluster_client_only_on_a_cluster_node(
 
     monkeypatch.setattr(redis.Redis, "from_url", plain)
     monkeypatch.setattr(RedisCluster, "from_url", clustered)
-    got = redis_keys.connect("redis://u:inurl@node-3:6379/0", "secret")
+    got: object = redis_keys.connect("redis://u:inurl@node-3:6379/0", "secret")
     assert (got == "cluster client") is cluster
     assert probe.closed is cluster
     url, options = made["cluster" if cluster else "plain"]
