@@ -219,9 +219,14 @@ class ExportSettings(_Section):
     written_ttl_s: Positive = 604_800.0
     """Seconds a trace's written-back results are remembered, per metric family (`consume`'s
     Redis marks): a replay of the span topic, or spans of a scored trace arriving after
-    assembly.ttl_s, within this time is neither judged nor written back again. Redis holds
-    about traces/s x families per trace (1 to 3) x this many marks, ~160 bytes each: at 10
-    traces/s with recall and groundedness, 12 M marks (~1.9 GB) for the default 7 days."""
+    assembly.ttl_s, within this time is neither judged nor written back again — as long as
+    written_capacity holds that many marks (traces/s x families per trace, 1 to 3, x this)."""
+    written_capacity: PositiveInt = 4_194_304
+    """Write-back marks Redis keeps (`consume`): a fixed-size table of 12 bytes a mark, 50 MB by
+    default, allocated by the first mark; it never grows. Size it 15 % above traces/s x
+    families x written_ttl_s (at 10 traces/s with recall and groundedness, 7 days: 12 M marks,
+    14 M here, 166 MB); a full table forgets its oldest marks early (a replay of those traces
+    is judged again and re-sends the identical evaluation span)."""
 
 
 class AssemblySettings(_Section):

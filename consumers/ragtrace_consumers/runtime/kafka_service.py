@@ -219,7 +219,13 @@ def build_service(
         RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
     )
     idempotency = Retrying(
-        RedisIdempotencyStore(client, prefix=prefix, ttl_s=cfg.export.written_ttl_s), redis_retry
+        RedisIdempotencyStore(
+            client,
+            prefix=prefix,
+            ttl_s=cfg.export.written_ttl_s,
+            capacity=cfg.export.written_capacity,
+        ),
+        redis_retry,
     )
     budget = Retrying(
         RedisJudgeBudget(

@@ -15,7 +15,8 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:labels:current           version of the label set in use
     P:labels:<version>:q|sha|meta   questions by qid, qid by question digest, load details
     P:judge:<key>              judge result cache (TTL)
-    P:written:<trace>:<metric> write-back idempotency marks; counted:<family> after a failed delivery (TTL)
+    P:written_marks:<n>        write-back idempotency marks (and counted:<family> ones after a
+                               failed delivery): a fixed-size table (.redis_marks)
     P:budget                   zset of judge-budget grants in the sliding window
     P:budget:sums              hash: calls and tokens of those grants
 

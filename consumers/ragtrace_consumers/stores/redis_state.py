@@ -1,6 +1,6 @@
 """The Redis stores of the shared state other than traces (keys: :mod:`.redis`): labelled
-questions, the judge result cache, write-back idempotency marks, the judge budget and the
-judge batches. One Lua script or MULTI transaction per multi-key change, on the keys of one
+questions, the judge result cache, the judge budget and the judge batches; the write-back
+idempotency marks are :mod:`.redis_marks`' (re-exported here). One Lua script or MULTI transaction per multi-key change, on the keys of one
 key space (:mod:`.redis_keys`: one hash slot on a Redis Cluster).
 
 Same semantics as their :mod:`ragtrace_consumers.stores.memory` counterparts (one behavioural
@@ -30,6 +30,7 @@ from ragtrace_consumers.model import (
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
 from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text
 from ragtrace_consumers.stores.redis_keys import Client, key_space, mget
+from ragtrace_consumers.stores.redis_marks import RedisIdempotencyStore
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
@@ -259,39 +260,6 @@ class RedisSessionEvidence:
             turns = {t.trace_id: t for t in (decode_turn(r) for r in raws)}
             out.append(recent_turns(list(turns.values()), before, max_turns, max_age_s))
         return out
-
-
-class RedisIdempotencyStore:
-    """:class:`~ragtrace_consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
-
-    def __init__(
-        self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
-    ) -> None:
-        self._r, self._p = client, _check_prefix(prefix)
-        self._ttl_ms = _ms(ttl_s)
-
-    def written(self, trace_id: str, metric: str) -> bool:
-        return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
-
-    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
-        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET; one per
-        node on a cluster)."""
-        if not keys:
-            return []
-        raws = mget(self._r, [f"{self._p}:written:{t}:{m}" for t, m in keys])
-        return [raw is not None for raw in raws]
-
-    def mark_written(self, trace_id: str, metric: str) -> None:
-        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
-
-    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
-        """:meth:`mark_written` for several pairs in one round trip."""
-        if not keys:
-            return
-        pipe = self._r.pipeline(transaction=False)
-        for trace_id, metric in keys:
-            pipe.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
-        pipe.execute()
 
 
 # KEYS[1]: zset of grants "id:calls:tokens" scored by grant time; KEYS[2]: hash of their sums

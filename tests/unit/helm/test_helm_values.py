@@ -531,7 +531,8 @@ def test_consume_sees_the_charts_settings(
     cli = "import sys; from ragtrace.cli import main; sys.exit(main())"
     proc = subprocess.run(
         [sys.executable, "-c", cli, "consume", "--config", str(conf), "--print-config"],
-        env={**env, "PATH": "/usr/bin:/bin"},
+        # This checkout's consumer package, not an installed copy (the cwd gives its ragtrace).
+        env={**env, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "consumers")},
         cwd=ROOT,
         capture_output=True,
         text=True,
