@@ -7,6 +7,7 @@ collector and the topic are private to this module (a failover must not disturb 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ragtrace import semconv
 from ragtrace_consumers.stores.redis import RedisTraceStore, connect
 from scripts.services import (
     Collector,
@@ -25,13 +27,17 @@ from scripts.services import (
     start_collector,
     start_redis_cluster,
 )
+from tests.e2e import online_app
 from tests.e2e.chaos import Sender
 from tests.e2e.online import (
     ASSIGNED,
     DLQ_TOPIC,
     ConsumerProcess,
     consumer_env,
+    evaluation_spans,
     group_at_end,
+    load_labels,
+    run_app,
     start_consumer,
     verbatim_responder,
 )
@@ -79,8 +85,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Ite
         cluster.stop()
 
 
-def _consumer(stack: Stack, name: str) -> tuple[ConsumerProcess, str]:
-    group, prefix = f"cluster-{name}-{uuid.uuid4().hex[:6]}", f"cluster-{uuid.uuid4().hex[:6]}"
+def _consumer(stack: Stack, name: str, prefix: str | None = None) -> tuple[ConsumerProcess, str]:
+    group, prefix = f"cluster-{name}-{uuid.uuid4().hex[:6]}", prefix or f"c-{uuid.uuid4().hex[:6]}"
     group_at_end(stack.kafka_bootstrap, TOPIC, group)
     env = consumer_env(
         collector=stack.collector.endpoints,
@@ -151,6 +157,35 @@ def test_the_pipeline_on_a_cluster_scores_every_trace_once(stack: Stack) -> None
             if connect(f"redis://127.0.0.1:{port}/0").dbsize() > 0
         ]
         assert len(holding) == 3, holding
+    finally:
+        consumer.kill()
+
+
+def test_the_instrumented_app_on_a_cluster_is_scored_once_with_its_labels(stack: Stack) -> None:
+    """Labels loaded with `ragtrace labels load` on the cluster, the instrumented app's traces:
+    each scored once, recall against those labels, groundedness as on one server."""
+    prefix = f"c-{uuid.uuid4().hex[:6]}"
+    labels = stack.tmp / f"{prefix}.jsonl"
+    labels.write_text("".join(json.dumps(q) + "\n" for q in online_app.LABELS))
+    assert "loaded" in load_labels(stack.cluster.url, prefix, labels)
+    consumer, _ = _consumer(stack, "app", prefix)
+    try:
+        requests = run_app(stack.collector.endpoints.app_otlp_http)
+        ids = {r["trace_id"] for r in requests}
+        stack.backend.wait_for_spans(
+            lambda s: s.name == semconv.SPAN_EVALUATION and s.trace_id in ids,
+            count=len(ids),
+            timeout=120,
+        )
+        time.sleep(1.0)  # the collector's batch timeout: a late duplicate would show
+        summaries = evaluation_spans(stack.backend, ids)
+        assert sorted(s.trace_id for s in summaries) == sorted(ids)  # each once
+        key_of = {r["trace_id"]: r["key"] for r in requests}
+        for span in summaries:
+            recall, _, _, _, groundedness, cell = online_app.EXPECTED[key_of[span.trace_id]]
+            assert span.attributes.get(semconv.EVAL_RECALL) == recall, key_of[span.trace_id]
+            assert span.attributes[semconv.EVAL_GROUNDEDNESS] == groundedness
+            assert span.attributes[semconv.EVAL_CELL] == cell
     finally:
         consumer.kill()
 
