@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from redis.crc import key_slot
 
 from ragtrace_consumers.stores.redis import connect
 from ragtrace_consumers.stores.redis_state import RedisJudgeBudget
@@ -47,7 +48,7 @@ def test_on_a_cluster_the_budget_keys_share_one_slot(redis_cluster: RedisCluster
     ]
     assert second.try_acquire(1, 1) is False
     client = connect(redis_cluster.url)
-    assert client.keyslot(f"{prefix}:{{budget}}:budget") == client.keyslot(
-        f"{prefix}:{{budget}}:budget:sums"
+    assert key_slot(f"{prefix}:{{budget}}:budget".encode()) == key_slot(
+        f"{prefix}:{{budget}}:budget:sums".encode()
     )
     assert client.zcard(f"{prefix}:{{budget}}:budget") == 3
