@@ -1,4 +1,4 @@
-"""Run the project's real services (Redis, Kafka, the collector, Prometheus, an OTLP sink).
+"""Run the project's real services (Redis, a Redis Cluster, Redis with Sentinel, Kafka, the collector, Prometheus, an OTLP sink).
 
 Shared by the end-to-end test fixtures (``tests/e2e/conftest.py``) and the dev stack
 (``scripts/dev_stack.py``), so both start every service the same way. Binaries come from
@@ -14,6 +14,8 @@ from .paths import NotProvisioned
 from .process import ServiceError, ServiceProcess, free_port
 from .prometheus import PrometheusServer, PromQLError, query, start_prometheus, wait_for_series
 from .redis import RedisServer, start_redis
+from .redis_cluster import RedisClusterNodes, start_redis_cluster
+from .redis_sentinel import RedisSentinelSetup, start_redis_sentinel
 
 __all__ = [
     "Collector",
@@ -24,6 +26,8 @@ __all__ = [
     "PromQLError",
     "PrometheusServer",
     "ReceivedSpan",
+    "RedisClusterNodes",
+    "RedisSentinelSetup",
     "RedisServer",
     "ServiceError",
     "ServiceProcess",
@@ -35,6 +39,8 @@ __all__ = [
     "start_kafka",
     "start_prometheus",
     "start_redis",
+    "start_redis_cluster",
+    "start_redis_sentinel",
     "validate_config",
     "wait_for_series",
 ]

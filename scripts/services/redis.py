@@ -5,6 +5,7 @@ not) on the same directory loses nothing (the chaos tests restart it under traff
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ class RedisServer:
     process: ServiceProcess
     workdir: Path | None = None
     persistent: bool = False
+    extra_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -37,7 +39,9 @@ class RedisServer:
         assert self.workdir is not None
         self.stop()
         time.sleep(down_s)
-        return start_redis(self.workdir, self.port, persistent=self.persistent)
+        return start_redis(
+            self.workdir, self.port, persistent=self.persistent, extra_args=self.extra_args
+        )
 
 
 def _pong(port: int) -> bool:
@@ -50,9 +54,15 @@ def _pong(port: int) -> bool:
 
 
 def start_redis(
-    workdir: Path, port: int | None = None, timeout: float = 15.0, *, persistent: bool = False
+    workdir: Path,
+    port: int | None = None,
+    timeout: float = 15.0,
+    *,
+    persistent: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> RedisServer:
-    """Start redis-server on 127.0.0.1 (a free port unless given); return once it answers PING."""
+    """Start redis-server on 127.0.0.1 (a free port unless given); return once it answers PING.
+    ``extra_args`` are more ``--name value`` options (a cluster node's, for instance)."""
     binary = paths.redis_server()
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -77,7 +87,8 @@ def start_redis(
         "yes",
         "--logfile",
         "",  # log to stdout, which ServiceProcess captures
+        *extra_args,
     ]
     proc = ServiceProcess("redis", argv, workdir, stop_grace_s=5.0).start()
     proc.wait_ready(lambda: _pong(port), timeout, f"PING on 127.0.0.1:{port}")
-    return RedisServer(port, proc, workdir, persistent)
+    return RedisServer(port, proc, workdir, persistent, tuple(extra_args))

@@ -26,6 +26,7 @@ from scripts.services import (
     NotProvisioned,
     OtlpSink,
     PrometheusServer,
+    RedisClusterNodes,
     ServiceError,
     ServiceProcess,
     create_topic,
@@ -33,6 +34,7 @@ from scripts.services import (
     start_kafka,
     start_prometheus,
     start_redis,
+    start_redis_cluster,
 )
 
 # `online_run`: the whole online pipeline run once (tests/e2e/online.py), for its own tests and
@@ -95,6 +97,27 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _started.append(server.process)
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNodes]:
+    """A private Redis Cluster: three primaries, three replicas (``.url`` is its first node's
+    plain ``redis://`` URL; ``.failover(port)`` promotes a replica)."""
+    cluster = _start(
+        "Redis Cluster", lambda: start_redis_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    )
+    _started.extend(node.process for node in cluster.nodes)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["redis", "redis-cluster"])
+def any_redis_url(request: pytest.FixtureRequest) -> str:
+    """The URL of the session Redis server, then of the session Redis Cluster (any node's plain
+    URL: the client finds out it is a cluster)."""
+    if request.param == "redis":
+        return str(request.getfixturevalue("redis_url"))
+    return str(request.getfixturevalue("redis_cluster").url)
 
 
 @pytest.fixture(scope="session")

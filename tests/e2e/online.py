@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+# This checkout's packages (both) win over an installed copy in the subprocesses.
+PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "consumers")])
 DLQ_TOPIC = "otlp_spans.dlq"
 RAGTRACE = str(Path(sys.executable).with_name("ragtrace"))  # the installed console script
 JUDGE_ALIAS = "claude-haiku-4-5"
@@ -167,7 +169,7 @@ def consumer_env(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
     env.update(
         {
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": PYTHONPATH,
             "RAGTRACE_KAFKA_BOOTSTRAP_SERVERS": collector.kafka_bootstrap,
             "RAGTRACE_KAFKA_TOPIC": collector.topic,
             "RAGTRACE_KAFKA_GROUP_ID": group,
@@ -224,7 +226,7 @@ def start_app(
     if unique:
         cmd.append("--unique")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGTRACE_", "OTEL_"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = PYTHONPATH
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -252,7 +254,7 @@ def load_labels(redis_url: str, prefix: str, path: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRACE_")}
     env.update(
         {
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": PYTHONPATH,
             "RAGTRACE_REDIS_URL": redis_url,
             "RAGTRACE_REDIS_KEY_PREFIX": prefix,
         }

@@ -13,13 +13,17 @@ from ragtrace_consumers.stores.redis import connect
 from ragtrace_consumers.stores.redis_state import RedisBatchStore
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def stores(request: pytest.FixtureRequest) -> tuple[Any, Any]:
     """Two handles on one store (two replicas, or one before and after a restart)."""
     if request.param == "memory":
         store = MemoryBatchStore()
         return store, store
-    url = request.getfixturevalue("redis_url")
+    url = (
+        request.getfixturevalue("redis_url")
+        if request.param == "redis"
+        else request.getfixturevalue("redis_cluster").url
+    )
     prefix = f"test-{uuid.uuid4().hex[:10]}"
     return RedisBatchStore(connect(url), prefix=prefix), RedisBatchStore(
         connect(url), prefix=prefix

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from ragtrace import semconv
+from ragtrace_consumers.stores.redis_marks import RedisIdempotencyStore
 from scripts.services import CollectorEndpoints, OtlpSink
 from tests.e2e import online_app
 from tests.e2e.online import (
@@ -174,9 +175,14 @@ def test_sigkill_mid_stream_loses_nothing_and_scores_nothing_twice(
         assert attrs[semconv.EVAL_CELL] == cell
         assert attrs.get(semconv.EVAL_RECALL) == recall
 
-    written = {k.decode() for k in client.scan_iter(f"{prefix}:written:*", count=1000)}
+    # Exactly the delivered (trace, family) pairs are marked written (the consumer's table).
+    marks = RedisIdempotencyStore(client, prefix=prefix)
+    pairs = [(t, fam) for t in ids for fam in ("recall", "groundedness")]
+    written = {
+        pair for pair, marked in zip(pairs, marks.written_many(pairs), strict=True) if marked
+    }
     assert written == {
-        f"{prefix}:written:{t}:{fam}"
+        (t, fam)
         for t in ids
         for fam in (["recall", "groundedness"] if key_of[t] in LABELLED else ["groundedness"])
     }

@@ -41,8 +41,9 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
 
 
 def test_load_list_stats_clear(
-    redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
+    any_redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    redis_url = any_redis_url  # one server, then any node of a cluster
     questions = load_labels(EXAMPLE)
     version = label_set_version(questions)
     answerable = sum(1 for q in questions if q.gold)

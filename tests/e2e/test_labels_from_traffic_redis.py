@@ -20,7 +20,10 @@ from ragtrace_consumers.stores.redis import connect
 from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
 
-def test_a_label_added_to_redis_is_a_new_set_and_exports(redis_url: str, tmp_path: Path) -> None:
+def test_a_label_added_to_redis_is_a_new_set_and_exports(
+    any_redis_url: str, tmp_path: Path
+) -> None:
+    redis_url = any_redis_url
     prefix = f"web-{uuid.uuid4().hex[:8]}"
     store = RedisLabelStore(connect(redis_url), prefix=prefix)
     base = [LabelledQuestion("q-1", "How long are audit logs kept?", frozenset({"c-1"}))]

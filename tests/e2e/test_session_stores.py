@@ -19,7 +19,7 @@ from ragtrace_consumers.stores.sqlite_state import SqliteSessionEvidence, Sqlite
 S = 1_000_000_000  # ns per second
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionEvidence]:
     if request.param == "memory":
         yield MemorySessionEvidence(max_turns=2, ttl_s=600.0)
@@ -27,7 +27,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionEvi
         with SqliteState(tmp_path / "state.sqlite3") as state:
             yield SqliteSessionEvidence(state, max_turns=2, ttl_s=600.0)
     else:
-        client = connect(request.getfixturevalue("redis_url"))
+        fixture = "redis_url" if request.param == "redis" else "redis_cluster"
+        found = request.getfixturevalue(fixture)
+        client = connect(found if isinstance(found, str) else found.url)
         prefix = f"test-{uuid.uuid4().hex[:10]}"
         yield RedisSessionEvidence(client, prefix=prefix, max_turns=2, ttl_s=600.0)
 

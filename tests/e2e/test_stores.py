@@ -1,5 +1,6 @@
 """The behavioural contract of every consumer store, run against BOTH implementations: the
-in-memory ones and the Redis ones on the real Redis of the ``redis_url`` fixture.
+in-memory ones and the Redis ones on the real Redis of the ``redis_url`` fixture and on the real
+Redis Cluster of the ``redis_cluster`` fixture (three primaries: traces spread over their slots).
 
 ``kit.advance(s)`` moves time forward: a fake clock for the memory stores, a real sleep for Redis
 (whose TTLs and budget window run on the server's clock). tests/unit/consumers/scoring/test_assembly.py
@@ -115,7 +116,10 @@ def redis_kit(url: str) -> Kit:
         trace_store=lambda **kw: RedisTraceStore(client(), prefix=prefix, **kw),
         label_store=lambda: RedisLabelStore(client(), prefix=prefix),
         cache=lambda **kw: RedisJudgeResultCache(client(), prefix=prefix, **kw),
-        idempotency=lambda **kw: RedisIdempotencyStore(client(), prefix=prefix, **kw),
+        # A small table (the default's 4 M marks take 58.7 MB of the test server's memory).
+        idempotency=lambda **kw: RedisIdempotencyStore(
+            client(), prefix=prefix, capacity=4096, **kw
+        ),
         budget=lambda calls, tokens, **kw: RedisJudgeBudget(
             client(), calls, tokens, prefix=prefix, **kw
         ),
@@ -125,10 +129,12 @@ def redis_kit(url: str) -> Kit:
     )
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def kit(request: pytest.FixtureRequest) -> Kit:
     if request.param == "memory":
         return memory_kit()
+    if request.param == "redis-cluster":
+        return redis_kit(request.getfixturevalue("redis_cluster").url)
     return redis_kit(request.getfixturevalue("redis_url"))
 
 

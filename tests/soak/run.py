@@ -221,12 +221,16 @@ def _pending(stack: SoakStack) -> int:
 
 def _longest_ttls(stack: SoakStack) -> dict[str, float]:
     """The longest TTL left, in seconds, on each kind of per-trace key now (inf for a key
-    without one): each is bounded by its setting, so Redis holds about rate x TTL of them."""
+    without one): each is bounded by its setting, so Redis holds about rate x TTL of them (the
+    marks' table: at most its capacity)."""
     r = redis_client.Redis.from_url(stack.redis.url, socket_timeout=5)
     try:
         out: dict[str, float] = {}
-        for kind in ("done", "written", "judge"):
-            ttls = [int(r.pttl(k)) for k in r.scan_iter(f"{stack.prefix}:{kind}:*", count=1000)]
+        # The write-back marks are a table of a few strings (stores/redis_marks.py), refreshed
+        # to export.written_ttl_s by each write, not a key per trace.
+        patterns = {"done": "done:*", "written": "written_marks:*", "judge": "judge:*"}
+        for kind, pattern in patterns.items():
+            ttls = [int(r.pttl(k)) for k in r.scan_iter(f"{stack.prefix}:{pattern}", count=1000)]
             # -1: no expiry; -2: expired between the scan and the PTTL (not counted).
             out[kind] = max(
                 (math.inf if t == -1 else t / 1000 for t in ttls if t != -2), default=0.0

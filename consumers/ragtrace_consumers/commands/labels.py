@@ -169,6 +169,10 @@ def _run(args: argparse.Namespace, action: Any) -> int:
     except ValueError as exc:
         error(_COMMAND, str(exc))
         return EXIT_BAD_INPUT
+    except redis.RedisError as exc:  # connecting asks the server whether it is a cluster
+        url, _ = resolve_redis(args.redis, args.prefix)
+        error(_COMMAND, f"cannot use Redis at {mask_url(url)}: {exc}")
+        return EXIT_UNAVAILABLE
     try:
         return int(action(store))
     except redis.RedisError as exc:

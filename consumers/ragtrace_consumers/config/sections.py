@@ -184,7 +184,10 @@ class RedisSettings(_Section):
     """The ``redis`` section: where traces, labels and the judge cache are kept."""
 
     url: Url = "redis://127.0.0.1:6379/0"
-    """Redis holding traces being assembled, labels, the judge cache and the idempotency keys."""
+    """Redis holding traces being assembled, labels, the judge cache and the idempotency keys.
+    A Redis Cluster (or Valkey cluster) node's plain ``redis://`` URL is recognised as such (any
+    node will do); ``redis+sentinel://host:26379,host:26379/<primary name>/<db>`` asks Sentinels
+    for the primary."""
     key_prefix: NonEmpty = "ragtrace"
     """Prefix of every Redis key ragtrace writes; replicas of one deployment share it."""
     password: OptSecret = None
@@ -216,9 +219,14 @@ class ExportSettings(_Section):
     written_ttl_s: Positive = 604_800.0
     """Seconds a trace's written-back results are remembered, per metric family (`consume`'s
     Redis marks): a replay of the span topic, or spans of a scored trace arriving after
-    assembly.ttl_s, within this time is neither judged nor written back again. Redis holds
-    about traces/s x families per trace (1 to 3) x this many marks, ~160 bytes each: at 10
-    traces/s with recall and groundedness, 12 M marks (~1.9 GB) for the default 7 days."""
+    assembly.ttl_s, within this time is neither judged nor written back again — as long as
+    written_capacity holds that many marks (traces/s x families per trace, 1 to 3, x this)."""
+    written_capacity: PositiveInt = 4_194_304
+    """Write-back marks Redis keeps (`consume`): a fixed-size table of 12 bytes a mark, 50 MB by
+    default, allocated by the first mark; it never grows. Size it 15 % above traces/s x
+    families x written_ttl_s (at 10 traces/s with recall and groundedness, 7 days: 12 M marks,
+    14 M here, 166 MB); a full table forgets its oldest marks early (a replay of those traces
+    is judged again and re-sends the identical evaluation span)."""
 
 
 class AssemblySettings(_Section):

@@ -147,10 +147,16 @@ def build_service(
         check_lease(cfg.assembly.lease_s, judgement_bound_s(judge))  # fails before connecting
     wait_s = cfg.health.startup_wait_s
     password = cfg.redis.password
-    client = (
-        rs.connect(cfg.redis.url)
-        if password is None
-        else rs.connect(cfg.redis.url, password.get_secret_value())
+    # Connecting asks the server whether it is a cluster node (one round trip), so it waits too.
+    client = wait_for(
+        "Redis",
+        redact_url(cfg.redis.url),
+        lambda: (
+            rs.connect(cfg.redis.url)
+            if password is None
+            else rs.connect(cfg.redis.url, password.get_secret_value())
+        ),
+        wait_s,
     )
     wait_for("Redis", redact_url(cfg.redis.url), client.ping, wait_s)
     k = cfg.kafka
@@ -213,7 +219,13 @@ def build_service(
         RedisJudgeResultCache(client, prefix=prefix, ttl_s=cfg.judge.cache_ttl_s), redis_retry
     )
     idempotency = Retrying(
-        RedisIdempotencyStore(client, prefix=prefix, ttl_s=cfg.export.written_ttl_s), redis_retry
+        RedisIdempotencyStore(
+            client,
+            prefix=prefix,
+            ttl_s=cfg.export.written_ttl_s,
+            capacity=cfg.export.written_capacity,
+        ),
+        redis_retry,
     )
     budget = Retrying(
         RedisJudgeBudget(

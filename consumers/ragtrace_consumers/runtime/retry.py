@@ -219,13 +219,19 @@ class WatchedSink:
 
 def redis_transient_errors() -> tuple[type[BaseException], ...]:
     """The redis-py errors of an unavailable server (refused, reset, timed out, loading, read
-    only after a failover)."""
+    only after a failover) and of a Redis Cluster changing hands: a slot moving (MOVED, ASK,
+    TRYAGAIN), a slot with no primary while a replica is promoted (CLUSTERDOWN), or the cluster
+    client's own redirections running out."""
     import redis.exceptions as rx
 
     errors: Iterable[type[BaseException]] = (
         rx.ConnectionError,
         rx.TimeoutError,
         rx.ReadOnlyError,
+        rx.ClusterError,  # CLUSTERDOWN, MASTERDOWN, the cluster client's retries exhausted
+        rx.AskError,  # and MovedError
+        rx.TryAgainError,
+        rx.SlotNotCoveredError,
         ConnectionError,
         TimeoutError,
     )

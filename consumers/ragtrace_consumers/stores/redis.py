@@ -15,11 +15,15 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:labels:current           version of the label set in use
     P:labels:<version>:q|sha|meta   questions by qid, qid by question digest, load details
     P:judge:<key>              judge result cache (TTL)
-    P:written:<trace>:<metric> write-back idempotency marks; counted:<family> after a failed delivery (TTL)
+    P:written_marks:<n>        write-back idempotency marks (and counted:<family> ones after a
+                               failed delivery): a fixed-size table (.redis_marks)
     P:budget                   zset of judge-budget grants in the sliding window
     P:budget:sums              hash: calls and tokens of those grants
 
-The scripts build key names from the prefix, so they need one Redis server (not a cluster).
+On a Redis Cluster (found by :func:`connect` itself) ``P`` above is a key space with a hash tag:
+each trace's keys and the ``due``/``leases``/``stats``/... keys they share live under one of
+16 spaces ``P:{t0}`` .. ``P:{t15}`` chosen by the trace ID, so every script runs on one slot;
+claims, ``pending`` and ``stats`` visit every space (:mod:`.redis_keys`).
 """
 
 from __future__ import annotations
@@ -30,9 +34,6 @@ import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import redis
 
 from ragtrace_consumers.model import STORE_STATS, DeadTrace, Lease, SpanRecord, group_by_trace
 from ragtrace_consumers.stores.defaults import (
@@ -40,6 +41,7 @@ from ragtrace_consumers.stores.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TTL_S,
 )
+from ragtrace_consumers.stores.redis_keys import Client, connect, space_of, trace_spaces
 from ragtrace_consumers.stores.span_encoding import decode_span, encode_span
 
 __all__ = [
@@ -57,28 +59,6 @@ ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
 ENV_REDIS_PASSWORD = "RAGTRACE_REDIS_PASSWORD"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "ragtrace"
-
-
-def connect(url: str, password: str | None = None) -> redis.Redis:
-    """A client for ``url`` (``redis://host:port/db``); bytes in, bytes out. ``password``
-    (``redis.password``, kept out of the URL so no library can print it) overrides a
-    password in the URL."""
-    options: dict[str, Any] = {}
-    if password is not None:
-        options["password"] = password
-        url = _without_password(url)  # redis-py lets the URL's own password win over the argument
-    return redis.Redis.from_url(
-        url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30, **options
-    )
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    netloc = f"{userinfo.split(':', 1)[0]}@{host}" if userinfo.split(":", 1)[0] else host
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _check_prefix(prefix: str) -> str:
@@ -228,13 +208,16 @@ class RedisTraceStore:
     """:class:`~ragtrace_consumers.model.TraceStore` in Redis; see
     :class:`~ragtrace_consumers.stores.memory.MemoryTraceStore` for the lifecycle.
 
-    ``append`` is one script per batch (durable in Redis when it returns); ``claim_due`` is one
-    script, so each due trace goes to exactly one claimant across replicas.
+    ``append`` is one script per batch and key space (durable in Redis when it returns);
+    ``claim_due`` is one script per key space, so each due trace goes to exactly one claimant
+    across replicas. On one server there is one key space; on a cluster
+    :data:`~.redis_keys.TRACE_SHARDS`, and a claim first reads which spaces hold the earliest
+    due traces (one pipeline), then claims in those spaces only.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         *,
         prefix: str = DEFAULT_PREFIX,
         ttl_s: float = DEFAULT_TTL_S,
@@ -244,7 +227,7 @@ class RedisTraceStore:
         clock: Any = time.time,
     ) -> None:
         self._r = client
-        self._p = _check_prefix(prefix)
+        self._spaces = trace_spaces(client, _check_prefix(prefix))
         for name, value in (("ttl_s", ttl_s), ("dead_ttl_s", dead_ttl_s)):
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
@@ -260,8 +243,18 @@ class RedisTraceStore:
         self._release = client.register_script(_RELEASE)
         self._park = client.register_script(_PARK)
 
+    def _space(self, trace_id: str) -> str:
+        return space_of(self._spaces, trace_id)
+
     def _spans_key(self, trace_id: str) -> str:
-        return f"{self._p}:trace:{trace_id}:spans"
+        return f"{self._space(trace_id)}:trace:{trace_id}:spans"
+
+    def _by_space_at(self, trace_ids: Sequence[str]) -> dict[str, list[int]]:
+        """The positions in ``trace_ids`` of each key space's traces."""
+        out: dict[str, list[int]] = {}
+        for i, trace_id in enumerate(trace_ids):
+            out.setdefault(self._space(trace_id), []).append(i)
+        return out
 
     def append(
         self,
@@ -269,28 +262,44 @@ class RedisTraceStore:
         due_at: Mapping[str, float],
         creates: Collection[str],
     ) -> None:
-        args: list[str | int | bytes] = [self._p, self._ttl_ms]
-        for trace_id, group in group_by_trace(spans).items():
-            due = due_at.get(trace_id)
-            args += [
-                trace_id,
-                "" if due is None else repr(float(due)),
-                "1" if trace_id in creates else "0",
-                len(group),
-            ]
-            args += [encode_span(s) for s in group]
-        if len(args) > 2:
-            self._append(keys=[], args=args)
+        groups = group_by_trace(spans)
+        trace_ids = list(groups)
+        for space, indexes in self._by_space_at(trace_ids).items():
+            args: list[str | int | bytes] = [space, self._ttl_ms]
+            for trace_id in (trace_ids[i] for i in indexes):
+                group, due = groups[trace_id], due_at.get(trace_id)
+                args += [
+                    trace_id,
+                    "" if due is None else repr(float(due)),
+                    "1" if trace_id in creates else "0",
+                    len(group),
+                ]
+                args += [encode_span(s) for s in group]
+            # The one key names the script's slot for a cluster client (the script builds the rest).
+            self._append(keys=[f"{space}:due"], args=args)
 
     def claim(self, now: float, limit: int, lease_s: float) -> list[Lease]:
         if limit < 1:
             return []
         if not lease_s > 0:
             raise ValueError(f"lease_s must be > 0, got {lease_s!r}")
+        if len(self._spaces) == 1:
+            return self._claim_in(self._spaces[0], now, limit, lease_s)
+        due = self._earliest_due(now, limit)
+        counts: dict[str, int] = {}
+        for _, _, space in due:
+            counts[space] = counts.get(space, 0) + 1
+        order = {trace_id: i for i, (_, trace_id, _) in enumerate(due)}
+        leases: list[Lease] = []
+        for space, n in counts.items():
+            leases += self._claim_in(space, now, n, lease_s)
+        return sorted(leases, key=lambda lease: order.get(lease.trace_id, len(order)))
+
+    def _claim_in(self, space: str, now: float, limit: int, lease_s: float) -> list[Lease]:
         out = self._claim(
-            keys=[],
+            keys=[f"{space}:due"],
             args=[
-                self._p,
+                space,
                 repr(float(now)),
                 int(limit),
                 repr(float(now + lease_s)),
@@ -298,6 +307,24 @@ class RedisTraceStore:
             ],
         )
         return [Lease(_text(out[i]), _text(out[i + 1])) for i in range(0, len(out), 2)]
+
+    def _earliest_due(self, now: float, limit: int) -> list[tuple[float, str, str]]:
+        """The ``limit`` traces due earliest over every key space, as (due, trace, space), read
+        in one pipeline (one round trip per node); a lease run out counts as due when it ran
+        out (the claim script makes it so). Claiming by these counts keeps a batch in due order
+        across spaces; a trace another replica claims meanwhile only makes the batch smaller."""
+        pipe = self._r.pipeline(transaction=False)
+        for space in self._spaces:
+            for key in (f"{space}:due", f"{space}:leases"):
+                pipe.zrangebyscore(key, "-inf", repr(float(now)), 0, limit, withscores=True)
+        replies = pipe.execute()
+        found = [
+            (float(score), _text(member), space)
+            for i, space in enumerate(self._spaces)
+            for reply in replies[2 * i : 2 * i + 2]
+            for member, score in reply
+        ]
+        return sorted(found)[:limit]
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[str]:
         """:meth:`claim` without the tokens (release/park them with ``token=None``)."""
@@ -307,7 +334,7 @@ class RedisTraceStore:
         return [decode_span(raw) for raw in self._r.lrange(self._spans_key(trace_id), 0, -1)]
 
     def load_many(self, trace_ids: Sequence[str]) -> list[list[SpanRecord]]:
-        """:meth:`load` for several traces in one round trip."""
+        """:meth:`load` for several traces in one round trip (one per node on a cluster)."""
         if not trace_ids:
             return []
         pipe = self._r.pipeline(transaction=False)
@@ -319,20 +346,24 @@ class RedisTraceStore:
         return self.release_many([(trace_id, token)])[0]
 
     def release_many(self, leases: Sequence[tuple[str, str | None]]) -> list[bool]:
-        """:meth:`release` for several (trace, token) pairs in one script call."""
-        if not leases:
-            return []
-        args: list[str | int] = [self._p, self._done_ttl_ms]
-        for trace_id, token in leases:
-            args += [trace_id, token or ""]
-        return [bool(int(x)) for x in self._release(keys=[], args=args)]
+        """:meth:`release` for several (trace, token) pairs in one script call per key space."""
+        released: list[bool] = [False] * len(leases)
+        for space, indexes in self._by_space_at([t for t, _ in leases]).items():
+            args: list[str | int] = [space, self._done_ttl_ms]
+            for i in indexes:
+                args += [leases[i][0], leases[i][1] or ""]
+            out = self._release(keys=[f"{space}:due"], args=args)
+            for i, x in zip(indexes, out, strict=True):
+                released[i] = bool(int(x))
+        return released
 
     def park(self, trace_id: str, retry_at: float, reason: str, token: str | None = None) -> bool:
         keep_ms = _ms(max(retry_at - self._clock(), 0.0)) + self._ttl_ms
+        space = self._space(trace_id)
         out = self._park(
-            keys=[],
+            keys=[f"{space}:due"],
             args=[
-                self._p,
+                space,
                 trace_id,
                 repr(float(retry_at)),
                 reason,
@@ -345,16 +376,26 @@ class RedisTraceStore:
         return int(out) != -2
 
     def attempts(self, trace_id: str) -> int:
-        raw = self._r.hget(f"{self._p}:attempts", trace_id)
+        raw = self._r.hget(f"{self._space(trace_id)}:attempts", trace_id)
         return int(raw) if raw is not None else 0
 
     def dead(self, limit: int = 100) -> list[DeadTrace]:
-        ids = [_text(t) for t in self._r.zrange(f"{self._p}:dead", 0, max(limit, 1) - 1)]
-        if not ids or limit < 1:
+        if limit < 1:
             return []
-        infos = self._r.hmget(f"{self._p}:dead:info", ids)
+        found: list[tuple[float, str, str]] = []  # (given up at, trace, key space)
+        for space in self._spaces:
+            given_up: Any = self._r.zrange(f"{space}:dead", 0, limit - 1, withscores=True)
+            for raw, at in given_up:
+                found.append((float(at), _text(raw), space))
+        found = sorted(found)[:limit]
+        infos: dict[tuple[str, str], Any] = {}
+        for space in {space for _, _, space in found}:
+            ids = [trace_id for _, trace_id, s in found if s == space]
+            raws = self._r.hmget(f"{space}:dead:info", ids)
+            infos.update(zip([(space, t) for t in ids], raws, strict=True))
         out = []
-        for trace_id, raw in zip(ids, infos, strict=True):
+        for _, trace_id, space in found:
+            raw = infos[(space, trace_id)]
             info = json.loads(raw) if raw is not None else {}
             out.append(
                 DeadTrace(
@@ -367,14 +408,21 @@ class RedisTraceStore:
         return out
 
     def pending(self) -> int:
-        """Traces due, leased or parked (not dead)."""
-        pipe = self._r.pipeline(transaction=True)
-        pipe.zcard(f"{self._p}:due")
-        pipe.zcard(f"{self._p}:leases")
-        due, leased = pipe.execute()
-        return int(due) + int(leased)
+        """Traces due, leased or parked (not dead); on a cluster the key spaces are counted one
+        after the other (a trace claimed meanwhile may count twice or not at all)."""
+        pipe = self._r.pipeline(transaction=len(self._spaces) == 1)
+        for space in self._spaces:
+            pipe.zcard(f"{space}:due")
+            pipe.zcard(f"{space}:leases")
+        return sum(int(n) for n in pipe.execute())
 
     def stats(self) -> dict[str, int]:
-        raw = self._r.hgetall(f"{self._p}:stats")
-        got = {_text(k): int(v) for k, v in raw.items()}
-        return {name: got.get(name, 0) for name in STORE_STATS}
+        got = dict.fromkeys(STORE_STATS, 0)
+        pipe = self._r.pipeline(transaction=False)
+        for space in self._spaces:
+            pipe.hgetall(f"{space}:stats")
+        for raw in pipe.execute():
+            for k, v in raw.items():
+                if _text(k) in got:
+                    got[_text(k)] += int(v)
+        return got

@@ -1,6 +1,7 @@
 """The Redis stores of the shared state other than traces (keys: :mod:`.redis`): labelled
-questions, the judge result cache, write-back idempotency marks, the judge budget and the
-judge batches. One Lua script or MULTI transaction per multi-key change.
+questions, the judge result cache, the judge budget and the judge batches; the write-back
+idempotency marks are :mod:`.redis_marks`' (re-exported here). One Lua script or MULTI transaction per multi-key change, on the keys of one
+key space (:mod:`.redis_keys`: one hash slot on a Redis Cluster).
 
 Same semantics as their :mod:`ragtrace_consumers.stores.memory` counterparts (one behavioural
 suite tests both).
@@ -16,7 +17,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis
 from redis.typing import EncodableT, FieldT
 
 from ragtrace.evaluation.labels import LabelledQuestion
@@ -32,6 +32,8 @@ from ragtrace_consumers.model import (
 )
 from ragtrace_consumers.stores.defaults import BUDGET_WINDOW_S
 from ragtrace_consumers.stores.redis import DEFAULT_PREFIX, _check_prefix, _ms, _text
+from ragtrace_consumers.stores.redis_keys import Client, key_space, mget
+from ragtrace_consumers.stores.redis_marks import RedisIdempotencyStore
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
 
 __all__ = [
@@ -44,20 +46,27 @@ __all__ = [
 ]
 
 _OLD_LABELS_TTL_S = 60  # readers that fetched the old version a moment ago can still finish
-_ADD_ATTEMPTS = 50  # a save that lost the race to another set's swap is checked and tried again
+_ADD_ATTEMPTS = 50  # a save that lost the race to another set's swap is read and tried again
 
 
 _LABEL_SWAP = """
-local p, new = ARGV[1], ARGV[2]
+local p, new, ttl, expected = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local cur = p .. ':labels:current'
 local old = redis.call('GET', cur)
-redis.call('SET', cur, new)
-if old and old ~= new then
-  for _, s in ipairs({':q', ':sha', ':meta'}) do
-    redis.call('EXPIRE', p .. ':labels:' .. old .. s, tonumber(ARGV[3]))
+local parts = {':q', ':sha', ':meta'}
+if expected ~= '*' and (old or '') ~= expected then
+  if new ~= old then
+    for _, s in ipairs(parts) do redis.call('EXPIRE', p .. ':labels:' .. new .. s, ttl) end
   end
+  return 0
 end
-return old
+redis.call('SET', cur, new)
+for _, s in ipairs(parts) do redis.call('PERSIST', p .. ':labels:' .. new .. s) end
+if old and old ~= new then
+  for _, s in ipairs(parts) do redis.call('EXPIRE', p .. ':labels:' .. old .. s, ttl) end
+end
+if ARGV[5] ~= '' then redis.call('HSET', p .. ':labels:labelled_at', ARGV[5], ARGV[6]) end
+return 1
 """
 
 _LABEL_GET = """
@@ -83,7 +92,7 @@ return {v, redis.call('HVALS', base .. ':q'), redis.call('HGETALL', base .. ':me
 _LABEL_CLEAR = """
 local p = ARGV[1]
 local v = redis.call('GET', p .. ':labels:current')
-redis.call('DEL', p .. ':labels:current')
+redis.call('DEL', p .. ':labels:current', p .. ':labels:labelled_at')
 if v then
   redis.call('DEL', p .. ':labels:' .. v .. ':q', p .. ':labels:' .. v .. ':sha',
              p .. ':labels:' .. v .. ':meta')
@@ -95,16 +104,19 @@ return v
 class RedisLabelStore:
     """:class:`~ragtrace_consumers.model.LabelStore` in Redis.
 
-    ``load`` writes the new set under its own version's keys and then switches
-    ``P:labels:current`` to it in the same transaction: readers see the old set or the new one,
-    never a mix. The previous version's keys expire a minute later.
+    ``load`` writes the new set under its own version's keys (one transaction) and then switches
+    ``P:labels:current`` to it (one script): readers see the old set or the new one, never a
+    mix. The previous version's keys expire a minute later. :meth:`add` switches only if the
+    set it read is still current (compare-and-swap in the script), so concurrent saves never
+    drop each other's question.
     """
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
+        self, client: Client, *, prefix: str = DEFAULT_PREFIX, clock: Any = time.time
     ) -> None:
         self._r = client
-        self._p = _check_prefix(prefix)
+        self._p = key_space(client, _check_prefix(prefix), "labels")
+        self._current = f"{self._p}:labels:current"
         self._clock = clock
         self._swap = client.register_script(_LABEL_SWAP)
         self._get = client.register_script(_LABEL_GET)
@@ -113,34 +125,41 @@ class RedisLabelStore:
 
     def load(self, questions: Sequence[LabelledQuestion], *, source: str | None = None) -> str:
         """Replace the label set atomically; returns its version."""
-        with self._r.pipeline(transaction=True) as pipe:
-            return self._write(pipe, questions, source)
+        version = self._write(questions, source)
+        self._switch(version, expected="*")
+        return version
 
-    def _write(
-        self,
-        pipe: redis.client.Pipeline,
-        questions: Sequence[LabelledQuestion],
-        source: str | None,
-        labelled: str | None = None,
-    ) -> str:
-        """Write ``questions`` as the current set in one MULTI on ``pipe`` (which may be
-        watching the current pointer); ``labelled``: the qid saved now (its time is kept)."""
+    def _write(self, questions: Sequence[LabelledQuestion], source: str | None) -> str:
+        """Write ``questions`` under their own version's keys (one transaction); not current
+        until :meth:`_switch`. Returns the version."""
         index = LabelIndex.build(questions)
         stats = index.stats(loaded_at=self._clock(), source=source)
         base = f"{self._p}:labels:{index.version}"
         meta: dict[FieldT, EncodableT] = {k: json.dumps(v) for k, v in stats.to_dict().items()}
-        pipe.multi()
+        pipe = self._r.pipeline(transaction=True)
         pipe.delete(f"{base}:q", f"{base}:sha", f"{base}:meta")
         pipe.hset(f"{base}:q", mapping={q.qid: question_to_json(q) for q in questions})
         if index.by_sha256:
             by_sha256: dict[FieldT, EncodableT] = {k: v for k, v in index.by_sha256.items()}
             pipe.hset(f"{base}:sha", mapping=by_sha256)
         pipe.hset(f"{base}:meta", mapping=meta)
-        if labelled is not None:
-            pipe.hset(f"{self._p}:labels:labelled_at", labelled, str(self._clock()))
-        self._swap(keys=[], args=[self._p, index.version, _OLD_LABELS_TTL_S], client=pipe)
         pipe.execute()
         return str(index.version)
+
+    def _switch(self, version: str, *, expected: str, labelled: str = "") -> bool:
+        """Make ``version`` current if the current one is ``expected`` (``"*"``: any; ``""``:
+        none); ``labelled``: the qid saved now (its time is kept). Two steps with
+        :meth:`_write`, as a cluster pipeline cannot hold a script; a refused switch lets the
+        written keys expire."""
+        args: list[EncodableT] = [
+            self._p,
+            version,
+            _OLD_LABELS_TTL_S,
+            expected,
+            labelled,
+            str(self._clock()),
+        ]
+        return bool(self._swap(keys=[self._current], args=args))
 
     def add(
         self,
@@ -150,27 +169,24 @@ class RedisLabelStore:
         replaces: str | None = None,
     ) -> str:
         """Replace the set with ``question`` added (or replaced, by qid); returns the new
-        version. The set is read and written under WATCH of the current pointer: a set swapped
-        in meanwhile (another save, a ``labels load``) makes this one read it and try again, so
-        no save drops another's question and ``replaces`` (the version of the qid's label the
+        version. The switch happens only if the set read is still current: a set swapped in
+        meanwhile (another save, a ``labels load``) makes this one read it and try again, so no
+        save drops another's question, and ``replaces`` (the version of the qid's label the
         caller read; ``""``: none) is checked against the set written over
         (:class:`~ragtrace_consumers.errors.LabelConflict`)."""
         where = f"trace {trace_id}" if trace_id else "the web view"
         for _ in range(_ADD_ATTEMPTS):
-            with self._r.pipeline(transaction=True) as pipe:
-                pipe.watch(f"{self._p}:labels:current")  # type: ignore[no-untyped-call]
-                if replaces is not None:
-                    current = question_version(self.by_id(question.qid))
-                    if current != replaces:
-                        raise LabelConflict(question.qid, replaces, current)
-                kept = [q for q in self.questions() if q.qid != question.qid]
-                try:
-                    return self._write(
-                        pipe, [*kept, question], f"labelled from {where}", question.qid
-                    )
-                except redis.WatchError:
-                    time.sleep(random.uniform(0, 0.01))  # spread the saves that collided
-                    continue
+            version, questions, _meta = self._snapshot()
+            if replaces is not None:
+                mine = next((q for q in questions if q.qid == question.qid), None)
+                current = question_version(mine)
+                if current != replaces:
+                    raise LabelConflict(question.qid, replaces, current)
+            kept = [q for q in questions if q.qid != question.qid]
+            written = self._write([*kept, question], f"labelled from {where}")
+            if self._switch(written, expected=version or "", labelled=question.qid):
+                return written
+            time.sleep(random.uniform(0, 0.01))  # spread the saves that collided
         raise LabelConflict(question.qid, replaces or "", None)
 
     def labelled_at(self, qid: str) -> float | None:
@@ -179,19 +195,19 @@ class RedisLabelStore:
         return float(raw) if raw else None
 
     def by_id(self, qid: str) -> LabelledQuestion | None:
-        raw = self._get(keys=[], args=[self._p, "id", qid])
+        raw = self._get(keys=[self._current], args=[self._p, "id", qid])
         return question_from_json(raw) if raw else None
 
     def by_question_sha256(self, digest: str) -> LabelledQuestion | None:
-        raw = self._get(keys=[], args=[self._p, "sha", digest])
+        raw = self._get(keys=[self._current], args=[self._p, "sha", digest])
         return question_from_json(raw) if raw else None
 
     def version(self) -> str:
-        raw = self._r.get(f"{self._p}:labels:current")
+        raw = self._r.get(self._current)
         return _text(raw) if raw else ""
 
     def _snapshot(self) -> tuple[str | None, list[LabelledQuestion], dict[str, Any]]:
-        version, values, meta = self._all(keys=[], args=[self._p])
+        version, values, meta = self._all(keys=[self._current], args=[self._p])
         if not version:
             return None, [], {}
         flat = list(meta)
@@ -216,15 +232,14 @@ class RedisLabelStore:
         )
 
     def clear(self) -> None:
-        self._clear(keys=[], args=[self._p])
-        self._r.delete(f"{self._p}:labels:labelled_at")
+        self._clear(keys=[self._current], args=[self._p])
 
 
 class RedisJudgeResultCache:
     """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
+        self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
     ) -> None:
         self._r, self._p = client, _check_prefix(prefix)
         self._ttl_ms = _ms(ttl_s)
@@ -233,10 +248,10 @@ class RedisJudgeResultCache:
         return self.get_many([key])[0]
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        """:meth:`get` for several keys in one round trip (MGET)."""
+        """:meth:`get` for several keys in one round trip (MGET; one per node on a cluster)."""
         if not keys:
             return []
-        raws = self._r.mget([f"{self._p}:judge:{k}" for k in keys])
+        raws = mget(self._r, [f"{self._p}:judge:{k}" for k in keys])
         return [
             raw if isinstance(raw, bytes) or raw is None else _text(raw).encode() for raw in raws
         ]
@@ -262,7 +277,7 @@ class RedisSessionEvidence:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         *,
         prefix: str = DEFAULT_PREFIX,
         max_turns: int = 3,
@@ -303,38 +318,6 @@ class RedisSessionEvidence:
             turns = {t.trace_id: t for t in (decode_turn(r) for r in raws)}
             out.append(recent_turns(list(turns.values()), before, max_turns, max_age_s))
         return out
-
-
-class RedisIdempotencyStore:
-    """:class:`~ragtrace_consumers.model.IdempotencyStore`: marks expire after ``ttl_s``."""
-
-    def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
-    ) -> None:
-        self._r, self._p = client, _check_prefix(prefix)
-        self._ttl_ms = _ms(ttl_s)
-
-    def written(self, trace_id: str, metric: str) -> bool:
-        return bool(self._r.exists(f"{self._p}:written:{trace_id}:{metric}"))
-
-    def written_many(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
-        """:meth:`written` for several (trace, metric) pairs in one round trip (MGET)."""
-        if not keys:
-            return []
-        raws = self._r.mget([f"{self._p}:written:{t}:{m}" for t, m in keys])
-        return [raw is not None for raw in raws]
-
-    def mark_written(self, trace_id: str, metric: str) -> None:
-        self._r.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
-
-    def mark_written_many(self, keys: Sequence[tuple[str, str]]) -> None:
-        """:meth:`mark_written` for several pairs in one round trip."""
-        if not keys:
-            return
-        pipe = self._r.pipeline(transaction=False)
-        for trace_id, metric in keys:
-            pipe.set(f"{self._p}:written:{trace_id}:{metric}", b"1", px=self._ttl_ms)
-        pipe.execute()
 
 
 # KEYS[1]: zset of grants "id:calls:tokens" scored by grant time; KEYS[2]: hash of their sums
@@ -384,7 +367,7 @@ class RedisJudgeBudget:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         calls_per_minute: int,
         tokens_per_minute: int,
         *,
@@ -395,7 +378,7 @@ class RedisJudgeBudget:
             raise ValueError("budget limits must be >= 0")
         if not window_s > 0:
             raise ValueError(f"window_s must be > 0, got {window_s!r}")
-        self._key = f"{_check_prefix(prefix)}:budget"
+        self._key = f"{key_space(client, _check_prefix(prefix), 'budget')}:budget"
         self._sums = f"{self._key}:sums"
         self._limits = (calls_per_minute, tokens_per_minute, window_s)
         self._script = client.register_script(_BUDGET)
@@ -423,9 +406,9 @@ class RedisBatchStore:
     custom ID -> request), ``P:batch_submitted`` (hash custom ID -> batch ID); each change is one
     MULTI transaction."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+    def __init__(self, client: Client, *, prefix: str) -> None:
         self._r: Any = client  # bytes replies
-        self._p = prefix
+        self._p = key_space(client, prefix, "batches")
 
     def add_batch(self, batch_id: str, items: Mapping[str, bytes]) -> None:
         pipe = self._r.pipeline(transaction=True)

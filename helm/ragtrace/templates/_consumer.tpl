@@ -43,14 +43,22 @@ from .Values.consumer.config; connection keys from the chart's top-level values,
 
 {{/*
 Redis URL for the RAGTRACE_REDIS_URL environment variable (read by `ragtrace consume`, over its
-config file, and by `ragtrace labels load`): the user name at most, never the password, which
+config file, and by `ragtrace labels load`): redis.url, or a redis+sentinel:// URL made of
+redis.sentinel when its hosts are set; the user name at most, never the password, which
 goes to the client apart (RAGTRACE_REDIS_PASSWORD, from a Secret), so no error or log line that
 prints the URL can carry it.
 */}}
 {{- define "ragtrace.consumer.redisUrl" -}}
 {{- $url := .Values.redis.url }}
+{{- with .Values.redis.sentinel }}
+{{- if .hosts }}
+{{- $primary := required "redis.sentinel.primaryName is required with redis.sentinel.hosts" .primaryName }}
+{{- $scheme := ternary "rediss+sentinel://" "redis+sentinel://" (ne $.Values.redis.tls.existingSecret "") }}
+{{- $url = printf "%s%s/%s/%d" $scheme (join "," .hosts) $primary (int (.db | default 0)) }}
+{{- end }}
+{{- end }}
 {{- if .Values.redis.username }}
-{{- $scheme := regexFind "^[a-z]+://" $url }}
+{{- $scheme := regexFind "^[a-z+]+://" $url }}
 {{- $url = printf "%s%s@%s" $scheme .Values.redis.username (trimPrefix $scheme $url) }}
 {{- end }}
 {{- if .Values.redis.tls.existingSecret }}

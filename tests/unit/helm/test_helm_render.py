@@ -29,7 +29,7 @@ _LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9]
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def test_scenarios_are_the_documented_eight() -> None:
+def test_scenarios_are_the_documented_nine() -> None:
     assert SCENARIOS == [
         "autoscaling",
         "default",
@@ -38,6 +38,7 @@ def test_scenarios_are_the_documented_eight() -> None:
         "minimal",
         "monitoring",
         "restricted",
+        "sentinel",
         "tls-sasl-existingsecret",
     ]
 

@@ -531,7 +531,8 @@ def test_consume_sees_the_charts_settings(
     cli = "import sys; from ragtrace.cli import main; sys.exit(main())"
     proc = subprocess.run(
         [sys.executable, "-c", cli, "consume", "--config", str(conf), "--print-config"],
-        env={**env, "PATH": "/usr/bin:/bin"},
+        # This checkout's consumer package, not an installed copy (the cwd gives its ragtrace).
+        env={**env, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "consumers")},
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -577,6 +578,34 @@ def test_labels_job_reaches_the_consumers_redis(rendered: Callable[[str], Render
     )
     assert resolve_redis(None, None, job_env) == ("redis://redis-master:6379/0", "ragtrace")
     assert job_env["RAGTRACE_REDIS_PASSWORD"] == "pw"  # read by the labels command
+
+
+def test_sentinel_values_give_the_consumers_a_sentinel_url(
+    rendered: Callable[[str], Rendered],
+) -> None:
+    """redis.sentinel renders the redis+sentinel:// URL the consumers' client takes apart:
+    every Sentinel, the primary's name and database, the user, TLS with the mounted CA."""
+    from ragtrace_consumers.stores.redis_keys import parse_sentinel_url
+
+    url = env_of(containers(_consumer(rendered("sentinel")))[0])["RAGTRACE_REDIS_URL"]["value"]
+    address = parse_sentinel_url(url)
+    assert address.sentinels == (
+        ("redis-sentinel-0.redis-sentinel", 26379),
+        ("redis-sentinel-1.redis-sentinel", 26379),
+    )
+    assert (address.primary, address.db, address.username, address.password) == (
+        "mymaster",
+        1,
+        "ragtrace",
+        None,
+    )
+    assert address.tls and address.ssl_ca_certs == "/etc/ragtrace/tls/redis/ca.crt"
+
+
+def test_sentinel_hosts_without_a_primary_name_fail_to_render(helm_bin: Path) -> None:
+    proc = helm_template(helm_bin, "--set", "redis.sentinel.hosts[0]=sentinel:26379")
+    assert proc.returncode != 0
+    assert "redis.sentinel.primaryName is required" in proc.stderr
 
 
 # --- collector -----------------------------------------------------------------------------
