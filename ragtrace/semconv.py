@@ -109,9 +109,11 @@ __all__ = [
     "METRIC_GEN_AI_CLIENT_OPERATION_DURATION",
     "METRIC_GEN_AI_CLIENT_TOKEN_USAGE",
     "METRIC_GROUNDEDNESS",
+    "METRIC_GROUNDEDNESS_FAILED",
     "METRIC_HIT_RATE",
     "METRIC_INJECTION_SUSPECTED",
     "METRIC_JUDGE_BUDGET_EXHAUSTED",
+    "METRIC_JUDGE_CALIBRATION",
     "METRIC_JUDGE_CALLS",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_ERRORS",
@@ -374,6 +376,12 @@ METRIC_TRACES_SAMPLED: Final = "ragtrace.traces.sampled"
 METRIC_TRACES_SCORED: Final = "ragtrace.traces.scored"
 METRIC_TRACES_SKIPPED: Final = "ragtrace.traces.skipped"
 METRIC_CELL: Final = "ragtrace.attribution"
+METRIC_GROUNDEDNESS_FAILED: Final = "ragtrace.groundedness.failed"
+"""Judged traces scored below the groundedness threshold; with ``ragtrace.groundedness``'s count
+(same attributes) the not-grounded share and its interval (docs/statistics.md)."""
+METRIC_JUDGE_CALIBRATION: Final = "ragtrace.judge.calibration"
+"""The judge's last calibration, claims by ``human`` and ``verdict`` (supported/unsupported):
+its sensitivity and specificity, to correct the not-grounded share."""
 METRIC_JUDGE_CALLS: Final = "ragtrace.judge.calls"
 METRIC_JUDGE_ERRORS: Final = "ragtrace.judge.errors"
 METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"

@@ -159,6 +159,45 @@ WORST_TRACES = (
 )
 
 
+FAILED = PROM_NAME["ragtrace.groundedness.failed"]
+CALIBRATION = PROM_NAME["ragtrace.judge.calibration"]
+PER_JUDGE = "judge_model, judge_prompt"
+
+
+def _judge_rate(human: str, verdict: str) -> str:
+    """Sensitivity (``unsupported``) or specificity (``supported``) of each judge from its
+    calibration counts (every replica exports the same stamp: ``max`` takes one copy)."""
+    one_copy = f'max by ({PER_JUDGE}, human, verdict) ({CALIBRATION}{{human="{human}"}})'
+    agreed = f'max by ({PER_JUDGE}, human, verdict) ({CALIBRATION}{{human="{human}", verdict="{verdict}"}})'
+    return f"({total(agreed, PER_JUDGE)} / {total(one_copy, PER_JUDGE)})"
+
+
+def _not_grounded_panel() -> Panel:
+    """Judged answers below the groundedness threshold, raw and corrected (Rogan-Gladen) by the
+    judge's calibration; bars: the judged answers behind each point."""
+    judged = increase(count_of(GROUNDEDNESS), PER_JUDGE, SERVICE_AND_PIPELINE)
+    raw = f"{increase(FAILED, PER_JUDGE, SERVICE_AND_PIPELINE)}\n/\n{judged}"
+    se, sp = _judge_rate("unsupported", "unsupported"), _judge_rate("supported", "supported")
+    corrected = f"clamp(\n(({raw}) + {sp} - 1)\n/\n({se} + {sp} - 1), 0, 1)"
+    return Panel(
+        "Not grounded: raw and corrected for the judge's error",
+        "Share of judged answers scored below the groundedness threshold, per judge and prompt: "
+        "raw (the judge's verdicts) and corrected for the judge's sensitivity and specificity "
+        "measured by `ragtrace calibrate` (Rogan-Gladen; shown only when the replicas export a "
+        "calibration of that judge and prompt). Bars: judged answers behind each point; the "
+        "interval of a share is in docs/statistics.md.",
+        (
+            Query(raw, f"raw {legend(PER_JUDGE)}", "A"),
+            Query(corrected, f"corrected {legend(PER_JUDGE)}", "C"),
+            Query(judged, f"n {legend(PER_JUDGE)}", "B"),
+        ),
+        unit="percentunit",
+        width=24,
+        fraction=True,
+        counts="B",
+    )
+
+
 def _mean_panel(
     title: str,
     description: str,
@@ -384,6 +423,7 @@ QUALITY_BOARD = Board(
             fraction=True,
             stacked=True,
         ),
+        _not_grounded_panel(),
         Row("Worst traces (trace backend)"),
         Panel(
             "Least grounded answers",

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from opentelemetry.sdk.metrics import MeterProvider
 
+from ragtrace.evaluation.calibration import Confusion
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.readers.unrecognised import UnrecognisedSpans
 from ragtrace_consumers.telemetry.lag import PartitionLag
@@ -53,7 +54,8 @@ def record_every_metric(provider: MeterProvider) -> None:
     m.trace_sampled("shop", "qa")
     m.trace_scored("shop", "qa", "fine")
     m.trace_skipped("shop", "qa", "not_sampled")
-    m.groundedness(0.75, "shop", "qa", "probe-model")
+    m.groundedness(0.75, "shop", "qa", "probe-model", failed=True)
+    m.set_calibration(Confusion(9, 1, 2, 8), "probe-model")
     m.retrieval(0.5, 1.0, 0.5, "shop", "qa", k=5)
     m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
     m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")

@@ -20,7 +20,7 @@ from ragtrace.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, EXIT_
 from ragtrace.cli.output import add_json_option, emit_json, error, fmt_num, format_table
 
 if TYPE_CHECKING:
-    from ragtrace.evaluation.calibration import CalibrationReport
+    from ragtrace.evaluation.calibration import CalibrationReport, Confusion
 
 __all__ = ["format_report", "register", "run"]
 
@@ -79,6 +79,18 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def _accuracy_line(c: Confusion) -> str:
+    """The judge's sensitivity and specificity at finding unsupported claims, with their n and
+    interval: what corrects the not-grounded share (docs/statistics.md)."""
+    from ragtrace.evaluation.hallucination_rate import judge_accuracy
+
+    sensitivity, specificity = judge_accuracy(c)
+    return (
+        f"finding unsupported claims: sensitivity {sensitivity.describe()}, "
+        f"specificity {specificity.describe()} (95 % Wilson)"
+    )
+
+
 def format_report(report: CalibrationReport) -> str:
     c = report.confusion
     rule = (
@@ -101,6 +113,7 @@ def format_report(report: CalibrationReport) -> str:
                 ["judge: not entailed", c.human_only, c.neither],
             ],
         ),
+        _accuracy_line(c),
     ]
     downgrades = report.downgrades_by_check
     verb = "would have downgraded" if not report.require_verified_evidence else "downgraded"

@@ -14,6 +14,7 @@ from ragtrace.cli.output import (
     emit_json,
     error,
     fmt_num,
+    format_intervals,
     format_table,
     json_to_stdout,
 )
@@ -158,6 +159,12 @@ def format_comparison(
     headers = ["metric", "A", "B", "delta", f"{pct} CI", "better", "worse"]
     lines.append(format_table(headers, rows))
     lines.append(f"(paired bootstrap over questions, {c.resamples} resamples, seed {c.seed})")
+    for side, rates in (
+        ("A", {m.metric: m.a_rate for m in c.metrics if m.a_rate is not None}),
+        ("B", {m.metric: m.b_rate for m in c.metrics if m.b_rate is not None}),
+    ):
+        if rates:
+            lines += ["", *format_intervals(rates, f" of {side}")]
     if movers:
         lines.append("")
         moved = [m for m in c.metrics if m.better or m.worse]

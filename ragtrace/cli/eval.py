@@ -23,6 +23,7 @@ from ragtrace.cli.output import (
     emit_json,
     error,
     fmt_num,
+    format_intervals,
     format_table,
     json_to_stdout,
 )
@@ -214,6 +215,8 @@ def format_report(report: RetrievalReport) -> str:
     lines.append(format_table(["metric", *(f"@{k}" for k in report.ks)], rows))
     lines.append("")
     lines.append(f"MRR: {fmt_num(m['mrr'])}  (reciprocal rank of the first gold chunk, whole list)")
+    lines.append("")
+    lines.extend(format_intervals(report.intervals()))
     return "\n".join(lines)
 
 

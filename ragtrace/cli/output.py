@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
@@ -24,7 +24,10 @@ from ragtrace.masking import mask_secrets
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ragtrace.evaluation.rates import Rate
+
 __all__ = [
+    "format_intervals",
     "EXIT_BAD_INPUT",
     "EXIT_FAILURE",
     "EXIT_OK",
@@ -57,6 +60,20 @@ def fmt_num(value: float | None, digits: int = 3, *, signed: bool = False) -> st
     if round(value, digits) == 0:
         value = 0.0  # "-0.000" would read as a regression that is not there
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def format_intervals(rates: Mapping[str, Rate], label: str = "") -> list[str]:
+    """``rates`` as ``name value [low, high]`` lines under one heading that names n and the
+    methods (every rate shares one n)."""
+    n = next(iter(rates.values())).n if rates else 0
+    methods = sorted({r.method for r in rates.values()})
+    lines = [
+        f"95 % intervals{label} over n={n} questions ({', '.join(methods)}; docs/statistics.md):"
+    ]
+    width = max((len(name) for name in rates), default=0)
+    for name, r in rates.items():
+        lines.append(f"  {name:<{width}}  {fmt_num(r.value)} [{fmt_num(r.low)}, {fmt_num(r.high)}]")
+    return lines
 
 
 def format_table(

@@ -129,6 +129,18 @@ class Confusion:
     def total(self) -> int:
         return self.both_entailed + self.judge_only + self.human_only + self.neither
 
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> Confusion:
+        def count(key: str) -> int:
+            value = d[key]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"confusion.{key} must be a non-negative integer")
+            return value
+
+        return cls(
+            count("both_entailed"), count("judge_only"), count("human_only"), count("neither")
+        )
+
     def to_dict(self) -> dict[str, int]:
         return {
             "both_entailed": self.both_entailed,
@@ -316,20 +328,33 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
 # --- the last calibration's stamp -----------------------------------------------------------
 @dataclass(frozen=True)
 class CalibrationStamp:
+    """The last calibration: which judge, how well it agreed, and its confusion matrix (None in
+    a stamp written before the matrix was kept: such a stamp cannot correct a rate)."""
+
     judge: JudgeInfo
     agreement: float | None
     kappa: float | None
     claims: int
     calibrated_at: str
+    confusion: Confusion | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        d: dict[str, object] = {
             "judge": self.judge.to_dict(),
             "agreement": self.agreement,
             "kappa": self.kappa,
             "claims": self.claims,
             "calibrated_at": self.calibrated_at,
         }
+        if self.confusion is not None:
+            d["confusion"] = self.confusion.to_dict()
+        return d
+
+    def matches(self, judge: JudgeInfo) -> bool:
+        """Same judge name, model and prompt hash as ``judge``."""
+        return all(
+            getattr(self.judge, f) == getattr(judge, f) for f in ("name", "model", "prompt_sha256")
+        )
 
 
 def default_stamp_path() -> Path:
@@ -347,6 +372,7 @@ def save_stamp(report: CalibrationReport, path: str | Path | None = None) -> Cal
         _or_null(report.kappa),
         len(report.items),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        report.confusion,
     )
     target = Path(path) if path is not None else default_stamp_path()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -369,6 +395,7 @@ def load_stamp(path: str | Path | None = None) -> CalibrationStamp | None:
             d.get("kappa"),
             int(d.get("claims", 0)),
             str(d["calibrated_at"]),
+            Confusion.from_dict(d["confusion"]) if d.get("confusion") is not None else None,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _log.warning("ignoring unreadable calibration stamp %s: %s", target, exc)

@@ -8,13 +8,12 @@ confidence interval, and the questions that got better and worse.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 
 from ragtrace.errors import RagtraceError
-from ragtrace.evaluation.report import RetrievalReport, per_question_key
+from ragtrace.evaluation.rates import Rate, bootstrap_intervals
+from ragtrace.evaluation.report import RetrievalReport, metric_rates, per_question_key
 from ragtrace.evaluation.retrieval import RecallDefinition
 
 __all__ = [
@@ -68,6 +67,9 @@ class MetricComparison:
     n: int
     better: tuple[Mover, ...]
     worse: tuple[Mover, ...]
+    a_rate: Rate | None = None
+    """``a`` with its n and 95 % interval (Wilson for hit rate, bootstrap for the others)."""
+    b_rate: Rate | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class Comparison:
                     "delta": num(m.delta),
                     "ci": [num(m.ci_low), num(m.ci_high)],
                     "n": m.n,
+                    "a_interval": None if m.a_rate is None else m.a_rate.to_dict(),
+                    "b_interval": None if m.b_rate is None else m.b_rate.to_dict(),
                     "better": movers(m.better),
                     "worse": movers(m.worse),
                 }
@@ -138,39 +142,6 @@ def _check_options(resamples: int, confidence: float) -> None:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    # Linear interpolation between closest ranks (numpy's default method).
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def _bootstrap(
-    diffs: Sequence[Sequence[float]], resamples: int, confidence: float, seed: int
-) -> list[tuple[float, float]]:
-    """Percentile intervals of the mean of each row of ``diffs`` (one row per metric), all rows
-    resampled with the same question indices so the metrics stay paired with each other too."""
-    n = len(diffs[0]) if diffs else 0
-    if n == 0:
-        return [(math.nan, math.nan) for _ in diffs]
-    rng = random.Random(seed)
-    population = range(n)
-    means: list[list[float]] = [[] for _ in diffs]
-    for _ in range(resamples):
-        idx = rng.choices(population, k=n)
-        # itemgetter(*idx) returns a bare item, not a tuple, when idx has one element.
-        pick = itemgetter(*idx) if n > 1 else (lambda row, i=idx[0]: (row[i],))
-        for row, out in zip(diffs, means, strict=True):
-            out.append(sum(pick(row)) / n)
-    tail = (1.0 - confidence) / 2.0
-    intervals = []
-    for out in means:
-        out.sort()
-        intervals.append((_quantile(out, tail), _quantile(out, 1.0 - tail)))
-    return intervals
 
 
 def paired_bootstrap_ci(
@@ -189,7 +160,9 @@ def paired_bootstrap_ci(
     _check_options(resamples, confidence)
     if len(a) != len(b):
         raise ValueError(f"paired scores must have equal lengths, got {len(a)} and {len(b)}")
-    return _bootstrap([[y - x for x, y in zip(a, b, strict=True)]], resamples, confidence, seed)[0]
+    return bootstrap_intervals(
+        [[y - x for x, y in zip(a, b, strict=True)]], resamples, confidence, seed
+    )[0]
 
 
 def compare_reports(
@@ -232,10 +205,14 @@ def compare_reports(
     diffs = [
         [y - x for x, y in zip(ra, rb, strict=True)] for ra, rb in zip(rows_a, rows_b, strict=True)
     ]
-    intervals = _bootstrap(diffs, resamples, confidence, seed)
+    intervals = bootstrap_intervals(diffs, resamples, confidence, seed)
+    rates_a = metric_rates(names, rows_a, seed=seed)
+    rates_b = metric_rates(names, rows_b, seed=seed)
     n = len(paired)
     results = []
-    for name, ra, rb, (low, high) in zip(names, rows_a, rows_b, intervals, strict=True):
+    for name, ra, rb, (low, high), rate_a, rate_b in zip(
+        names, rows_a, rows_b, intervals, rates_a, rates_b, strict=True
+    ):
         movers = [Mover(q, x, y) for q, x, y in zip(paired, ra, rb, strict=True)]
         mean_a = math.fsum(ra) / n if n else math.nan
         mean_b = math.fsum(rb) / n if n else math.nan
@@ -250,6 +227,8 @@ def compare_reports(
                 n=n,
                 better=tuple(sorted((m for m in movers if m.delta > _EPS), key=lambda m: -m.delta)),
                 worse=tuple(sorted((m for m in movers if m.delta < -_EPS), key=lambda m: m.delta)),
+                a_rate=rate_a,
+                b_rate=rate_b,
             )
         )
     return Comparison(

@@ -21,6 +21,7 @@ from ragtrace.evaluation.labels import (
     parse_json,
     read_input_file,
 )
+from ragtrace.evaluation.rates import Rate, mean_rates, wilson
 from ragtrace.evaluation.retrieval import QuestionScores, RecallDefinition, score_question
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "RetrievalReport",
     "evaluate_run",
     "load_report",
+    "metric_rates",
     "per_question_key",
 ]
 
@@ -47,6 +49,21 @@ def per_question_key(metric: str) -> str:
 
 def _metric_names(ks: Sequence[int]) -> tuple[str, ...]:
     return tuple(f"{name}@{k}" for k in ks for name in _PER_K) + (MRR_KEY,)
+
+
+def metric_rates(
+    names: Sequence[str], columns: Sequence[Sequence[float]], *, seed: int = 0
+) -> list[Rate]:
+    """Metric ``names[i]`` over the per-question values ``columns[i]`` as a Rate with its 95 %
+    interval: Wilson for ``hit_rate@k`` (a question hits or not), for the others a seeded
+    bootstrap of the mean (same seed, same interval; every column resampled alike), or its normal
+    approximation from 500 questions on (:func:`~ragtrace.evaluation.rates.mean_rates`)."""
+    means = [i for i, name in enumerate(names) if not name.startswith("hit_rate@")]
+    rates = dict(zip(means, mean_rates([columns[i] for i in means], seed=seed), strict=True))
+    for i in range(len(names)):
+        if i not in rates:
+            rates[i] = wilson(sum(1 for v in columns[i] if v >= 1.0), len(columns[i]))
+    return [rates[i] for i in range(len(names))]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -176,10 +193,23 @@ class RetrievalReport:
         """Mean gold-set size over the answerable questions (the ones the means cover)."""
         return _mean([float(s) for s in self.gold_sizes.values() if s > 0])
 
+    def intervals(self, *, seed: int = 0) -> Mapping[str, Rate]:
+        """Each report metric over the answerable questions with its n and 95 % interval
+        (:func:`metric_rates`)."""
+        answerable = [qid for qid, size in self.gold_sizes.items() if size > 0]
+        names = self.metric_names
+        columns = [
+            [self.per_question[q][per_question_key(name)] for q in answerable] for name in names
+        ]
+        return dict(zip(names, metric_rates(names, columns, seed=seed), strict=True))
+
     def to_json(self) -> dict[str, object]:
-        """The ``ragtrace eval --json`` document; NaN is written as null."""
+        """The ``ragtrace eval --json`` document; NaN is written as null. ``intervals`` holds
+        each metric with its n and 95 % interval (:meth:`intervals`); it is recomputed, never
+        read back, by :meth:`from_json`."""
         doc: dict[str, object] = {
             "metrics": {name: _nan_to_none(v) for name, v in self.metrics.items()},
+            "intervals": {name: r.to_dict() for name, r in self.intervals().items()},
             "per_question": {
                 qid: {
                     **{name: _nan_to_none(v) for name, v in scores.items()},

@@ -256,6 +256,7 @@ PROMETHEUS_NAMES = {
     semconv.METRIC_TRACES_SCORED: "ragtrace_traces_scored_total",
     semconv.METRIC_TRACES_SKIPPED: "ragtrace_traces_skipped_total",
     semconv.METRIC_CELL: "ragtrace_attribution_total",
+    semconv.METRIC_GROUNDEDNESS_FAILED: "ragtrace_groundedness_failed_total",
     semconv.METRIC_JUDGE_CALLS: "ragtrace_judge_calls_total",
     semconv.METRIC_JUDGE_ERRORS: "ragtrace_judge_errors_total",
     semconv.METRIC_JUDGE_TOKENS: "ragtrace_judge_tokens_total",

@@ -9,9 +9,20 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ragtrace.evaluation.hallucination_rate import HallucinationRate, hallucination_rate
+from ragtrace.evaluation.judges.base import JudgeInfo
+from ragtrace.evaluation.rates import WILSON, Rate, bootstrap_mean, wilson
 from ragtrace_consumers.demo.run import DemoQuestion, DemoRun
 
-__all__ = ["CELL_LABELS", "cell_counts", "format_text", "to_json", "totals"]
+__all__ = [
+    "CELL_LABELS",
+    "cell_counts",
+    "format_text",
+    "not_grounded_rate",
+    "rates",
+    "to_json",
+    "totals",
+]
 
 CELL_LABELS = {
     "fine": "fine",
@@ -84,6 +95,32 @@ def totals(run: DemoRun) -> dict[str, Any]:
     }
 
 
+def _judge_info(run: DemoRun) -> JudgeInfo | None:
+    j = run.judge
+    return None if j.prompt_sha256 is None else JudgeInfo(j.name, j.model, j.prompt_sha256)
+
+
+def not_grounded_rate(run: DemoRun) -> HallucinationRate:
+    """Judged answers below the groundedness threshold, raw and corrected by the run's
+    calibration stamp when it is of this judge."""
+    scores = [q.groundedness for q in run.questions if q.groundedness is not None]
+    failed = sum(1 for g in scores if g < run.groundedness_threshold)
+    return hallucination_rate(failed, len(scores), _judge_info(run), run.calibration)
+
+
+def rates(run: DemoRun) -> dict[str, Rate]:
+    """Every share and mean of the totals with its n and 95 % interval: each cell's share of
+    the questions and the hit rate (Wilson), mean recall and mean groundedness (bootstrap)."""
+    qs = run.questions
+    counts = cell_counts(qs)
+    hits = [q.hit_rate for q in qs if q.hit_rate is not None]
+    out = {f"cell {CELL_LABELS[c]}": wilson(n, len(qs)) for c, n in counts.items()}
+    out[f"recall@{run.k}"] = bootstrap_mean([q.recall for q in qs if q.recall is not None])
+    out[f"hit rate@{run.k}"] = wilson(sum(1 for h in hits if h >= 1.0), len(hits))
+    out["groundedness"] = bootstrap_mean([q.groundedness for q in qs if q.groundedness is not None])
+    return out
+
+
 def to_json(run: DemoRun) -> dict[str, object]:
     return {
         "judge": {"name": run.judge.name, "model": run.judge.model, "summary": run.judge.summary},
@@ -93,6 +130,8 @@ def to_json(run: DemoRun) -> dict[str, object]:
         "questions": [q.to_dict() for q in run.questions],
         "cells": cell_counts(run.questions),
         "totals": totals(run),
+        "rates": {name: r.to_dict() for name, r in rates(run).items()},
+        "not_grounded": not_grounded_rate(run).to_dict(),
     }
 
 
@@ -180,5 +219,13 @@ def format_text(run: DemoRun) -> str:
         + f"{t['not_grounded']}  {' '.join(f'#{q.number}' for q in _not_grounded(run))}".rstrip(),
         f"  escalations: {t['escalations']} (each in its own cell: a different owner fixes it)",
         f"  judge: {run.judge.summary}",
+        "",
+        "Rates (value [95 % interval] n: Wilson for shares, bootstrap for means; "
+        "docs/statistics.md)",
     ]
+    all_rates = rates(run)
+    width = max(len(name) for name in all_rates)
+    for name, rate in all_rates.items():
+        lines.append(f"  {name:<{width}}  {rate.describe(percent=rate.method == WILSON)}")
+    lines += ["  " + line for line in not_grounded_rate(run).lines()]
     return "\n".join(lines)

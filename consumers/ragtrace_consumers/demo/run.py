@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ragtrace.evaluation.calibration import CalibrationStamp
     from ragtrace.evaluation.judges import Judge
     from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 
@@ -41,6 +42,7 @@ class JudgeDescription:
     name: str
     model: str | None
     summary: str
+    prompt_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class DemoRun:
     questions: tuple[DemoQuestion, ...]
     endpoint: str
     state_path: str | None
+    calibration: CalibrationStamp | None = None
+    """The last calibration stamp (whatever its judge: the report checks it matches)."""
 
 
 def describe_judge(judge: Judge) -> JudgeDescription:
@@ -107,7 +111,7 @@ def describe_judge(judge: Judge) -> JudgeDescription:
         )
     else:
         summary = f"{info.name} (model {info.model})"
-    return JudgeDescription(info.name, info.model, summary)
+    return JudgeDescription(info.name, info.model, summary, info.prompt_sha256)
 
 
 def run_demo(
@@ -127,6 +131,7 @@ def run_demo(
     the evaluator stops when it returns (``ragtrace demo --serve``).
     """
     import ragtrace
+    from ragtrace.evaluation.calibration import load_stamp
     from ragtrace.evaluation.judges import make_judge
     from ragtrace.evaluation.labels import load_labels
     from ragtrace_consumers.config import ConsumerConfig
@@ -237,6 +242,7 @@ def run_demo(
                 questions=tuple(questions),
                 endpoint=evaluator.endpoint,
                 state_path=None if tmp is not None else str(state),
+                calibration=load_stamp(),
             )
             if serve is not None:
                 serve(result, evaluator)

@@ -105,6 +105,16 @@ def _pipeline_settings(cfg: ConsumerConfig) -> PipelineSettings:
     )
 
 
+def _export_calibration(metrics: ConsumerMetrics, judge: Judge) -> None:
+    """The last calibration stamp (``RAGTRACE_CALIBRATION_FILE``), exported when it is of this
+    judge and prompt and holds its confusion counts (docs/statistics.md)."""
+    from ragtrace.evaluation.calibration import load_stamp
+
+    stamp = load_stamp()
+    if stamp is not None and stamp.confusion is not None and stamp.matches(judge.info):
+        metrics.set_calibration(stamp.confusion, judge.info.model or judge.info.name)
+
+
 def build_scoring(
     settings: ConsumerConfig,
     stores: Stores,
@@ -124,6 +134,7 @@ def build_scoring(
         require_realtime_judging(settings)
     pipeline_settings = _pipeline_settings(settings)
     metrics = ConsumerMetrics(meter_provider, judge_prompt_sha256=judge.info.prompt_sha256)
+    _export_calibration(metrics, judge)
     score_sink = sink(pipeline_settings.thresholds)
     judge_batch = None
     if settings.judge.mode == "batch" and batch_store is not None:

@@ -664,7 +664,15 @@ class Pipeline:
             return
         trace = scores.trace
         m = self.metrics
-        m.trace_scored(trace.service, trace.pipeline, scores.cell.value)
+        judged = scores.groundedness
+        m.trace_scored(
+            trace.service,
+            trace.pipeline,
+            scores.cell.value,
+            generator_model=trace.model,
+            k=scores.retrieval.scores.k if scores.retrieval is not None else None,
+            judge_model=(judged.judge.model or judged.judge.name) if judged is not None else None,
+        )
         r = scores.retrieval if FAMILY_RECALL in fresh else None
         if r is not None:
             self._record_retrieval(trace, r)
@@ -676,6 +684,7 @@ class Pipeline:
                 trace.pipeline,
                 g.judge.model or g.judge.name,
                 generator_model=trace.model,
+                failed=g.score < self.settings.thresholds.groundedness,
             )
         if scores.answers is not None and FAMILY_ANSWER in fresh and self._answers is not None:
             self._answers.record(scores.answers, trace.service, trace.pipeline)

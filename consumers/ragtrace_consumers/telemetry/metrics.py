@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
@@ -27,8 +28,11 @@ from ragtrace.evaluation.attribution import Cell
 from ragtrace_consumers.errors import DECODE_REASONS as _DECODE_REASONS
 from ragtrace_consumers.model import SKIP_REASONS as _SAMPLER_SKIP_REASONS
 from ragtrace_consumers.telemetry.counter_batch import BatchedCounter, CounterBatch
-from ragtrace_consumers.telemetry.dimensions import BoundedLabel
+from ragtrace_consumers.telemetry.dimensions import UNKNOWN, BoundedLabel
 from ragtrace_consumers.telemetry.lag import PartitionLag
+
+if TYPE_CHECKING:
+    from ragtrace.evaluation.calibration import Confusion
 
 __all__ = [
     "CELLS",
@@ -176,6 +180,20 @@ class ConsumerMetrics:
         )
         self._cell = m.create_counter(
             semconv.METRIC_CELL, "{trace}", "Scored traces by attribution cell"
+        )
+        # Not batched: added with the groundedness histogram's record, so a scrape never sees
+        # a judged trace whose failed count is still pending.
+        self._failed = m.create_counter(
+            semconv.METRIC_GROUNDEDNESS_FAILED,
+            "{trace}",
+            "Judged traces scored below the groundedness threshold",
+        )
+        self._calibration: tuple[dict[str, str], Confusion] | None = None
+        m.create_observable_gauge(
+            semconv.METRIC_JUDGE_CALIBRATION,
+            [self._observe_calibration],
+            "{claim}",
+            "Claims of the judge's last calibration by human label and judge verdict",
         )
         self._judge_calls = m.create_counter(
             semconv.METRIC_JUDGE_CALLS, "{call}", "Groundedness judge calls by outcome"
@@ -352,10 +370,31 @@ class ConsumerMetrics:
     def trace_sampled(self, service: str, pipeline: str | None) -> None:
         self._sampled.add(1, self._ensure_service(service, pipeline or DEFAULT_PIPELINE))
 
-    def trace_scored(self, service: str, pipeline: str | None, cell: str) -> None:
+    def trace_scored(
+        self,
+        service: str,
+        pipeline: str | None,
+        cell: str,
+        *,
+        generator_model: str | None = None,
+        k: int | None = None,
+        judge_model: str | None = None,
+    ) -> None:
+        """The cell counter carries the app's ``model`` and the cut-off ``k`` (both capped)
+        and the judge (``unknown`` when the trace was not judged or not labelled)."""
         attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
         self._scored.add(1, attrs)
-        self._cell.add(1, {**attrs, semconv.ATTR_CELL: cell})
+        self._cell.add(
+            1,
+            {
+                **attrs,
+                semconv.ATTR_CELL: cell,
+                semconv.ATTR_MODEL: self.generator_models(generator_model),
+                semconv.ATTR_K: self.cutoffs(None if k is None else str(k)),
+                semconv.ATTR_JUDGE_MODEL: judge_model or UNKNOWN,
+                **self._prompt(None),
+            },
+        )
 
     def trace_skipped(self, service: str, pipeline: str | None, reason: str) -> None:
         attrs = self._ensure_service(service, pipeline or DEFAULT_PIPELINE)
@@ -405,18 +444,40 @@ class ConsumerMetrics:
         prompt_sha256: str | None = None,
         *,
         generator_model: str | None = None,
+        failed: bool = False,
     ) -> None:
-        """``model`` is the judge's; ``generator_model`` the app's (label ``model``, capped)."""
-        self._groundedness.record(
-            value,
-            {
-                semconv.ATTR_SERVICE: service,
-                semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
-                semconv.ATTR_JUDGE_MODEL: model,
-                **self._prompt(prompt_sha256),
-                semconv.ATTR_MODEL: self.generator_models(generator_model),
-            },
+        """``model`` is the judge's; ``generator_model`` the app's (label ``model``, capped);
+        ``failed``: below the groundedness threshold (counted with the same attributes, 0 or 1,
+        so the failed series exists beside every judged one)."""
+        attrs = {
+            semconv.ATTR_SERVICE: service,
+            semconv.ATTR_PIPELINE: pipeline or DEFAULT_PIPELINE,
+            semconv.ATTR_JUDGE_MODEL: model,
+            **self._prompt(prompt_sha256),
+            semconv.ATTR_MODEL: self.generator_models(generator_model),
+        }
+        self._groundedness.record(value, attrs)
+        self._failed.add(int(failed), attrs)
+
+    def set_calibration(self, confusion: Confusion, judge_model: str) -> None:
+        """Export the confusion counts of the judge's calibration (the stamp matching the
+        replica's judge and prompt) as ``ragtrace.judge.calibration``."""
+        self._calibration = (
+            {semconv.ATTR_JUDGE_MODEL: judge_model, **self._prompt(None)},
+            confusion,
         )
+
+    def _observe_calibration(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._calibration is None:
+            return []
+        attrs, c = self._calibration
+        cells = (
+            ("supported", "supported", c.both_entailed),
+            ("unsupported", "supported", c.judge_only),
+            ("supported", "unsupported", c.human_only),
+            ("unsupported", "unsupported", c.neither),
+        )
+        return [Observation(n, {**attrs, "human": h, "verdict": v}) for h, v, n in cells]
 
     def retrieval(
         self,

@@ -66,6 +66,7 @@ from ragtrace_consumers.webview.queries import (
 )
 from ragtrace_consumers.webview.sessions import Sessions
 from ragtrace_consumers.webview.trace_page import TraceView, render_trace
+from ragtrace_consumers.webview.window_rates import window_rates
 
 __all__ = ["OVERVIEW_TTL_S", "Rescore", "WebView", "WebViewOptions"]
 
@@ -198,11 +199,13 @@ class WebView:
             raise BadRequest(f"no form posts to {path}", 404)
         if path == "/ui":
             o = self._overview(OverviewFilter.parse(params))
+            stamp = load_stamp(self._options.calibration_path)
             body = render_overview(
                 o,
                 *self._judge_lines(),
                 services=choices(self._state, "service"),
                 models=choices(self._state, "model"),
+                rates=window_rates(o, self._options.judge, stamp),
             )
             return self._page(200, "Overview", body, active="/ui/")
         if path == "/ui/traces":

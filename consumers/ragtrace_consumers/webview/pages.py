@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 
+from ragtrace.evaluation.rates import Change, Rate, wilson
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from ragtrace_consumers.webview.charts import line_chart, share_chart
 from ragtrace_consumers.webview.html import CELL_TITLES, cell_badge, esc, href, score, when
@@ -18,6 +20,7 @@ from ragtrace_consumers.webview.queries import (
     TracePage,
 )
 from ragtrace_consumers.webview.verdicts import overview_verdicts
+from ragtrace_consumers.webview.window_rates import WindowRates
 
 __all__ = [
     "render_error",
@@ -115,10 +118,82 @@ def _cells_panel(o: Overview) -> str:
             f'<a class="card cell-{esc(c)}" href="{href("/ui/traces", target.query(cell=c, **window))}">'
             f"<span class=count>{o.counts.get(c, 0)}</span>"
             f"<span>{esc(CELL_TITLES[c])}</span>"
-            f"<span class=muted>{(o.counts.get(c, 0) / total if total else 0):.0%}</span></a>"
+            f"<span class=muted>{esc(_interval(wilson(o.counts.get(c, 0), total)))}</span></a>"
             for c in CELLS
         )
         + "</div>"
+    )
+
+
+def _interval(r: Rate) -> str:
+    """``12.5% [9.1%–16.9%] n=200``."""
+    if not r.n:
+        return "n/a (n=0)"
+    return f"{r.value:.1%} [{r.low:.1%}–{r.high:.1%}] n={r.n}"
+
+
+def _noise(c: Change) -> str:
+    if math.isnan(c.p_value):  # an empty or constant period
+        return "<td class=num>n/a</td><td>undecided</td>"
+    verdict = "<strong>beyond noise</strong>" if c.beyond_noise else "within noise"
+    return f"<td class=num>{c.difference:+.1%}</td><td>{verdict} (p = {c.p_value:.3f})</td>"
+
+
+def _rates_panel(w: WindowRates | None) -> str:
+    """Each rate with its n and 95 % interval, and against the previous period when a time
+    range is chosen."""
+    if w is None:
+        return ""
+    changes = dict(w.changes)
+    head = "<th>rate</th><th>value [95 % interval] n</th>"
+    if changes:
+        head += "<th>previous period</th><th>change</th><th>beyond noise?</th>"
+    rows = ""
+    for name, rate in w.rates:
+        row = (
+            f"<td>{esc(CELL_TITLES.get(name, name))}</td><td class=num>{esc(_interval(rate))}</td>"
+        )
+        if name in changes:
+            c = changes[name]
+            row += f"<td class=num>{esc(_interval(c.previous))}</td>{_noise(c)}"
+        rows += f"<tr>{row}</tr>"
+    note = (
+        "a change is beyond noise when the two-proportion z-test gives p &lt; 0.05"
+        if changes
+        else "choose a time range to test each against the previous period"
+    )
+    return (
+        "<section><h2>Rates with their uncertainty</h2>"
+        f"<p class=muted>Wilson intervals; {note} (docs/statistics.md).</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def _corrected_panel(w: WindowRates | None) -> str:
+    """The not-grounded share, raw and corrected for the judge's measured error."""
+    if w is None:
+        return ""
+    rate = w.not_grounded
+    raw = f"<p>Raw (the judge's verdicts): <strong>{esc(_interval(rate.raw))}</strong>"
+    title = "<section><h2>Not grounded, corrected for the judge's error</h2>"
+    if rate.corrected is None:
+        return (
+            f"{title}{raw} — <strong>uncorrected</strong></p>"
+            f"<p class=muted>{esc(rate.note or '')}</p></section>"
+        )
+    c = rate.corrected
+    if not rate.raw.n:
+        corrected = "n/a (nothing judged)"
+    elif math.isnan(c.value):
+        corrected = "n/a (the judge is no better than chance on its calibration)"
+    else:
+        corrected = f"{c.value:.1%} [{c.low:.1%}–{c.high:.1%}]"
+    return (
+        f"{title}{raw}</p><p>Corrected: <strong>{esc(corrected)}</strong> "
+        "(95 %, Rogan–Gladen with the calibration's own uncertainty)</p>"
+        f"<p class=muted>Judge sensitivity {esc(_interval(c.sensitivity))}, specificity "
+        f"{esc(_interval(c.specificity))}, calibrated {esc(rate.calibrated_at or '')}.</p>"
+        "</section>"
     )
 
 
@@ -190,6 +265,7 @@ def render_overview(
     *,
     services: Sequence[str] = (),
     models: Sequence[str] = (),
+    rates: WindowRates | None = None,
 ) -> str:
     total = sum(o.counts.values())
     scope = (
@@ -201,6 +277,7 @@ def render_overview(
         + overview_verdicts(o)
         + _headline_panel(o)
         + _cells_panel(o)
+        + f"<div class=cols>{_rates_panel(rates)}{_corrected_panel(rates)}</div>"
         + _charts_panel(o)
         + "<div class=cols>"
         + _judge_panel(o, judge, calibration)

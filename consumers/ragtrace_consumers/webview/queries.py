@@ -371,6 +371,8 @@ class Overview:
     """The same means over the period of equal length just before ``window``."""
     not_grounded: Mapping[str, int] = field(default_factory=dict)
     """Answers judged below the groundedness threshold when scored, per cell: labelled or not."""
+    previous_counts: Mapping[str, int] | None = None
+    """Traces per cell over that previous period (None without a window)."""
 
     @property
     def not_grounded_total(self) -> int:
@@ -446,10 +448,13 @@ def overview(
     counts = {c: 0 for c in CELLS}
     counts.update(state.results.cell_counts(where))
     series, size = _series(state, where, window, buckets)
-    previous = None
+    previous = previous_counts = None
     if window is not None:
         length = window[1] - window[0]
-        previous = _headline(state, Where(equal, window[0] - length, window[0]), grounded_below)
+        before = Where(equal, window[0] - length, window[0])
+        previous = _headline(state, before, grounded_below)
+        previous_counts = {c: 0 for c in CELLS}
+        previous_counts.update(state.results.cell_counts(before))
     return Overview(
         counts,
         series,
@@ -462,6 +467,7 @@ def overview(
         _headline(state, where, grounded_below),
         previous,
         state.results.not_grounded_counts(where),
+        previous_counts,
     )
 
 

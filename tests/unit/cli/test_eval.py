@@ -29,6 +29,13 @@ precision             0.267
 nDCG                  0.623
 
 MRR: 0.667  (reciprocal rank of the first gold chunk, whole list)
+
+95 % intervals over n=5 questions (bootstrap, wilson; docs/statistics.md):
+  recall@3     0.700 [0.300, 1.000]
+  hit_rate@3   0.800 [0.376, 0.964]
+  precision@3  0.267 [0.133, 0.333]
+  ndcg@3       0.623 [0.300, 0.923]
+  mrr          0.667 [0.267, 1.000]
 """
 
 

@@ -245,3 +245,24 @@ def test_groundedness_text_shows_units_checks_and_a_suspected_injection(
         "[2] NOT ENTAILED (judge said entailed; downgraded: evidence quote reads as an "
         "instruction to the evaluator) [check: instruction]  (unit 2)"
     ) in out
+
+
+def test_calibrate_reports_the_judge_s_sensitivity_and_specificity(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGTRACE_CALIBRATION_FILE", str(tmp_path / "calibration.json"))
+    labels = ["calibrate", "--labels", "examples/calibration/human.jsonl", "--judge", "lexical"]
+    assert main(labels) == 0
+    out = capsys.readouterr().out
+    # 4 claims people found unsupported, all caught; 6 supported, 5 passed (Wilson intervals)
+    assert (
+        "finding unsupported claims: sensitivity 100.0 % [51.0, 100.0] n=4, "
+        "specificity 83.3 % [43.6, 97.0] n=6 (95 % Wilson)" in out
+    )
+    stamp = json.loads((tmp_path / "calibration.json").read_text())
+    assert stamp["confusion"] == {
+        "both_entailed": 5,
+        "judge_only": 0,
+        "human_only": 1,
+        "neither": 4,
+    }

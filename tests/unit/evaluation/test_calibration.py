@@ -245,3 +245,35 @@ def test_default_stamp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.delenv("RAGTRACE_CALIBRATION_FILE")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert default_stamp_path() == tmp_path / "ragtrace" / "calibration.json"
+
+
+def test_stamp_keeps_the_confusion_matrix_and_matches_its_judge(tmp_path: Path) -> None:
+    stamp_path = tmp_path / "calibration.json"
+    report = CalibrationReport(
+        INFO, (CalibrationItem("a", "c", True, True), CalibrationItem("b", "d", False, True))
+    )
+    stamp = save_stamp(report, stamp_path)
+    assert json.loads(stamp_path.read_text())["confusion"] == {
+        "both_entailed": 1,
+        "judge_only": 1,
+        "human_only": 0,
+        "neither": 0,
+    }
+    assert load_stamp(stamp_path) == stamp and stamp.confusion == report.confusion
+    assert stamp.matches(INFO)
+    assert not stamp.matches(JudgeInfo("anthropic", "claude-haiku-4-5-20251001", "b" * 64))
+    assert not stamp.matches(JudgeInfo("lexical", "claude-haiku-4-5-20251001", "a" * 64))
+
+
+def test_a_stamp_written_before_the_confusion_matrix_loads_without_it(tmp_path: Path) -> None:
+    stamp_path = tmp_path / "calibration.json"
+    old = {
+        "judge": INFO.to_dict(),
+        "agreement": 0.9,
+        "kappa": 0.7,
+        "claims": 40,
+        "calibrated_at": "2026-01-01T00:00:00+00:00",
+    }
+    stamp_path.write_text(json.dumps(old))
+    stamp = load_stamp(stamp_path)
+    assert stamp is not None and stamp.confusion is None and stamp.to_dict() == old

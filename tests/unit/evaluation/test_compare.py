@@ -140,12 +140,15 @@ def test_comparison_json_writes_nan_as_null() -> None:
     c = compare_reports(a, a, resamples=10)
     doc = c.to_json()
     assert doc["paired"] == 0
+    empty = {"value": None, "k": 0, "n": 0, "low": None, "high": None, "method": "bootstrap"}
     assert doc["metrics"]["mrr"] == {  # type: ignore[index]
         "a": None,
         "b": None,
         "delta": None,
         "ci": [None, None],
         "n": 0,
+        "a_interval": empty,
+        "b_interval": empty,
         "better": [],
         "worse": [],
     }

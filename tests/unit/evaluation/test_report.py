@@ -84,6 +84,7 @@ def test_to_json_shape_and_round_trip(tmp_path: Path) -> None:
     doc = report.to_json()
     assert set(doc) == {
         "metrics",
+        "intervals",
         "per_question",
         "unanswerable",
         "avg_gold_size",
@@ -94,6 +95,18 @@ def test_to_json_shape_and_round_trip(tmp_path: Path) -> None:
     }
     assert doc["unanswerable"] == 1
     assert doc["k"] == [3]
+    intervals = doc["intervals"]
+    assert isinstance(intervals, dict) and list(intervals) == list(report.metric_names)
+    # 4 of the 5 answerable questions hit at 3: Wilson 0.3755-0.9638; unanswerable left out
+    assert intervals["hit_rate@3"] == {
+        "value": 0.8,
+        "k": 4,
+        "n": 5,
+        "low": pytest.approx(0.3755, abs=1e-4),
+        "high": pytest.approx(0.9638, abs=1e-4),
+        "method": "wilson",
+    }
+    assert intervals["mrr"]["method"] == "bootstrap" and intervals["mrr"]["n"] == 5
     per_question = doc["per_question"]
     assert isinstance(per_question, dict)
     assert per_question["q6"] == {

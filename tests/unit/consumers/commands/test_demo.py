@@ -8,6 +8,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.anthropic_server import FakeAnthropic, lexical_responder
 from tests.unit.consumers.demo_client import CLI, QUESTIONS, clean_env
 
@@ -117,8 +119,8 @@ def test_demo_json_with_the_offline_lexical_judge() -> None:
     assert "Judge: lexical (offline" in done.stderr
 
 
-def test_demo_text_report() -> None:
-    done = _demo()
+def test_demo_text_report(tmp_path: Path) -> None:
+    done = _demo(env={"RAGTRACE_CALIBRATION_FILE": str(tmp_path / "never-calibrated.json")})
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Judge: lexical (offline" in out
@@ -143,7 +145,19 @@ def test_demo_text_report() -> None:
         "84% of its weighted words, the context holds all its figures and names, and no "
         "negation or hedge is dropped; set ANTHROPIC_API_KEY to judge with Claude)" in out
     )
-    assert out.rstrip().endswith("set ANTHROPIC_API_KEY to judge with Claude)")
+    # Every rate with its n and 95 % interval; the not-grounded share uncorrected, with how
+    # to correct it.
+    rates = [
+        "  cell fine                       50.0 % [18.8, 81.2] n=6",
+        "  cell both failed                0.0 % [0.0, 39.0] n=6",
+        "  hit rate@3                      80.0 % [37.6, 96.4] n=5",
+        "  not grounded (raw, judge's verdicts): 16.7 % [3.0, 56.4] n=6 — uncorrected",
+    ]
+    assert all(line in out.splitlines() for line in rates), out
+    assert out.rstrip().endswith(
+        "no calibration: run `ragtrace calibrate --labels HUMAN.jsonl` with the judge in use "
+        "to correct it for the judge's measured error"
+    )
 
     # The README's excerpt is real output: every line of it appears in this run's output.
     readme = (Path(__file__).parents[4] / "README.md").read_text("utf-8")
@@ -154,6 +168,42 @@ def test_demo_text_report() -> None:
     assert len(shown) > 20
     missing = [line for line in shown if line not in out.splitlines()]
     assert missing == []
+
+
+def test_demo_corrects_the_not_grounded_share_with_the_judge_s_calibration(
+    tmp_path: Path,
+) -> None:
+    from ragtrace.evaluation.judges import make_judge
+
+    stamp = tmp_path / "calibration.json"
+    info = make_judge("lexical").info
+    stamp.write_text(
+        json.dumps(
+            {
+                "judge": info.to_dict(),
+                "agreement": 0.9,
+                "kappa": 0.78,
+                "claims": 300,
+                "calibrated_at": "2026-12-01T10:00:00+00:00",
+                "confusion": {
+                    "both_entailed": 190,
+                    "judge_only": 20,
+                    "human_only": 10,
+                    "neither": 80,
+                },
+            }
+        )
+    )
+    done = _demo("--json", env={"RAGTRACE_CALIBRATION_FILE": str(stamp)})
+    assert done.returncode == 0, done.stderr
+    rate = json.loads(done.stdout)["not_grounded"]
+    assert rate["raw"]["k"] == 1 and rate["raw"]["n"] == 6
+    corrected = rate["corrected"]
+    # (1/6 + 0.95 - 1) / (0.8 + 0.95 - 1) = 0.1556
+    assert corrected["value"] == pytest.approx((1 / 6 - 0.05) / 0.75, abs=1e-6)
+    assert corrected["low"] < corrected["value"] < corrected["high"]
+    assert corrected["sensitivity"]["k"] == 80 and corrected["specificity"]["n"] == 200
+    assert rate["calibrated_at"] == "2026-12-01T10:00:00+00:00" and rate["note"] is None
 
 
 def test_demo_uses_the_anthropic_judge_when_a_key_is_set() -> None:

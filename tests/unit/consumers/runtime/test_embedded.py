@@ -177,6 +177,9 @@ def test_sdk_traces_are_scored_recorded_written_back_and_measured(
     for le, n in (("0.4", 0.0), ("0.5", 1.0), ("0.9", 1.0), ("1.0", 6.0), ("+Inf", 6.0)):
         line = f'ragtrace_groundedness_bucket{{{judge},le="{le}",{rest}}} {n}'
         assert line in lines, line
+    # The counts an interval needs: judged (the histogram's count) and not grounded, under the
+    # same labels; one of the six answers (0.5) is below the 0.8 threshold.
+    assert f"ragtrace_groundedness_failed_total{{{judge},{rest}}} 1.0" in lines
     calls = f'ragtrace_judge_calls_total{{{judge},otel_scope_name="ragtrace.evaluation",'
     assert any(x.startswith(calls) for x in lines), calls
 

@@ -4,12 +4,22 @@ settings sections reach their steps, and an intake without a batch store refuses
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from ragtrace import semconv
 from ragtrace.evaluation.attribution import Thresholds
+from ragtrace.evaluation.calibration import (
+    ENV_CALIBRATION_FILE,
+    CalibrationItem,
+    CalibrationReport,
+    save_stamp,
+)
 from ragtrace.evaluation.judges import Judge, make_judge
 from ragtrace_consumers.config import ConfigError, ConsumerConfig, load_config
 from ragtrace_consumers.errors import WriteBackError
@@ -23,6 +33,7 @@ from ragtrace_consumers.stores.memory import (
     MemoryLabelStore,
     MemoryTraceStore,
 )
+from tests.metric_points import metrics
 
 
 class _Sink:
@@ -109,3 +120,40 @@ def test_in_flight_traces_are_bounded_by_the_lease_only_for_a_judge_with_a_time_
     finally:
         lexical.workers.shutdown()
         anthropic.workers.shutdown()
+
+
+@pytest.mark.parametrize(("prompt_matches", "exported"), [(True, True), (False, False)])
+def test_the_judge_s_calibration_is_exported_only_when_its_stamp_matches(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, prompt_matches: bool, exported: bool
+) -> None:
+    judge = make_judge("lexical")
+    stamped = judge.info if prompt_matches else replace(judge.info, prompt_sha256="0" * 64)
+    report = CalibrationReport(
+        stamped,
+        (CalibrationItem("a", "c", True, True), CalibrationItem("b", "d", False, False)),
+    )
+    save_stamp(report, tmp_path / "calibration.json")
+    monkeypatch.setenv(ENV_CALIBRATION_FILE, str(tmp_path / "calibration.json"))
+    reader = InMemoryMetricReader()
+    cfg = load_config(None, env={})
+    scoring = build_scoring(
+        cfg,
+        _stores(),
+        _Sink,
+        judge,
+        cfg.mapping.readers(),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    try:
+        names = {m.name: m for _, m in metrics(reader)}
+        assert (semconv.METRIC_JUDGE_CALIBRATION in names) is exported
+        if exported:
+            points: Any = names[semconv.METRIC_JUDGE_CALIBRATION].data.data_points
+            assert sorted((p.attributes["human"], p.value) for p in points) == [
+                ("supported", 0),
+                ("supported", 1),
+                ("unsupported", 0),
+                ("unsupported", 1),
+            ]
+    finally:
+        scoring.workers.shutdown()

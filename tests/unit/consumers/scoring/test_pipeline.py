@@ -87,7 +87,14 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert r.points("ragtrace.traces.seen")[SVC] == 1
     assert r.points("ragtrace.traces.sampled")[SVC] == 1
     assert r.points("ragtrace.traces.scored")[SVC] == 1
-    generation_failed = (("cell", "generation_failed"), *SVC)
+    # The cell counter carries the judge, the cut-off and the app's model.
+    generation_failed = (
+        ("cell", "generation_failed"),
+        ("judge_model", MODEL),
+        ("k", "5"),
+        ("model", "gen-model"),
+        *SVC,
+    )
     assert r.points("ragtrace.attribution")[generation_failed] == 1
     # The retrieval span names no gen_ai.data_source.id: "unknown"; the generator is "gen-model".
     retrieval_key = (("data_source", "unknown"), ("k", "5"), *SVC)
@@ -96,6 +103,8 @@ def test_labelled_trace_scored_end_to_end() -> None:
     assert r.points("ragtrace.reciprocal_rank")[retrieval_key].sum == 1.0
     judged_key = (("judge_model", MODEL), ("model", "gen-model"), *SVC)
     assert r.points("ragtrace.groundedness")[judged_key].sum == 0.5
+    # 0.5 is below the 0.8 threshold: one judged trace, one not grounded, same attributes.
+    assert r.points("ragtrace.groundedness.failed")[judged_key] == 1
     assert a[semconv.EVAL_GENERATOR_MODEL] == "gen-model"
     assert semconv.GEN_AI_DATA_SOURCE_ID not in a
     delay = r.points("ragtrace.scoring.delay")[(("service", "rag-app"),)]
@@ -175,7 +184,12 @@ def test_an_unanswerable_question_declined_is_its_own_cell() -> None:
     assert declined[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "declined"
     assert declined[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
     assert _attrs(span)[semconv.EVAL_CELL] == "unanswerable_declined"
-    cells = {k[0][1]: n for k, n in r.points("ragtrace.attribution").items() if k[1:] == SVC}
+    # Summed over the model, k and judge labels, as an alert's ``sum by (cell)`` does.
+    cells: dict[str, float] = {}
+    for key, n in r.points("ragtrace.attribution").items():
+        attrs = dict(key)
+        if (attrs["pipeline"], attrs["service"]) == (SVC[0][1], SVC[1][1]):
+            cells[attrs["cell"]] = cells.get(attrs["cell"], 0) + n
     assert (cells["unanswerable_declined"], cells["unanswerable_answered"]) == (1, 0)
 
 
@@ -297,7 +311,13 @@ def test_a_judge_never_coming_back_is_given_up_after_the_age_limit() -> None:
         == 0
     )
     # Scored (recall written), so not a skipped trace; the cell says what is missing.
-    unjudged = (("cell", "unjudged"), *SVC)
+    unjudged = (
+        ("cell", "unjudged"),
+        ("judge_model", "unknown"),
+        ("k", "5"),
+        ("model", "gen-model"),
+        *SVC,
+    )
     assert r.points("ragtrace.attribution")[unjudged] == 1
 
 

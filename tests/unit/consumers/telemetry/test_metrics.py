@@ -14,6 +14,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
+from ragtrace.evaluation.calibration import Confusion
 from ragtrace_consumers.telemetry.lag import PartitionLag
 from ragtrace_consumers.telemetry.metrics import (
     CELLS,
@@ -51,9 +52,10 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m, reader = rig
     m.trace_seen("svc", "p")
     m.trace_sampled("svc", "p")
-    m.trace_scored("svc", "p", "fine")
+    m.trace_scored("svc", "p", "fine", generator_model="gpt-x", k=3, judge_model="model-a")
     m.trace_skipped("svc", None, "sampled_out")
-    m.groundedness(0.75, "svc", "p", "model-a", generator_model="gpt-x")
+    m.groundedness(0.75, "svc", "p", "model-a", generator_model="gpt-x", failed=True)
+    m.set_calibration(Confusion(190, 20, 10, 80), "model-a")
     m.retrieval(0.5, 1.0, 1 / 3, "svc", "p", k=3, data_source="docs-index")
     m.judge_call("model-a", "ok")
     m.judge_error("model-a", "invalid_output")
@@ -76,6 +78,8 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_TRACES_SCORED: (Sum, "{trace}"),
         semconv.METRIC_TRACES_SKIPPED: (Sum, "{trace}"),
         semconv.METRIC_CELL: (Sum, "{trace}"),
+        semconv.METRIC_GROUNDEDNESS_FAILED: (Sum, "{trace}"),
+        semconv.METRIC_JUDGE_CALIBRATION: (Gauge, "{claim}"),
         semconv.METRIC_JUDGE_CALLS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_ERRORS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_TOKENS: (Sum, "{token}"),
@@ -110,6 +114,18 @@ def test_every_contract_metric_with_its_unit_and_kind(
         == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     )
     assert point.count == 1 and point.sum == 0.75
+    # not grounded: counted under the groundedness histogram's own attributes
+    assert _points(got[semconv.METRIC_GROUNDEDNESS_FAILED])[next(iter(g))].value == 1
+    calibration = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_CALIBRATION]).items()}
+    assert calibration == {
+        (("human", h), ("judge_model", "model-a"), ("verdict", v)): n
+        for h, v, n in (
+            ("supported", "supported", 190),
+            ("unsupported", "supported", 20),
+            ("supported", "unsupported", 10),
+            ("unsupported", "unsupported", 80),
+        )
+    }
     for name in (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK):
         (p,) = _points(got[name]).values()
         assert tuple(p.explicit_bounds) == SCORE_BUCKETS
@@ -118,7 +134,14 @@ def test_every_contract_metric_with_its_unit_and_kind(
         ]
     assert (
         _points(got[semconv.METRIC_CELL])[
-            (("cell", "fine"), ("pipeline", "p"), ("service", "svc"))
+            (
+                ("cell", "fine"),
+                ("judge_model", "model-a"),
+                ("k", "3"),
+                ("model", "gpt-x"),
+                ("pipeline", "p"),
+                ("service", "svc"),
+            )
         ].value
         == 1
     )
@@ -284,3 +307,14 @@ def test_judge_duration_carries_the_served_model_and_the_error_type(
             ("gen_ai.request.model", "model-a"),
         ): (1, 30.0),
     }
+
+
+def test_a_grounded_trace_still_creates_its_failed_series_at_zero(
+    rig: tuple[ConsumerMetrics, InMemoryMetricReader],
+) -> None:
+    m, reader = rig
+    m.groundedness(0.95, "svc", "p", "model-a")
+    got = _collect(reader)
+    (point,) = _points(got[semconv.METRIC_GROUNDEDNESS_FAILED]).values()
+    assert point.value == 0
+    assert semconv.METRIC_JUDGE_CALIBRATION not in got  # no matching calibration: no series
