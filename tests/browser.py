@@ -4,17 +4,47 @@ by path, so Selenium Manager never downloads anything), and their screenshots as
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from ragtrace.evaluation.judges import LexicalJudge
+from ragtrace_consumers.config import ConsumerConfig
+from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services import NotProvisioned
 from scripts.services.paths import chromedriver, chromium
+from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
-__all__ = ["headless_chromium", "screenshot"]
+__all__ = ["DEMO_LABELS", "demo_evaluator", "headless_chromium", "screenshot"]
+
+DEMO_LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
+
+
+@contextmanager
+def demo_evaluator(
+    state_dir: Path, questions: Sequence[str] = QUESTIONS
+) -> Iterator[EmbeddedEvaluator]:
+    """The embedded evaluator the demo serves (the offline judge, the demo's labels, k 3), its
+    state in ``state_dir``, once the demo app has asked ``questions`` and every answer is
+    scored."""
+    config = ConsumerConfig.defaults().replace(
+        scoring={"k": 3},
+        assembly={"quiet_s": 0.2},
+        serve={
+            "port": 0,
+            "state": state_dir / "state.sqlite3",
+            "labels": DEMO_LABELS,
+            "metrics": False,
+        },
+    )
+    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
+        run_app(ev.endpoint, list(questions))
+        assert len(ev.wait_for_results(len(questions), 60)) == len(questions)
+        yield ev
 
 
 @contextmanager

@@ -13,43 +13,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from ragtrace.evaluation.judges import LexicalJudge
-from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
-from tests.browser import headless_chromium, screenshot
+from tests.browser import demo_evaluator, headless_chromium, screenshot
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 pytestmark = pytest.mark.timeout(120)
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "webview"
-LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 DARK_MODE = QUESTIONS[5]
 
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEvaluator]:
-    config = ConsumerConfig.defaults().replace(
-        scoring={"k": 3},
-        assembly={"quiet_s": 0.2},
-        serve={
-            "port": 0,
-            "state": tmp_path_factory.mktemp("webview") / "state.sqlite3",
-            "labels": LABELS,
-            "metrics": False,
-        },
-    )
-    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
-        run_app(ev.endpoint)
-        rows = ev.wait_for_results(len(QUESTIONS), 60)
-        assert len(rows) == len(QUESTIONS)
+    with demo_evaluator(tmp_path_factory.mktemp("webview")) as ev:
         yield ev
 
 

@@ -8,45 +8,29 @@ changed is refused; a question marked unanswerable. Screenshots land in test-art
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace.evaluation.labels import LabelledQuestion
-from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.model import question_version
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
-from tests.browser import headless_chromium, screenshot
-from tests.unit.consumers.demo_client import QUESTIONS, run_app
+from tests.browser import demo_evaluator, headless_chromium, screenshot
+from tests.unit.consumers.demo_client import QUESTIONS
 
 pytestmark = pytest.mark.timeout(120)
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "webview"
-LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 AUDIT = QUESTIONS[0]  # labelled c-4410, never retrieved: retrieval failed
 REGIONS = QUESTIONS[4]
 
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEvaluator]:
-    config = ConsumerConfig.defaults().replace(
-        scoring={"k": 3},
-        assembly={"quiet_s": 0.2},
-        serve={
-            "port": 0,
-            "state": tmp_path_factory.mktemp("labels") / "state.sqlite3",
-            "labels": LABELS,
-            "metrics": False,
-        },
-    )
-    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
-        run_app(ev.endpoint, [*QUESTIONS, AUDIT])
-        assert len(ev.wait_for_results(len(QUESTIONS) + 1, 60)) == len(QUESTIONS) + 1
+    with demo_evaluator(tmp_path_factory.mktemp("labels"), [*QUESTIONS, AUDIT]) as ev:
         yield ev
 
 

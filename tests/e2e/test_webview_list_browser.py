@@ -16,25 +16,21 @@ import io
 import json
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from ragtrace.evaluation.judges import LexicalJudge
-from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from scripts.services.paths import REPO_ROOT
-from tests.browser import headless_chromium, screenshot
-from tests.unit.consumers.demo_client import QUESTIONS, run_app
+from tests.browser import demo_evaluator, headless_chromium, screenshot
+from tests.unit.consumers.demo_client import QUESTIONS
 
 pytestmark = pytest.mark.timeout(120)
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "webview"
-LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 DEMO_MODEL = "demo-template-generator"
 DEMO_SERVICE = "lumen-support-bot"
 OTHER = ScoredResult(
@@ -50,19 +46,7 @@ OTHER = ScoredResult(
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEvaluator]:
-    config = ConsumerConfig.defaults().replace(
-        scoring={"k": 3},
-        assembly={"quiet_s": 0.2},
-        serve={
-            "port": 0,
-            "state": tmp_path_factory.mktemp("webview-list") / "state.sqlite3",
-            "labels": LABELS,
-            "metrics": False,
-        },
-    )
-    with EmbeddedEvaluator(config, judge=LexicalJudge()) as ev:
-        run_app(ev.endpoint)
-        assert len(ev.wait_for_results(len(QUESTIONS), 60)) == len(QUESTIONS)
+    with demo_evaluator(tmp_path_factory.mktemp("webview-list")) as ev:
         ev.state.results.put(OTHER)
         yield ev
 
