@@ -58,13 +58,14 @@ def metric_names() -> dict[str, str]:
 
 def alert_thresholds() -> dict[str, float]:
     """The chart's default alert thresholds (values.yaml prometheusRule.*.threshold) drawn as
-    threshold lines on the panels the alerts watch."""
+    threshold lines on the panels the alerts watch, and ``objective``: the groundedness
+    objective its burn rates are measured against."""
     values = yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))
     rules = values["prometheusRule"]
-    return {
-        name: float(rules[name]["threshold"])
-        for name in ("groundedness", "recall", "judgeErrors", "consumerLag")
+    thresholds = {
+        name: float(rules[name]["threshold"]) for name in ("recall", "judgeErrors", "consumerLag")
     }
+    return {**thresholds, "objective": float(rules["groundedness"]["objective"])}
 
 
 PROM_NAME = metric_names()
@@ -198,6 +199,31 @@ def _not_grounded_panel() -> Panel:
     )
 
 
+def _burn_panel() -> Panel:
+    """How fast each service/pipeline spends its groundedness error budget: the not-grounded
+    share over 1h and 6h divided by the budget (1 - objective), as RagtraceGroundednessBudgetBurn
+    computes it; 1 is spending it exactly at the objective's pace."""
+    objective = ALERT_THRESHOLD["objective"]
+
+    def burn(window: str) -> str:
+        failed = increase(FAILED, PER_PIPELINE, SERVICE_AND_PIPELINE, window)
+        judged = increase(count_of(GROUNDEDNESS), PER_PIPELINE, SERVICE_AND_PIPELINE, window)
+        return f"({failed}\n/\n{judged})\n/ (1 - {objective:g})"
+
+    return Panel(
+        "Groundedness error budget burn rate",
+        f"Not-grounded share of judged answers divided by the error budget (objective {objective:g} "
+        "grounded): 1 spends the budget exactly at the objective's pace, 2 twice as fast. "
+        "RagtraceGroundednessBudgetBurn pages above 14.4 (1h and 5m) and 6 (6h and 30m) and opens "
+        "a ticket above 1.5 (1d and 2h); docs/alerting.md. Dashed: 1.",
+        (
+            Query(burn("1h"), f"1h {legend(PER_PIPELINE)}"),
+            Query(burn("6h"), f"6h {legend(PER_PIPELINE)}"),
+        ),
+        threshold=1.0,
+    )
+
+
 def _mean_panel(
     title: str,
     description: str,
@@ -289,11 +315,10 @@ QUALITY_BOARD = Board(
         _mean_panel(
             "Mean groundedness",
             "Mean groundedness of judged traces: share of an answer's claims entailed by its context "
-            "with verified evidence. Bars (right axis): judgements each point rests on. Dashed: "
-            "the alert threshold.",
+            "with verified evidence. Bars (right axis): judgements each point rests on.",
             GROUNDEDNESS,
-            threshold=ALERT_THRESHOLD["groundedness"],
         ),
+        _burn_panel(),
         Panel(
             "Low groundedness percentiles",
             "10th and 25th percentiles (from 0.1-wide buckets): how bad the worst "
@@ -308,7 +333,7 @@ QUALITY_BOARD = Board(
             count_of(GROUNDEDNESS),
             PER_PIPELINE,
             SERVICE_AND_PIPELINE,
-            width=24,
+            width=12,
             separator=" / ",
         ),
         Row("Retrieval (labelled traffic)"),
@@ -355,7 +380,6 @@ QUALITY_BOARD = Board(
             "models per consumer replica, the rest as 'other'). Bars: judgements behind each point.",
             GROUNDEDNESS,
             by="model",
-            threshold=ALERT_THRESHOLD["groundedness"],
         ),
         _mean_panel(
             "Recall by retriever",

@@ -62,15 +62,15 @@ def test_promtool_unit_tests(
 def test_promtool_unit_tests_can_fail(
     promtool_bin: Path, render: Callable[..., Rendered], tmp_path: Path
 ) -> None:
-    # A threshold under the synthetic mean (0.5) must break the groundedness case.
+    # An objective of 0.5 (a budget of 50 %) cannot be burnt 6x: the groundedness case breaks.
     _write_rules(
-        render(sets=["prometheusRule.enabled=true", "prometheusRule.groundedness.threshold=0.4"]),
+        render(sets=["prometheusRule.enabled=true", "prometheusRule.groundedness.objective=0.5"]),
         tmp_path / "rules.yaml",
     )
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
     proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode != 0
-    assert "RagtraceGroundednessLow" in proc.stdout + proc.stderr
+    assert "RagtraceGroundednessBudgetBurn" in proc.stdout + proc.stderr
 
 
 def test_every_alert_links_its_runbook_section(rendered: Callable[[str], Rendered]) -> None:

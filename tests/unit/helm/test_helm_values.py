@@ -776,7 +776,9 @@ def test_prometheus_rule_has_the_eleven_alerts(rendered: Callable[[str], Rendere
     rule = rendered("monitoring").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == [
-        "RagtraceGroundednessLow",
+        "RagtraceGroundednessBudgetBurn",
+        "RagtraceGroundednessBudgetBurn",
+        "RagtraceGroundednessBudgetBurn",
         "RagtraceRecallLow",
         "RagtraceUnanswerableAnswered",
         "RagtraceJudgeErrorRateHigh",
@@ -796,13 +798,42 @@ def test_alert_thresholds_come_from_values(render: Callable[..., Rendered]) -> N
     r = render(
         sets=[
             "prometheusRule.enabled=true",
-            "prometheusRule.groundedness.threshold=0.55",
+            "prometheusRule.groundedness.objective=0.9",
+            "prometheusRule.groundedness.burnRates="
+            '[{"longWindow": "2h", "shortWindow": "10m", "factor": 5, "minJudged": 7,'
+            ' "for": "1m", "severity": "info"}]',
             "prometheusRule.recall.enabled=false",
         ]
     )
-    rules = {x["alert"]: x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]}
-    assert ") < 0.55\n" in rules["RagtraceGroundednessLow"]["expr"]
-    assert "RagtraceRecallLow" not in rules
+    rules = [x for g in r.get("PrometheusRule")["spec"]["groups"] for x in g["rules"]]
+    burn = [x for x in rules if x["alert"] == "RagtraceGroundednessBudgetBurn"]
+    assert len(burn) == 1
+    (rule,) = burn
+    assert rule["expr"].count(") / (1 - 0.9) > 5\n") == 2
+    assert "[2h]" in rule["expr"] and "[10m]" in rule["expr"]
+    assert rule["expr"].endswith("[2h])) >= 7")
+    assert (rule["for"], rule["labels"]["severity"], rule["labels"]["burn_window"]) == (
+        "1m",
+        "info",
+        "2h",
+    )
+    assert not any(x["alert"] == "RagtraceRecallLow" for x in rules)
+
+
+@pytest.mark.parametrize(
+    "old", ["threshold=0.7", "window=30m", "minSamples=20", "burnRates[0].factor=0"]
+)
+def test_schema_refuses_the_old_groundedness_keys_and_a_zero_burn(helm_bin: Path, old: str) -> None:
+    """The mean-below-threshold keys of earlier charts mean nothing now: refused, not ignored."""
+    proc = helm_template(
+        helm_bin,
+        "--set",
+        "prometheusRule.enabled=true",
+        "--set",
+        f"prometheusRule.groundedness.{old}",
+    )
+    assert proc.returncode != 0
+    assert "/prometheusRule/groundedness" in proc.stderr, proc.stderr
 
 
 # --- values.yaml documentation ------------------------------------------------------------------
