@@ -1,0 +1,93 @@
+"""The trace page's audit of the judge: agree / disagree on each unit verdict.
+
+Each scored unit (not a claimless one) gets a small form posting to ``/ui/audit`` with the
+trace ID, the unit's ID and the answer; the server reads the unit's text and the judge's verdict
+from the stored result, never from the form. The auditor's earlier answer on the unit is shown
+beside the buttons and is replaced by a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragtrace_consumers.stores.audit_labels import AuditLabel
+from ragtrace_consumers.webview.html import esc
+
+__all__ = ["audit_buttons", "audit_state", "judged_unit", "render_audit_link", "render_pending"]
+
+
+def judged_unit(
+    detail: Mapping[str, Any] | None, uid: str
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+    """(the unit ``uid`` of the stored judgement, None when it has none or it is claimless;
+    the judgement's judge: name, model, prompt_sha256)."""
+    g = detail.get("groundedness") if detail is not None else None
+    if not isinstance(g, Mapping) or g.get("error"):
+        return None, {}
+    judge = g.get("judge")
+    judge = judge if isinstance(judge, Mapping) else {}
+    units = g.get("units")
+    for unit in units if isinstance(units, list) else []:
+        if isinstance(unit, Mapping) and str(unit.get("id")) == uid:
+            return (None if unit.get("claimless") else unit), judge
+    return None, judge
+
+
+def audit_buttons(trace_id: str, unit: str, csrf: str, earlier: AuditLabel | None) -> str:
+    """The agree / disagree form of one unit verdict (module doc)."""
+    said = ""
+    if earlier is not None:
+        said = (
+            f"<span class='audited {'agree' if earlier.agrees else 'disagree'}'>audited: "
+            f"{'agree' if earlier.agrees else 'disagree'}</span> "
+        )
+    return (
+        f'<form method=post action="/ui/audit" class=audit-form>{said}'
+        f'<input type=hidden name=csrf value="{esc(csrf)}">'
+        f'<input type=hidden name=trace_id value="{esc(trace_id)}">'
+        f'<input type=hidden name=unit value="{esc(unit)}">'
+        f"<button type=submit name=answer value=agree title=\"the judge's verdict on this unit "
+        'is right">Agree</button>'
+        f"<button type=submit name=answer value=disagree title=\"the judge's verdict on this "
+        'unit is wrong">Disagree</button></form>'
+    )
+
+
+def audit_state(marked: bool, audited: int, units: int) -> str:
+    """The trace page's line on its audit: marked to audit or not, and units audited so far."""
+    if not units:
+        return ""
+    why = (
+        "<strong>To audit</strong>: this trace is in the share of judged traces re-checked "
+        "by a person. "
+        if marked
+        else ""
+    )
+    return (
+        f"<p class=audit-state>{why}Agree or disagree with each unit verdict of the judge "
+        f"({audited} of {units} unit{'' if units == 1 else 's'} audited); the answers are the "
+        "audit's labels, counted in the judge's running agreement.</p>"
+    )
+
+
+def render_audit_link(pending: int) -> str:
+    """The overview's line linking to the traces waiting for their audit."""
+    return (
+        f'<p class=audit-link><a href="/ui/audit">{pending} judged trace'
+        f"{'' if pending == 1 else 's'} to audit</a> (the share re-checked by a person)</p>"
+    )
+
+
+def render_pending(trace_ids: Sequence[str], share: float) -> str:
+    """The audit page: the judged traces marked to audit and not audited yet."""
+    intro = (
+        f"<p>{share:.1%} of judged traces (chosen from the trace ID, the same on every replica) "
+        "are re-checked: open each and agree or disagree with every unit verdict.</p>"
+    )
+    if not trace_ids:
+        return intro + "<p class=muted>Nothing waits for its audit.</p>"
+    items = "".join(
+        f'<li><a href="/ui/traces/{esc(t)}"><code>{esc(t)}</code></a></li>' for t in trace_ids
+    )
+    return intro + f"<ul class=pending-audit>{items}</ul>"
