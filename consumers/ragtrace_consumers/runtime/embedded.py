@@ -297,6 +297,7 @@ class EmbeddedEvaluator:
                 trace_url_template=web.trace_url_template,
                 judge=self.judge.info,
                 groundedness_threshold=self.config.scoring.groundedness_threshold,
+                audit_share=self.config.audit.share,
             ),
             sessions=Sessions(self.access.token, secure_cookie=self._tls is not None),
             on_label=lambda _q, _v: self._wake.set(),
