@@ -263,6 +263,11 @@ class EmbeddedEvaluator:
             workers=s.workers,
         )
         self.metrics, self.sink = scoring.metrics, scoring.sink
+        info = self.judge.info
+        self.metrics.set_audit(
+            lambda: self.state.audits.confusion(info.name, info.prompt_sha256),
+            info.model or info.name,
+        )
         self.pipeline, self.workers, self.early = (
             scoring.pipeline,
             scoring.workers,

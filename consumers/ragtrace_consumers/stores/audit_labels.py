@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragtrace.evaluation.calibration import Confusion
+
 if TYPE_CHECKING:
     from ragtrace_consumers.stores.sqlite_state import SqliteState
 
@@ -146,6 +148,23 @@ class SqliteAuditLabels:
         if where:
             sql += " WHERE " + " AND ".join(where)
         return [_label(r) for r in self._state.execute(sql + " ORDER BY at, trace_id", params)]
+
+    def confusion(self, judge_name: str, prompt_sha256: str, *, auditor: str = "web") -> Confusion:
+        """The judge's (and its prompt's) audited units by judge verdict and ``auditor``'s
+        verdict, "supported" being positive (the human of a calibration is the auditor here)."""
+        rows = self._state.execute(
+            "SELECT judge_supported, human_supported, COUNT(*) FROM audit_labels WHERE "
+            "judge_name = ? AND prompt_sha256 = ? AND auditor = ? "
+            "GROUP BY judge_supported, human_supported",
+            (judge_name, prompt_sha256, auditor),
+        )
+        n = {(bool(j), bool(h)): int(count) for j, h, count in rows}
+        return Confusion(
+            both_entailed=n.get((True, True), 0),
+            judge_only=n.get((True, False), 0),
+            human_only=n.get((False, True), 0),
+            neither=n.get((False, False), 0),
+        )
 
     def pending(self, share: float, *, last: int = 5000, limit: int = 100) -> list[str]:
         """Judged traces among the ``last`` scored that are marked to audit under ``share`` and

@@ -34,7 +34,8 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
-from ragtrace.evaluation.calibration import calibration_warning, load_stamp
+from ragtrace.evaluation.agreement import agreement
+from ragtrace.evaluation.calibration import CalibrationStamp, calibration_warning, load_stamp
 from ragtrace.evaluation.judges import JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.normalize import question_sha256
@@ -43,7 +44,12 @@ from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
 from ragtrace_consumers.model import LabelSet
 from ragtrace_consumers.stores.audit_labels import AuditLabel, marked_for_audit
 from ragtrace_consumers.stores.sqlite_state import SqliteState
-from ragtrace_consumers.webview.audit_form import judged_unit, render_audit_link, render_pending
+from ragtrace_consumers.webview.audit_form import (
+    judged_unit,
+    render_agreement,
+    render_audit_link,
+    render_pending,
+)
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.export import to_csv, to_json
 from ragtrace_consumers.webview.html import page
@@ -220,6 +226,7 @@ class WebView:
                 rates=window_rates(o, self._options.judge, stamp),
             )
             body += render_audit_link(len(self._state.audits.pending(self._options.audit_share)))
+            body += self._agreement(stamp)
             return self._page(200, "Overview", body, active="/ui/")
         if path == "/ui/traces":
             f = TraceFilter.parse(params)
@@ -467,6 +474,19 @@ class WebView:
                 self._cached.pop(next(iter(self._cached)))
             self._cached[f] = (newest, time.monotonic(), fresh)
         return fresh
+
+    def _agreement(self, stamp: CalibrationStamp | None) -> str:
+        """The audit panel of the judge in use ("" when it is not known)."""
+        judge = self._options.judge
+        if judge is None:
+            return ""
+        audit = agreement(self._state.audits.confusion(judge.name, judge.prompt_sha256))
+        calibrated = (
+            agreement(stamp.confusion)
+            if stamp is not None and stamp.confusion is not None and stamp.matches(judge)
+            else None
+        )
+        return render_agreement(audit, calibrated)
 
     def _judge_lines(self) -> tuple[str, str | None]:
         judge = self._options.judge

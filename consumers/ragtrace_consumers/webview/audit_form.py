@@ -8,13 +8,22 @@ beside the buttons and is replaced by a new one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragtrace.evaluation.agreement import Agreement
 from ragtrace_consumers.stores.audit_labels import AuditLabel
 from ragtrace_consumers.webview.html import esc
 
-__all__ = ["audit_buttons", "audit_state", "judged_unit", "render_audit_link", "render_pending"]
+__all__ = [
+    "audit_buttons",
+    "audit_state",
+    "judged_unit",
+    "render_agreement",
+    "render_audit_link",
+    "render_pending",
+]
 
 
 def judged_unit(
@@ -91,3 +100,39 @@ def render_pending(trace_ids: Sequence[str], share: float) -> str:
         f'<li><a href="/ui/traces/{esc(t)}"><code>{esc(t)}</code></a></li>' for t in trace_ids
     )
     return intro + f"<ul class=pending-audit>{items}</ul>"
+
+
+def _kappa(a: Agreement) -> str:
+    if math.isnan(a.kappa):
+        return f"n/a (n = {a.n})"
+    return f"{a.kappa:.2f} [{a.low:.2f}, {a.high:.2f}] (n = {a.n})"
+
+
+def render_agreement(audit: Agreement | None, calibration: Agreement | None) -> str:
+    """The overview's panel: the running kappa between the judge in use and the audit labels,
+    with its n and 95 % interval, beside the last calibration's (None: judge or stamp unknown)."""
+    if audit is None:
+        return ""
+    c = audit.confusion
+    rows = (
+        f"<tr><td>audit (running)</td><td class='num audit-kappa'>{esc(_kappa(audit))}</td>"
+        f"<td class=num>{c.both_entailed + c.neither} agree · {c.judge_only} judge supported, "
+        f"auditor not · {c.human_only} auditor supported, judge not</td></tr>"
+    )
+    if calibration is not None:
+        rows += (
+            f"<tr><td>last calibration</td><td class=num>{esc(_kappa(calibration))}</td>"
+            "<td class=muted>ragtrace calibrate's stamp of this judge and prompt</td></tr>"
+        )
+    else:
+        rows += (
+            "<tr><td>last calibration</td><td class=muted>none of this judge and prompt</td>"
+            "<td></td></tr>"
+        )
+    return (
+        "<section class=agreement><h2>Audit of the judge</h2>"
+        "<p class=muted>Cohen's kappa between the judge's unit verdicts and the audit's, with a "
+        "95 % interval (large-sample standard error; docs/statistics.md).</p>"
+        "<table><thead><tr><th></th><th>kappa [95 % interval] (n units)</th><th>counts</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table></section>"
+    )

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from ragtrace_consumers.stores.audit_labels import marked_for_audit
+from ragtrace.evaluation.agreement import agreement
+from ragtrace.evaluation.calibration import CalibrationStamp, Confusion
+from ragtrace.evaluation.judges import JudgeInfo
+from ragtrace_consumers.stores.audit_labels import AuditLabel, marked_for_audit
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
 from ragtrace_consumers.stores.sqlite_state import SqliteState
 from ragtrace_consumers.webview import WebView, WebViewOptions
@@ -120,3 +126,38 @@ def test_the_overview_links_to_the_marked_traces_not_audited_yet(state: SqliteSt
     assert marked[0] not in text(get(view, "/ui/audit"))
     assert "To audit" in text(get(view, f"/ui/traces/{marked[0]}"))
     assert "Nothing waits" in text(get(_view(state, 0.0), "/ui/audit"))
+
+
+def _stamp(path: Path, judge: JudgeInfo, confusion: Confusion) -> None:
+    stamp = CalibrationStamp(
+        judge, 0.9, 0.7, confusion.total, "2026-12-01T00:00:00+00:00", confusion
+    )
+    path.write_text(json.dumps(stamp.to_dict()), encoding="utf-8")
+
+
+def test_the_overview_shows_the_running_kappa_beside_the_calibrations(
+    state: SqliteState, tmp_path: Path
+) -> None:
+    judge = JudgeInfo("lexical", None, "a" * 64)
+    _stamp(tmp_path / "calibration.json", judge, Confusion(190, 20, 10, 80))
+    options = WebViewOptions(judge=judge, calibration_path=tmp_path / "calibration.json")
+    view = WebView(state, SqliteLabelStore(state), options=options)
+    assert "n/a (n = 0)" in text(get(view, "/ui/"))
+    # The textbook table (kappa 0.4 over 50 units), 49 units stored and the 50th clicked:
+    # unit 2 of the fixture's answer is unsupported by the judge, the auditor says supported.
+    cells = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 9 + [(False, False)] * 15
+    for i, (judge_says, auditor_says) in enumerate(cells):
+        state.audits.add(
+            AuditLabel(
+                f"{1000 + i:032x}", "1", "u", judge_says, auditor_says, "lexical", "", "a" * 64, 1.0
+            )
+        )
+    # Another judge's or prompt's audit labels are not this judge's agreement.
+    state.audits.add(AuditLabel(f"{1:032x}", "1", "u", True, False, "other", "", "a" * 64, 1.0))
+    state.audits.add(AuditLabel(f"{2:032x}", "1", "u", True, False, "lexical", "", "b" * 64, 1.0))
+    _audit(view, f"{7:032x}", "2", "disagree")
+    page = text(get(view, "/ui/"))
+    a = agreement(Confusion(20, 5, 10, 15))
+    assert f"0.40 [{a.low:.2f}, {a.high:.2f}] (n = 50)" in page
+    calibrated = agreement(Confusion(190, 20, 10, 80))
+    assert f"{calibrated.kappa:.2f} [{calibrated.low:.2f}, {calibrated.high:.2f}] (n = 300)" in page
