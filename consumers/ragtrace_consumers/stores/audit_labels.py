@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.evaluation.calibration import Confusion
 
 if TYPE_CHECKING:
     from ragtrace_consumers.stores.sqlite_state import SqliteState
 
-__all__ = ["AuditLabel", "SqliteAuditLabels", "marked_for_audit"]
+__all__ = ["AuditLabel", "SqliteAuditLabels", "calibration_record", "marked_for_audit"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_labels (
@@ -77,6 +78,28 @@ class AuditLabel:
     @property
     def agrees(self) -> bool:
         return self.judge_supported == self.human_supported
+
+
+def calibration_record(label: AuditLabel, detail: Mapping[str, Any] | None) -> dict[str, object]:
+    """``label`` as a line of ``ragtrace calibrate``'s labels file: the unit as the claim, the
+    trace's context passages (as judged) as its context, the auditor's verdict as the human
+    label; {} when the trace kept no passage texts (scored before details were kept, or
+    redacted)."""
+    passages: list[str] = []
+    for key in ("context", "retrieved"):
+        found = detail.get(key) if detail is not None else None
+        if isinstance(found, list):
+            passages = [str(c["text"]) for c in found if isinstance(c, Mapping) and c.get("text")]
+        if passages:
+            break
+    if not passages or not label.unit_text.strip():
+        return {}
+    return {
+        "id": f"audit-{label.trace_id}-{label.unit}",
+        "claim": label.unit_text,
+        "context": passages,
+        "human_entailed": label.human_supported,
+    }
 
 
 def _label(row: tuple[object, ...]) -> AuditLabel:
