@@ -16,6 +16,7 @@ and alerts see every series from the first export, not only after the first fail
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -194,6 +195,12 @@ class ConsumerMetrics:
             [self._observe_calibration],
             "{claim}",
             "Claims of the judge's last calibration by human label and judge verdict",
+        )
+        m.create_observable_gauge(
+            semconv.METRIC_JUDGE_CALIBRATION_KAPPA,
+            [self._observe_calibration_kappa],
+            "1",
+            "Cohen's kappa of the judge's last calibration and its 95 % interval, by bound",
         )
         self._audit: tuple[dict[str, str], Callable[[], Confusion]] | None = None
         m.create_observable_gauge(
@@ -479,6 +486,18 @@ class ConsumerMetrics:
             return []
         attrs, c = self._calibration
         return [Observation(n, {**attrs, "human": h, "verdict": v}) for h, v, n in _cells(c)]
+
+    def _observe_calibration_kappa(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._calibration is None:
+            return []
+        from ragtrace.evaluation.agreement import agreement
+
+        attrs, c = self._calibration
+        a = agreement(c)
+        if math.isnan(a.kappa):
+            return []
+        bounds = (("estimate", a.kappa), ("low", a.low), ("high", a.high))
+        return [Observation(v, {**attrs, "bound": b}) for b, v in bounds]
 
     def set_audit(self, counts: Callable[[], Confusion], judge_model: str) -> None:
         """Export the audit's counts of the judge in use (``counts`` is read at each collection)
