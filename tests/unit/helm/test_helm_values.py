@@ -205,7 +205,7 @@ _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port
 # Read by `ragtrace serve` only: the chart runs `consume`.
 _SERVE_KEYS = {("serve", k) for k in consumer_config.ServeSettings.model_fields} | {
     ("web", k) for k in consumer_config.WebSettings.model_fields
-}
+} | {("audit", k) for k in consumer_config.AuditSettings.model_fields}
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -787,6 +787,7 @@ def test_prometheus_rule_has_the_eleven_alerts(rendered: Callable[[str], Rendere
         "RagtraceCollectorDroppingSpans",
         "RagtraceCollectorQueueFilling",
         "RagtraceScoringStalled",
+        "RagtraceJudgeAgreementLow",
     ]
     labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
     assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"
