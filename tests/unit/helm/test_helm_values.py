@@ -203,9 +203,11 @@ _CONNECTION_KEYS |= {
 # Where the health endpoints listen comes from consumer.health (the probes need the port).
 _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
 # Read by `ragtrace serve` only: the chart runs `consume`.
-_SERVE_KEYS = {("serve", k) for k in consumer_config.ServeSettings.model_fields} | {
-    ("web", k) for k in consumer_config.WebSettings.model_fields
-} | {("audit", k) for k in consumer_config.AuditSettings.model_fields}
+_SERVE_KEYS = (
+    {("serve", k) for k in consumer_config.ServeSettings.model_fields}
+    | {("web", k) for k in consumer_config.WebSettings.model_fields}
+    | {("audit", k) for k in consumer_config.AuditSettings.model_fields}
+)
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
