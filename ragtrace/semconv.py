@@ -113,7 +113,9 @@ __all__ = [
     "METRIC_HIT_RATE",
     "METRIC_INJECTION_SUSPECTED",
     "METRIC_JUDGE_BUDGET_EXHAUSTED",
+    "METRIC_JUDGE_AUDIT",
     "METRIC_JUDGE_CALIBRATION",
+    "METRIC_JUDGE_CALIBRATION_KAPPA",
     "METRIC_JUDGE_CALLS",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_ERRORS",
@@ -382,6 +384,12 @@ METRIC_GROUNDEDNESS_FAILED: Final = "ragtrace.groundedness.failed"
 METRIC_JUDGE_CALIBRATION: Final = "ragtrace.judge.calibration"
 """The judge's last calibration, claims by ``human`` and ``verdict`` (supported/unsupported):
 its sensitivity and specificity, to correct the not-grounded share."""
+METRIC_JUDGE_CALIBRATION_KAPPA: Final = "ragtrace.judge.calibration.kappa"
+"""Cohen's kappa of the judge's last calibration by ``bound`` (estimate, low, high: its 95 %
+interval), beside ``ragtrace.judge.calibration``: the floor the audit's kappa is held to."""
+METRIC_JUDGE_AUDIT: Final = "ragtrace.judge.audit"
+"""The standing audit of the judge in use: audited unit verdicts by ``human`` (the auditor's
+verdict) and ``verdict`` (the judge's), supported/unsupported — the running kappa and its n."""
 METRIC_JUDGE_CALLS: Final = "ragtrace.judge.calls"
 METRIC_JUDGE_ERRORS: Final = "ragtrace.judge.errors"
 METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"

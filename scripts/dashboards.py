@@ -224,6 +224,58 @@ def _burn_panel() -> Panel:
     )
 
 
+AUDIT = PROM_NAME["ragtrace.judge.audit"]
+CALIBRATION_KAPPA = PROM_NAME["ragtrace.judge.calibration.kappa"]
+
+
+def audit_kappa() -> str:
+    """Cohen's kappa of each judge against its audit labels, from the exported counts
+    (docs/statistics.md): (p_o - p_e) / (1 - p_e)."""
+
+    def units(where: str = "") -> str:
+        selector = f"{AUDIT}{{{where}}}" if where else AUDIT
+        return total(f"max by ({PER_JUDGE}, human, verdict) ({selector})", PER_JUDGE)
+
+    n = units()
+    both = units('human="supported", verdict="supported"')
+    neither = units('human="unsupported", verdict="unsupported"')
+    agreed = f"({both} + {neither})"
+    judge_supported = units('verdict="supported"')
+    human_supported = units('human="supported"')
+    judge_yes = f"({judge_supported} / {n})"
+    human_yes = f"({human_supported} / {n})"
+    chance = f"({judge_yes} * {human_yes} + (1 - {judge_yes}) * (1 - {human_yes}))"
+    return f"(({agreed} / {n}) - {chance})\n/\n(1 - {chance})"
+
+
+def _audit_panel() -> Panel:
+    """The audit's running kappa per judge beside its calibration's interval; bars: the audited
+    units behind it."""
+    return Panel(
+        "Judge audit: kappa against the calibration's",
+        "Cohen's kappa between each judge (and prompt) and the audit labels people gave in the "
+        "web view (ragtrace serve), from the exported counts, beside the 95 % interval of the "
+        "kappa its last calibration measured. Bars: audited units behind the running kappa. "
+        "The alert RagtraceJudgeAgreementLow fires when it falls below the calibration's lower "
+        "bound with enough units (docs/statistics.md).",
+        (
+            Query(audit_kappa(), f"audit {legend(PER_JUDGE)}", "A"),
+            Query(
+                f"max by ({PER_JUDGE}, bound) ({CALIBRATION_KAPPA})",
+                f"calibration {{{{bound}}}} {legend(PER_JUDGE)}",
+                "B",
+            ),
+            Query(
+                total(f"max by ({PER_JUDGE}, human, verdict) ({AUDIT})", PER_JUDGE),
+                f"n {legend(PER_JUDGE)}",
+                "C",
+            ),
+        ),
+        width=24,
+        counts="C",
+    )
+
+
 def _mean_panel(
     title: str,
     description: str,
@@ -448,6 +500,7 @@ QUALITY_BOARD = Board(
             stacked=True,
         ),
         _not_grounded_panel(),
+        _audit_panel(),
         Row("Worst traces (trace backend)"),
         Panel(
             "Least grounded answers",

@@ -56,6 +56,7 @@ def record_every_metric(provider: MeterProvider) -> None:
     m.trace_skipped("shop", "qa", "not_sampled")
     m.groundedness(0.75, "shop", "qa", "probe-model", failed=True)
     m.set_calibration(Confusion(9, 1, 2, 8), "probe-model")
+    m.set_audit(lambda: Confusion(5, 1, 1, 3), "probe-model")
     m.retrieval(0.5, 1.0, 0.5, "shop", "qa", k=5)
     m.answer_metric("answer_relevancy", 1.0, "shop", "qa", "probe-model")
     m.answer_metric("answer_correctness", 0.5, "shop", "qa", "probe-model")

@@ -43,6 +43,10 @@ when its evidence quote passes every check (verbatim in one document, not an ins
 from a passage flagged for injection, long enough, sharing the claim's numbers, names and key
 terms); the report says how many claims each check downgraded.
 
+The web view's audit labels (a person's agree / disagree on the judge's unit verdicts) are such
+claims: `ragtrace labels export-audit --state STATE -o audit.jsonl`, then add
+`--labels audit.jsonl`.
+
 Whole answers labelled by people (hallucinated or not, with marked spans: RAGTruth and the
 like) are measured by `ragtrace detect-eval` instead.
 
@@ -60,9 +64,11 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--labels",
         required=True,
+        action="append",
         metavar="HUMAN.jsonl",
         type=input_file,
-        help="human per-claim labels (format above; '-': stdin)",
+        help="human per-claim labels (format above; '-': stdin); repeat it to add files, e.g. "
+        "the web view's audit labels (`ragtrace labels export-audit --state STATE`)",
     )
     add_judge_arguments(parser)
     parser.add_argument(
@@ -155,7 +161,12 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.evaluation.labels import InputFileError
 
     try:
-        labels = load_human_labels(args.labels)
+        labels = [label for path in args.labels for label in load_human_labels(path)]
+        seen: set[str] = set()
+        for label in labels:
+            if label.id in seen:
+                raise ValueError(f"claim id {label.id!r} is in more than one --labels file")
+            seen.add(label.id)
         judge = build_judge(args)
     except (InputFileError, ValueError) as exc:
         error("calibrate", str(exc))

@@ -4,7 +4,8 @@
 mix) and prints its version; ``list`` and ``stats`` show what is loaded; ``clear`` removes it;
 ``export`` writes the set in use (Redis's, or with ``--state`` the one an embedded evaluator
 keeps, questions labelled in its web view included) as a labels file. The file format is the
-one ``ragtrace eval`` reads.
+one ``ragtrace eval`` reads. ``export-audit --state`` writes the audit labels a person gave in
+the web view as claim labels, the file ``ragtrace calibrate --labels`` reads.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ ENV_REDIS_PREFIX = "RAGTRACE_REDIS_KEY_PREFIX"
 ENV_REDIS_PASSWORD = "RAGTRACE_REDIS_PASSWORD"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "ragtrace"
-ACTIONS = ("load", "list", "stats", "export", "clear")
+ACTIONS = ("load", "list", "stats", "export", "export-audit", "clear")
 """The actions of ``ragtrace labels``, in the order its help lists them."""
 
 _DESCRIPTION = """\
@@ -145,6 +146,25 @@ def register(subparsers: Subparsers) -> None:
     )
     common(export)
     export.set_defaults(func=_export)
+
+    audit = commands.add_parser(
+        "export-audit",
+        help="write the web view's audit labels as claim labels for ragtrace calibrate",
+    )
+    audit.add_argument(
+        "--state",
+        metavar="PATH",
+        required=True,
+        help="the state file of the embedded evaluator (ragtrace serve) that holds them",
+    )
+    audit.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default=None,
+        help="write to PATH (replaced atomically; default and '-': stdout)",
+    )
+    audit.set_defaults(func=_export_audit)
 
     clear = commands.add_parser("clear", help="remove the label set (traces then go unlabelled)")
     add_json_option(clear, "what was cleared (one object)")
@@ -300,6 +320,49 @@ def _export(args: argparse.Namespace) -> int:
         return _write_labels(questions, args.output, store.version())
 
     return _run(args, action)
+
+
+def _export_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from ragtrace_consumers.stores.audit_labels import calibration_record
+    from ragtrace_consumers.stores.sqlite_state import SqliteState
+
+    if not Path(args.state).is_file():
+        error(_COMMAND, f"--state {args.state}: no such state file")
+        return EXIT_BAD_INPUT
+    try:
+        with SqliteState(args.state) as state:
+            audits = [a for a in state.audits.all() if a.auditor == "web"]
+            records = [calibration_record(a, state.results.detail(a.trace_id)) for a in audits]
+    except sqlite3.Error as exc:
+        error(_COMMAND, f"--state {args.state}: not a readable state file: {exc}")
+        return EXIT_BAD_INPUT
+    kept = [r for r in records if r]
+    if not kept:
+        error(_COMMAND, f"--state {args.state}: no audit label with its passages to export")
+        return EXIT_FAILURE
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+    if args.output is None or args.output == "-":
+        print(text, end="")
+    else:
+        try:
+            tmp = Path(f"{args.output}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(args.output)
+        except OSError as exc:
+            error(_COMMAND, f"cannot write {args.output}: {exc}")
+            return EXIT_FAILURE
+    print(
+        f"wrote {len(kept)} audited units as claim labels"
+        + (
+            f" ({len(records) - len(kept)} without passage texts left out)"
+            if len(kept) < len(records)
+            else ""
+        ),
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 def _clip(text: str, width: int = 70) -> str:

@@ -49,7 +49,7 @@ SET_BY_CHART: frozenset[str] = frozenset(
 )
 """Keys the Helm chart sets from its own top-level values (helm/ragtrace/templates), so they are
 not under ``consumer.config`` in values.yaml or its schema."""
-NOT_IN_CHART_SECTIONS: frozenset[str] = frozenset({"serve", "web"})
+NOT_IN_CHART_SECTIONS: frozenset[str] = frozenset({"serve", "web", "audit"})
 """Sections only ``ragtrace serve`` reads: the chart runs ``consume``, so they are not under
 ``consumer.config`` either."""
 _NOT_RULES = ("type", "title", "default", "description", "anyOf", "format", "writeOnly")

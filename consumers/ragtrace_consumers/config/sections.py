@@ -68,6 +68,7 @@ __all__ = [
     "RedactionSettings",
     "ServeSettings",
     "WebSettings",
+    "AuditSettings",
 ]
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -749,3 +750,13 @@ class WebSettings(_Section):
     """Link from a trace page to the same trace in your trace backend: an http(s) URL with
     {trace_id} (and optionally {span_id}, the scored span) filled in, e.g.
     http://127.0.0.1:16686/trace/{trace_id} for Jaeger."""
+
+
+class AuditSettings(_Section):
+    """The ``audit`` section: the standing audit of the judge (``ragtrace serve``'s web view)."""
+
+    share: Rate = 0.02
+    """Share of judged traces marked to audit, 0 to 1: chosen from the trace ID (every replica
+    marks the same ones) and listed in the web view, where a person agrees or disagrees with each
+    unit verdict of the judge; the answers are audit labels, counted in the judge's running
+    agreement (kappa) and fed to the next calibration."""

@@ -48,6 +48,7 @@ from ragtrace_consumers.config._values import (
 )
 from ragtrace_consumers.config.sections import (
     AssemblySettings,
+    AuditSettings,
     ExportSettings,
     HealthSettings,
     JudgeSettings,
@@ -70,6 +71,7 @@ __all__ = [
     "REDACTED",
     "SECTIONS",
     "AssemblySettings",
+    "AuditSettings",
     "ConsumerConfig",
     "ExportSettings",
     "HealthSettings",
@@ -108,6 +110,7 @@ SECTIONS: Mapping[str, type[BaseModel]] = {
     "redaction": RedactionSettings,
     "serve": ServeSettings,
     "web": WebSettings,
+    "audit": AuditSettings,
 }
 """Every section of the configuration by name, in the order of the file."""
 
@@ -150,6 +153,7 @@ class ConsumerConfig(BaseSettings):
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     source: str = "defaults"
     sources: Mapping[str, str] = Field(default_factory=dict, repr=False)
 

@@ -263,6 +263,11 @@ class EmbeddedEvaluator:
             workers=s.workers,
         )
         self.metrics, self.sink = scoring.metrics, scoring.sink
+        info = self.judge.info
+        self.metrics.set_audit(
+            lambda: self.state.audits.confusion(info.name, info.prompt_sha256),
+            info.model or info.name,
+        )
         self.pipeline, self.workers, self.early = (
             scoring.pipeline,
             scoring.workers,
@@ -297,6 +302,7 @@ class EmbeddedEvaluator:
                 trace_url_template=web.trace_url_template,
                 judge=self.judge.info,
                 groundedness_threshold=self.config.scoring.groundedness_threshold,
+                audit_share=self.config.audit.share,
             ),
             sessions=Sessions(self.access.token, secure_cookie=self._tls is not None),
             on_label=lambda _q, _v: self._wake.set(),

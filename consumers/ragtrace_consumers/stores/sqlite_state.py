@@ -7,6 +7,8 @@ One local database file holds what must survive a restart of the single embedded
 * the idempotency store (:class:`IdempotencyStore` seam) — a trace scored before the restart is
   not written back a second time;
 * the traces seen and not scored, with their reasons (a :class:`SkipLog`);
+* the audit labels of the judge's unit verdicts
+  (:mod:`~ragtrace_consumers.stores.audit_labels`);
 * the scored results — one row per scored trace, kept by their own module,
   :mod:`ragtrace_consumers.stores.scored_results` (its tables are created and migrated here, in
   the same file).
@@ -29,6 +31,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ragtrace_consumers.model import SessionTurn, SkippedTrace
+from ragtrace_consumers.stores.audit_labels import SqliteAuditLabels
 from ragtrace_consumers.stores.private_files import private_state_file
 from ragtrace_consumers.stores.scored_results import SqliteScoredResults, create_tables
 from ragtrace_consumers.stores.session_turns import decode_turn, encode_turn
@@ -92,6 +95,7 @@ class SqliteState:
         self.idempotency = SqliteIdempotencyStore(self)
         self.results = SqliteScoredResults(self)
         self.skipped = SqliteSkippedTraces(self)
+        self.audits = SqliteAuditLabels(self)
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Run one statement under the lock and return all its rows."""

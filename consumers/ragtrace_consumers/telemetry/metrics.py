@@ -16,6 +16,7 @@ and alerts see every series from the first export, not only after the first fail
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -194,6 +195,19 @@ class ConsumerMetrics:
             [self._observe_calibration],
             "{claim}",
             "Claims of the judge's last calibration by human label and judge verdict",
+        )
+        m.create_observable_gauge(
+            semconv.METRIC_JUDGE_CALIBRATION_KAPPA,
+            [self._observe_calibration_kappa],
+            "1",
+            "Cohen's kappa of the judge's last calibration and its 95 % interval, by bound",
+        )
+        self._audit: tuple[dict[str, str], Callable[[], Confusion]] | None = None
+        m.create_observable_gauge(
+            semconv.METRIC_JUDGE_AUDIT,
+            [self._observe_audit],
+            "{unit}",
+            "Audited unit verdicts of the judge in use by auditor verdict and judge verdict",
         )
         self._judge_calls = m.create_counter(
             semconv.METRIC_JUDGE_CALLS, "{call}", "Groundedness judge calls by outcome"
@@ -471,13 +485,30 @@ class ConsumerMetrics:
         if self._calibration is None:
             return []
         attrs, c = self._calibration
-        cells = (
-            ("supported", "supported", c.both_entailed),
-            ("unsupported", "supported", c.judge_only),
-            ("supported", "unsupported", c.human_only),
-            ("unsupported", "unsupported", c.neither),
-        )
-        return [Observation(n, {**attrs, "human": h, "verdict": v}) for h, v, n in cells]
+        return [Observation(n, {**attrs, "human": h, "verdict": v}) for h, v, n in _cells(c)]
+
+    def _observe_calibration_kappa(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._calibration is None:
+            return []
+        from ragtrace.evaluation.agreement import agreement
+
+        attrs, c = self._calibration
+        a = agreement(c)
+        if math.isnan(a.kappa):
+            return []
+        bounds = (("estimate", a.kappa), ("low", a.low), ("high", a.high))
+        return [Observation(v, {**attrs, "bound": b}) for b, v in bounds]
+
+    def set_audit(self, counts: Callable[[], Confusion], judge_model: str) -> None:
+        """Export the audit's counts of the judge in use (``counts`` is read at each collection)
+        as ``ragtrace.judge.audit``: with them Prometheus computes the running kappa."""
+        self._audit = ({semconv.ATTR_JUDGE_MODEL: judge_model, **self._prompt(None)}, counts)
+
+    def _observe_audit(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._audit is None:
+            return []
+        attrs, counts = self._audit
+        return [Observation(n, {**attrs, "human": h, "verdict": v}) for h, v, n in _cells(counts())]
 
     def retrieval(
         self,
@@ -601,3 +632,13 @@ def _call_outcome(
     if response_model:
         out[semconv.GEN_AI_RESPONSE_MODEL] = response_model
     return out
+
+
+def _cells(c: Confusion) -> tuple[tuple[str, str, int], ...]:
+    """(human, verdict, count) of each cell of ``c``."""
+    return (
+        ("supported", "supported", c.both_entailed),
+        ("unsupported", "supported", c.judge_only),
+        ("supported", "unsupported", c.human_only),
+        ("unsupported", "unsupported", c.neither),
+    )

@@ -9,10 +9,13 @@ the pages live on ``ragtrace serve``'s own address. Routes:
   it) and ``GET /ui/traces.csv`` / ``.json`` its export under the same filters;
   ``GET /ui/traces/<trace id>`` a trace (any unique prefix redirects to the full ID);
   ``GET /ui/questions`` questions seen most often without a label;
+  ``GET /ui/audit`` the judged traces marked to audit and not audited yet;
   ``GET /ui/static/ragtrace.css``;
 * ``POST /ui/labels`` saves a labelled question from a trace (CSRF token and same origin): it
   names the label version it replaces and is refused (409) when that changed since; the trace is
   then re-scored (and the other recent traces asking it, when ticked) through ``rescore``;
+* ``POST /ui/audit`` agrees or disagrees with one unit verdict of the judge (same rules as the
+  label form), saved as an audit label (:mod:`~ragtrace_consumers.stores.audit_labels`);
 * ``GET``/``POST /ui/login`` when a token is set (:mod:`~ragtrace_consumers.webview.sessions`).
 
 A bad parameter is a 4xx page naming it; nothing raises into the server.
@@ -31,14 +34,22 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
-from ragtrace.evaluation.calibration import calibration_warning, load_stamp
+from ragtrace.evaluation.agreement import agreement
+from ragtrace.evaluation.calibration import CalibrationStamp, calibration_warning, load_stamp
 from ragtrace.evaluation.judges import JudgeInfo
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.errors import LabelConflict
 from ragtrace_consumers.intake.web_seam import WebRequest, WebResponse
 from ragtrace_consumers.model import LabelSet
+from ragtrace_consumers.stores.audit_labels import AuditLabel, marked_for_audit
 from ragtrace_consumers.stores.sqlite_state import SqliteState
+from ragtrace_consumers.webview.audit_form import (
+    judged_unit,
+    render_agreement,
+    render_audit_link,
+    render_pending,
+)
 from ragtrace_consumers.webview.errors import BadRequest
 from ragtrace_consumers.webview.export import to_csv, to_json
 from ragtrace_consumers.webview.html import page
@@ -106,14 +117,19 @@ class WebViewOptions:
     optionally ``{span_id}``) filled in; ``judge``: the judge in use, shown on the overview
     with the last calibration stamp ``ragtrace calibrate`` saved (``calibration_path``; None:
     its default place); ``groundedness_threshold``: below it a judged answer counts as not
-    grounded in the overview's headline (``scoring.groundedness_threshold``)."""
+    grounded in the overview's headline (``scoring.groundedness_threshold``);
+    ``audit_share``: the share of judged traces marked to audit."""
 
     trace_url_template: str | None = None
     judge: JudgeInfo | None = None
     calibration_path: Path | None = None
     groundedness_threshold: float = 0.8
+    audit_share: float = 0.02
+    """The share of judged traces marked to audit (``audit.share``)."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.audit_share <= 1.0:
+            raise ValueError(f"audit.share must be within 0..1, got {self.audit_share!r}")
         t = self.trace_url_template
         if t is not None:
             if not t.startswith(("http://", "https://")) or "{trace_id}" not in t:
@@ -196,6 +212,8 @@ class WebView:
         if req.method == "POST":
             if path == "/ui/labels":
                 return self._save_label(req)
+            if path == "/ui/audit":
+                return self._save_audit(req)
             raise BadRequest(f"no form posts to {path}", 404)
         if path == "/ui":
             o = self._overview(OverviewFilter.parse(params))
@@ -207,6 +225,8 @@ class WebView:
                 models=choices(self._state, "model"),
                 rates=window_rates(o, self._options.judge, stamp),
             )
+            body += render_audit_link(len(self._state.audits.pending(self._options.audit_share)))
+            body += self._agreement(stamp)
             return self._page(200, "Overview", body, active="/ui/")
         if path == "/ui/traces":
             f = TraceFilter.parse(params)
@@ -235,6 +255,11 @@ class WebView:
                 labels.version() if labels is not None else "",
             )
             return self._page(200, "Questions to label", body, active="/ui/questions")
+        if path == "/ui/audit":
+            self._only(params, set())
+            share = self._options.audit_share
+            body = render_pending(self._state.audits.pending(share), share)
+            return self._page(200, "Traces to audit", body, active="/ui/audit")
         raise BadRequest(f"no page at {path}", 404)
 
     # --- pages -----------------------------------------------------------------------------------
@@ -255,6 +280,7 @@ class WebView:
             span = spans.get("target") if isinstance(spans, Mapping) else None
             backend = template.format(trace_id=trace_id, span_id=quote(str(span or "")))
         message = self._saved_message(given)
+        audits = {a.unit: a for a in self._state.audits.for_trace(trace_id) if a.auditor == "web"}
         title, body = render_trace(
             TraceView(
                 result,
@@ -264,6 +290,8 @@ class WebView:
                 self.sessions.csrf(req.headers),
                 message,
                 label,
+                audits,
+                marked_for_audit(trace_id, self._options.audit_share),
             )
         )
         return self._page(200, title, body)
@@ -379,6 +407,40 @@ class WebView:
                 target += f"&rescored={len(done) - 1}"
         return self._redirect(target + "#label")
 
+    def _save_audit(self, req: WebRequest) -> WebResponse:
+        form = self._form(req)
+        why = self.sessions.may_write(req.headers, self._field(form, "csrf", required=False))
+        if why is not None:
+            raise BadRequest(why, 403)
+        trace_id = check_trace_id(self._field(form, "trace_id"))
+        uid = self._field(form, "unit")
+        answer = self._field(form, "answer")
+        if answer not in ("agree", "disagree"):
+            raise BadRequest(f"answer must be agree or disagree, got {answer[:40]!r}")
+        result = self._state.results.get(trace_id)
+        if result is None:
+            raise BadRequest(f"no scored trace {trace_id}", 404)
+        unit, judge = judged_unit(self._state.results.detail(trace_id), uid)
+        if unit is None:
+            raise BadRequest(f"trace {trace_id} has no judged unit {uid[:40]!r}", 404)
+        supported = bool(unit.get("supported"))
+        self._state.audits.add(
+            AuditLabel(
+                trace_id=trace_id,
+                unit=uid,
+                unit_text=str(unit.get("text") or ""),
+                judge_supported=supported,
+                human_supported=supported if answer == "agree" else not supported,
+                judge_name=str(judge.get("name") or result.judge_name or ""),
+                judge_model=str(judge.get("model") or result.judge_model or ""),
+                prompt_sha256=str(judge.get("prompt_sha256") or ""),
+                at=time.time(),
+                sampled=marked_for_audit(trace_id, self._options.audit_share),
+            )
+        )
+        _log.info("web view: audited unit %s of trace %s: %s", uid, trace_id, answer)
+        return self._redirect(f"/ui/traces/{trace_id}#unit-{quote(uid)}")
+
     def _login(self, req: WebRequest) -> WebResponse:
         if not self.sessions.login_required:
             return self._redirect("/ui/")
@@ -412,6 +474,19 @@ class WebView:
                 self._cached.pop(next(iter(self._cached)))
             self._cached[f] = (newest, time.monotonic(), fresh)
         return fresh
+
+    def _agreement(self, stamp: CalibrationStamp | None) -> str:
+        """The audit panel of the judge in use ("" when it is not known)."""
+        judge = self._options.judge
+        if judge is None:
+            return ""
+        audit = agreement(self._state.audits.confusion(judge.name, judge.prompt_sha256))
+        calibrated = (
+            agreement(stamp.confusion)
+            if stamp is not None and stamp.confusion is not None and stamp.matches(judge)
+            else None
+        )
+        return render_agreement(audit, calibrated)
 
     def _judge_lines(self) -> tuple[str, str | None]:
         judge = self._options.judge

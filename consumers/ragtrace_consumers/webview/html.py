@@ -49,7 +49,12 @@ def cell_badge(cell: str) -> str:
     return f'<span class="cell cell-{esc(cell)}">{esc(CELL_TITLES.get(cell, cell))}</span>'
 
 
-_NAV = (("/ui/", "Overview"), ("/ui/traces", "Traces"), ("/ui/questions", "Label questions"))
+_NAV = (
+    ("/ui/", "Overview"),
+    ("/ui/traces", "Traces"),
+    ("/ui/questions", "Label questions"),
+    ("/ui/audit", "Audit"),
+)
 
 
 def page(title: str, body: str, *, active: str = "", status_line: Iterable[str] = ()) -> bytes:

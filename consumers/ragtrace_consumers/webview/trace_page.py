@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace_consumers.stores.audit_labels import AuditLabel
 from ragtrace_consumers.stores.scored_results import ScoredResult
+from ragtrace_consumers.webview.audit_form import audit_buttons, audit_state
 from ragtrace_consumers.webview.highlight import find_quote, marked
 from ragtrace_consumers.webview.html import cell_badge, esc, score, when
 from ragtrace_consumers.webview.label_form import CurrentLabel, label_form, label_state
@@ -45,6 +47,10 @@ class TraceView:
     csrf: str
     saved: str | None = None
     label: CurrentLabel | None = None
+    audits: Mapping[str, AuditLabel] | None = None
+    """The web auditor's answers by unit ID (None: the page offers no audit)."""
+    to_audit: bool = False
+    """Whether the trace is in the share marked to audit."""
 
 
 def _dicts(value: object) -> list[Mapping[str, Any]]:
@@ -211,6 +217,7 @@ def _answer(
     g: Mapping[str, Any] | None,
     passages: Sequence[Any],
     earlier: Mapping[str, Any] | None = None,
+    audit: tuple[Mapping[str, AuditLabel], str] | None = None,
 ) -> str:
     if g is None:
         text = esc(r.answer) if r.answer else "<span class=muted>no answer recorded</span>"
@@ -255,9 +262,14 @@ def _answer(
                     f'<div class=near>No passage supports it; the closest is <a href="#passage-'
                     f'{esc(near)}"><code>{esc(near)}</code></a> — compare them.</div>'
                 )
+        buttons = (
+            audit_buttons(r.trace_id, str(uid), audit[1], audit[0].get(str(uid)))
+            if audit is not None and not unit.get("claimless")
+            else ""
+        )
         out.append(
             f'<div class="{_verdict_class(unit)}" id="unit-{esc(uid)}"><div class=unit-head>'
-            f"<span class=verdict>unit {esc(uid)}: {label}</span>{reason}</div>"
+            f"<span class=verdict>unit {esc(uid)}: {label}</span>{reason}{buttons}</div>"
             f"<div class=unit-text>{esc(unit.get('text'))}</div>{claims_html}</div>"
         )
     stray = [c for c in claims if c.get("unit") is None]
@@ -331,6 +343,13 @@ def _dl(rows: Sequence[tuple[str, object]]) -> str:
     )
 
 
+def _audit_line(view: TraceView, g: Mapping[str, Any] | None) -> str:
+    if view.audits is None or g is None or g.get("error"):
+        return ""
+    units = [u for u in _dicts(g.get("units")) if not u.get("claimless")]
+    return audit_state(view.to_audit, len(view.audits), len(units))
+
+
 def render_trace(view: TraceView) -> tuple[str, str]:
     """(title, body markup) of the trace page."""
     r, detail = view.result, view.detail
@@ -387,7 +406,14 @@ def render_trace(view: TraceView) -> tuple[str, str]:
         + "<div class=cols><section><h2>Retrieved chunks</h2>"
         + _retrieval(r, detail, gold)
         + "</section><section><h2>Answer, unit by unit</h2>"
-        + _answer(r, g, passages, _mapping(detail, "earlier_turn_units"))
+        + _audit_line(view, g)
+        + _answer(
+            r,
+            g,
+            passages,
+            _mapping(detail, "earlier_turn_units"),
+            (view.audits, view.csrf) if view.audits is not None else None,
+        )
         + "</section></div>"
         + "<section><h2>Context passages (evidence highlighted)</h2>"
         + _passages(passages, g)

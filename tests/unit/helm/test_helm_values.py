@@ -203,9 +203,11 @@ _CONNECTION_KEYS |= {
 # Where the health endpoints listen comes from consumer.health (the probes need the port).
 _CONNECTION_KEYS |= {("health", "enabled"), ("health", "host"), ("health", "port")}
 # Read by `ragtrace serve` only: the chart runs `consume`.
-_SERVE_KEYS = {("serve", k) for k in consumer_config.ServeSettings.model_fields} | {
-    ("web", k) for k in consumer_config.WebSettings.model_fields
-}
+_SERVE_KEYS = (
+    {("serve", k) for k in consumer_config.ServeSettings.model_fields}
+    | {("web", k) for k in consumer_config.WebSettings.model_fields}
+    | {("audit", k) for k in consumer_config.AuditSettings.model_fields}
+)
 
 
 def _keys(tree: dict[str, Any]) -> set[tuple[str, str]]:
@@ -772,7 +774,7 @@ def test_dashboards_are_configmaps_for_the_grafana_sidecar(
     ]
 
 
-def test_prometheus_rule_has_the_eleven_alerts(rendered: Callable[[str], Rendered]) -> None:
+def test_prometheus_rule_has_every_alert(rendered: Callable[[str], Rendered]) -> None:
     rule = rendered("monitoring").get("PrometheusRule")
     alerts = [x["alert"] for g in rule["spec"]["groups"] for x in g["rules"]]
     assert alerts == [
@@ -789,6 +791,7 @@ def test_prometheus_rule_has_the_eleven_alerts(rendered: Callable[[str], Rendere
         "RagtraceCollectorDroppingSpans",
         "RagtraceCollectorQueueFilling",
         "RagtraceScoringStalled",
+        "RagtraceJudgeAgreementLow",
     ]
     labelled = rendered("tls-sasl-existingsecret").get("PrometheusRule")
     assert labelled["metadata"]["labels"]["release"] == "kube-prometheus-stack"

@@ -14,6 +14,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ragtrace import semconv
+from ragtrace.evaluation.agreement import agreement
 from ragtrace.evaluation.calibration import Confusion
 from ragtrace_consumers.telemetry.lag import PartitionLag
 from ragtrace_consumers.telemetry.metrics import (
@@ -56,6 +57,8 @@ def test_every_contract_metric_with_its_unit_and_kind(
     m.trace_skipped("svc", None, "sampled_out")
     m.groundedness(0.75, "svc", "p", "model-a", generator_model="gpt-x", failed=True)
     m.set_calibration(Confusion(190, 20, 10, 80), "model-a")
+    audited = [Confusion(1, 0, 0, 0)]
+    m.set_audit(lambda: audited[-1], "model-a")
     m.retrieval(0.5, 1.0, 1 / 3, "svc", "p", k=3, data_source="docs-index")
     m.judge_call("model-a", "ok")
     m.judge_error("model-a", "invalid_output")
@@ -80,6 +83,8 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_CELL: (Sum, "{trace}"),
         semconv.METRIC_GROUNDEDNESS_FAILED: (Sum, "{trace}"),
         semconv.METRIC_JUDGE_CALIBRATION: (Gauge, "{claim}"),
+        semconv.METRIC_JUDGE_AUDIT: (Gauge, "{unit}"),
+        semconv.METRIC_JUDGE_CALIBRATION_KAPPA: (Gauge, "1"),
         semconv.METRIC_JUDGE_CALLS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_ERRORS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_TOKENS: (Sum, "{token}"),
@@ -124,6 +129,30 @@ def test_every_contract_metric_with_its_unit_and_kind(
             ("unsupported", "supported", 20),
             ("supported", "unsupported", 10),
             ("unsupported", "unsupported", 80),
+        )
+    }
+    kappa = {k: p.value for k, p in _points(got[semconv.METRIC_JUDGE_CALIBRATION_KAPPA]).items()}
+    expected_kappa = agreement(Confusion(190, 20, 10, 80))
+    assert kappa == pytest.approx(
+        {
+            (("bound", b), ("judge_model", "model-a")): v
+            for b, v in (
+                ("estimate", expected_kappa.kappa),
+                ("low", expected_kappa.low),
+                ("high", expected_kappa.high),
+            )
+        }
+    )
+    # The audit's counts are read at each collection: an audit saved since is exported.
+    audited.append(Confusion(30, 4, 2, 9))
+    audit = {k: p.value for k, p in _points(_collect(reader)[semconv.METRIC_JUDGE_AUDIT]).items()}
+    assert audit == {
+        (("human", h), ("judge_model", "model-a"), ("verdict", v)): n
+        for h, v, n in (
+            ("supported", "supported", 30),
+            ("unsupported", "supported", 4),
+            ("supported", "unsupported", 2),
+            ("unsupported", "unsupported", 9),
         )
     }
     for name in (semconv.METRIC_RECALL, semconv.METRIC_HIT_RATE, semconv.METRIC_RECIPROCAL_RANK):
@@ -318,3 +347,5 @@ def test_a_grounded_trace_still_creates_its_failed_series_at_zero(
     (point,) = _points(got[semconv.METRIC_GROUNDEDNESS_FAILED]).values()
     assert point.value == 0
     assert semconv.METRIC_JUDGE_CALIBRATION not in got  # no matching calibration: no series
+    assert semconv.METRIC_JUDGE_CALIBRATION_KAPPA not in got
+    assert semconv.METRIC_JUDGE_AUDIT not in got  # no audit store (the Kafka consumer): none
