@@ -199,7 +199,7 @@ class ConsumerMetrics:
         m.create_observable_gauge(
             semconv.METRIC_JUDGE_CALIBRATION_KAPPA,
             [self._observe_calibration_kappa],
-            "1",
+            "{kappa}",
             "Cohen's kappa of the judge's last calibration and its 95 % interval, by bound",
         )
         self._audit: tuple[dict[str, str], Callable[[], Confusion]] | None = None

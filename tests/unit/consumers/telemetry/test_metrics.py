@@ -84,7 +84,7 @@ def test_every_contract_metric_with_its_unit_and_kind(
         semconv.METRIC_GROUNDEDNESS_FAILED: (Sum, "{trace}"),
         semconv.METRIC_JUDGE_CALIBRATION: (Gauge, "{claim}"),
         semconv.METRIC_JUDGE_AUDIT: (Gauge, "{unit}"),
-        semconv.METRIC_JUDGE_CALIBRATION_KAPPA: (Gauge, "1"),
+        semconv.METRIC_JUDGE_CALIBRATION_KAPPA: (Gauge, "{kappa}"),
         semconv.METRIC_JUDGE_CALLS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_ERRORS: (Sum, "{call}"),
         semconv.METRIC_JUDGE_TOKENS: (Sum, "{token}"),
