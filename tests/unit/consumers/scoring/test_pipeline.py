@@ -187,9 +187,9 @@ def test_an_unanswerable_question_declined_is_its_own_cell() -> None:
     # Summed over the model, k and judge labels, as an alert's ``sum by (cell)`` does.
     cells: dict[str, float] = {}
     for key, n in r.points("ragtrace.attribution").items():
-        attrs = dict(key)
+        attrs = {name: str(value) for name, value in key}
         if (attrs["pipeline"], attrs["service"]) == (SVC[0][1], SVC[1][1]):
-            cells[attrs["cell"]] = cells.get(attrs["cell"], 0) + n
+            cells[attrs["cell"]] = cells.get(attrs["cell"], 0) + float(n)
     assert (cells["unanswerable_declined"], cells["unanswerable_answered"]) == (1, 0)
 
 

@@ -10,6 +10,7 @@ import pytest
 from ragtrace.evaluation.agreement import agreement
 from ragtrace.evaluation.calibration import CalibrationStamp, Confusion
 from ragtrace.evaluation.judges import JudgeInfo
+from ragtrace_consumers.intake.web_seam import WebResponse
 from ragtrace_consumers.stores.audit_labels import AuditLabel, marked_for_audit
 from ragtrace_consumers.stores.sqlite_labels import SqliteLabelStore
 from ragtrace_consumers.stores.sqlite_state import SqliteState
@@ -33,7 +34,7 @@ def _view(state: SqliteState, share: float = 0.25) -> WebView:
     return WebView(state, SqliteLabelStore(state), options=WebViewOptions(audit_share=share))
 
 
-def _audit(view: WebView, trace: str, unit: str, answer: str, **change: object) -> object:
+def _audit(view: WebView, trace: str, unit: str, answer: str, **change: object) -> WebResponse:
     form: dict[str, object] = {
         "csrf": csrf_of(get(view, f"/ui/traces/{trace}")),
         "trace_id": trace,
