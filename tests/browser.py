@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -19,7 +20,7 @@ from scripts.services import NotProvisioned
 from scripts.services.paths import chromedriver, chromium
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
-__all__ = ["DEMO_LABELS", "demo_evaluator", "headless_chromium", "screenshot"]
+__all__ = ["DEMO_LABELS", "click_and_load", "demo_evaluator", "headless_chromium", "screenshot"]
 
 DEMO_LABELS = str(resources.files("ragtrace_consumers.demo").joinpath("labels.jsonl"))
 
@@ -77,6 +78,29 @@ def headless_chromium(window: str, page_load_timeout_s: float) -> Iterator[WebDr
         yield driver
     finally:
         driver.quit()
+
+
+def click_and_load(driver: WebDriver, element: Any, timeout_s: float = 20) -> None:
+    """Click a link or submit button and return once the page it leads to has loaded.
+
+    The old document is marked before the click and the wait is for a complete document without
+    the mark: watching the old ``<html>`` go stale races the navigation, and Chromium's
+    inspector may answer "node does not belong to the document" while the pages swap."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script("window.__ragtraceOldPage = true;")
+    element.click()
+
+    def loaded(d: WebDriver) -> bool:
+        return bool(
+            d.execute_script(
+                "return window.__ragtraceOldPage === undefined"
+                " && document.readyState === 'complete';"
+            )
+        )
+
+    WebDriverWait(driver, timeout_s, ignored_exceptions=(WebDriverException,)).until(loaded)
 
 
 def screenshot(driver: WebDriver, directory: Path, name: str) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import resources
-from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -17,7 +16,7 @@ from ragtrace.evaluation.judges import LexicalJudge
 from ragtrace_consumers.config import ConsumerConfig
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
-from tests.browser import headless_chromium, screenshot
+from tests.browser import click_and_load, headless_chromium, screenshot
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 pytestmark = pytest.mark.timeout(120)
@@ -51,16 +50,6 @@ def browser() -> Iterator[WebDriver]:
         yield driver
 
 
-def _click_and_load(d: WebDriver, element: Any) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = d.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(d, 20).until(staleness_of(old))
-
-
 def _kappa(d: WebDriver, overview: str) -> str:
     from selenium.webdriver.common.by import By
 
@@ -79,10 +68,10 @@ def test_clicking_agree_and_disagree_moves_the_kappa_panel(
     assert _kappa(d, overview) == "n/a (n = 0)"
     link = d.find_element(By.CSS_SELECTOR, ".audit-link a")
     assert "judged trace" in link.text and "to audit" in link.text
-    _click_and_load(d, link)
+    click_and_load(d, link)
     pending = d.find_elements(By.CSS_SELECTOR, "ul.pending-audit a")
     assert pending, d.page_source[:2000]
-    _click_and_load(d, pending[0])
+    click_and_load(d, pending[0])
     trace_page = d.current_url.split("#")[0]
     assert "To audit" in d.find_element(By.CSS_SELECTOR, ".audit-state").text
     forms = d.find_elements(By.CSS_SELECTOR, "form.audit-form")
@@ -90,7 +79,7 @@ def test_clicking_agree_and_disagree_moves_the_kappa_panel(
     # Agree with every unit verdict of the judge on this trace.
     for i in range(len(forms)):
         form = d.find_elements(By.CSS_SELECTOR, "form.audit-form")[i]
-        _click_and_load(d, form.find_element(By.CSS_SELECTOR, "button[value=agree]"))
+        click_and_load(d, form.find_element(By.CSS_SELECTOR, "button[value=agree]"))
     d.get(trace_page)
     assert len(d.find_elements(By.CSS_SELECTOR, ".audited.agree")) == len(forms)
     screenshot(d, ARTIFACTS, "audit-trace-page")
@@ -99,7 +88,7 @@ def test_clicking_agree_and_disagree_moves_the_kappa_panel(
     # Disagree with the first unit: the same unit's answer is replaced, n stays, kappa moves.
     d.get(trace_page)
     first = d.find_elements(By.CSS_SELECTOR, "form.audit-form")[0]
-    _click_and_load(d, first.find_element(By.CSS_SELECTOR, "button[value=disagree]"))
+    click_and_load(d, first.find_element(By.CSS_SELECTOR, "button[value=disagree]"))
     assert d.find_elements(By.CSS_SELECTOR, ".audited.disagree")
     disagreed = _kappa(d, overview)
     assert disagreed.endswith(f"(n = {len(forms)})") and disagreed != agreed, (agreed, disagreed)

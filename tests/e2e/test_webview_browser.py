@@ -14,14 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
-from tests.browser import demo_evaluator, headless_chromium, screenshot
+from tests.browser import click_and_load, demo_evaluator, headless_chromium, screenshot
 from tests.unit.consumers.demo_client import QUESTIONS, run_app
 
 pytestmark = pytest.mark.timeout(120)
@@ -54,18 +53,6 @@ def _web(ev: EmbeddedEvaluator) -> str:
 
 def _trace_id(ev: EmbeddedEvaluator, question: str) -> str:
     return next(r.trace_id for _, r in ev.state.results.all() if r.query == question)
-
-
-def _click_and_load(d: WebDriver, element: Any) -> None:
-    """Click a link or submit button and wait until the next page replaced this one (a click
-    returns before the navigation it starts has finished)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = d.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(d, 20).until(staleness_of(old))
 
 
 def test_overview_shows_the_cells_charts_and_reasons(
@@ -111,7 +98,7 @@ def test_the_list_filters_by_cell_worst_first(
     assert cells[:2] == ["generation failed", "retrieval failed"]
     assert len(cells) == len(QUESTIONS)
     Select(d.find_element(By.NAME, "cell")).select_by_value("retrieval_failed")
-    _click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.filters button"))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.filters button"))
     assert "cell=retrieval_failed" in d.current_url
     rows = d.find_elements(By.CSS_SELECTOR, "table.traces tbody tr")
     assert [r.find_element(By.CLASS_NAME, "q").text for r in rows] == [QUESTIONS[0]]
@@ -155,12 +142,12 @@ def test_a_label_saved_from_a_trace_scores_the_next_one(
     d.get(_web(evaluator) + "questions")
     link = d.find_element(By.CSS_SELECTOR, "main table a")
     assert DARK_MODE in d.find_element(By.CSS_SELECTOR, "main table").text
-    _click_and_load(d, link)
+    click_and_load(d, link)
     boxes = d.find_elements(By.CSS_SELECTOR, "form.label-form input[name=gold]")
     first = boxes[0].get_attribute("value")
     boxes[0].click()
     d.find_element(By.NAME, "extra_gold").send_keys("c-ui-1, c-ui-2")
-    _click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
     assert "Saved" in d.find_element(By.CSS_SELECTOR, ".saved").text
     _shot(d, "labelled")
     labelled = evaluator.labels.by_id(evaluator.labels.questions()[-1].qid)

@@ -18,7 +18,7 @@ from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace_consumers.model import question_version
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from scripts.services.paths import REPO_ROOT
-from tests.browser import demo_evaluator, headless_chromium, screenshot
+from tests.browser import click_and_load, demo_evaluator, headless_chromium, screenshot
 from tests.unit.consumers.demo_client import QUESTIONS
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,16 +44,6 @@ def _trace_page(ev: EmbeddedEvaluator, question: str, n: int = 0) -> str:
     ids = [r.trace_id for _, r in ev.state.results.all() if r.query == question]
     assert ev.web_url is not None
     return f"{ev.web_url}traces/{ids[n]}"
-
-
-def _click_and_load(d: WebDriver, element: Any) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = d.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(d, 20).until(staleness_of(old))
 
 
 def _box(d: WebDriver, chunk: str) -> Any:
@@ -97,7 +87,7 @@ def test_the_gold_set_is_shown_edited_and_both_traces_rescored(
     _box(d, "c-4410").click()  # remove the gold chunk nobody retrieves
     _box(d, "c-9931").click()  # add the one retrieved at rank 2
     d.find_element(By.NAME, "rescore_others").click()
-    _click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
     saved = _text(d, ".saved")
     assert "this trace was re-scored with it (its judgement kept)" in saved, saved
     assert "and 1 other recent trace asking it" in saved
@@ -134,7 +124,7 @@ def test_a_form_left_open_while_the_label_changed_is_refused(
     elsewhere = LabelledQuestion(old.qid, old.question, frozenset({"c-3120", "c-3300"}))
     evaluator.labels.add(elsewhere, replaces=question_version(old))  # saved in another tab
     _box(d, "c-9931").click()
-    _click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
     alert = _text(d, "[role=alert]")
     assert "Not saved: the label of question q-rotate-key changed since it was read" in alert
     assert evaluator.labels.by_id("q-rotate-key") == elsewhere
@@ -149,7 +139,7 @@ def test_a_question_marked_unanswerable(evaluator: EmbeddedEvaluator, browser: W
     d.get(_trace_page(evaluator, REGIONS))
     assert "recall@3 1.00" in _text(d, ".summary")
     d.find_element(By.NAME, "unanswerable").click()
-    _click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, "form.label-form button"))
     assert "re-scored" in _text(d, ".saved")
     state = _text(d, ".summary .label-state")
     assert "labelled unanswerable q-regions (empty gold set: recall n/a)" in state, state

@@ -25,7 +25,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from ragtrace_consumers.runtime.embedded import EmbeddedEvaluator
 from ragtrace_consumers.stores.scored_results import ScoredResult
 from scripts.services.paths import REPO_ROOT
-from tests.browser import demo_evaluator, headless_chromium, screenshot
+from tests.browser import click_and_load, demo_evaluator, headless_chromium, screenshot
 from tests.unit.consumers.demo_client import QUESTIONS
 
 pytestmark = pytest.mark.timeout(120)
@@ -73,12 +73,8 @@ def _web(ev: EmbeddedEvaluator) -> str:
 
 def _submit(d: WebDriver, form: str) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    old = d.find_element(By.TAG_NAME, "html")
-    d.find_element(By.CSS_SELECTOR, f"{form} button").click()
-    WebDriverWait(d, 20).until(staleness_of(old))
+    click_and_load(d, d.find_element(By.CSS_SELECTOR, f"{form} button"))
 
 
 def _questions(d: WebDriver) -> list[str]:
