@@ -90,7 +90,7 @@ _QUOTED = re.compile(r'"((?:\\.|[^"\\])*)"')
 JUDGED_SHARES = (0.01, 0.1, 1.0)
 REPLICAS = (1, 2, 4)
 REPLICA_SHARE = 0.1
-MARK_FILL = 0.8  # the written-marks table's load at which it evicts almost nothing
+MARK_FILL = 0.87  # the load the written-marks table is sized for (15 % headroom: 0.3 % evicted)
 
 
 def key_kind(key: str, prefix: str) -> str:
@@ -151,6 +151,7 @@ class Saturation:
 
     cpu: float
     memory: float
+    bytes_per_rate: float  # memory held per trace/s of offered traffic
     memory_share: Mapping[str, float] = field(default_factory=dict)  # kind -> share at saturation
 
     @property
@@ -177,7 +178,7 @@ def saturation(
     cpu = 1.0 / server_cpu_s_per_trace if server_cpu_s_per_trace > 0 else float("inf")
     shares = {k: v * memory / memory_bytes for k, v in growth.items()}
     shares.update({c.kind: shares.get(c.kind, 0.0) + c.fixed_bytes / memory_bytes for c in costs})
-    return Saturation(cpu, memory, shares)
+    return Saturation(cpu, memory, per_rate, shares)
 
 
 # -- in the consumer process ---------------------------------------------------------------------
@@ -336,7 +337,11 @@ def consumer_run(
             time.sleep(0.02)
         start, cpu0 = time.perf_counter(), sum(cpu_seconds(p.pid) for p in procs)
         server0, calls0 = _server_totals(ports)
-        while released() < expect:
+        shown = time.monotonic()
+        while (done := released()) < expect:
+            if time.monotonic() - shown > 10:
+                print(f"  {done:,} of {expect:,} traces finished", file=sys.stderr, flush=True)
+                shown = time.monotonic()
             time.sleep(0.05)
         took = time.perf_counter() - start
         cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
@@ -438,6 +443,18 @@ def in_flight(url: str, messages: Sequence[bytes], share: float) -> tuple[int, i
     return traces, kinds.get(KINDS[0][0], (0, 0, 0.0))[1], kinds.get(KINDS[1][0], (0, 0, 0.0))[1]
 
 
+def _fill(bootstrap: str, topic: str, messages: Sequence[tuple[bytes, bytes]]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=256 * 1024
+    )
+    for key, value in messages:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+
 def _flush(url: str) -> None:
     client = _connect(url)
     client.flushall()
@@ -472,6 +489,31 @@ def model_runs(stack: Stack, redis_url: str, port: int) -> dict[float, dict[str,
             "marks": marks,
             "flight": flight,
         }
+    return out
+
+
+def client_floor(url: str, calls: int = 5000) -> dict[str, float]:
+    """Client CPU (µs) per call of the cheapest script and of a pipeline of 50 GETs, one key
+    space: what any use of this client costs before the stores do anything."""
+    from ragtrace_consumers.stores.redis_keys import key_space
+
+    client = _connect(url)
+    key = f"{key_space(client, 'floor', 'f')}:k"
+    script = client.register_script("return redis.call('GET', KEYS[1])")
+    client.set(key, b"x")
+    out = {}
+    t0 = time.process_time()
+    for _ in range(calls):
+        script(keys=[key])
+    out["script"] = 1e6 * (time.process_time() - t0) / calls
+    t0 = time.process_time()
+    for _ in range(calls // 50):
+        pipe = client.pipeline(transaction=False)
+        for _ in range(50):
+            pipe.get(key)
+        pipe.execute()
+    out["pipeline"] = 1e6 * (time.process_time() - t0) / (calls // 50)
+    client.close()
     return out
 
 
@@ -558,6 +600,7 @@ def render(
     stack: Stack,
     model: Mapping[float, Mapping[str, Any]],
     replicas: Sequence[tuple[str, int, Run]],
+    floors: Mapping[str, Mapping[str, float]],
     memory_gib: float,
     quiet_s: float,
     questions: int,
@@ -608,15 +651,16 @@ def render(
         "out — CPU at the clean run's server CPU per trace, memory at the bytes above times "
         "rate times lifetime, plus what does not grow with the rate.",
         "",
-        "| judged | Redis CPU µs/trace | consumer CPU µs/trace | CPU saturates at | memory "
-        "saturates at | limit | largest share of memory |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| judged | Redis CPU µs/trace | consumer CPU µs/trace | memory per trace/s | CPU "
+        "saturates at | memory saturates at | limit | largest share of memory |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for share, (sat, clean) in sats.items():
         top = max(sat.memory_share.items(), key=lambda kv: kv[1])
         out.append(
             f"| {share:.0%} | {1e6 * clean.server_cpu_s / stack.n:.1f} | "
-            f"{1e6 * clean.consumer_cpu_s / stack.n:.0f} | {sat.cpu:,.0f}/s | {sat.memory:,.0f}/s | "
+            f"{1e6 * clean.consumer_cpu_s / stack.n:.0f} | {sat.bytes_per_rate / 1e6:,.1f} MB | "
+            f"{sat.cpu:,.0f}/s | {sat.memory:,.0f}/s | "
             f"{sat.limit} | {top[0]} {top[1]:.0%} |"
         )
     marks_per_trace = model[JUDGED_SHARES[-1]]["marks"] / stack.n
@@ -626,7 +670,7 @@ def render(
         f"The default written-marks table ({DEFAULT_WRITTEN_CAPACITY:,} marks, "
         f"{DEFAULT_WRITTEN_CAPACITY * MARK_BYTES / 1e6:.1f} MB, allocated whole) covers "
         f"{covered:.1f} traces/s at 100 % judged ({marks_per_trace:.2f} marks per trace) for its 7 "
-        "days; `writeback.written_capacity` grows it (the bytes above are what it then needs).",
+        "days; `export.written_capacity` grows it (the bytes above are what it then needs).",
         "",
         f"Consumer replicas at {REPLICA_SHARE:.0%} judged (one group, six partitions; CPU per "
         "offered trace, the consumer's summed over its replicas, Redis's over its primaries):",
@@ -641,6 +685,16 @@ def render(
             f"| {name} | {count} | {stack.n / run.wall_s:,.0f} | {1e6 * per:.0f} | "
             f"{1e6 * per / count:.0f} | {1e6 * run.server_cpu_s / stack.n:.1f} | {1 / per:,.0f} |"
         )
+    out += [
+        "",
+        "The client's own floor, before the stores do anything (this process's CPU per call, "
+        "one key space):",
+        "",
+        "| Redis client | one script call | one pipeline of 50 GETs |",
+        "|---|---:|---:|",
+    ]
+    for name, f in floors.items():
+        out.append(f"| {name} | {f['script']:.0f} µs | {f['pipeline']:.0f} µs |")
     return "\n".join(out)
 
 
@@ -648,7 +702,7 @@ def main() -> int:
     args = parse_args()
     if args.consume:
         return consume_counted(args.consume, args.trips)
-    from bench.bench_consumer import PARTITIONS, TOPIC, fill_topic, require_crc32c, trace_message
+    from bench.bench_consumer import PARTITIONS, TOPIC, require_crc32c, trace_message
     from ragtrace_consumers.config import ConsumerConfig
     from ragtrace_consumers.intake.admission import EarlySampler
     from ragtrace_consumers.intake.decode import decode_request
@@ -664,7 +718,8 @@ def main() -> int:
 
     require_crc32c()
     n = 3000 if args.quick else args.traces
-    messages = [trace_message(i)[1] for i in range(n)]
+    keyed = [trace_message(i) for i in range(n)]  # trace IDs are random: write these ones
+    messages = [value for _, value in keyed]
     kept = {
         share: sum(
             bool(decode_request(m, EarlySampler(SamplerConfig(judge_rate=share)))) for m in messages
@@ -680,11 +735,13 @@ def main() -> int:
         cluster = None
         try:
             create_topic(kafka.bootstrap, TOPIC, PARTITIONS)
-            fill_topic(kafka.bootstrap, TOPIC, n, REPLICA_SHARE)
+            _fill(kafka.bootstrap, TOPIC, keyed)
             with FakeAnthropic(entail_all) as judge:
                 stack = Stack(kafka.bootstrap, sink, judge, work, n, kept, messages)
                 model = model_runs(stack, single.url, single.port)
                 cluster = start_redis_cluster(work / "cluster")
+                floors = {"one server": client_floor(single.url)}
+                floors["cluster, 3 primaries"] = client_floor(cluster.url)
                 rows = replica_runs(
                     stack,
                     {
@@ -698,7 +755,7 @@ def main() -> int:
             sink.stop()
             kafka.stop()
             single.stop()
-    md = render(stack, model, rows, args.memory_gib, quiet_s, 10_000)
+    md = render(stack, model, rows, floors, args.memory_gib, quiet_s, 10_000)
     print(md)
     if not args.quick:
         write_section("redis-scale", md)
