@@ -9,6 +9,7 @@ imports these tests and runs them on the memory stores alone.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -487,6 +488,27 @@ def test_judge_cache_round_trip_and_ttl(kit: Kit) -> None:
     assert cache.get("k") == b"v2"
     kit.advance(1.2)
     assert cache.get("k") is None
+
+
+def test_judge_cache_keeps_any_bytes_and_long_entries(kit: Kit) -> None:
+    cache = kit.cache()
+    entry = json.dumps(
+        {"result": {"claims": [{"claim": f"c{i}", "entailed": True} for i in range(40)]}}
+    )
+    values = [b"\x01raw", b"\x02raw", b"\x01", b"", entry.encode(), b"\x01" + entry.encode()]
+    cache.put_many([(f"k{i}", v) for i, v in enumerate(values)])
+    assert cache.get_many([f"k{i}" for i in range(len(values))]) == values
+
+
+def test_redis_judge_cache_stores_entries_deflated_and_reads_earlier_ones(redis_url: str) -> None:
+    client, prefix = connect(redis_url), f"test-{uuid.uuid4().hex[:10]}"
+    cache = RedisJudgeResultCache(client, prefix=prefix)
+    entry = json.dumps({"result": {"claims": [{"claim": "c", "entailed": True}] * 40}}).encode()
+    cache.put("new", entry)
+    stored = client.get(f"{prefix}:judge:new")
+    assert stored is not None and len(stored) < len(entry) / 4
+    client.set(f"{prefix}:judge:old", entry)  # as written before entries were deflated
+    assert cache.get_many(["new", "old"]) == [entry, entry]
 
 
 def test_idempotency_marks_and_ttl(kit: Kit) -> None:

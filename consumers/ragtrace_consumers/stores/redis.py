@@ -14,7 +14,7 @@ see half of it. Keys (``P`` is the configurable prefix; replicas of one deployme
     P:stats                    hash of the counters in model.STORE_STATS
     P:labels:current           version of the label set in use
     P:labels:<version>:q|sha|meta   questions by qid, qid by question digest, load details
-    P:judge:<key>              judge result cache (TTL)
+    P:judge:<key>              judge result cache (TTL; values deflated when shorter)
     P:written_marks:<n>        write-back idempotency marks (and counted:<family> ones after a
                                failed delivery): a fixed-size table (.redis_marks)
     P:budget                   zset of judge-budget grants in the sliding window

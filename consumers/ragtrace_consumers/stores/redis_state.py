@@ -14,6 +14,7 @@ import json
 import random
 import time
 import uuid
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -235,8 +236,32 @@ class RedisLabelStore:
         self._clear(keys=[self._current], args=[self._p])
 
 
+# A stored value's first byte: zlib follows, or the value follows as it was (only for a value
+# that itself starts with one of these bytes). Any other first byte is the value as it was (the
+# JSON entries the judges write start with "{", as did every entry of earlier versions).
+_DEFLATED, _VERBATIM = b"\x01", b"\x02"
+
+
+def _deflate(value: bytes) -> bytes:
+    packed = _DEFLATED + zlib.compress(value, 6)
+    if len(packed) < len(value):
+        return packed
+    return _VERBATIM + value if value[:1] in (_DEFLATED, _VERBATIM) else value
+
+
+def _inflate(raw: bytes) -> bytes:
+    head = raw[:1]
+    if head == _DEFLATED:
+        return zlib.decompress(raw[1:])
+    return raw[1:] if head == _VERBATIM else raw
+
+
 class RedisJudgeResultCache:
-    """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL."""
+    """:class:`~ragtrace_consumers.model.JudgeResultCache`: ``P:judge:<key>`` with a TTL.
+
+    The cache is most of the memory Redis holds for ragtrace (one entry per judged answer for a
+    week by default; docs/benchmarks.md, "Redis scale model"), so a value is stored deflated
+    (zlib) whenever that is shorter; entries written by earlier versions read back unchanged."""
 
     def __init__(
         self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
@@ -253,11 +278,14 @@ class RedisJudgeResultCache:
             return []
         raws = mget(self._r, [f"{self._p}:judge:{k}" for k in keys])
         return [
-            raw if isinstance(raw, bytes) or raw is None else _text(raw).encode() for raw in raws
+            None
+            if raw is None
+            else _inflate(raw if isinstance(raw, bytes) else _text(raw).encode())
+            for raw in raws
         ]
 
     def put(self, key: str, value: bytes) -> None:
-        self._r.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+        self._r.set(f"{self._p}:judge:{key}", _deflate(value), px=self._ttl_ms)
 
     def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         """:meth:`put` for several entries in one round trip."""
@@ -265,7 +293,7 @@ class RedisJudgeResultCache:
             return
         pipe = self._r.pipeline(transaction=False)
         for key, value in items:
-            pipe.set(f"{self._p}:judge:{key}", value, px=self._ttl_ms)
+            pipe.set(f"{self._p}:judge:{key}", _deflate(value), px=self._ttl_ms)
         pipe.execute()
 
 
