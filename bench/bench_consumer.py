@@ -415,11 +415,16 @@ def consumer_run(
         scale = expect / max(1, expect - first)
         return took * scale, used * scale
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            p.wait(120)
+        stop_consumers(procs)
         client.close()
+
+
+def stop_consumers(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every consumer process (each drains and leaves the group), then wait for all."""
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        p.wait(120)
 
 
 # -- lag -----------------------------------------------------------------------------------------

@@ -35,7 +35,6 @@ import argparse
 import atexit
 import json
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -301,7 +300,7 @@ def consumer_run(
     ``prefix`` (a new one by default); CPU and commands from the first finished trace to the
     last, scaled to every offered trace. The address of the client that watches the progress is
     added to ``unwatched``."""
-    from bench.bench_consumer import TOPIC, consumer_env, cpu_seconds
+    from bench.bench_consumer import TOPIC, consumer_env, cpu_seconds, stop_consumers
     from ragtrace_consumers.stores.redis import RedisTraceStore
 
     env = consumer_env(
@@ -347,10 +346,7 @@ def consumer_run(
         cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
         server1, calls1 = _server_totals(ports)
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            p.wait(120)
+        stop_consumers(procs)
         client.close()
     scale = expect / max(1, expect - first)
     return Run(
