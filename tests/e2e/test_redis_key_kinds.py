@@ -26,7 +26,8 @@ from scripts.services.redis_cluster import RedisClusterNodes
 pytestmark = pytest.mark.e2e
 
 
-def _every_store_writes(url: str) -> tuple[str, dict[str, str]]:
+def _every_store_writes(url: str) -> dict[str, str]:
+    """Key -> kind of every key the stores write under a new prefix."""
     client = connect(url)
     prefix = f"kinds-{uuid.uuid4().hex[:6]}"
     traces = RedisTraceStore(client, prefix=prefix, max_attempts=1)
@@ -46,7 +47,7 @@ def _every_store_writes(url: str) -> tuple[str, dict[str, str]]:
     RedisBatchStore(client, prefix=prefix).add_batch("b", {"x": b"y"})
     keys = {raw.decode(): key_kind(raw.decode(), prefix) for raw in client.scan_iter(f"{prefix}*")}
     client.close()
-    return prefix, keys
+    return keys
 
 
 def _check(keys: dict[str, str]) -> None:
@@ -56,11 +57,11 @@ def _check(keys: dict[str, str]) -> None:
 
 
 def test_every_key_of_one_server_has_a_kind(redis_url: str) -> None:
-    _, keys = _every_store_writes(redis_url)
+    keys = _every_store_writes(redis_url)
     _check(keys)
 
 
 def test_every_key_of_a_cluster_has_a_kind(redis_cluster: RedisClusterNodes) -> None:
-    _, keys = _every_store_writes(redis_cluster.url)
+    keys = _every_store_writes(redis_cluster.url)
     _check(keys)
     assert any("{" in k for k in keys)

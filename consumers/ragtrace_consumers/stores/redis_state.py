@@ -236,7 +236,7 @@ class RedisLabelStore:
         self._clear(keys=[self._current], args=[self._p])
 
 
-# A stored value's first byte: zlib follows, or the value follows as it was (only for a value
+# A stored value's first byte: raw deflate follows, or the value follows as it was (only for a value
 # that itself starts with one of these bytes). Any other first byte is the value as it was (the
 # JSON entries the judges write start with "{", as did every entry of earlier versions).
 _DEFLATED, _VERBATIM = b"\x01", b"\x02"
@@ -244,7 +244,7 @@ _DEFLATED, _VERBATIM = b"\x01", b"\x02"
 
 def _deflate(value: bytes) -> bytes:
     # Raw deflate with a 4 KiB window and small state: an entry is a few hundred bytes to a few
-    # KiB, and zlib's default state costs about 40 µs per call to set up (this, about 8 µs).
+    # KiB, and zlib's default state costs about 40 µs per call to set up (this, about 7 µs).
     packer = zlib.compressobj(6, zlib.DEFLATED, -12, 2)
     packed = _DEFLATED + packer.compress(value) + packer.flush()
     if len(packed) < len(value):
@@ -264,7 +264,7 @@ class RedisJudgeResultCache:
 
     The cache is most of the memory Redis holds for ragtrace (one entry per judged answer for a
     week by default; docs/benchmarks.md, "Redis scale model"), so a value is stored deflated
-    (raw deflate) whenever that is shorter; entries written by earlier versions read back unchanged."""
+    whenever that is shorter; entries written by earlier versions read back unchanged."""
 
     def __init__(
         self, client: Client, *, prefix: str = DEFAULT_PREFIX, ttl_s: float = 7 * 86400.0
