@@ -510,12 +510,39 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CPU per judgement: {cpu_ms:.1f} ms over {answers} answers")
     if args.sets:
         return 0
+    if not args.fit and args.judge == "lexical":
+        print(f"held-out record: {_write_held_out(found, by_set)}")
     timing = None if args.no_runtime else runtime()
     write_section(
         "judge-quality",
         _markdown(label, args, found, sorted(by_set), cpu_ms, answers, kappa, timing),
     )
     return 0
+
+
+def _write_held_out(found: Sequence[Row], by_set: Mapping[str, Judged]) -> Path:
+    """The pooled held-out row as the record the web view states (measured.py)."""
+    from ragtrace.evaluation.judges import LexicalJudge
+    from ragtrace.evaluation.judges.lexical.measured import HeldOut, write_held_out
+
+    [row] = [r for r in found if r.label == "pooled, held-out sets"]
+    held = sorted(n for n, j in by_set.items() if j.items and j.held_out)
+    return write_held_out(
+        HeldOut(
+            prompt_sha256=LexicalJudge().info.prompt_sha256,
+            sets=tuple(held),
+            tuned_on=tuple(SHIPPED_TUNED_ON["lexical"]),
+            answers=row.answers,
+            human_flag_rate=round(row.human_rate, 4),
+            flag_rate=round(row.flag_rate, 4),
+            auroc=round(row.judge_auroc.value, 4),
+            auroc_low=round(row.judge_auroc.low, 4),
+            auroc_high=round(row.judge_auroc.high, 4),
+            overlap_auroc=round(row.overlap_auroc.value, 4),
+            f1=round(100 * row.judge_f1, 2),
+            flag_all_f1=round(100 * row.flag_all_f1, 2),
+        )
+    )
 
 
 def _markdown(

@@ -37,6 +37,7 @@ from urllib.parse import parse_qs, quote
 from ragtrace.evaluation.agreement import agreement
 from ragtrace.evaluation.calibration import CalibrationStamp, calibration_warning, load_stamp
 from ragtrace.evaluation.judges import JudgeInfo
+from ragtrace.evaluation.judges.lexical.measured import held_out_for
 from ragtrace.evaluation.labels import LabelledQuestion
 from ragtrace.normalize import question_sha256
 from ragtrace_consumers.errors import LabelConflict
@@ -224,6 +225,7 @@ class WebView:
                 services=choices(self._state, "service"),
                 models=choices(self._state, "model"),
                 rates=window_rates(o, self._options.judge, stamp),
+                measured=self._measured(),
             )
             body += render_audit_link(len(self._state.audits.pending(self._options.audit_share)))
             body += self._agreement(stamp)
@@ -487,6 +489,11 @@ class WebView:
             else None
         )
         return render_agreement(audit, calibrated)
+
+    def _measured(self) -> str | None:
+        judge = self._options.judge
+        record = None if judge is None else held_out_for(judge)
+        return None if record is None else record.describe()
 
     def _judge_lines(self) -> tuple[str, str | None]:
         judge = self._options.judge

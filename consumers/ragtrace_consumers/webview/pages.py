@@ -244,7 +244,7 @@ def _skipped_panel(o: Overview) -> str:
     )
 
 
-def _judge_panel(o: Overview, judge: str, calibration: str | None) -> str:
+def _judge_panel(o: Overview, judge: str, calibration: str | None, measured: str | None) -> str:
     judges = "".join(
         f"<li><code>{esc(name)}</code>{' · ' + esc(model) if model else ''} — {n} of the "
         "last 1000 judged traces</li>"
@@ -254,7 +254,8 @@ def _judge_panel(o: Overview, judge: str, calibration: str | None) -> str:
         "<section><h2>Judge</h2>"
         f"<p>In use: <strong>{esc(judge)}</strong></p>"
         f"<p>Last calibration: {esc(calibration or 'none recorded')}</p>"
-        f"<ul>{judges}</ul></section>"
+        + (f"<p class=held-out>Measured against people {esc(measured)}.</p>" if measured else "")
+        + f"<ul>{judges}</ul></section>"
     )
 
 
@@ -266,7 +267,10 @@ def render_overview(
     services: Sequence[str] = (),
     models: Sequence[str] = (),
     rates: WindowRates | None = None,
+    measured: str | None = None,
 ) -> str:
+    """The overview page's body; ``measured``: the judge's held-out figures, when known for
+    this version of it (:mod:`ragtrace.evaluation.judges.lexical.measured`)."""
     total = sum(o.counts.values())
     scope = (
         "" if o.window is None else f" from {esc(when(o.window[0]))} to {esc(when(o.window[1]))}"
@@ -280,7 +284,7 @@ def render_overview(
         + f"<div class=cols>{_rates_panel(rates)}{_corrected_panel(rates)}</div>"
         + _charts_panel(o)
         + "<div class=cols>"
-        + _judge_panel(o, judge, calibration)
+        + _judge_panel(o, judge, calibration, measured)
         + f"<section><h2>Not scored, unjudged and unlabelled, by reason</h2>{_reasons_panel(o)}"
         "</section></div>"
         f"<section><h2>Latest traces seen and not scored</h2>{_skipped_panel(o)}</section>"

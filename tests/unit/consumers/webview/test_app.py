@@ -464,3 +464,22 @@ def test_a_question_marked_unanswerable_is_saved_with_an_empty_gold_set(
     # Unticking everything without marking it unanswerable says what to do.
     r = post(view, "/ui/labels", _form(after, gold=[]), HERE)
     assert r.status == 400 and "or mark it unanswerable" in text(r)
+
+
+def test_the_overview_states_the_offline_judges_held_out_figures_for_its_version_only(
+    state: SqliteState, labels: SqliteLabelStore
+) -> None:
+    from ragtrace.evaluation.judges import JudgeInfo, LexicalJudge
+    from ragtrace.evaluation.judges.lexical.measured import load_held_out
+
+    record = load_held_out()
+    assert record is not None
+    lexical = LexicalJudge().info
+    page = text(get(_view(state, labels, options=WebViewOptions(judge=lexical)), "/ui/"))
+    assert "Measured against people on" in page
+    assert f"AUROC {record.auroc:.3f}" in page and f"F1 {record.f1:.1f}" in page
+    assert f"flagging every answer: {record.flag_all_f1:.1f}" in page
+    other = JudgeInfo("lexical", None, "0" * 64)  # another version of the offline judge
+    for judge in (other, JudgeInfo("anthropic", "claude", lexical.prompt_sha256)):
+        page = text(get(_view(state, labels, options=WebViewOptions(judge=judge)), "/ui/"))
+        assert "Measured against people" not in page

@@ -1,0 +1,79 @@
+"""What the offline judge measured against people, on sets it was not tuned on.
+
+``bench/bench_judge_quality.py`` writes ``held_out.json`` beside this module from its pooled
+held-out row (every human-labelled set whose dataset none of the judge's tuned parts saw); the
+web view states it on its judge panel. A record belongs to one version of the judge (its prompt
+hash): for any other version :func:`held_out_for` returns None rather than figures that were not
+measured on it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from ragtrace.evaluation.judges.base import JudgeInfo
+
+__all__ = ["HeldOut", "held_out_for", "load_held_out", "write_held_out"]
+
+_FILE = "held_out.json"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The pooled held-out figures of one judge version."""
+
+    prompt_sha256: str
+    sets: tuple[str, ...]  # the held-out sets pooled
+    tuned_on: tuple[str, ...]  # the sets its tuned parts were chosen on
+    answers: int
+    human_flag_rate: float  # share of answers people marked hallucinated
+    flag_rate: float  # share the judge flags at its pass mark
+    auroc: float
+    auroc_low: float
+    auroc_high: float
+    overlap_auroc: float  # plain unigram overlap on the same answers
+    f1: float  # % at the pass mark
+    flag_all_f1: float  # % when every answer is flagged
+
+    def describe(self) -> str:
+        """One line for a person: the figures beside their baselines."""
+        return (
+            f"on {self.answers:,} human-labelled answers from sets it was not tuned on: "
+            f"AUROC {self.auroc:.3f} ({self.auroc_low:.3f}–{self.auroc_high:.3f}; plain word "
+            f"overlap {self.overlap_auroc:.3f}), F1 {self.f1:.1f} at the pass mark (flagging "
+            f"every answer: {self.flag_all_f1:.1f}); it flags {self.flag_rate:.0%} of answers "
+            f"where people flag {self.human_flag_rate:.0%}"
+        )
+
+
+def load_held_out(path: Path | None = None) -> HeldOut | None:
+    """The shipped record (or the one at ``path``); None when there is none."""
+    if path is None:
+        source = resources.files(__package__).joinpath(_FILE)
+        if not source.is_file():
+            return None
+        raw = json.loads(source.read_text(encoding="utf-8"))
+    elif not path.is_file():
+        return None
+    else:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    raw["sets"], raw["tuned_on"] = tuple(raw["sets"]), tuple(raw["tuned_on"])
+    return HeldOut(**raw)
+
+
+def held_out_for(judge: JudgeInfo, path: Path | None = None) -> HeldOut | None:
+    """The record of exactly this judge version, else None."""
+    record = load_held_out(path)
+    if record is None or judge.name != "lexical" or judge.prompt_sha256 != record.prompt_sha256:
+        return None
+    return record
+
+
+def write_held_out(record: HeldOut, path: Path | None = None) -> Path:
+    """Write ``record`` (by default as the shipped file); returns where."""
+    target = path if path is not None else Path(__file__).with_name(_FILE)
+    target.write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
+    return target
