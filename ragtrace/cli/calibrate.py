@@ -214,7 +214,12 @@ def run(args: argparse.Namespace) -> int:
                     "run `ragtrace calibrate` again", "this run replaces that calibration"
                 ),
             )
-        save_stamp(report, args.calibration_file)
+        stamp = save_stamp(report, args.calibration_file)
         where = args.calibration_file or default_stamp_path()
         print(f"calibration stamp saved to {where}", file=sys.stderr)
+        if stamp.held_out is not None:
+            print(
+                f"kept with it, the benchmark's figures for this judge {stamp.held_out.describe()}",
+                file=sys.stderr,
+            )
     return EXIT_OK

@@ -30,13 +30,14 @@ import logging
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
 from ragtrace.evaluation.judges.base import ClaimVerdict, GroundednessResult, JudgeInfo
 from ragtrace.evaluation.judges.checks import CHECKS
+from ragtrace.evaluation.judges.lexical.measured import HeldOut, held_out_for, held_out_from_dict
 from ragtrace.evaluation.labels import InputFileError, read_json_lines
 
 __all__ = [
@@ -329,7 +330,9 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
 @dataclass(frozen=True)
 class CalibrationStamp:
     """The last calibration: which judge, how well it agreed, and its confusion matrix (None in
-    a stamp written before the matrix was kept: such a stamp cannot correct a rate)."""
+    a stamp written before the matrix was kept: such a stamp cannot correct a rate); for the
+    offline judge, also what the benchmark measured of that version on sets it was not tuned on
+    (``held_out``; None for any other judge or version)."""
 
     judge: JudgeInfo
     agreement: float | None
@@ -337,6 +340,7 @@ class CalibrationStamp:
     claims: int
     calibrated_at: str
     confusion: Confusion | None = None
+    held_out: HeldOut | None = None
 
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = {
@@ -348,6 +352,8 @@ class CalibrationStamp:
         }
         if self.confusion is not None:
             d["confusion"] = self.confusion.to_dict()
+        if self.held_out is not None:
+            d["held_out"] = asdict(self.held_out)
         return d
 
     def matches(self, judge: JudgeInfo) -> bool:
@@ -373,6 +379,7 @@ def save_stamp(report: CalibrationReport, path: str | Path | None = None) -> Cal
         len(report.items),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
         report.confusion,
+        held_out_for(report.judge),
     )
     target = Path(path) if path is not None else default_stamp_path()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -396,6 +403,7 @@ def load_stamp(path: str | Path | None = None) -> CalibrationStamp | None:
             int(d.get("claims", 0)),
             str(d["calibrated_at"]),
             Confusion.from_dict(d["confusion"]) if d.get("confusion") is not None else None,
+            held_out_from_dict(d["held_out"]) if d.get("held_out") is not None else None,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _log.warning("ignoring unreadable calibration stamp %s: %s", target, exc)

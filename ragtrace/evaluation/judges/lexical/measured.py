@@ -13,10 +13,11 @@ import json
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ragtrace.evaluation.judges.base import JudgeInfo
 
-__all__ = ["HeldOut", "held_out_for", "load_held_out", "write_held_out"]
+__all__ = ["HeldOut", "held_out_for", "held_out_from_dict", "load_held_out", "write_held_out"]
 
 _FILE = "held_out.json"
 
@@ -49,19 +50,21 @@ class HeldOut:
         )
 
 
+def held_out_from_dict(raw: dict[str, Any]) -> HeldOut:
+    """A record from its JSON form; TypeError or KeyError when it is not one."""
+    return HeldOut(**{**raw, "sets": tuple(raw["sets"]), "tuned_on": tuple(raw["tuned_on"])})
+
+
 def load_held_out(path: Path | None = None) -> HeldOut | None:
     """The shipped record (or the one at ``path``); None when there is none."""
     if path is None:
         source = resources.files(__package__).joinpath(_FILE)
         if not source.is_file():
             return None
-        raw = json.loads(source.read_text(encoding="utf-8"))
-    elif not path.is_file():
+        return held_out_from_dict(json.loads(source.read_text(encoding="utf-8")))
+    if not path.is_file():
         return None
-    else:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    raw["sets"], raw["tuned_on"] = tuple(raw["sets"]), tuple(raw["tuned_on"])
-    return HeldOut(**raw)
+    return held_out_from_dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 def held_out_for(judge: JudgeInfo, path: Path | None = None) -> HeldOut | None:

@@ -52,3 +52,21 @@ def test_the_description_names_the_baselines() -> None:
     assert f"plain word overlap {record.overlap_auroc:.3f}" in line
     assert f"flagging every answer: {record.flag_all_f1:.1f}" in line
     assert f"{record.answers:,} human-labelled answers" in line
+
+
+def test_a_calibration_of_the_offline_judge_keeps_its_held_out_figures(tmp_path: Path) -> None:
+    from ragtrace.evaluation.calibration import (
+        CalibrationItem,
+        CalibrationReport,
+        load_stamp,
+        save_stamp,
+    )
+
+    items = (CalibrationItem("a", "c", True, True), CalibrationItem("b", "d", False, False))
+    lexical = save_stamp(CalibrationReport(LexicalJudge().info, items), tmp_path / "l.json")
+    assert lexical.held_out == load_held_out()
+    assert load_stamp(tmp_path / "l.json") == lexical
+    other = save_stamp(
+        CalibrationReport(JudgeInfo("x", None, "0" * 64), items), tmp_path / "o.json"
+    )
+    assert other.held_out is None and load_stamp(tmp_path / "o.json") == other
