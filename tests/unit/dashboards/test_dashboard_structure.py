@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ if str(ROOT) not in sys.path:
 from ragtrace import semconv
 from scripts import dashboards
 from scripts.services import paths
+from tests.unit.helm.conftest import run_promtool
 
 FILES = sorted(dashboards.DASHBOARD_DIR.glob("*.json"))
 BOARDS = {p.name: json.loads(p.read_text()) for p in FILES}
@@ -229,13 +229,6 @@ def test_promql_is_valid_for_promtool(tmp_path: Path) -> None:
     ):
         rules.append({"record": f"dashboard:expr_{i}", "expr": substitute(expr)})
     (tmp_path / "r.yaml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]}))
-    proc = subprocess.run(
-        [str(promtool), "check", "rules", "r.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = run_promtool(promtool, "check", "rules", "r.yaml", cwd=tmp_path, timeout_s=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SUCCESS: {len(rules)} rules found" in proc.stdout

@@ -62,6 +62,20 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_promtool(
+    promtool: Path, *args: str, cwd: Path, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``promtool *args`` in ``cwd`` (the rule and test files are named relative to it)."""
+    return subprocess.run(
+        [str(promtool), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 def helm_template(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``helm template`` of the chart as release ``rt`` for KUBE_VERSION, with ``args`` added."""
     return run_helm(helm, "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, *args)

@@ -4,14 +4,13 @@ alert_rules_test.yaml (`promtool test rules`, synthetic series)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.unit.helm.conftest import SCENARIOS, Rendered, values_file
+from tests.unit.helm.conftest import SCENARIOS, Rendered, run_promtool, values_file
 
 HERE = Path(__file__).parent
 # The scenarios that turn the alerts on (prometheusRule.enabled is off by default).
@@ -29,12 +28,6 @@ def _write_rules(r: Rendered, path: Path) -> int:
     return sum(len(g["rules"]) for g in rules[0]["spec"]["groups"])
 
 
-def _promtool(promtool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(promtool), *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
-    )
-
-
 def test_two_scenarios_render_the_alerts() -> None:
     assert RULE_SCENARIOS == ["monitoring", "tls-sasl-existingsecret"]
 
@@ -44,7 +37,7 @@ def test_promtool_check_rules(
     promtool_bin: Path, rendered: Callable[[str], Rendered], scenario: str, tmp_path: Path
 ) -> None:
     n = _write_rules(rendered(scenario), tmp_path / "rules.yaml")
-    proc = _promtool(promtool_bin, "check", "rules", "rules.yaml", cwd=tmp_path)
+    proc = run_promtool(promtool_bin, "check", "rules", "rules.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SUCCESS: {n} rules found" in proc.stdout
 
@@ -54,7 +47,7 @@ def test_promtool_unit_tests(
 ) -> None:
     _write_rules(rendered("monitoring"), tmp_path / "rules.yaml")
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
-    proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
+    proc = run_promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 
@@ -68,7 +61,7 @@ def test_promtool_unit_tests_can_fail(
         tmp_path / "rules.yaml",
     )
     shutil.copy(HERE / "alert_rules_test.yaml", tmp_path / "alert_rules_test.yaml")
-    proc = _promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
+    proc = run_promtool(promtool_bin, "test", "rules", "alert_rules_test.yaml", cwd=tmp_path)
     assert proc.returncode != 0
     assert "RagtraceGroundednessBudgetBurn" in proc.stdout + proc.stderr
 

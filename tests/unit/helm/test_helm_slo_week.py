@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.helm.conftest import Rendered
+from tests.unit.helm.conftest import Rendered, run_promtool
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -106,14 +105,7 @@ def _fired_at(
     tests = _test_file(*stream)
     (tmp / "rules.yaml").write_text(yaml.safe_dump(rules, sort_keys=False))
     (tmp / "week.yaml").write_text(yaml.safe_dump(tests, sort_keys=False, width=1 << 30))
-    proc = subprocess.run(
-        [str(promtool), "test", "rules", "week.yaml"],
-        capture_output=True,
-        text=True,
-        cwd=tmp,
-        timeout=280,
-        check=False,
-    )
+    proc = run_promtool(promtool, "test", "rules", "week.yaml", cwd=tmp, timeout_s=280)
     out = proc.stdout + proc.stderr
     fired = sorted(
         _minutes(t) for t in re.findall(rf"alertname: {ALERT}, time: ([0-9wdhms]+)", out)
