@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -56,16 +57,40 @@ def metric_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+def _alert_values() -> dict[str, Any]:
+    """values.yaml's ``prometheusRule`` section: the chart's default alerts."""
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))
+    return dict(values["prometheusRule"])
+
+
 def alert_thresholds() -> dict[str, float]:
     """The chart's default alert thresholds (values.yaml prometheusRule.*.threshold) drawn as
     threshold lines on the panels the alerts watch, and ``objective``: the groundedness
     objective its burn rates are measured against."""
-    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))
-    rules = values["prometheusRule"]
+    rules = _alert_values()
     thresholds = {
         name: float(rules[name]["threshold"]) for name in ("recall", "judgeErrors", "consumerLag")
     }
     return {**thresholds, "objective": float(rules["groundedness"]["objective"])}
+
+
+def _burn_rules_text() -> str:
+    """The chart's default burn-rate rules (prometheusRule.groundedness.burnRates) in words, e.g.
+    "pages above 14.4 (1h and 5m) and 6 (6h and 30m) and opens a ticket above 1.5 (1d and 2h)":
+    critical rules page, the others open a ticket."""
+    burn_rates = _alert_values()["groundedness"]["burnRates"]
+    parts = []
+    for severity, verb in (("critical", "pages above"), ("warning", "opens a ticket above")):
+        rules = [r for r in burn_rates if r["severity"] == severity]
+        if rules:
+            parts.append(
+                verb
+                + " "
+                + " and ".join(
+                    f"{r['factor']:g} ({r['longWindow']} and {r['shortWindow']})" for r in rules
+                )
+            )
+    return " and ".join(parts)
 
 
 PROM_NAME = metric_names()
@@ -214,8 +239,7 @@ def _burn_panel() -> Panel:
         "Groundedness error budget burn rate",
         f"Not-grounded share of judged answers divided by the error budget (objective {objective:g} "
         "grounded): 1 spends the budget exactly at the objective's pace, 2 twice as fast. "
-        "RagtraceGroundednessBudgetBurn pages above 14.4 (1h and 5m) and 6 (6h and 30m) and opens "
-        "a ticket above 1.5 (1d and 2h); docs/alerting.md. Dashed: 1.",
+        f"RagtraceGroundednessBudgetBurn {_burn_rules_text()}; docs/alerting.md. Dashed: 1.",
         (
             Query(burn("1h"), f"1h {legend(PER_PIPELINE)}"),
             Query(burn("6h"), f"6h {legend(PER_PIPELINE)}"),
