@@ -23,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "consumers")]
 
+from bench._redis_nodes import server_totals
 from ragtrace_consumers.model import SpanRecord
 from ragtrace_consumers.stores.redis import RedisTraceStore, connect
 from ragtrace_consumers.stores.redis_marks import RedisIdempotencyStore
@@ -40,24 +41,13 @@ def _spans(trace_id: str) -> list[SpanRecord]:
     ]
 
 
-def _server_totals(ports: list[int]) -> tuple[float, int]:
-    cpu, calls = 0.0, 0
-    for port in ports:
-        r = connect(f"redis://127.0.0.1:{port}/0")
-        info = r.info("cpu")
-        cpu += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-        calls += sum(int(v["calls"]) for v in r.info("commandstats").values())
-        r.close()
-    return cpu, calls
-
-
 def run(url: str, ports: list[int], traces: int) -> dict[str, float]:
     client: Any = connect(url)
     prefix = f"bench-{uuid.uuid4().hex[:6]}"
     store = RedisTraceStore(client, prefix=prefix)
     marks = RedisIdempotencyStore(client, prefix=prefix, capacity=4 * traces)
     ids = [uuid.uuid4().hex for _ in range(traces)]
-    cpu0, calls0 = _server_totals(ports)
+    cpu0, calls0 = server_totals(ports)
     t0 = time.process_time()
     for i in range(0, traces, BATCH):
         batch = ids[i : i + BATCH]
@@ -71,7 +61,7 @@ def run(url: str, ports: list[int], traces: int) -> dict[str, float]:
         marks.mark_written_many(pairs)
         store.release_many([(lease.trace_id, lease.token) for lease in leases])
     client_cpu = time.process_time() - t0
-    cpu1, calls1 = _server_totals(ports)
+    cpu1, calls1 = server_totals(ports)
     assert store.stats()["released"] == traces
     return {
         "client_us": 1e6 * client_cpu / traces,

@@ -51,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._redis_nodes import server_totals
 from bench._report import machine_line, write_section
 
 __all__ = [
@@ -257,19 +258,6 @@ def _connect(url: str) -> Any:
     return connect(url)
 
 
-def _server_totals(ports: Sequence[int]) -> tuple[float, int]:
-    import redis
-
-    cpu, calls = 0.0, 0
-    for port in ports:
-        r = redis.Redis(port=port)
-        info = r.info("cpu")
-        cpu += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-        calls += sum(int(v["calls"]) for v in r.info("commandstats").values())
-        r.close()
-    return cpu, calls
-
-
 def _load_labels(url: str, prefix: str) -> None:
     from bench.bench_consumer import LABELS
     from ragtrace.evaluation.labels import LabelledQuestion
@@ -335,7 +323,7 @@ def consumer_run(
         while (first := released()) == 0:
             time.sleep(0.02)
         start, cpu0 = time.perf_counter(), sum(cpu_seconds(p.pid) for p in procs)
-        server0, calls0 = _server_totals(ports)
+        server0, calls0 = server_totals(ports)
         shown = time.monotonic()
         while (done := released()) < expect:
             if time.monotonic() - shown > 10:
@@ -344,7 +332,7 @@ def consumer_run(
             time.sleep(0.05)
         took = time.perf_counter() - start
         cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
-        server1, calls1 = _server_totals(ports)
+        server1, calls1 = server_totals(ports)
     finally:
         stop_consumers(procs)
         client.close()
