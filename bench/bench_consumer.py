@@ -46,6 +46,7 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,25 +90,36 @@ def trace_message(n: int) -> tuple[bytes, bytes]:
     return trace_id.hex().encode(), request.SerializeToString()
 
 
+def write_messages(bootstrap: str, topic: str, messages: Iterable[tuple[bytes, bytes]]) -> None:
+    """Write (key, value) messages to ``topic``, every one acknowledged by the broker."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=256 * 1024
+    )
+    for key, value in messages:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+
 def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
     """Write ``n`` trace messages to ``topic``; returns how many of them sampling at decode
     keeps at ``judge_rate`` (recall rate 1)."""
-    from kafka import KafkaProducer
-
     from ragtrace_consumers.intake.admission import EarlySampler
     from ragtrace_consumers.scoring.sampling import SamplerConfig
 
     early = EarlySampler(SamplerConfig(judge_rate=judge_rate))
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=256 * 1024
-    )
     kept = 0
-    for i in range(n):
-        key, value = trace_message(i)
-        kept += bool(decode_request(value, early))
-        producer.send(topic, key=key, value=value)
-    producer.flush()
-    producer.close()
+
+    def messages() -> Iterator[tuple[bytes, bytes]]:
+        nonlocal kept
+        for i in range(n):
+            key, value = trace_message(i)
+            kept += bool(decode_request(value, early))
+            yield key, value
+
+    write_messages(bootstrap, topic, messages())
     return kept
 
 

@@ -427,31 +427,12 @@ def in_flight(url: str, messages: Sequence[bytes], share: float) -> tuple[int, i
     return traces, kinds.get(KINDS[0][0], (0, 0, 0.0))[1], kinds.get(KINDS[1][0], (0, 0, 0.0))[1]
 
 
-def _fill(bootstrap: str, topic: str, messages: Sequence[tuple[bytes, bytes]]) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=256 * 1024
-    )
-    for key, value in messages:
-        producer.send(topic, key=key, value=value)
-    producer.flush()
-    producer.close()
-
-
-def _flush(url: str) -> None:
-    client = _connect(url)
-    client.flushall()
-    client.config_resetstat()
-    client.close()
-
-
 def model_runs(stack: Stack, redis_url: str, port: int) -> dict[float, dict[str, Any]]:
     """Per judged share: the counted run's commands and round trips by kind, the clean run's
     CPU and memory by kind."""
     out: dict[float, dict[str, Any]] = {}
     for share in JUDGED_SHARES:
-        _flush(redis_url)
+        _flush([port])
         trips = stack.work / f"trips-{share}"
         prefix, unwatched = f"bench-{uuid.uuid4().hex[:8]}", set[str]()
         with monitored(port, prefix, unwatched) as commands:
@@ -459,7 +440,7 @@ def model_runs(stack: Stack, redis_url: str, port: int) -> dict[float, dict[str,
                 stack, redis_url, [port], share, prefix=prefix, trips=trips, unwatched=unwatched
             )
         round_trips = json.loads(trips.with_suffix(".0.json").read_text())
-        _flush(redis_url)
+        _flush([port])
         clean = consumer_run(stack, redis_url, [port], share)
         memory = memory_by_kind(redis_url, clean.prefix)
         marks = written_marks(redis_url, clean.prefix)
@@ -508,7 +489,7 @@ def replica_runs(
     rows = []
     for name, (url, primaries) in backends.items():
         for replicas in REPLICAS:
-            _flush_all(url, primaries())
+            _flush(primaries())
             rows.append(
                 (
                     name,
@@ -519,7 +500,8 @@ def replica_runs(
     return rows
 
 
-def _flush_all(url: str, ports: Sequence[int]) -> None:
+def _flush(ports: Sequence[int]) -> None:
+    """Empty the Redis nodes at ``ports`` and reset their command statistics."""
     import redis
 
     for port in ports:
@@ -686,7 +668,13 @@ def main() -> int:
     args = parse_args()
     if args.consume:
         return consume_counted(args.consume, args.trips)
-    from bench.bench_consumer import PARTITIONS, TOPIC, require_crc32c, trace_message
+    from bench.bench_consumer import (
+        PARTITIONS,
+        TOPIC,
+        require_crc32c,
+        trace_message,
+        write_messages,
+    )
     from ragtrace_consumers.config import ConsumerConfig
     from ragtrace_consumers.intake.admission import EarlySampler
     from ragtrace_consumers.intake.decode import decode_request
@@ -719,7 +707,7 @@ def main() -> int:
         cluster = None
         try:
             create_topic(kafka.bootstrap, TOPIC, PARTITIONS)
-            _fill(kafka.bootstrap, TOPIC, keyed)
+            write_messages(kafka.bootstrap, TOPIC, keyed)
             with FakeAnthropic(entail_all) as judge:
                 stack = Stack(kafka.bootstrap, sink, judge, work, n, kept, messages)
                 model = model_runs(stack, single.url, single.port)
