@@ -124,12 +124,12 @@ def fill_topic(bootstrap: str, topic: str, n: int, judge_rate: float) -> int:
 
 
 def load_labels(redis_url: str, prefix: str) -> None:
-    import redis
-
+    """The bench's labelled questions, on one server or a cluster (found by ``connect``)."""
     from ragtrace.evaluation.labels import LabelledQuestion
+    from ragtrace_consumers.stores.redis import connect
     from ragtrace_consumers.stores.redis_state import RedisLabelStore
 
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     RedisLabelStore(client, prefix=prefix).load(
         [
             LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))

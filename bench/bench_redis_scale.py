@@ -258,21 +258,6 @@ def _connect(url: str) -> Any:
     return connect(url)
 
 
-def _load_labels(url: str, prefix: str) -> None:
-    from bench.bench_consumer import LABELS
-    from ragtrace.evaluation.labels import LabelledQuestion
-    from ragtrace_consumers.stores.redis_state import RedisLabelStore
-
-    client = _connect(url)
-    RedisLabelStore(client, prefix=prefix).load(
-        [
-            LabelledQuestion(f"q-{q}", f"Labelled question {q}?", frozenset({f"kb-{q}-0"}))
-            for q in range(LABELS)
-        ]
-    )
-    client.close()
-
-
 def consumer_run(
     stack: Stack,
     url: str,
@@ -288,14 +273,14 @@ def consumer_run(
     ``prefix`` (a new one by default); CPU and commands from the first finished trace to the
     last, scaled to every offered trace. The address of the client that watches the progress is
     added to ``unwatched``."""
-    from bench.bench_consumer import TOPIC, consumer_env, cpu_seconds, stop_consumers
+    from bench.bench_consumer import TOPIC, consumer_env, cpu_seconds, load_labels, stop_consumers
     from ragtrace_consumers.stores.redis import RedisTraceStore
 
     env = consumer_env(
         stack.bootstrap, url, stack.sink.endpoint, stack.judge.base_url, TOPIC, judge_rate=share
     )
     prefix = env["RAGTRACE_REDIS_KEY_PREFIX"] = prefix or env["RAGTRACE_REDIS_KEY_PREFIX"]
-    _load_labels(url, prefix)
+    load_labels(url, prefix)
     expect = stack.kept[share]
     client = _connect(url)
     store = RedisTraceStore(client, prefix=prefix)
