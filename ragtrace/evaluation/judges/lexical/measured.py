@@ -9,6 +9,7 @@ measured on it.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -55,13 +56,19 @@ def held_out_from_dict(raw: dict[str, Any]) -> HeldOut:
     return HeldOut(**{**raw, "sets": tuple(raw["sets"]), "tuned_on": tuple(raw["tuned_on"])})
 
 
+@functools.cache
+def _shipped() -> HeldOut | None:
+    # Read once: the web view asks on every overview, and the package does not change under it.
+    source = resources.files(__package__).joinpath(_FILE)
+    if not source.is_file():
+        return None
+    return held_out_from_dict(json.loads(source.read_text(encoding="utf-8")))
+
+
 def load_held_out(path: Path | None = None) -> HeldOut | None:
     """The shipped record (or the one at ``path``); None when there is none."""
     if path is None:
-        source = resources.files(__package__).joinpath(_FILE)
-        if not source.is_file():
-            return None
-        return held_out_from_dict(json.loads(source.read_text(encoding="utf-8")))
+        return _shipped()
     if not path.is_file():
         return None
     return held_out_from_dict(json.loads(path.read_text(encoding="utf-8")))
