@@ -153,6 +153,8 @@ _ARABIC_FOLD = str.maketrans(
 
 def _normalise(text: str) -> str:
     text = normalise_for_match(text)
+    if text.isascii():  # no marks to strip, nothing to fold
+        return text
     text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
     return unicodedata.normalize("NFC", text).translate(_ARABIC_FOLD)
 

@@ -68,12 +68,17 @@ def strip_citations(text: str) -> str:
     return _CITATION.sub(" ", text)
 
 
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
 def _is_word_char(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LNM"
 
 
 def word_list(text: str) -> list[str]:
     """The normalised words of ``text`` in order, repeats kept (see the module docstring)."""
+    if text.isascii():  # NFKC leaves ASCII as is; its word characters are letters and digits
+        return _ASCII_WORD.findall(text.lower())
     normalised = unicodedata.normalize("NFKC", text).casefold()
     result: list[str] = []
     current: list[str] = []

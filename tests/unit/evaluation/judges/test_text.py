@@ -36,3 +36,25 @@ def test_citation_markers_are_removed() -> None:
         "a",
         "citation]",
     ]
+
+
+def test_ascii_words_read_as_the_unicode_path_reads_them() -> None:
+    # word_list takes a regex path for ASCII text; every ASCII character between two letters
+    # must split (or join) them as the general, per-character path does
+    import unicodedata
+
+    from ragtrace.evaluation.judges import text
+
+    def general(s: str) -> list[str]:
+        out, current = [], []
+        for ch in unicodedata.normalize("NFKC", s).casefold() + " ":
+            if unicodedata.category(ch)[0] in "LNM":
+                current.append(ch)
+            elif current:
+                out.append("".join(current))
+                current = []
+        return out
+
+    for code in range(128):
+        sample = f"Ab{chr(code)}9z 'x_y' 1,000.5 E=mc2"
+        assert text.word_list(sample) == general(sample), repr(chr(code))
