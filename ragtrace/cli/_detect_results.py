@@ -19,9 +19,16 @@ from pathlib import Path
 from ragtrace.errors import RagtraceError
 from ragtrace.evaluation.detection_report import JudgedAnswer, locate_units
 from ragtrace.evaluation.judges import JudgeInfo
-from ragtrace.evaluation.judges.lexical.judge import ranking_score, word_overlap
+from ragtrace.evaluation.judges.lexical.judge import OVERLAP_SHARE, ranking_score, word_overlap
 
-__all__ = ["DurableLines", "ResultsFileError", "default_results_path", "judged", "read_results"]
+__all__ = [
+    "DurableLines",
+    "ResultsFileError",
+    "default_results_path",
+    "judged",
+    "overlap_share_of",
+    "read_results",
+]
 
 
 class ResultsFileError(RagtraceError, ValueError):
@@ -86,14 +93,25 @@ def done_ids(records: Mapping[str, Mapping[str, object]]) -> set[str]:
     return {i for i, r in records.items() if r.get("error") is None and r.get("score") is not None}
 
 
+def overlap_share_of(judge: object) -> float:
+    """The share of word overlap in ``judge``'s ranking key (the lexical judge's; the fitted
+    default for any other, whose records carry no supports)."""
+    share = getattr(judge, "overlap_share", OVERLAP_SHARE)
+    return float(share) if isinstance(share, (int, float)) else OVERLAP_SHARE
+
+
 def judged(
-    answer: str, record: Mapping[str, object], context: Sequence[str] = ()
+    answer: str,
+    record: Mapping[str, object],
+    context: Sequence[str] = (),
+    overlap_share: float = OVERLAP_SHARE,
 ) -> JudgedAnswer | None:
     """The judgement a record holds (None: the judge failed on that answer). The flagged spans
     are the units neither supported nor accepted as claimless, located in ``answer``. When the
     record's claims carry a support (the lexical judge's), the answer's ranking key is their mean
     blended with its word overlap with ``context``
-    (:func:`~ragtrace.evaluation.judges.lexical.judge.ranking_score`)."""
+    (:func:`~ragtrace.evaluation.judges.lexical.judge.ranking_score`, with the judge's
+    ``overlap_share``)."""
     score = record.get("score")
     if record.get("error") is not None or not isinstance(score, (int, float)):
         return None
@@ -103,7 +121,11 @@ def judged(
         for c in (claims if isinstance(claims, list) else [])
         if isinstance(c, dict) and isinstance(c.get("support"), (int, float))
     ]
-    rank = ranking_score(score, supports, word_overlap(answer, context)) if supports else None
+    rank = (
+        ranking_score(score, supports, word_overlap(answer, context), overlap_share)
+        if supports
+        else None
+    )
     units = record.get("units")
     if not isinstance(units, list) or not units:
         return JudgedAnswer(float(score), None, rank)

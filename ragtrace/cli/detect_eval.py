@@ -184,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         default_results_path,
         done_ids,
         judged,
+        overlap_share_of,
         read_results,
     )
     from ragtrace.cli._groundedness_batch import BatchItem, judge_batch
@@ -241,7 +242,11 @@ def run(args: argparse.Namespace) -> int:
     by_id = {it.id: it for it in items}
     report = build_report(
         items,
-        {i: judged(by_id[i].answer, r, by_id[i].context) for i, r in records.items() if i in by_id},
+        {
+            i: judged(by_id[i].answer, r, by_id[i].context, overlap_share_of(judge))
+            for i, r in records.items()
+            if i in by_id
+        },
         args.threshold,
     )
     if not report.overall.test and not report.overall.tune:

@@ -331,7 +331,7 @@ def load_human_labels(path: str | Path) -> list[HumanLabel]:
 class CalibrationStamp:
     """The last calibration: which judge, how well it agreed, and its confusion matrix (None in
     a stamp written before the matrix was kept: such a stamp cannot correct a rate); for the
-    offline judge, also what the benchmark measured of that version on sets it was not tuned on
+    offline judge, also what the benchmark measured of that version held out
     (``held_out``; None for any other judge or version)."""
 
     judge: JudgeInfo

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragtrace.cli import build_parser
-from ragtrace.evaluation.judges.lexical.align import ALIGNED_SHARE, CUE_PENALTY
+from ragtrace.evaluation.judges.lexical.align import ALIGNED_SHARE, CUE_PENALTY, UNIT_OVERLAP_SHARE
 from ragtrace.evaluation.judges.lexical.judge import DEFAULT_THRESHOLD
 from ragtrace_consumers.config import ConsumerConfig, env_var
 from ragtrace_consumers.config.flags import flagged
@@ -33,8 +33,25 @@ def test_readme_quotes_the_lexical_judges_threshold_and_blend() -> None:
     assert f"support reaches {DEFAULT_THRESHOLD}" in bullet
     aligned = round(ALIGNED_SHARE * 100)
     assert f"blended {aligned} : {100 - aligned}" in bullet
+    plain = round(UNIT_OVERLAP_SHARE * 100)
+    assert f"then {100 - plain} : {plain} with the plain share of its words" in bullet
     assert CUE_PENALTY == 0.5 and "halved by a contradiction cue" in bullet
     assert "%" not in bullet  # the seed's "60 % of its words" is word_overlap, not this judge
+
+
+def test_readme_quotes_the_lexical_judges_held_out_figures() -> None:
+    from ragtrace.evaluation.judges.lexical.measured import load_held_out
+
+    bullet = _readme_lexical_bullet()
+    record = load_held_out()
+    assert record is not None and record.leave_one_dataset_out
+    assert f"{record.answers:,} human-labelled answers of eleven public sets" in bullet
+    assert len(record.sets) == 11
+    assert f"AUROC {record.auroc:.3f} where plain word overlap reaches" in bullet
+    assert f"reaches {record.overlap_auroc:.3f}" in bullet
+    assert f"F1 {record.f1:.1f} where flagging every answer scores {record.flag_all_f1:.1f}" in (
+        bullet
+    )
 
 
 def _sub_choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser] | None:

@@ -103,11 +103,13 @@ def describe_judge(judge: Judge) -> JudgeDescription:
     info = judge.info
     if info.name == "lexical":
         threshold = getattr(judge, "threshold", 0.6)
+        share = getattr(judge, "unit_overlap_share", 0.0)
         summary = (
-            f"lexical (offline: a sentence is supported when one retrieved sentence holds "
-            f"{threshold:.0%} of its weighted words, the context holds all its figures and "
-            "names, and no negation or hedge is dropped; set ANTHROPIC_API_KEY to judge "
-            "with Claude)"
+            f"lexical (offline: a sentence is supported when its support reaches "
+            f"{threshold:.0%} ({1 - share:.0%} the weighted share of its words one retrieved "
+            f"sentence holds, {share:.0%} the share of its words found in the context), the "
+            "context holds all its figures and names, and no negation or hedge is dropped; set "
+            "ANTHROPIC_API_KEY to judge with Claude)"
         )
     else:
         summary = f"{info.name} (model {info.model})"

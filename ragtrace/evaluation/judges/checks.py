@@ -69,6 +69,7 @@ __all__ = [
     "check_evidence",
     "check_unit_fidelity",
     "checks_fingerprint",
+    "could_support",
     "describe",
     "locate_quote",
 ]
@@ -166,6 +167,13 @@ def _shares(claim: str, evidence: str) -> bool:
         return True  # nothing to share: the other checks carry it
     shared = len(c & e)
     return shared >= min(MIN_SHARED_WORDS, len(c)) and shared / len(c) >= MIN_SHARED_SHARE
+
+
+def could_support(claim: str, evidence: str) -> bool:
+    """Whether ``evidence`` passes the checks that read only the claim and the quote (long
+    enough, shares the claim's figures, names and words): a cheap first test for a judge
+    choosing among many candidate quotes, since :func:`check_evidence` fails without them."""
+    return len(content_words(evidence)) >= MIN_EVIDENCE_WORDS and _shares(claim, evidence)
 
 
 def check_evidence(

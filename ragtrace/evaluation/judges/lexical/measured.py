@@ -1,8 +1,10 @@
-"""What the offline judge measured against people, on sets it was not tuned on.
+"""What the offline judge measured against people, on sets it was not fitted on.
 
-``bench/bench_judge_quality.py`` writes ``held_out.json`` beside this module from its pooled
-held-out row (every human-labelled set whose dataset none of the judge's tuned parts saw); the
-web view states it on its judge panel. A record belongs to one version of the judge (its prompt
+The judge's constants are fitted on public human-labelled sets (``bench/fit_lexical_judge.py``);
+``bench/bench_judge_quality.py --fit bench.fit_lexical_judge:lodo_judge`` measures that fitting
+leave-one-dataset-out — each set judged by the constants fitted on every *other* dataset — and
+writes the pooled row to ``held_out.json`` beside this module; the web view states it on its
+judge panel. A record belongs to one version of the judge (its prompt
 hash): for any other version :func:`held_out_for` returns None rather than figures that were not
 measured on it.
 """
@@ -28,8 +30,8 @@ class HeldOut:
     """The pooled held-out figures of one judge version."""
 
     prompt_sha256: str
-    sets: tuple[str, ...]  # the held-out sets pooled
-    tuned_on: tuple[str, ...]  # the sets its tuned parts were chosen on
+    sets: tuple[str, ...]  # the sets pooled, each judged by a fit without its dataset
+    tuned_on: tuple[str, ...]  # the sets the shipped constants were fitted on
     answers: int
     human_flag_rate: float  # share of answers people marked hallucinated
     flag_rate: float  # share the judge flags at its pass mark
@@ -39,11 +41,18 @@ class HeldOut:
     overlap_auroc: float  # plain unigram overlap on the same answers
     f1: float  # % at the pass mark
     flag_all_f1: float  # % when every answer is flagged
+    leave_one_dataset_out: bool = False  # each set judged by a fit without its dataset
+
+    @property
+    def held_out(self) -> bool:
+        """Whether no figure was measured on a set its judge was fitted on."""
+        return self.leave_one_dataset_out or not set(self.sets) & set(self.tuned_on)
 
     def describe(self) -> str:
         """One line for a person: the figures beside their baselines."""
         return (
-            f"on {self.answers:,} human-labelled answers from sets it was not tuned on: "
+            f"on {self.answers:,} human-labelled answers, each set judged by the constants "
+            f"fitted without it: "
             f"AUROC {self.auroc:.3f} ({self.auroc_low:.3f}–{self.auroc_high:.3f}; plain word "
             f"overlap {self.overlap_auroc:.3f}), F1 {self.f1:.1f} at the pass mark (flagging "
             f"every answer: {self.flag_all_f1:.1f}); it flags {self.flag_rate:.0%} of answers "

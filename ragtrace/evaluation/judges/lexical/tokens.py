@@ -48,6 +48,7 @@ __all__ = [
     "require",
     "spaced_figures",
     "tokens",
+    "word_keys",
 ]
 
 LEXICAL_EXTRA = "the offline judge needs the judge extra: pip install 'ragtrace[judge]'"
@@ -61,7 +62,6 @@ MAX_WEIGHT = 2.0
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\d)")
 _SPACED_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,? \d{3})+(?![\d,])|(?<![\w.])\d+\. \d+(?!\d)")
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NUMBER_WORDS = {
     w: str(i)
@@ -177,12 +177,6 @@ def _word(word: str) -> tuple[str, frozenset[str]] | tuple[str, ...]:
     return (terms[0], frozenset({terms[0], lemma, *term(lemma)}))
 
 
-def _words(text: str) -> list[str]:
-    if text.isascii():  # the common case, as word_list would split it, faster
-        return _ASCII_WORD.findall(text.casefold())
-    return word_list(text)
-
-
 def _scan(text: str) -> tuple[str, list[str]]:
     """(the text with its numbers cut out, the normalised numbers)."""
     normalised = unicodedata.normalize("NFKC", text)
@@ -201,7 +195,7 @@ def tokens(text: str) -> tuple[Token, ...]:
         n: Token(n, frozenset({n}), NUMBER_WEIGHT, True, figure=True) for n in numbers
     }
     names = named_entities(rest)
-    for word in _words(rest):
+    for word in word_list(rest):
         entry = _word(word)
         if not entry:
             continue
@@ -236,10 +230,19 @@ def keys(text: str) -> frozenset[str]:
     weights: the same keys as :func:`tokens`, computed faster."""
     rest, numbers = _scan(text)
     out = set(numbers) | spaced_figures(text)
-    for word in _words(rest):
+    for word in word_list(rest):
         entry = _word(word)
         if entry and isinstance(entry[1], frozenset):
             out |= entry[1]
         else:
             out.update(t for t in entry if isinstance(t, str))
     return frozenset(out)
+
+
+def word_keys(word: str) -> frozenset[str]:
+    """The match keys of one normalised word (:func:`ragtrace.evaluation.judges.text.words`);
+    empty for a stop word."""
+    entry = _word(word)
+    if entry and isinstance(entry[1], frozenset):
+        return entry[1]
+    return frozenset(t for t in entry if isinstance(t, str))

@@ -141,8 +141,9 @@ def test_demo_text_report(tmp_path: Path) -> None:
     assert "  groundedness: 0.92 over 6 answers, 1 unsupported claim(s)" in out
     assert "  answers not grounded, labelled or not: 1  #2" in out
     assert (
-        "  judge: lexical (offline: a sentence is supported when one retrieved sentence holds "
-        "84% of its weighted words, the context holds all its figures and names, and no "
+        "  judge: lexical (offline: a sentence is supported when its support reaches 83% (90% "
+        "the weighted share of its words one retrieved sentence holds, 10% the share of its "
+        "words found in the context), the context holds all its figures and names, and no "
         "negation or hedge is dropped; set ANTHROPIC_API_KEY to judge with Claude)" in out
     )
     # Every rate with its n and 95 % interval; the not-grounded share uncorrected, with how

@@ -17,10 +17,11 @@ DOCS = Path(__file__).resolve().parents[4] / "docs" / "benchmarks.md"
 
 
 def test_the_shipped_record_is_of_todays_judge() -> None:
-    # Fails when the judge changes without `python bench/bench_judge_quality.py` re-run.
+    # Fails when the judge changes without
+    # `python bench/bench_judge_quality.py --fit bench.fit_lexical_judge:lodo_judge` re-run.
     record = held_out_for(LexicalJudge().info)
     assert record is not None, "held_out.json is of another version of the lexical judge"
-    assert not set(record.sets) & set(record.tuned_on)
+    assert record.held_out and record.leave_one_dataset_out
     assert 0 < record.flag_rate <= 1 and 0 < record.human_flag_rate < 1
     assert record.auroc_low <= record.auroc <= record.auroc_high
 
@@ -33,6 +34,15 @@ def test_the_record_is_the_benchmark_tables_pooled_held_out_row() -> None:
     assert f"{record.auroc:.3f} [{record.auroc_low:.3f}, {record.auroc_high:.3f}]" in row
     assert f"| {record.f1:.1f} |" in row
     assert f"{100 * record.flag_rate:.1f} / {100 * record.human_flag_rate:.1f}" in row
+
+
+def test_a_record_is_held_out_by_its_sets_or_by_leave_one_dataset_out() -> None:
+    record = load_held_out()
+    assert record is not None
+    apart = replace(record, sets=("a",), tuned_on=("b",), leave_one_dataset_out=False)
+    assert apart.held_out
+    assert not replace(apart, tuned_on=("a", "b")).held_out
+    assert replace(apart, tuned_on=("a", "b"), leave_one_dataset_out=True).held_out
 
 
 def test_other_judges_and_versions_get_no_figures(tmp_path: Path) -> None:

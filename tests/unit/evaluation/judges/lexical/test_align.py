@@ -185,10 +185,13 @@ def test_longer_preambles_are_meta(unit: str) -> None:
 def test_ranking_score_blends_mean_support_with_word_overlap() -> None:
     from ragtrace.evaluation.judges.lexical.judge import OVERLAP_SHARE, TIE_BREAK, ranking_score
 
-    assert OVERLAP_SHARE == 0.5
-    # (1 - 0.5) * mean support + 0.5 * overlap + TIE_BREAK * groundedness, exactly
-    assert ranking_score(0.0, [0.6, 0.8], 0.5) == pytest.approx(0.6)
-    assert ranking_score(1.0, [0.9], 0.7) == pytest.approx(0.8 + TIE_BREAK)
+    assert OVERLAP_SHARE == 0.9
+    # (1 - 0.9) * mean support + 0.9 * overlap + TIE_BREAK * groundedness, exactly
+    assert ranking_score(0.0, [0.6, 0.8], 0.5) == pytest.approx(0.52)
+    assert ranking_score(1.0, [0.9], 0.7) == pytest.approx(0.72 + TIE_BREAK)
+    # another share (a judge fitted on other sets)
+    assert ranking_score(0.0, [0.6, 0.8], 0.5, 0.5) == pytest.approx(0.6)
+    assert ranking_score(0.0, [0.6, 0.8], 0.5, 0.0) == pytest.approx(0.7)
     assert ranking_score(1.0, []) == ranking_score(1.0, [1.0]) == pytest.approx(1.0 + TIE_BREAK)
     # lower support or lower overlap: more suspect
     assert ranking_score(1.0, [0.9]) < ranking_score(1.0, [1.0])

@@ -41,9 +41,10 @@ def test_seed_arabic_example_two_supported_one_invented() -> None:
     assert seed == [6 / 7, 6 / 7, 0.0]
     assert [round(s * 100) for s in seed] == [86, 86, 0]
     assert [s >= SEED_THRESHOLD for s in seed] == [True, True, False]
-    # the judge's aligned, rarity-weighted support ("لك" is a stop word; "ويمكنك" matches "يمكن"
-    # fuzzily, at 0.8 of its weight)
-    assert [c.support for c in result.claims] == [1.0, 0.9571, 0.1961]
+    # the judge's support: 0.9 of the aligned, rarity-weighted share ("لك" is a stop word;
+    # "ويمكنك" matches "يمكن" fuzzily, at 0.8 of its weight: 1.0, 0.9571, 0.1961) and 0.1 of the
+    # word overlap with inflection folded (6/7, 6/7, 1/7)
+    assert [c.support for c in result.claims] == [0.9857, 0.9471, 0.1907]
     assert [c.entailed for c in result.claims] == [True, True, False]
     assert result.score == pytest.approx(2 / 3)
     assert result.claims[0].evidence == "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل."
@@ -54,26 +55,35 @@ def test_seed_arabic_example_two_supported_one_invented() -> None:
 
 
 def test_threshold_is_inclusive_and_configurable() -> None:
-    # 3 of 5 words in the source, weighted by rarity: support 0.564, supported at exactly that
+    # 3 of 5 words in the source, weighted by rarity 0.564, by count 0.6: support
+    # 0.9 * 0.564 + 0.1 * 0.6 = 0.5676, supported at exactly that
     answer, context = "alpha beta gamma delta epsilon.", ["alpha beta gamma"]
     assert word_overlap(answer, context) == 0.6
     result = LexicalJudge().groundedness(answer, context)
-    assert result.claims[0].support == 0.564 and result.score == 0.0
-    assert LexicalJudge(threshold=0.564).groundedness(answer, context).score == 1.0
-    strict = LexicalJudge(threshold=0.565)
+    assert result.claims[0].support == 0.5676 and result.score == 0.0
+    assert LexicalJudge(threshold=0.5676).groundedness(answer, context).score == 1.0
+    strict = LexicalJudge(threshold=0.5677)
     assert strict.groundedness(answer, context).score == 0
     assert strict.info.prompt_sha256 != LexicalJudge().info.prompt_sha256
-    assert LexicalJudge().threshold == DEFAULT_THRESHOLD == 0.84
+    assert LexicalJudge().threshold == DEFAULT_THRESHOLD == 0.83
     with pytest.raises(ValueError, match="threshold"):
         LexicalJudge(threshold=0)
+    with pytest.raises(ValueError, match="unit_overlap_share"):
+        LexicalJudge(unit_overlap_share=1.5)
+    with pytest.raises(ValueError, match="overlap_share"):
+        LexicalJudge(overlap_share=-0.1)
+    shares = LexicalJudge(unit_overlap_share=0.5, overlap_share=0.5)
+    assert shares.groundedness(answer, context).claims[0].support == 0.582  # 0.5 each
+    assert shares.info.prompt_sha256 != LexicalJudge().info.prompt_sha256
 
 
 def test_audit_log_answer_is_grounded_and_citation_is_not_a_claim() -> None:
     result = LexicalJudge().groundedness(AUDIT_ANSWER, [AUDIT_CONTEXT])
     assert len(result.claims) == 1
     assert word_overlap(AUDIT_ANSWER, [AUDIT_CONTEXT]) == 11 / 16  # the seed's check
-    # aligned with the context's two sentences ("retained" is not "retention"): 0.8509
-    assert result.claims[0].support == 0.8509
+    # aligned with the context's two sentences ("retained" is not "retention"): 0.8509, blended
+    # 0.9 : 0.1 with the word overlap (11/16): 0.8346
+    assert result.claims[0].support == 0.8346
     assert result.score == 1.0
 
 
