@@ -396,7 +396,7 @@ def _is_stop(word: str) -> bool:
 _ARABIC_STOP = frozenset(w.translate(_ALEF) for w in ARABIC_STOP_WORDS)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)
 def content_words(text: str) -> frozenset[str]:
     """The distinct content terms of ``text`` (module docstring); cached, as the checks ask for
     the same claim, unit and quote several times."""

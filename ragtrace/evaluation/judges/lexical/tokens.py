@@ -21,19 +21,25 @@ text also offers a figure split by spacing as the number it reads as (``26 000``
 as ``26000``, ``1. 7`` as ``1.7``, besides their parts): text extracted from pages and PDFs
 often spaces figures so.
 
-Both word lists ship inside the ``wordfreq`` and ``simplemma`` wheels: nothing is downloaded.
+Both word lists ship inside the ``wordfreq`` and ``simplemma`` wheels: nothing is downloaded. Both
+are held packed (:mod:`ragtrace.evaluation.judges.lexical.packed`): the same Zipf frequencies
+(:mod:`ragtrace.evaluation.judges.lexical.frequencies`) and the same lemmas, in a few MiB.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from types import ModuleType
+from typing import Any
 
 from ..terms import ARABIC_STOP_WORDS, ENGLISH_STOP_WORDS, named_entities, term
 from ..text import word_list
+from ._extra import LEXICAL_EXTRA, require
+from .frequencies import zipf_frequency
+from .packed import packed_table
 
 __all__ = [
     "LEXICAL_EXTRA",
@@ -50,8 +56,6 @@ __all__ = [
     "tokens",
     "word_keys",
 ]
-
-LEXICAL_EXTRA = "the offline judge needs the judge extra: pip install 'ragtrace[judge]'"
 
 NUMBER_WEIGHT = 2.0
 NAME_WEIGHT = 1.5
@@ -94,7 +98,7 @@ _NUMBER_WORDS = {
 _STOP = ENGLISH_STOP_WORDS | ARABIC_STOP_WORDS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     """One distinct content token: its normalised ``text`` (its term), match ``keys`` and
     ``weight``; ``number`` for a number (digits or a number word), ``figure`` for one written in
@@ -108,18 +112,6 @@ class Token:
     name: bool = False
 
 
-@cache
-def require(name: str) -> ModuleType:
-    """Import one of the offline judge's libraries (the ``judge`` extra), naming the fix when it
-    is missing; imported on first use so the core install never needs them."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise ImportError(f"{LEXICAL_EXTRA} ({name} is not installed)") from exc
-
-
 def _ascii_digits(text: str) -> str:
     return "".join(
         str(unicodedata.decimal(c)) if unicodedata.category(c) == "Nd" and not c.isascii() else c
@@ -131,18 +123,37 @@ def _is_arabic(word: str) -> bool:
     return any("\u0600" <= c <= "\u06ff" or "\ufb50" <= c <= "\ufeff" for c in word)
 
 
-@lru_cache(maxsize=65536)
-def _lemma(word: str) -> str:
+class _PackedDictionaries:
+    """simplemma's dictionaries, each read from its packed table (a ``DictionaryFactory``)."""
+
+    def get_dictionary(self, lang: str) -> Mapping[str, str]:
+        return packed_table("simplemma", lang)
+
+
+@cache
+def _lemmatizer() -> Any:
+    """simplemma's lemmatizer on its own dictionaries held packed (the same lemmas, without a
+    dict of every form); results are cached by _word."""
+    simplemma = require("simplemma")
+    strategy = require("simplemma.strategies.default").DefaultStrategy(
+        dictionary_factory=_PackedDictionaries()
+    )
+    return simplemma.Lemmatizer(cache_max_size=0, lemmatization_strategy=strategy)
+
+
+def _lemma(word: str) -> str:  # cached by its one caller, _word
     if not word.isalpha():
         return word
     lang = "ar" if _is_arabic(word) else "en"
     try:
-        return str(require("simplemma").lemmatize(word, lang=lang)).casefold()
+        return str(_lemmatizer().lemmatize(word, lang=lang)).casefold()
     except ValueError:  # simplemma refuses some inputs (e.g. an empty lemma); keep the word
         return word
 
 
-@lru_cache(maxsize=65536)
+# Word caches of 16,384 entries hold a service's working vocabulary in a few MiB each (the 65,536
+# they had grew a long-running serve by some 50 MiB on varied text); numbers are not cached here.
+@lru_cache(maxsize=16384)
 def _rarity(word: str) -> float:
     if _is_arabic(word):
         lang = "ar"
@@ -152,7 +163,7 @@ def _rarity(word: str) -> float:
         lang = "en"
     else:
         return 1.0
-    zipf = float(require("wordfreq").zipf_frequency(word, lang))
+    zipf = zipf_frequency(word, lang)
     return min(MAX_WEIGHT, max(MIN_WEIGHT, (ZIPF_CEILING - zipf) / ZIPF_SPAN))
 
 
@@ -163,7 +174,7 @@ def _normalise_number(raw: str) -> str:
     return raw
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _word(word: str) -> tuple[str, frozenset[str]] | tuple[str, ...]:
     """A word's (term, match keys); the bigrams of an unspaced script; () for a stop word."""
     if word in _STOP:
@@ -187,7 +198,7 @@ def _scan(text: str) -> tuple[str, list[str]]:
     return _NUMBER.sub(" ", normalised), numbers
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=256)  # a unit's tokens are read twice in its judgement (alignment, cues)
 def tokens(text: str) -> tuple[Token, ...]:
     """The distinct content tokens of ``text`` (module docstring), numbers first."""
     rest, numbers = _scan(text)
@@ -224,7 +235,7 @@ def spaced_figures(text: str) -> frozenset[str]:
     )
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)
 def keys(text: str) -> frozenset[str]:
     """Every match key of the tokens of ``text`` (what a source window offers), without their
     weights: the same keys as :func:`tokens`, computed faster."""
