@@ -8,29 +8,38 @@ sorted byte string of ``key 0x01 value 0x00`` records with the offset of every
 the record inside its block with one ``bytes.find``.
 
 :func:`packed_table` builds a table in a child Python with this one's import path (the unpacked
-list would otherwise stay behind as heap fragments) and falls back to building it here when no
-child can run. The tables hold the libraries' own data, read from their wheels: the same
-answers as the libraries give (tests compare them word by word).
+list would otherwise stay behind as heap fragments; about a second per list), falls back to
+building it here when no child can run, and keeps it in the user's cache directory
+(``$XDG_CACHE_HOME/ragtrace/word-lists``, else ``~/.cache/ragtrace/word-lists``; a file per
+list, language and library version), so a later process reads it in milliseconds; an unreadable
+or damaged file is rebuilt, an unwritable directory only costs the rebuild. The tables hold the libraries' own data, read
+from their wheels: the same answers as the libraries give (tests compare them word by word).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 import subprocess
 import sys
+import tempfile
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import BinaryIO
 
 from ._extra import require
 
-__all__ = ["BLOCK", "SOURCES", "PackedTable", "packed_table"]
+__all__ = ["BLOCK", "FORMAT", "SOURCES", "PackedTable", "cache_dir", "load_table", "packed_table"]
 
 BLOCK = 32
 """Records per indexed block: a lookup scans at most this many records, in C."""
+FORMAT = 1
+"""The cached files' format: part of their names, so a change never reads an old file."""
 _KEY, _END = b"\x01", b"\x00"
 
 
@@ -135,20 +144,50 @@ SOURCES = {"wordfreq": _wordfreq, "simplemma": _simplemma}
 bucket, ``-cB`` as text) and ``simplemma``'s dictionary of a language (form → lemma)."""
 
 
-@cache
-def packed_table(source: str, lang: str) -> PackedTable:
-    """The table of ``source`` (:data:`SOURCES`) for ``lang``, built once per process (module
-    docstring)."""
-    if source not in SOURCES:
-        raise ValueError(f"unknown word list {source!r}; known: {', '.join(SOURCES)}")
-    command = [sys.executable, "-m", __name__, source, lang]
+def cache_dir() -> Path:
+    """Where built tables are kept (module docstring)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragtrace" / "word-lists"
+
+
+def _build(source: str, lang: str) -> bytes:
+    """The table's bytes, built by a child Python (here when no child can run)."""
+    command = [sys.executable, "-m", f"{__package__}._pack_child", source, lang]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
         done = subprocess.run(command, capture_output=True, env=env, timeout=300, check=True)
-        return PackedTable.read(done.stdout)
+        PackedTable.read(done.stdout)  # whole and well formed
+        return done.stdout
     except (OSError, subprocess.SubprocessError, ValueError, struct.error):
-        return PackedTable.of(SOURCES[source](lang))
+        out = io.BytesIO()
+        PackedTable.of(SOURCES[source](lang)).write(out)
+        return out.getvalue()
 
 
-if __name__ == "__main__":  # the child of packed_table
-    PackedTable.of(SOURCES[sys.argv[1]](sys.argv[2])).write(sys.stdout.buffer)
+def load_table(source: str, lang: str, directory: Path | None = None) -> PackedTable:
+    """The table of ``source`` for ``lang``: read from ``directory`` (default
+    :func:`cache_dir`), else built and written there (module docstring)."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown word list {source!r}; known: {', '.join(SOURCES)}")
+    directory = cache_dir() if directory is None else directory
+    path = directory / f"{source}-{metadata.version(source)}-{lang}-v{FORMAT}.bin"
+    try:
+        return PackedTable.read(path.read_bytes())
+    except (OSError, ValueError, struct.error):
+        pass
+    data = _build(source, lang)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, path)  # whole or not at all, whoever writes it at the same time
+    except OSError:
+        pass
+    return PackedTable.read(data)
+
+
+@cache
+def packed_table(source: str, lang: str) -> PackedTable:
+    """The table of ``source`` (:data:`SOURCES`) for ``lang``, once per process
+    (:func:`load_table`)."""
+    return load_table(source, lang)

@@ -13,11 +13,14 @@ import simplemma
 import wordfreq
 
 from ragtrace.evaluation.hallucination_sets import load_generic
+from ragtrace.evaluation.judges.lexical import packed
 from ragtrace.evaluation.judges.lexical.frequencies import zipf_frequency
 from ragtrace.evaluation.judges.lexical.packed import (
     BLOCK,
     SOURCES,
     PackedTable,
+    cache_dir,
+    load_table,
     packed_table,
 )
 from ragtrace.evaluation.judges.lexical.tokens import _lemmatizer
@@ -64,11 +67,41 @@ def test_write_and_read_round_trip() -> None:
 
 def test_the_child_builds_the_same_table_as_this_process() -> None:
     built_here = PackedTable.of(SOURCES["simplemma"]("ar"))
-    from_child = packed_table("simplemma", "ar")
+    from_child = PackedTable.read(packed._build("simplemma", "ar"))
     assert len(from_child) == len(built_here) > 10_000
     assert list(from_child) == list(built_here)
     with pytest.raises(ValueError, match="unknown word list"):
         packed_table("nltk", "en")
+
+
+def test_a_built_table_is_kept_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = load_table("simplemma", "ar", tmp_path)
+    [kept] = tmp_path.glob("simplemma-*-ar-v*.bin")
+
+    def no_build(source: str, lang: str) -> bytes:
+        raise AssertionError("read from the cache, not built")
+
+    monkeypatch.setattr(packed, "_build", no_build)
+    assert list(load_table("simplemma", "ar", tmp_path)) == list(first)
+    # a damaged file is rebuilt and replaced
+    monkeypatch.undo()
+    kept.write_bytes(kept.read_bytes()[:1000])
+    assert list(load_table("simplemma", "ar", tmp_path)) == list(first)
+    assert PackedTable.read(kept.read_bytes()).get("قرارات") == first.get("قرارات")
+
+
+def test_an_unwritable_cache_only_costs_the_rebuild(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    table = load_table("simplemma", "ar", blocked / "word-lists")
+    assert len(table) > 10_000
+
+
+def test_the_cache_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "ragtrace" / "word-lists"
 
 
 @cache
