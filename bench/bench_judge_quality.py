@@ -21,6 +21,9 @@ of every *other* dataset (:func:`bench._heldout.lodo`; a dataset's parts, e.g. `
 Then the pooled rows (every held-out set's test answers together, each scored by its own
 held-out judge), the judge's CPU time per answer, and the run-time check (a 1,000-answer
 RAGTruth-format directory through the ``ragtrace`` console script, resumed after ``kill -9``).
+Run with :data:`SHIPPED_FIT` (the procedure whose fit on every set is the shipped judge), it also
+writes the judge's held-out record, measures the same procedure without its requirements
+(:data:`FREE_FIT`) and times the judge against the one at :data:`CPU_BASELINE`.
 
 **The fitting hook.** ``--fit MODULE:FUNCTION`` names a fitter: a callable taking the tuning
 sets — ``Mapping[str, Sequence[LabelledAnswer]]``, set name to *all* its answers (both halves),
@@ -530,8 +533,7 @@ for _ in range(2):  # words first met, then met again
 class CpuAgainst:
     """CPU per answer (ms, best of ``rounds``) of today's lexical judge and of the one at
     ``revision``, on the same answers, each in a fresh process, the two alternated: on a first
-    pass (the word caches empty) and on a second (the same words again, as a long-running
-    ``serve`` meets them)."""
+    pass (the word caches empty) and on a second over the same answers in the same process."""
 
     revision: str
     answers: int
