@@ -34,6 +34,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,14 +59,14 @@ __all__ = [
 
 PASS_MARK = 0.8
 
-_AUDIT_CONTEXT = (
-    "Audit log retention on the Enterprise plan is 90 days. Logs older than the "
-    "retention window are deleted nightly and cannot be restored."
-)
-_LEAVE = (
-    "يحق للموظف إجازة سنوية مدتها واحد وعشرون يوم عمل. "
-    "تقدم الطلبات قبل أسبوعين. يمكن ترحيل عشرة أيام إلى السنة التالية."
-)
+_EXAMPLES = ROOT / "examples" / "groundedness"
+"""The seed's worked examples, as the README runs them through ``ragtrace groundedness``."""
+
+
+def _example(name: str) -> str:
+    return (_EXAMPLES / name).read_text(encoding="utf-8").strip()
+
+
 _SPREAD = (
     "Maria Lopez founded the bakery in Seville in 1998. "
     "Lopez later opened a school for pastry chefs. "
@@ -86,17 +87,14 @@ class Requirement:
 REQUIREMENTS = (
     Requirement(
         "the seed's audit-log answer is grounded",
-        "Audit logs are retained for 90 days, after which they are deleted nightly and "
-        "cannot be restored. [c-9930]",
-        (_AUDIT_CONTEXT,),
+        _example("audit-log-answer.txt"),
+        (_example("c-9930.txt"),),
         1.0,
     ),
     Requirement(
         "the seed's leave answer: two sentences supported, one invented",
-        "لك واحد وعشرون يوم عمل إجازة سنوية. "
-        "ويمكنك ترحيل عشرة أيام إلى السنة التالية. "
-        "ويمكنك صرف رصيد الإجازة نقدا عند الاستقالة.",
-        (_LEAVE,),
+        _example("leave-answer.txt"),
+        (_example("leave-policy.txt"),),
         2 / 3,
     ),
     Requirement(
@@ -192,6 +190,18 @@ def _keeps(requirements: Sequence[Requirement], unit_share: float, threshold: fl
     )
 
 
+@cache
+def _allowed(requirements: tuple[Requirement, ...]) -> dict[float, tuple[float, ...]]:
+    """Per unit share, the thresholds that keep ``requirements`` (all without any); the same
+    for every fit, so worked out once."""
+    return {
+        u: tuple(t for t in THRESHOLDS if _keeps(requirements, u, t))
+        if requirements
+        else THRESHOLDS
+        for u in SHARES
+    }
+
+
 def fit(tuning: Sets, requirements: Sequence[Requirement] = REQUIREMENTS) -> Fitted:
     """The constants chosen on ``tuning`` (module docstring)."""
     sets = {
@@ -201,10 +211,7 @@ def fit(tuning: Sets, requirements: Sequence[Requirement] = REQUIREMENTS) -> Fit
     sets = {n: a for n, a in sets.items() if len({x.hallucinated for x in a}) == 2}
     if not sets:
         raise ValueError("fit needs a tuning set with both faithful and hallucinated answers")
-    allowed = {
-        u: [t for t in THRESHOLDS if _keeps(requirements, u, t)] if requirements else THRESHOLDS
-        for u in SHARES
-    }
+    allowed = _allowed(tuple(requirements))
     labels = {n: [a.hallucinated for a in answers] for n, answers in sets.items()}
     baseline = {n: auroc([a.baseline for a in answers], labels[n]) for n, answers in sets.items()}
     best: tuple[tuple[float, float], float, float] | None = None
