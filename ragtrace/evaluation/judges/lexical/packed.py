@@ -150,18 +150,17 @@ def cache_dir() -> Path:
     return Path(base) / "ragtrace" / "word-lists"
 
 
-def _build(source: str, lang: str) -> bytes:
-    """The table's bytes, built by a child Python (here when no child can run)."""
+def _build(source: str, lang: str) -> tuple[PackedTable, bytes]:
+    """The table and its bytes, built by a child Python (here when no child can run)."""
     command = [sys.executable, "-m", f"{__package__}._pack_child", source, lang]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
         done = subprocess.run(command, capture_output=True, env=env, timeout=300, check=True)
-        PackedTable.read(done.stdout)  # whole and well formed
-        return done.stdout
+        return PackedTable.read(done.stdout), done.stdout  # read: whole and well formed
     except (OSError, subprocess.SubprocessError, ValueError, struct.error):
-        out = io.BytesIO()
-        PackedTable.of(SOURCES[source](lang)).write(out)
-        return out.getvalue()
+        table, out = PackedTable.of(SOURCES[source](lang)), io.BytesIO()
+        table.write(out)
+        return table, out.getvalue()
 
 
 def load_table(source: str, lang: str, directory: Path | None = None) -> PackedTable:
@@ -175,7 +174,7 @@ def load_table(source: str, lang: str, directory: Path | None = None) -> PackedT
         return PackedTable.read(path.read_bytes())
     except (OSError, ValueError, struct.error):
         pass
-    data = _build(source, lang)
+    table, data = _build(source, lang)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=directory, delete=False) as tmp:
@@ -183,7 +182,7 @@ def load_table(source: str, lang: str, directory: Path | None = None) -> PackedT
         os.replace(tmp.name, path)  # whole or not at all, whoever writes it at the same time
     except OSError:
         pass
-    return PackedTable.read(data)
+    return table
 
 
 @cache
