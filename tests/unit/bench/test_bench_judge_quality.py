@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.bench_judge_quality import (
+    UNSEEN_ROW,
     Judged,
     claims_kappa,
     figures,
@@ -81,10 +82,14 @@ def test_a_fitted_run_names_the_other_datasets(tmp_path: Path) -> None:
     found = rows(by_set, fitted=True)
     assert [r.tuned_on for r in found] == [
         "all sets but begin*",
-        "all sets but qags*",
-        "all sets but qags*",
+        "all sets but qags* (token weights and cues: tuned on it)",
+        "all sets but qags* (token weights and cues: tuned on it)",
         "each set's own fit",
+        "each set's own fit; nothing else",
     ]
+    # the last pooled row leaves out the datasets the judge's unfitted parts were tuned on
+    assert [r.label for r in found][-2:] == ["pooled, held-out sets", UNSEEN_ROW]
+    assert found[-1].answers == found[0].answers
 
 
 def test_figures_against_the_baselines() -> None:

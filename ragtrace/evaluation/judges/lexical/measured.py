@@ -3,8 +3,9 @@
 The judge's constants are fitted on public human-labelled sets (``bench/fit_lexical_judge.py``);
 ``bench/bench_judge_quality.py --fit bench.fit_lexical_judge:lodo_judge`` measures that fitting
 leave-one-dataset-out — each set judged by the constants fitted on every *other* dataset — and
-writes the pooled row to ``held_out.json`` beside this module; the web view states it on its
-judge panel. A record belongs to one version of the judge (its prompt
+writes the pooled row of the sets none of the judge's parts was tuned on (its token weights and
+cues were chosen on other datasets) to ``held_out.json`` beside this module; the web view states
+it on its judge panel. A record belongs to one version of the judge (its prompt
 hash): for any other version :func:`held_out_for` returns None rather than figures that were not
 measured on it.
 """
@@ -51,8 +52,8 @@ class HeldOut:
     def describe(self) -> str:
         """One line for a person: the figures beside their baselines."""
         return (
-            f"on {self.answers:,} human-labelled answers, each set judged by the constants "
-            f"fitted without it: "
+            f"on {self.answers:,} human-labelled answers of sets none of its parts was tuned on "
+            f"(its fitted constants fitted without each set): "
             f"AUROC {self.auroc:.3f} ({self.auroc_low:.3f}–{self.auroc_high:.3f}; plain word "
             f"overlap {self.overlap_auroc:.3f}), F1 {self.f1:.1f} at the pass mark (flagging "
             f"every answer: {self.flag_all_f1:.1f}); it flags {self.flag_rate:.0%} of answers "
